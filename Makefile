@@ -1,0 +1,30 @@
+# Two entry points: `make bench` and `make test`. Both create .venv idempotently on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: bench test lint venv clean
+
+venv: $(STAMP)
+
+# Re-install only when the project's declared dependencies change.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip uv==0.13.8
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -e '.[dev]'
+	touch $(STAMP)
+
+bench: $(STAMP)
+	$(BIN)/sixnines run matrices/quick.yaml --lake lake
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -ra
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) lake .cache

@@ -1,0 +1,156 @@
+"""Pure analysis of one cell's raw samples: message accounting, latency series, generator health.
+
+Inputs are the landed Arrow tables; nothing here does I/O. Only `measure`-phase messages (by intended
+time) count in the results; the latency series of all phases are still returned for the interval log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .percentiles import LatencySummary, summarize
+
+BASES = ("intended", "sent")  # response time (from intended send) and service time (from actual send)
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """Where every message went. `lost` = sent but never received (e2e) or never answered (publish/rtt)."""
+
+    scheduled: int
+    sent: int
+    send_errors: int
+    acknowledged: int
+    received: int
+    duplicated: int
+    lost: int
+    acknowledged_but_lost: int
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One latency series: when each sample was intended, and its latency from intended and from sent."""
+
+    at_ns: np.ndarray
+    from_intended_ns: np.ndarray
+    from_sent_ns: np.ndarray
+
+
+@dataclass
+class CellAnalysis:
+    accounting: Accounting  # measure phase
+    accounting_all_phases: Accounting
+    metrics: dict[str, dict[str, LatencySummary]]  # metric -> basis -> measure-phase summary
+    lag: LatencySummary  # schedule lag (actual − intended send), measure phase
+    target_rate_per_s: float
+    achieved_rate_per_s: float
+    series: dict[str, Series] = field(repr=False, default_factory=dict)  # all phases
+
+    def to_dict(self) -> dict:
+        return {
+            "accounting": self.accounting.to_dict(),
+            "accounting_all_phases": self.accounting_all_phases.to_dict(),
+            "metrics": {m: {b: s.to_dict() for b, s in by.items()} for m, by in self.metrics.items()},
+            "generator": {
+                "schedule_lag": self.lag.to_dict(),
+                "target_rate_per_s": self.target_rate_per_s,
+                "achieved_rate_per_s": self.achieved_rate_per_s,
+            },
+        }
+
+
+def _np(table: pa.Table, column: str, null: int = -1) -> np.ndarray:
+    return pc.fill_null(table[column], null).to_numpy().astype(np.int64, copy=False)
+
+
+def first_receipts(received: pa.Table) -> tuple[pa.Table, int]:
+    """Each (producer, seq) once, at its earliest receipt; plus how many receipts were duplicates."""
+    if received.num_rows == 0:
+        return received, 0
+    ordered = received.sort_by([("producer_id", "ascending"), ("seq", "ascending"), ("received_ns", "ascending")])
+    pid, seq = _np(ordered, "producer_id"), _np(ordered, "seq")
+    first = np.ones(pid.size, dtype=bool)
+    first[1:] = (pid[1:] != pid[:-1]) | (seq[1:] != seq[:-1])
+    return ordered.filter(pa.array(first)), int(pid.size - first.sum())
+
+
+def account(sent: pa.Table, received: pa.Table | None, measurement: str) -> Accounting:
+    """Count every message of `sent` (already cut to the phases wanted) and its receipts."""
+    sent_ok = pc.is_valid(sent["sent_ns"])
+    acked = pc.is_valid(sent["acked_ns"])
+    n_sent = int(pc.sum(sent_ok).as_py() or 0)
+    n_acked = int(pc.sum(acked).as_py() or 0)
+    n_received = duplicated = acked_lost = 0
+    if measurement == "e2e" and received is not None:
+        unique, duplicated = first_receipts(received)
+        keys_sent = _np(sent, "producer_id") << 40 | _np(sent, "seq")
+        keys_recv = _np(unique, "producer_id") << 40 | _np(unique, "seq")
+        got = np.isin(keys_sent, keys_recv)
+        n_received = int(got.sum())
+        lost = int((sent_ok.to_numpy(zero_copy_only=False) & ~got).sum())
+        acked_lost = int((acked.to_numpy(zero_copy_only=False) & ~got).sum())
+    else:
+        lost = n_sent - n_acked
+    return Accounting(
+        scheduled=sent.num_rows,
+        sent=n_sent,
+        send_errors=sent.num_rows - n_sent,
+        acknowledged=n_acked,
+        received=n_received,
+        duplicated=duplicated,
+        lost=lost,
+        acknowledged_but_lost=acked_lost,
+    )
+
+
+def latency_series(sent: pa.Table, received: pa.Table, measurement: str, acked_metric: str | None) -> dict[str, Series]:
+    """Every metric this cell's data supports, over all phases."""
+    out: dict[str, Series] = {}
+    if measurement == "e2e" and received.num_rows:
+        unique, _ = first_receipts(received)
+        r, i, s = _np(unique, "received_ns"), _np(unique, "intended_ns"), _np(unique, "sent_ns")
+        out["e2e"] = Series(i, r - i, r - s)
+    if acked_metric:
+        done = sent.filter(pc.is_valid(sent["acked_ns"]))
+        a, i, s = _np(done, "acked_ns"), _np(done, "intended_ns"), _np(done, "sent_ns")
+        out[acked_metric] = Series(i, a - i, a - s)
+    return out
+
+
+def analyze(
+    sent: pa.Table,
+    received: pa.Table,
+    measurement: str,
+    acked_metric: str | None,
+    measure_window_ns: tuple[int, int],
+    target_rate_per_s: float,
+) -> CellAnalysis:
+    """`acked_metric`: what an ack means for this cell ('publish', 'rtt', or None when there are none)."""
+    start, end = measure_window_ns
+    in_measure = pc.equal(sent["phase"], "measure")
+    sent_m = sent.filter(in_measure)
+    received_m = received.filter(pc.equal(received["phase"], "measure"))
+    series = latency_series(sent, received, measurement, acked_metric)
+    metrics: dict[str, dict[str, LatencySummary]] = {}
+    for name, s in series.items():
+        keep = (s.at_ns >= start) & (s.at_ns < end)
+        metrics[name] = {"intended": summarize(s.from_intended_ns[keep]), "sent": summarize(s.from_sent_ns[keep])}
+    done = sent_m.filter(pc.is_valid(sent_m["sent_ns"]))
+    lag = summarize(_np(done, "sent_ns") - _np(done, "intended_ns"))
+    measure_s = (end - start) / 1e9
+    return CellAnalysis(
+        accounting=account(sent_m, received_m, measurement),
+        accounting_all_phases=account(sent, received, measurement),
+        metrics=metrics,
+        lag=lag,
+        target_rate_per_s=target_rate_per_s,
+        achieved_rate_per_s=done.num_rows / measure_s if measure_s > 0 else 0.0,
+        series=series,
+    )

@@ -1,0 +1,97 @@
+"""A broker OS process we started: stop gracefully then forcibly, freeze and thaw, never orphaned.
+
+Only processes this harness started are ever signalled, and only by their PID. `tie_to_parent` asks the
+kernel to kill the broker if the harness dies (PR_SET_PDEATHSIG), so a crashed test leaves nothing
+behind; Airflow turns it off because its broker must outlive the provisioning task.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import BrokerError
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class BrokerProcess:
+    """One running broker process with its log file."""
+
+    def __init__(self, argv: Sequence[str], log_path: Path, tie_to_parent: bool = True):
+        self.argv = list(argv)
+        self.log_path = log_path
+        log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed in stop()
+        self._log = log
+        self.popen = subprocess.Popen(
+            self.argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if tie_to_parent else None,
+            start_new_session=not tie_to_parent,
+        )
+        self.pid = self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def pause(self) -> None:
+        """SIGSTOP: the CTRL+Z test freezes the broker without it noticing."""
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL: an abrupt failure, for loss accounting."""
+        if self.alive():
+            os.kill(self.pid, signal.SIGKILL)
+        self.popen.wait(timeout=10)
+
+    def stop(self, grace_s: float = 10.0) -> int | None:
+        """SIGTERM, wait `grace_s`, then SIGKILL. Returns the exit code."""
+        if self.alive():
+            os.kill(self.pid, signal.SIGCONT)  # a frozen process cannot handle SIGTERM
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=10)
+        self._log.close()
+        return self.popen.returncode
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def stop_pid(pid: int, expected_name: str, grace_s: float = 10.0) -> bool:
+    """Stop a detached broker by PID (CLI `brokers down`), after checking it is the process we think it is."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if expected_name not in " ".join(proc.cmdline()):
+            raise BrokerError(f"pid {pid} is not a {expected_name} process; refusing to signal it")
+        proc.send_signal(signal.SIGCONT)
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except psutil.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    except psutil.NoSuchProcess:
+        return False
+    return True

@@ -1,0 +1,159 @@
+"""NATS driver on nats-py: core publish/subscribe, core request/reply, JetStream acked publish.
+
+The driver only creates the stream, sends, and hands raw message bytes to a callback. It does not read
+clocks: the generator stamps every timestamp itself (STYLE 1). Client options from the matrix
+(`client.connect`) go to `nats.connect()` untouched, over the harness defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+
+from ..matrix import NatsCell
+
+QUEUE_GROUP = "sixnines"
+# Connection defaults a benchmark wants: fail fast at start, keep reconnecting quietly during a fault,
+# and a large outbound buffer so a short stall does not turn into publish errors.
+_CONNECT_DEFAULTS: dict[str, Any] = {
+    "connect_timeout": 5,
+    "max_reconnect_attempts": 5,
+    "reconnect_time_wait": 0.5,
+    "pending_size": 64 * 1024 * 1024,
+}
+
+AckCallback = Callable[[int, int | None, str | None], None]  # (seq, stream_offset, error)
+MessageCallback = Callable[[bytes, int | None], None]  # (payload, stream_offset)
+
+
+def subject_for(cell_id: str) -> str:
+    return f"sixnines.{cell_id}"
+
+
+def stream_for(cell_id: str) -> str:
+    return f"SIXNINES_{cell_id}"
+
+
+async def connect(url: str, cell: NatsCell, name: str) -> Client:
+    async def quiet(_exc: Exception) -> None:  # errors surface as per-message results instead
+        return None
+
+    options = {**_CONNECT_DEFAULTS, "name": name, "error_cb": quiet, **cell.client.connect}
+    return await nats.connect(url, **options)
+
+
+class NatsDriver:
+    """Everything a cell does against one NATS server, for one process."""
+
+    def __init__(self, url: str, cell: NatsCell, cell_id: str):
+        self.url = url
+        self.cell = cell
+        self.subject = subject_for(cell_id)
+        self.stream = stream_for(cell_id)
+        self.jetstream = cell.broker.mode == "jetstream"
+        self.connections: list[Client] = []
+
+    async def open(self, name: str, count: int = 1) -> list[Client]:
+        new = [await connect(self.url, self.cell, f"{name}-{i}") for i in range(count)]
+        self.connections += new
+        return new
+
+    async def create_stream(self) -> None:
+        """JetStream: a fresh stream for the cell (an old one of the same name is deleted first)."""
+        if not self.jetstream:
+            return
+        (nc,) = await self.open("admin")
+        js = nc.jetstream()
+        try:
+            await js.delete_stream(self.stream)
+        except nats.js.errors.NotFoundError:
+            pass
+        storage = StorageType.FILE if self.cell.broker.storage == "file" else StorageType.MEMORY
+        await js.add_stream(
+            StreamConfig(
+                name=self.stream,
+                subjects=[self.subject],
+                storage=storage,
+                num_replicas=self.cell.broker.replicas,
+            )
+        )
+
+    async def delete_stream(self) -> None:
+        if not self.jetstream:
+            return
+        nc = self.connections[0] if self.connections else (await self.open("admin"))[0]
+        try:
+            await nc.jetstream().delete_stream(self.stream)
+        except (nats.js.errors.NotFoundError, nats.errors.Error, asyncio.TimeoutError):
+            pass
+
+    async def send(self, nc: Client, payload: bytes, seq: int, on_ack: AckCallback) -> None:
+        """Publish without waiting for the system. JetStream acks arrive later through `on_ack`."""
+        if not self.jetstream:
+            await nc.publish(self.subject, payload)
+            return
+        future = await nc.jetstream().publish_async(self.subject, payload)
+
+        def done(fut: asyncio.Future) -> None:
+            if fut.cancelled():
+                on_ack(seq, None, "cancelled")
+            elif fut.exception() is not None:
+                on_ack(seq, None, type(fut.exception()).__name__)
+            else:
+                on_ack(seq, fut.result().seq, None)
+
+        future.add_done_callback(done)
+
+    async def request(self, nc: Client, payload: bytes, timeout_s: float) -> None:
+        """Core request/reply; returns when the reply arrives (raises on timeout)."""
+        await nc.request(self.subject, payload, timeout=timeout_s)
+
+    async def subscribe(self, nc: Client, on_message: MessageCallback) -> None:
+        """Join the cell's queue group (core) or its durable deliver group (JetStream, new messages only)."""
+        if not self.jetstream:
+
+            async def core_cb(msg: Msg) -> None:
+                on_message(msg.data, None)
+
+            await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=core_cb, pending_msgs_limit=0,
+                               pending_bytes_limit=0)  # fmt: skip
+            return
+
+        async def js_cb(msg: Msg) -> None:
+            try:
+                offset = msg.metadata.sequence.stream
+            except Exception:
+                offset = None
+            on_message(msg.data, offset)
+
+        await nc.jetstream().subscribe(
+            self.subject,
+            queue=QUEUE_GROUP,
+            cb=js_cb,
+            manual_ack=True,
+            config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.NEW),
+        )
+
+    async def respond(self, nc: Client, on_request: Callable[[], None]) -> None:
+        """rtt responder: echo each request's payload back to its reply subject."""
+
+        async def echo(msg: Msg) -> None:
+            await nc.publish(msg.reply, msg.data)
+            on_request()
+
+        await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=echo, pending_msgs_limit=0,
+                           pending_bytes_limit=0)  # fmt: skip
+
+    async def close(self) -> None:
+        for nc in self.connections:
+            try:
+                await asyncio.wait_for(nc.close(), timeout=5)
+            except Exception:
+                pass
+        self.connections.clear()

@@ -1,0 +1,41 @@
+"""One exception type per subsystem, so the CLI can map each to a precise message and exit code.
+
+Nothing here prints; the CLI decides how an error reaches the user (STYLE 13).
+"""
+
+from __future__ import annotations
+
+
+class SixninesError(Exception):
+    """Base of every error the harness raises on purpose. `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class MatrixError(SixninesError):
+    """A matrix file (or a cell built from one) is invalid. Exit code 2: the input is wrong, not the run."""
+
+    exit_code = 2
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"{source}: invalid matrix\n{lines}")
+
+
+class BrokerError(SixninesError):
+    """A broker could not be fetched, started, reached or stopped."""
+
+
+class PayloadError(SixninesError):
+    """A received message does not carry a sixnines header (wrong magic, version or length)."""
+
+
+class CellError(SixninesError):
+    """A cell failed. The message always names the cell id and the reason."""
+
+    def __init__(self, cell_id: str, reason: str):
+        self.cell_id = cell_id
+        self.reason = reason
+        super().__init__(f"cell {cell_id} failed: {reason}")

@@ -1,0 +1,362 @@
+"""The open-loop load generator's worker processes: producers, consumers and rtt responders.
+
+Each worker is its own OS process (the GIL must not couple producers) running one precise asyncio loop.
+A producer follows its fixed schedule and never waits for the system before the next send: when it is
+behind, it sends at once and the message keeps its *intended* time, so latency measured from intended
+time is response time, free of coordinated omission. Every timestamp is `time.monotonic_ns()` taken here,
+never in the driver. Workers stream progress (counts and fresh latencies) to the parent every 250 ms and
+write their own Parquet file at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing.synchronize
+import os
+import time
+from dataclasses import dataclass
+from multiprocessing.queues import Queue
+from multiprocessing.sharedctypes import Synchronized
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .drivers.nats import NatsDriver
+from .errors import PayloadError
+from .loop import run_precise
+from .matrix import NatsCell
+from .payload import PayloadFactory, decode_header
+from .records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
+from .schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
+
+REPORT_EVERY_S = 0.25
+_YIELD_EVERY = 32  # when behind schedule, still let the client's flusher run this often
+now_ns = time.monotonic_ns
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """What a worker needs; pickled to the child process."""
+
+    role: str  # producer | consumer | responder
+    index: int
+    url: str
+    cell_id: str
+    cell_json: str
+    staging_dir: str
+    cpu: int | None = None
+
+    def cell(self) -> NatsCell:
+        return NatsCell.model_validate_json(self.cell_json)
+
+
+@dataclass
+class Channels:
+    """Process-shared channels between the parent and its workers."""
+
+    events: Queue
+    start_at_ns: Synchronized  # 0 until the parent fixes t0 for every producer
+    stop: multiprocessing.synchronize.Event
+    phase_ns: tuple[int, int, int]  # warmup, measure, cooldown durations
+
+
+def worker_main(plan: WorkerPlan, channels: Channels) -> None:
+    """Process entry point."""
+    if plan.cpu is not None:
+        os.sched_setaffinity(0, {plan.cpu})
+    role = {"producer": _produce, "consumer": _consume, "responder": _respond}[plan.role]
+    try:
+        run_precise(role(plan, channels))
+    except Exception as exc:  # reported, then the non-zero exit tells the parent too
+        channels.events.put({"kind": "failed", "role": plan.role, "index": plan.index, "error": repr(exc)})
+        raise
+
+
+def producer_schedule(cell: NatsCell, index: int, duration_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Intended offsets (ns from t0, sorted) of one producer's messages, and the connection of each."""
+    w = cell.workload
+    streams = w.producers * w.connections
+    parts = [
+        stream_offsets_ns(w.rate_per_s, streams, index * w.connections + c, duration_ns, w.arrival, w.seed)
+        for c in range(w.connections)
+    ]
+    offsets = np.concatenate(parts)
+    connection = np.concatenate([np.full(p.size, c, dtype=np.int32) for c, p in enumerate(parts)])
+    order = np.argsort(offsets, kind="stable")
+    return offsets[order], connection[order]
+
+
+class _SentLog:
+    """Preallocated per-message arrays of one producer: the hot path only assigns into them."""
+
+    def __init__(self, intended: np.ndarray):
+        n = intended.size
+        self.intended = intended
+        self.sent = np.full(n, -1, dtype=np.int64)
+        self.acked = np.full(n, -1, dtype=np.int64)
+        self.offset = np.full(n, -1, dtype=np.int64)
+        self.errors: dict[int, str] = {}
+        self.attempted = 0
+        self.fresh_sends: list[int] = []  # seqs sent since the last report
+        self.fresh_acks: list[int] = []  # seqs acked since the last report
+        self.acked_count = 0
+
+    def on_ack(self, seq: int, offset: int | None, error: str | None) -> None:
+        if error is None:
+            self.acked[seq] = now_ns()
+            self.offset[seq] = -1 if offset is None else offset
+            self.acked_count += 1
+            self.fresh_acks.append(seq)
+        else:
+            self.errors[seq] = error
+
+    def table(self, producer_id: int, plan: PhasePlan) -> pa.Table:
+        n = self.intended.size
+        error = [None] * n
+        for seq, text in self.errors.items():
+            error[seq] = text
+        phases = np.array(PHASE_NAMES, dtype=object)[plan.phases_of(self.intended)]
+        return pa.table(
+            {
+                "producer_id": pa.array(np.full(n, producer_id, dtype=np.int32)),
+                "seq": pa.array(np.arange(n, dtype=np.int64)),
+                "intended_ns": pa.array(self.intended),
+                "sent_ns": pa.array(self.sent, mask=self.sent < 0),
+                "acked_ns": pa.array(self.acked, mask=self.acked < 0),
+                "partition": pa.nulls(n, pa.int32()),
+                "offset": pa.array(self.offset, mask=self.offset < 0),
+                "phase": pa.array(phases, pa.string()),
+                "error": pa.array(error, pa.string()),
+            },
+            schema=SENT_SCHEMA,
+        )
+
+
+async def _wait_for_start(channels: Channels) -> int:
+    while channels.start_at_ns.value == 0:
+        if channels.stop.is_set():
+            raise RuntimeError("stopped before start")
+        await asyncio.sleep(0.005)
+    return int(channels.start_at_ns.value)
+
+
+def _phase_plan(t0: int, channels: Channels) -> PhasePlan:
+    return PhasePlan(t0, *channels.phase_ns)
+
+
+async def _produce(plan: WorkerPlan, channels: Channels) -> None:
+    cell = plan.cell()
+    w = cell.workload
+    duration_ns = sum(channels.phase_ns)
+    offsets, connection_of = producer_schedule(cell, plan.index, duration_ns)
+    driver = NatsDriver(plan.url, cell, plan.cell_id)
+    connections = await driver.open(f"sixnines-p{plan.index}", w.connections)
+    factory = PayloadFactory(w.message_size_bytes)
+    channels.events.put({"kind": "ready", "role": "producer", "index": plan.index, "messages": offsets.size})
+    t0 = await _wait_for_start(channels)
+    log = _SentLog(offsets + t0)
+    reporter = asyncio.create_task(_report_producer(plan, channels, log))
+    try:
+        if cell.measurement == "rtt":
+            await asyncio.gather(
+                *(
+                    _request_loop(driver, nc, log, factory, plan.index, np.flatnonzero(connection_of == c), w)
+                    for c, nc in enumerate(connections)
+                )
+            )
+        else:
+            await _publish_loop(driver, connections[0], log, factory, plan.index)
+            await _await_acks(driver, log, deadline_ns=now_ns() + int(w.request_timeout_s * NS_PER_S))
+    finally:
+        reporter.cancel()
+        await driver.close()
+    write_parquet(log.table(plan.index, _phase_plan(t0, channels)),
+                  Path(plan.staging_dir) / f"sent-p{plan.index}.parquet")  # fmt: skip
+    _send_progress(plan, channels, log)
+    channels.events.put({"kind": "done", "role": "producer", "index": plan.index})
+
+
+async def _publish_loop(driver: NatsDriver, nc: Any, log: _SentLog, factory: PayloadFactory, pid: int) -> None:
+    """The open loop: sleep until each intended time (never past it), stamp, send, move on."""
+    intended = log.intended
+    behind = 0
+    for seq in range(intended.size):
+        due = int(intended[seq])
+        delay = due - now_ns()
+        if delay > 0:
+            await asyncio.sleep(delay * 1e-9)
+            behind = 0
+        else:
+            behind += 1
+            if behind % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+        sent = now_ns()
+        try:
+            await driver.send(nc, factory.make(pid, seq, due, sent), seq, log.on_ack)
+            log.sent[seq] = sent
+            log.fresh_sends.append(seq)
+        except Exception as exc:
+            log.errors[seq] = type(exc).__name__
+        log.attempted = seq + 1
+
+
+async def _await_acks(driver: NatsDriver, log: _SentLog, deadline_ns: int) -> None:
+    """JetStream: wait for outstanding acks; what has not arrived by the deadline counts as unacked."""
+    if not driver.jetstream:
+        return
+    while log.acked_count + len(log.errors) < log.attempted and now_ns() < deadline_ns:
+        await asyncio.sleep(0.01)
+
+
+async def _request_loop(
+    driver: NatsDriver, nc: Any, log: _SentLog, factory: PayloadFactory, pid: int, seqs: np.ndarray, w: Any
+) -> None:
+    """One synchronous rtt connection: a request cannot leave before the previous reply, but its
+    latency is still measured from its intended time (wrk2's correction)."""
+    for seq in seqs.tolist():
+        due = int(log.intended[seq])
+        delay = due - now_ns()
+        if delay > 0:
+            await asyncio.sleep(delay * 1e-9)
+        sent = now_ns()
+        log.sent[seq] = sent
+        log.fresh_sends.append(seq)
+        log.attempted += 1
+        try:
+            await driver.request(nc, factory.make(pid, seq, due, sent), w.request_timeout_s)
+            log.on_ack(seq, None, None)
+        except Exception as exc:
+            log.errors[seq] = type(exc).__name__
+
+
+def _send_progress(plan: WorkerPlan, channels: Channels, log: _SentLog) -> None:
+    sends, log.fresh_sends = log.fresh_sends, []
+    acks, log.fresh_acks = log.fresh_acks, []
+    lag_idx = np.asarray(sends, dtype=np.int64)
+    ack_idx = np.asarray(acks, dtype=np.int64)
+    channels.events.put(
+        {
+            "kind": "progress",
+            "role": "producer",
+            "index": plan.index,
+            "attempted": log.attempted,
+            "acked": log.acked_count,
+            "errors": len(log.errors),
+            "lag_ns": log.sent[lag_idx] - log.intended[lag_idx],
+            "ack_intended_ns": log.acked[ack_idx] - log.intended[ack_idx],
+            "ack_sent_ns": log.acked[ack_idx] - log.sent[ack_idx],
+            "ack_at_ns": log.intended[ack_idx],
+        }
+    )
+
+
+async def _report_producer(plan: WorkerPlan, channels: Channels, log: _SentLog) -> None:
+    while True:
+        await asyncio.sleep(REPORT_EVERY_S)
+        _send_progress(plan, channels, log)
+
+
+class _ReceivedLog:
+    """Append-only columns of one consumer; converted to arrays in bulk."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[int]] = {k: [] for k in ("pid", "seq", "intended", "sent", "received", "offset")}
+        self.reported = 0
+        self.bad = 0
+
+    def on_message(self, data: bytes, offset: int | None) -> None:
+        received = now_ns()
+        try:
+            header = decode_header(data)
+        except PayloadError:
+            self.bad += 1
+            return
+        c = self.columns
+        c["pid"].append(header.producer_id)
+        c["seq"].append(header.seq)
+        c["intended"].append(header.intended_ns)
+        c["sent"].append(header.sent_ns)
+        c["received"].append(received)
+        c["offset"].append(-1 if offset is None else offset)
+
+    def count(self) -> int:
+        return len(self.columns["seq"])
+
+    def table(self, consumer_id: int, plan: PhasePlan) -> pa.Table:
+        c = {k: np.asarray(v, dtype=np.int64) for k, v in self.columns.items()}
+        n = c["seq"].size
+        phases = np.array(PHASE_NAMES, dtype=object)[plan.phases_of(c["intended"])]
+        return pa.table(
+            {
+                "consumer_id": pa.array(np.full(n, consumer_id, dtype=np.int32)),
+                "producer_id": pa.array(c["pid"].astype(np.int32)),
+                "seq": pa.array(c["seq"]),
+                "intended_ns": pa.array(c["intended"]),
+                "sent_ns": pa.array(c["sent"]),
+                "received_ns": pa.array(c["received"]),
+                "partition": pa.nulls(n, pa.int32()),
+                "offset": pa.array(c["offset"], mask=c["offset"] < 0),
+                "hop": pa.array(np.zeros(n, dtype=np.int8)),
+                "phase": pa.array(phases, pa.string()),
+            },
+            schema=RECEIVED_SCHEMA,
+        )
+
+
+def _consumer_progress(plan: WorkerPlan, channels: Channels, log: _ReceivedLog) -> None:
+    start, end = log.reported, log.count()
+    log.reported = end
+    cols = log.columns
+    received = np.asarray(cols["received"][start:end], dtype=np.int64)
+    channels.events.put(
+        {
+            "kind": "progress",
+            "role": "consumer",
+            "index": plan.index,
+            "received": end,
+            "bad": log.bad,
+            "e2e_intended_ns": received - np.asarray(cols["intended"][start:end], dtype=np.int64),
+            "e2e_sent_ns": received - np.asarray(cols["sent"][start:end], dtype=np.int64),
+            "e2e_at_ns": np.asarray(cols["intended"][start:end], dtype=np.int64),
+        }
+    )
+
+
+async def _consume(plan: WorkerPlan, channels: Channels) -> None:
+    cell = plan.cell()
+    driver = NatsDriver(plan.url, cell, plan.cell_id)
+    (nc,) = await driver.open(f"sixnines-c{plan.index}")
+    log = _ReceivedLog()
+    await driver.subscribe(nc, log.on_message)
+    await nc.flush()  # the subscription is registered at the server before we report ready
+    channels.events.put({"kind": "ready", "role": "consumer", "index": plan.index})
+    while not channels.stop.is_set():
+        await asyncio.sleep(REPORT_EVERY_S)
+        _consumer_progress(plan, channels, log)
+    await driver.close()
+    t0 = int(channels.start_at_ns.value)
+    write_parquet(log.table(plan.index, _phase_plan(t0, channels)),
+                  Path(plan.staging_dir) / f"received-c{plan.index}.parquet")  # fmt: skip
+    _consumer_progress(plan, channels, log)
+    channels.events.put({"kind": "done", "role": "consumer", "index": plan.index})
+
+
+async def _respond(plan: WorkerPlan, channels: Channels) -> None:
+    cell = plan.cell()
+    driver = NatsDriver(plan.url, cell, plan.cell_id)
+    (nc,) = await driver.open(f"sixnines-r{plan.index}")
+    served = [0]
+
+    def count() -> None:
+        served[0] += 1
+
+    await driver.respond(nc, count)
+    await nc.flush()
+    channels.events.put({"kind": "ready", "role": "responder", "index": plan.index})
+    while not channels.stop.is_set():
+        await asyncio.sleep(REPORT_EVERY_S)
+        channels.events.put({"kind": "progress", "role": "responder", "index": plan.index, "served": served[0]})
+    await driver.close()
+    channels.events.put({"kind": "done", "role": "responder", "index": plan.index})

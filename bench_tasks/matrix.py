@@ -1,0 +1,364 @@
+"""Matrix files: parsing, validation with precise errors, cell expansion, cell ids and series keys.
+
+A matrix has `systems:` (each with versions, broker and client settings and system-specific axes),
+one base `workload:`, a list of `measurements:`, global `axes:` (dotted paths into the cell spec) and
+`exclude:` rules. Cells are the cartesian product of the axes, minus the excluded ones; every cell is
+validated as a whole, so a bad axis value is reported with the axis that produced it.
+
+A cell id is a short stable hash of the cell's full validated spec (defaults filled in, version
+included); the series key is the same hash without the version, so history can follow one cell across
+releases and a version comparison can pair cells that differ only in version.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+import yaml
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
+
+from .errors import MatrixError
+from .payload import HEADER_SIZE
+from .systems import SYSTEM_VERSIONS, NatsBroker, NatsClient, StrictModel
+
+AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client")
+_ID_LEN = 12
+
+
+class Workload(StrictModel):
+    """Load shape of one cell. Rates are totals for the workload, split evenly over producers."""
+
+    message_size_bytes: int = Field(gt=0)
+    rate_per_s: float = Field(gt=0)
+    producers: int = Field(1, ge=1)
+    consumers: int = Field(1, ge=0, description="e2e: subscribers (a queue group); rtt: responders")
+    connections: int = Field(1, ge=1, description="rtt: synchronous request/reply connections per producer")
+    warmup_s: float = Field(2.0, ge=0)
+    measure_s: float = Field(gt=0)
+    cooldown_s: float = Field(1.0, ge=0)
+    arrival: Literal["uniform", "poisson"] = "uniform"
+    payload: Literal["random"] = "random"
+    drain_timeout_s: float = Field(5.0, gt=0, description="how long to wait for stragglers after cooldown")
+    request_timeout_s: float = Field(10.0, gt=0, description="rtt/publish: a reply later than this is lost")
+    max_schedule_lag_ms: float = Field(
+        100.0, gt=0, description="fail the cell when generator schedule lag p99.9 exceeds this"
+    )
+    seed: int = 0
+
+    @field_validator("message_size_bytes")
+    @classmethod
+    def _holds_header(cls, value: int) -> int:
+        if value < HEADER_SIZE:
+            raise ValueError(f"must be at least the {HEADER_SIZE}-byte payload header")
+        return value
+
+    @model_validator(mode="after")
+    def _measure_holds_messages(self) -> Workload:
+        streams = self.producers * self.connections
+        if self.measure_s * self.rate_per_s < streams:
+            raise ValueError(
+                f"measure_s={self.measure_s} at rate_per_s={self.rate_per_s} holds fewer than one message "
+                f"for each of the {streams} sending streams (producers × connections)"
+            )
+        return self
+
+
+class _CellBase(StrictModel):
+    SYSTEM: ClassVar[str]
+    version: str
+    workload: Workload
+    measurement: Literal["e2e", "publish", "rtt"]
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: str) -> str:
+        known = SYSTEM_VERSIONS[cls.SYSTEM]
+        if value != "latest" and value not in known:
+            raise ValueError(f"unknown {cls.SYSTEM} version; known: latest, {', '.join(known)}")
+        return value
+
+
+class NatsCell(_CellBase):
+    """One fully specified NATS benchmark cell."""
+
+    SYSTEM: ClassVar[str] = "nats"
+    system: Literal["nats"]
+    broker: NatsBroker = NatsBroker()
+    client: NatsClient = NatsClient()
+
+    @model_validator(mode="after")
+    def _measurement_fits(self) -> NatsCell:
+        if self.measurement == "publish" and self.broker.mode != "jetstream":
+            raise ValueError("measurement 'publish' needs broker.mode 'jetstream' (core NATS has no ack)")
+        if self.measurement == "rtt" and self.broker.mode != "core":
+            raise ValueError("measurement 'rtt' is core request/reply; use 'publish' for JetStream acks")
+        if self.measurement in ("e2e", "rtt") and self.workload.consumers < 1:
+            raise ValueError(f"measurement {self.measurement!r} needs workload.consumers >= 1")
+        if self.measurement != "rtt" and self.workload.connections != 1:
+            raise ValueError("workload.connections applies to measurement 'rtt' only; leave it at 1")
+        return self
+
+
+CellSpec = Annotated[NatsCell, Field(discriminator="system")]
+_CELL_ADAPTER: TypeAdapter[NatsCell] = TypeAdapter(CellSpec)
+
+
+def cell_id(cell: NatsCell) -> str:
+    """Stable short hash of the full spec; equal specs give equal ids on every machine."""
+    return _digest(cell.model_dump(mode="json"))
+
+
+def series_key(cell: NatsCell) -> str:
+    """The cell id with the version left out: follows one cell across releases."""
+    spec = cell.model_dump(mode="json")
+    spec.pop("version")
+    return _digest(spec)
+
+
+def _digest(spec: dict[str, Any]) -> str:
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:_ID_LEN]
+
+
+class SystemBlock(StrictModel):
+    system: str
+    versions: list[str] = Field(min_length=1)
+    broker: dict[str, Any] = Field(default_factory=dict)
+    client: dict[str, Any] = Field(default_factory=dict)
+    axes: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @field_validator("system")
+    @classmethod
+    def _known_system(cls, value: str) -> str:
+        if value not in SYSTEM_VERSIONS:
+            raise ValueError(f"unknown system {value!r}; known: {', '.join(sorted(SYSTEM_VERSIONS))}")
+        return value
+
+
+class MatrixFile(StrictModel):
+    """The file as written, before expansion."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
+    description: str = ""
+    schedule: str | None = None
+    systems: list[SystemBlock] = Field(min_length=1)
+    workload: dict[str, Any]
+    measurements: list[Literal["e2e", "publish", "rtt"]] = Field(min_length=1)
+    axes: dict[str, list[Any]] = Field(default_factory=dict)
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Cell(StrictModel):
+    """A validated cell with its identity."""
+
+    id: str
+    series_key: str
+    matrix: str
+    spec: NatsCell
+
+    @property
+    def label(self) -> str:
+        """Short human description for progress lines and tables."""
+        s, w = self.spec, self.spec.workload
+        mode = f"/{s.broker.mode}" if s.system == "nats" else ""
+        return (
+            f"{s.system}{mode} {s.version} {s.measurement} {w.message_size_bytes}B "
+            f"@{w.rate_per_s:g}/s p{w.producers} c{w.consumers}"
+            + (f" x{w.connections}conn" if w.connections > 1 else "")
+        )
+
+
+class Matrix(StrictModel):
+    name: str
+    source: str
+    description: str
+    schedule: str | None
+    cells: list[Cell]
+
+
+def load_matrix(path: str | Path) -> Matrix:
+    """Read, validate and expand a matrix file. Raises MatrixError naming the file and each bad field."""
+    path = Path(path)
+    source = str(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise MatrixError(source, ["file not found"]) from None
+    except yaml.YAMLError as exc:
+        raise MatrixError(source, [f"not valid YAML: {exc}"]) from None
+    if not isinstance(raw, dict):
+        raise MatrixError(source, [f"top level must be a mapping, got {type(raw).__name__}"])
+    return parse_matrix(raw, source)
+
+
+def parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
+    """Validate an already-parsed matrix mapping; `source` names it in errors."""
+    try:
+        file = MatrixFile.model_validate(raw)
+    except ValidationError as exc:
+        raise MatrixError(source, _format_errors(exc)) from None
+    problems: list[str] = []
+    cells: dict[str, Cell] = {}
+    for block_index, block in enumerate(file.systems):
+        where = f"systems[{block_index}]"
+        axes = {"version": block.versions, "measurement": list(file.measurements), **file.axes, **block.axes}
+        problems += _check_axes(axes, where, file.axes.keys())
+        if problems:
+            continue
+        base = {
+            "system": block.system,
+            "broker": block.broker,
+            "client": block.client,
+            "workload": file.workload,
+        }
+        problems += _check_base(base, where, axes)
+        if problems:
+            continue
+        for combo in itertools.product(*axes.values()):
+            chosen = dict(zip(axes.keys(), combo, strict=True))
+            if any(_matches(rule, chosen) for rule in file.exclude):
+                continue
+            spec = copy.deepcopy(base)
+            for axis_path, value in chosen.items():
+                _set_path(spec, axis_path, value)
+            try:
+                validated = _CELL_ADAPTER.validate_python(spec)
+            except ValidationError as exc:
+                label = ", ".join(f"{k}={v!r}" for k, v in chosen.items())
+                problems += [f"cell ({label}): {p}" for p in _format_errors(exc)]
+                continue
+            cell = Cell(id=cell_id(validated), series_key=series_key(validated), matrix=file.name, spec=validated)
+            cells.setdefault(cell.id, cell)
+    problems += _check_excludes(file)
+    if problems:
+        raise MatrixError(source, problems)
+    if not cells:
+        raise MatrixError(source, ["the exclude rules remove every cell"])
+    return Matrix(
+        name=file.name,
+        source=source,
+        description=file.description,
+        schedule=file.schedule,
+        cells=list(cells.values()),
+    )
+
+
+def _check_axes(axes: dict[str, list[Any]], where: str, global_keys: Any) -> list[str]:
+    problems = []
+    for axis_path, values in axes.items():
+        origin = f"axes.{axis_path}" if axis_path in global_keys else f"{where}.axes.{axis_path}"
+        if axis_path in ("version", "measurement"):
+            origin = f"{where}.versions" if axis_path == "version" else "measurements"
+        if axis_path.split(".")[0] not in AXIS_ROOTS or axis_path in ("workload", "broker", "client"):
+            problems.append(
+                f"{origin}: unknown axis path {axis_path!r}; an axis is 'version', 'measurement' or a "
+                f"dotted path under workload., broker. or client."
+            )
+        elif not values:
+            problems.append(f"{origin}: empty list; an axis needs at least one value")
+    return problems
+
+
+def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]]) -> list[str]:
+    """Validate each axis value on its own against the base, so errors name the axis and index."""
+    problems = []
+    for axis_path, values in axes.items():
+        for index, value in enumerate(values):
+            spec = copy.deepcopy(base)
+            for other, other_values in axes.items():  # fill other axes with their first value
+                _set_path(spec, other, other_values[0])
+            _set_path(spec, axis_path, value)
+            try:
+                _CELL_ADAPTER.validate_python(spec)
+            except ValidationError as exc:
+                for err in exc.errors():
+                    loc = _loc(err)
+                    if loc == axis_path or loc.startswith(axis_path + ".") or axis_path.startswith(loc + "."):
+                        origin = (
+                            f"{where}.versions[{index}]" if axis_path == "version"
+                            else f"measurements[{index}]" if axis_path == "measurement"
+                            else f"axes.{axis_path}[{index}]"
+                        )  # fmt: skip
+                        problems.append(f"{origin}: {value!r} — {_message(err)}")
+    # Errors in the base itself (not caused by an axis) are reported against the base's own path.
+    spec = copy.deepcopy(base)
+    for axis_path, values in axes.items():
+        _set_path(spec, axis_path, values[0])
+    try:
+        _CELL_ADAPTER.validate_python(spec)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = _loc(err)
+            if not any(loc == a or loc.startswith(a + ".") or a.startswith(loc + ".") for a in axes):
+                where_loc = loc if loc.split(".")[0] == "workload" else f"{where}.{loc}" if loc else where
+                problems.append(f"{where_loc}: {_input(err)}{_message(err)}")
+    return list(dict.fromkeys(problems))
+
+
+def _check_excludes(file: MatrixFile) -> list[str]:
+    known = {"version", "measurement", *file.axes}
+    for block in file.systems:
+        known |= set(block.axes)
+    return [
+        f"exclude[{i}].{key}: not an axis of this matrix; axes are: {', '.join(sorted(known))}"
+        for i, rule in enumerate(file.exclude)
+        for key in rule
+        if key not in known
+    ]
+
+
+def _matches(rule: dict[str, Any], chosen: dict[str, Any]) -> bool:
+    def hit(key: str, wanted: Any) -> bool:
+        if key not in chosen:
+            return False
+        options = wanted if isinstance(wanted, list) else [wanted]
+        return chosen[key] in options
+
+    return all(hit(k, v) for k, v in rule.items())
+
+
+def _set_path(spec: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = spec
+    for part in parents:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise MatrixError("axes", [f"{dotted}: {part!r} is not a mapping"])
+    node[leaf] = value
+
+
+_DISCRIMINATOR_TAGS = set(SYSTEM_VERSIONS)
+
+
+def _loc(err: dict[str, Any]) -> str:
+    parts = [str(p) for p in err["loc"] if str(p) not in _DISCRIMINATOR_TAGS]
+    text = ".".join(parts)
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", text)
+
+
+def _message(err: dict[str, Any]) -> str:
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        return "unknown key (not allowed here)"
+    if err["type"] == "literal_error":
+        return f"not allowed; {msg[0].lower()}{msg[1:]}"
+    return msg.removeprefix("Value error, ")
+
+
+def _input(err: dict[str, Any]) -> str:
+    if err["type"] == "missing":
+        return ""
+    value = err.get("input")
+    if isinstance(value, dict) and err["type"] != "extra_forbidden":
+        return ""
+    return f"{value!r} — "
+
+
+def _format_errors(exc: ValidationError) -> list[str]:
+    return [f"{_loc(err) or '(top level)'}: {_input(err)}{_message(err)}" for err in exc.errors()]

@@ -1,0 +1,78 @@
+"""Parquet schemas of the raw samples and their atomic writer.
+
+Version history of SCHEMA_VERSION (stored in every file's metadata as `sixnines.schema_version`):
+  1 — sent: producer_id, seq, intended_ns, sent_ns, acked_ns, partition, offset, phase, error;
+      received: consumer_id, producer_id, seq, intended_ns, sent_ns, received_ns, partition, offset,
+      hop, phase.
+Time columns are int64 nanoseconds of CLOCK_MONOTONIC, shared by every process on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA_VERSION = 1
+_META = {b"sixnines.schema_version": str(SCHEMA_VERSION).encode()}
+
+SENT_SCHEMA = pa.schema(
+    [
+        ("producer_id", pa.int32()),
+        ("seq", pa.int64()),
+        ("intended_ns", pa.int64()),
+        ("sent_ns", pa.int64()),  # null: the client refused the message
+        ("acked_ns", pa.int64()),  # null: no ack / reply (or none expected)
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("phase", pa.string()),
+        ("error", pa.string()),
+    ],
+    metadata=_META,
+)
+
+RECEIVED_SCHEMA = pa.schema(
+    [
+        ("consumer_id", pa.int32()),
+        ("producer_id", pa.int32()),
+        ("seq", pa.int64()),
+        ("intended_ns", pa.int64()),
+        ("sent_ns", pa.int64()),
+        ("received_ns", pa.int64()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("hop", pa.int8()),
+        ("phase", pa.string()),
+    ],
+    metadata=_META,
+)
+
+# Monotone integer columns compress best with delta encoding; low-cardinality strings with dictionaries.
+_DELTA_COLUMNS = ("seq", "intended_ns", "sent_ns", "acked_ns", "received_ns", "offset")
+_DICT_COLUMNS = ["phase", "error"]
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    """Write to a temporary name in the same folder, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    delta = {c: "DELTA_BINARY_PACKED" for c in _DELTA_COLUMNS if c in table.column_names}
+    try:
+        pq.write_table(
+            table,
+            tmp,
+            compression="zstd",
+            use_dictionary=[c for c in _DICT_COLUMNS if c in table.column_names],
+            column_encoding=delta,
+        )
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_schema_version(path: Path) -> int:
+    meta = pq.read_schema(path).metadata or {}
+    return int(meta.get(b"sixnines.schema_version", b"0"))

