@@ -1,1 +1,17 @@
+"""sixnines' measurement library. What DAGs, Spark jobs and tests may import is named here; the rest is private."""
 
+from .analysis import Accounting, CellAnalysis, analyze
+from .cell_runner import Fault
+from .errors import BrokerError, CellError, MatrixError, PayloadError, SixninesError
+from .lake import Lake, RunInfo
+from .matrix import Cell, Matrix, load_matrix, parse_matrix
+from .percentiles import PERCENTILES, LatencySummary, is_supported, required_samples, summarize
+from .records import SCHEMA_VERSION
+from .runner import CellReport, run_cell, run_matrix
+
+__all__ = [
+    "PERCENTILES", "SCHEMA_VERSION", "Accounting", "BrokerError", "Cell", "CellAnalysis", "CellError",
+    "CellReport", "Fault", "LatencySummary", "Lake", "Matrix", "MatrixError", "PayloadError", "RunInfo",
+    "SixninesError", "analyze", "is_supported", "load_matrix", "parse_matrix", "required_samples",
+    "run_cell", "run_matrix", "summarize",
+]  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 import nats
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.js.client import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 
 from ..matrix import NatsCell
@@ -58,6 +59,15 @@ class NatsDriver:
         self.stream = stream_for(cell_id)
         self.jetstream = cell.broker.mode == "jetstream"
         self.connections: list[Client] = []
+        self._contexts: dict[int, JetStreamContext] = {}
+
+    def js(self, nc: Client) -> JetStreamContext:
+        """One JetStream context per connection: each context owns a reply subscription, so making one
+        per message (as `nc.jetstream()` does on every call) leaks a subscription per message."""
+        context = self._contexts.get(id(nc))
+        if context is None:
+            context = self._contexts[id(nc)] = nc.jetstream()
+        return context
 
     async def open(self, name: str, count: int = 1) -> list[Client]:
         new = [await connect(self.url, self.cell, f"{name}-{i}") for i in range(count)]
@@ -69,7 +79,7 @@ class NatsDriver:
         if not self.jetstream:
             return
         (nc,) = await self.open("admin")
-        js = nc.jetstream()
+        js = self.js(nc)
         try:
             await js.delete_stream(self.stream)
         except nats.js.errors.NotFoundError:
@@ -89,7 +99,7 @@ class NatsDriver:
             return
         nc = self.connections[0] if self.connections else (await self.open("admin"))[0]
         try:
-            await nc.jetstream().delete_stream(self.stream)
+            await self.js(nc).delete_stream(self.stream)
         except (nats.js.errors.NotFoundError, nats.errors.Error, asyncio.TimeoutError):
             pass
 
@@ -98,7 +108,7 @@ class NatsDriver:
         if not self.jetstream:
             await nc.publish(self.subject, payload)
             return
-        future = await nc.jetstream().publish_async(self.subject, payload)
+        future = await self.js(nc).publish_async(self.subject, payload)
 
         def done(fut: asyncio.Future) -> None:
             if fut.cancelled():
@@ -132,7 +142,7 @@ class NatsDriver:
                 offset = None
             on_message(msg.data, offset)
 
-        await nc.jetstream().subscribe(
+        await self.js(nc).subscribe(
             self.subject,
             queue=QUEUE_GROUP,
             cb=js_cb,
@@ -157,3 +167,4 @@ class NatsDriver:
             except Exception:
                 pass
         self.connections.clear()
+        self._contexts.clear()

@@ -1,0 +1,224 @@
+"""Drive one cell on a running broker: start workers, fix t0, inject faults, drain, stop — as one schedule.
+
+The parent only orchestrates; every timestamp of a message is taken in a worker. Load runs without a
+gap from warmup start to cooldown end: phases are cut afterwards by intended time. Whatever happens, no
+worker process outlives this function.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from rich.console import Console
+
+from .drivers.nats import NatsDriver
+from .errors import CellError
+from .generator import Channels, WorkerPlan, worker_main
+from .live import LiveMonitor
+from .loop import run_precise
+from .matrix import Cell
+from .schedule import NS_PER_S, PhasePlan
+
+_START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
+_READY_TIMEOUT_S = 60.0
+
+
+class BrokerControl(Protocol):
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def kill(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault injected during `measure`: `stall` freezes the broker (SIGSTOP) for `duration_s`;
+    `kill` ends it (SIGKILL). `at_s` counts from the start of the measure phase."""
+
+    kind: Literal["stall", "kill"]
+    at_s: float
+    duration_s: float = 0.0
+
+
+@dataclass
+class FiredFault:
+    kind: str
+    start_ns: int
+    end_ns: int | None = None
+
+
+@dataclass
+class CellRun:
+    plan: PhasePlan
+    wall_t0_s: float
+    staging: Path
+    faults: list[FiredFault] = field(default_factory=list)
+
+    def faults_dicts(self) -> list[dict]:
+        return [asdict(f) for f in self.faults]
+
+
+def receiver_role(cell: Cell) -> str | None:
+    return {"e2e": "consumer", "rtt": "responder", "publish": None}[cell.spec.measurement]
+
+
+def drive_cell(
+    cell: Cell,
+    url: str,
+    staging: Path,
+    control: BrokerControl,
+    console: Console,
+    faults: Sequence[Fault] = (),
+) -> CellRun:
+    spec, w = cell.spec, cell.spec.workload
+    ctx = mp.get_context("spawn")
+    phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
+    channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
+    driver = NatsDriver(url, spec, cell.id)
+
+    async def prepare() -> None:
+        try:
+            await driver.create_stream()
+        finally:
+            await driver.close()
+
+    run_precise(prepare())
+    cell_json = spec.model_dump_json()
+
+    def plan(role: str, index: int) -> WorkerPlan:
+        return WorkerPlan(role, index, url, cell.id, cell_json, str(staging))
+
+    role = receiver_role(cell)
+    receivers = [ctx.Process(target=worker_main, args=(plan(role, i), channels), name=f"{role}-{i}",
+                             daemon=True) for i in range(w.consumers if role else 0)]  # fmt: skip
+    producers = [ctx.Process(target=worker_main, args=(plan("producer", i), channels), name=f"producer-{i}",
+                             daemon=True) for i in range(w.producers)]  # fmt: skip
+    monitor = LiveMonitor(cell.label, spec.measurement, console)
+    run: CellRun | None = None
+    paused = False
+    try:
+        with monitor:
+            for p in receivers:
+                p.start()
+            _await_roles(channels, monitor, receivers, "ready", _READY_TIMEOUT_S, cell.id)
+            for p in producers:
+                p.start()
+            _await_roles(channels, monitor, producers, "ready", _READY_TIMEOUT_S, cell.id)
+            t0 = time.monotonic_ns() + _START_MARGIN_NS
+            wall_t0_s = time.time() + _START_MARGIN_NS / 1e9
+            channels.start_at_ns.value = t0
+            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging)
+            monitor.plan = run.plan
+            pending = sorted(faults, key=lambda f: f.at_s)
+            finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)
+            done: set[str] = set()
+            stall_end: int | None = None
+            while not all(p.name in done for p in producers):
+                _pump(channels, monitor, done, cell.id, producers + receivers)
+                now = time.monotonic_ns()
+                if pending and now >= run.plan.measure_start_ns + int(pending[0].at_s * NS_PER_S):
+                    fault = pending.pop(0)
+                    fired = FiredFault(fault.kind, time.monotonic_ns())
+                    run.faults.append(fired)
+                    if fault.kind == "stall":
+                        control.pause()
+                        paused = True
+                        stall_end = fired.start_ns + int(fault.duration_s * NS_PER_S)
+                    else:
+                        control.kill()
+                        fired.end_ns = fired.start_ns
+                if paused and stall_end is not None and now >= stall_end:
+                    control.resume()
+                    paused = False
+                    run.faults[-1].end_ns = time.monotonic_ns()
+                if now > finish_by:
+                    raise CellError(cell.id, "producers did not finish their schedule in time")
+            # Drain: wait for stragglers until everything sent has arrived, or the drain timeout.
+            drain_until = max(run.plan.end_ns, time.monotonic_ns()) + int(w.drain_timeout_s * NS_PER_S)
+            if role == "consumer":
+                while monitor.total_received < monitor.total_sent and time.monotonic_ns() < drain_until:
+                    _pump(channels, monitor, done, cell.id, receivers)
+            channels.stop.set()
+            _await_roles(channels, monitor, receivers, "done", 60.0, cell.id, done)
+    finally:
+        if paused:
+            control.resume()
+        channels.stop.set()
+        _reap(producers + receivers, channels)
+    assert run is not None
+    return run
+
+
+def _pump(channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list) -> None:
+    """Handle every pending event (waiting at most 50 ms for the first), then check worker health."""
+    try:
+        event = channels.events.get(timeout=0.05)
+        while True:
+            if event["kind"] == "failed":
+                raise CellError(cell_id, f"{event['role']} {event['index']} failed: {event['error']}")
+            if event["kind"] == "done":
+                done.add(f"{event['role']}-{event['index']}")
+            monitor.handle(event)
+            event = channels.events.get_nowait()
+    except queue.Empty:
+        pass
+    monitor.refresh()
+    for p in procs:
+        if p.exitcode is not None and p.exitcode != 0:
+            raise CellError(cell_id, f"{p.name} exited with code {p.exitcode}")
+
+
+def _await_roles(
+    channels: Channels,
+    monitor: LiveMonitor,
+    procs: list,
+    kind: str,
+    timeout_s: float,
+    cell_id: str,
+    done: set[str] | None = None,
+) -> None:
+    """Wait until every process in `procs` has sent an event of `kind`."""
+    wanted = {p.name for p in procs}
+    seen = (done & wanted) if done is not None else set()  # some may have finished already
+    deadline = time.monotonic() + timeout_s
+    while not wanted <= seen:
+        if time.monotonic() > deadline:
+            raise CellError(cell_id, f"timed out waiting for {sorted(wanted - seen)} to be {kind}")
+        try:
+            event = channels.events.get(timeout=0.05)
+        except queue.Empty:
+            for p in procs:
+                if p.exitcode is not None and p.name not in seen and p.exitcode != 0:
+                    raise CellError(cell_id, f"{p.name} exited with code {p.exitcode}") from None
+            monitor.refresh()
+            continue
+        if event["kind"] == "failed":
+            raise CellError(cell_id, f"{event['role']} {event['index']} failed: {event['error']}")
+        name = f"{event['role']}-{event['index']}"
+        if event["kind"] == kind:
+            seen.add(name)
+        if event["kind"] == "done" and done is not None:
+            done.add(name)
+        monitor.handle(event)
+
+
+def _reap(procs: list, channels: Channels) -> None:
+    """Join every worker (draining the queue so none blocks on exit), then terminate, then kill."""
+    deadline = time.monotonic() + 15
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+        try:
+            channels.events.get(timeout=0.05)
+        except queue.Empty:
+            pass
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+            p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join(5)

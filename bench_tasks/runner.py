@@ -1,0 +1,209 @@
+"""Run cells one at a time: provision the broker, drive the cell, analyse, land, tear down.
+
+A failed cell never stops the sweep and never hides: its row says `failed` with the reason, whatever
+samples it produced are still landed, and the run exits non-zero.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from rich.console import Console
+
+from .analysis import CellAnalysis, analyze
+from .brokers.nats import NatsEndpoint, NatsServer
+from .cell_runner import CellRun, Fault, drive_cell
+from .context import harness_context
+from .errors import SixninesError
+from .hdr import write_hlog
+from .lake import Lake, RunInfo, write_json
+from .matrix import Cell, Matrix, cell_id, series_key
+from .paths import cache_dir
+from .records import RECEIVED_SCHEMA, SENT_SCHEMA
+from .systems import resolve_version
+
+
+@dataclass
+class CellReport:
+    cell: Cell
+    status: str  # ok | failed
+    reason: str | None
+    analysis: CellAnalysis | None
+    path: Path | None
+    faults: list[dict]
+
+    def to_dict(self) -> dict:
+        return {
+            "cell_id": self.cell.id,
+            "series_key": self.cell.series_key,
+            "label": self.cell.label,
+            "status": self.status,
+            "reason": self.reason,
+            "path": None if self.path is None else str(self.path),
+            "faults": self.faults,
+            "spec": self.cell.spec.model_dump(mode="json"),
+            **(self.analysis.to_dict() if self.analysis else {}),
+        }
+
+
+def resolve_cells(matrix: Matrix) -> list[Cell]:
+    """Resolve `version: latest` now; the resolved version is what the cell id and records carry."""
+    resolved = []
+    for cell in matrix.cells:
+        version = resolve_version(cell.spec.system, cell.spec.version)
+        spec = cell.spec.model_copy(update={"version": version})
+        resolved.append(cell.model_copy(update={"spec": spec, "id": cell_id(spec), "series_key": series_key(spec)}))
+    return resolved
+
+
+def select_cells(matrix: Matrix, only: Sequence[str] = ()) -> list[Cell]:
+    cells = resolve_cells(matrix)
+    if not only:
+        return cells
+    unresolved = {c.id: r.id for c, r in zip(matrix.cells, cells, strict=True)}
+    wanted = {unresolved.get(i, i) for i in only}
+    unknown = wanted - {c.id for c in cells}
+    if unknown:
+        known = ", ".join(c.id for c in cells)
+        raise SixninesError(f"no cell {', '.join(sorted(unknown))} in {matrix.source}; cells: {known}")
+    return [c for c in cells if c.id in wanted]
+
+
+def acked_metric(cell: Cell) -> str | None:
+    """What an acknowledgement means in this cell: a JetStream PubAck, an rtt reply, or nothing."""
+    if cell.spec.measurement == "rtt":
+        return "rtt"
+    return "publish" if cell.spec.broker.mode == "jetstream" else None
+
+
+def run_cell(
+    cell: Cell,
+    lake: Lake,
+    run: RunInfo,
+    console: Console,
+    faults: Sequence[Fault] = (),
+    gate_lag: bool = True,
+) -> CellReport:
+    spec = cell.spec
+    started = dt.datetime.now(dt.UTC).isoformat()
+    staging = lake.staging_dir(run, cell.id)
+    broker_dir = cache_dir() / "runs" / run.run_id / cell.id
+    server = NatsServer(spec.version, spec.broker, broker_dir)
+    endpoint: NatsEndpoint | None = None
+    cell_run: CellRun | None = None
+    status, reason = "ok", None
+    try:
+        endpoint = server.start()
+        console.print(f"[bold]cell {cell.id}[/] {cell.label}  ({endpoint.url}, pid {endpoint.pid})", highlight=False)
+        cell_run = drive_cell(cell, endpoint.url, staging, server, console, faults)
+    except SixninesError as exc:
+        status, reason = "failed", str(exc)
+    finally:
+        server.stop()
+        if (broker_dir / "nats-server.log").exists():
+            shutil.copy(broker_dir / "nats-server.log", staging / "broker.log")
+        shutil.rmtree(broker_dir, ignore_errors=True)
+
+    analysis = None
+    if cell_run is not None:
+        analysis = _analyse(cell, staging, cell_run)
+        if status == "ok":
+            status, reason = _gate(cell, analysis, gate_lag)
+        write_hlog(staging / "cell.hlog", {f"{m}-{b}": (s.at_ns, getattr(s, f"from_{b}_ns"))
+                                          for m, s in analysis.series.items() for b in ("intended", "sent")},
+                   cell_run.plan.t0_ns, cell_run.wall_t0_s)  # fmt: skip
+    context = {**harness_context(), "broker": _broker_context(endpoint)}
+    report = CellReport(cell, status, reason, analysis, None, cell_run.faults_dicts() if cell_run else [])
+    write_json(staging / "result.json", {**report.to_dict(), "context": context, "run_id": run.run_id,
+                                         "phases": cell_run.plan.to_dict() if cell_run else None})  # fmt: skip
+    report.path = lake.commit_cell(run, cell.id, staging)
+    lake.upsert_cell_row(run, _cell_row(report, run, cell_run, context, started))
+    return report
+
+
+def _analyse(cell: Cell, staging: Path, cell_run: CellRun) -> CellAnalysis:
+    sent = _read_parts(staging, "sent-p*.parquet", SENT_SCHEMA)
+    received = _read_parts(staging, "received-c*.parquet", RECEIVED_SCHEMA)
+    plan = cell_run.plan
+    return analyze(sent, received, cell.spec.measurement, acked_metric(cell),
+                   (plan.measure_start_ns, plan.measure_end_ns), cell.spec.workload.rate_per_s)  # fmt: skip
+
+
+def _read_parts(folder: Path, pattern: str, schema: pa.Schema) -> pa.Table:
+    parts = [pq.read_table(p) for p in sorted(folder.glob(pattern))]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool) -> tuple[str, str | None]:
+    """Fail a cell whose generator could not keep its schedule: its numbers describe the harness.
+
+    rtt is exempt: a synchronous connection waits for the previous reply, so its lag is the system's."""
+    w = cell.spec.workload
+    lag = analysis.lag.percentiles.get("99.9")
+    if lag is None:
+        lag = analysis.lag.max_ns
+    if gate_lag and cell.spec.measurement != "rtt" and lag is not None and lag > w.max_schedule_lag_ms * 1e6:
+        return "failed", (f"generator fell behind its schedule: lag p99.9 {lag / 1e6:.2f} ms exceeds "
+                          f"max_schedule_lag_ms={w.max_schedule_lag_ms}")  # fmt: skip
+    if analysis.accounting.scheduled == 0:
+        return "failed", "no message was scheduled in the measure phase"
+    return "ok", None
+
+
+def _broker_context(endpoint: NatsEndpoint | None) -> dict:
+    if endpoint is None:
+        return {}
+    return {"version": endpoint.version, "mode": endpoint.mode, "config": endpoint.config, "pid": endpoint.pid}
+
+
+def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, context: dict, started: str) -> dict:
+    spec = report.cell.spec
+    acc = report.analysis.accounting if report.analysis else None
+    phases = cell_run.plan.to_dict() if cell_run else {}
+    return {
+        "schema_version": 1,
+        "run_id": run.run_id,
+        "run_date": run.run_date,
+        "matrix": report.cell.matrix,
+        "cell_id": report.cell.id,
+        "series_key": report.cell.series_key,
+        "system": spec.system,
+        "version": spec.version,
+        "measurement": spec.measurement,
+        "label": report.cell.label,
+        "status": report.status,
+        "reason": report.reason,
+        "started_at": started,
+        "finished_at": dt.datetime.now(dt.UTC).isoformat(),
+        **{k: phases.get(k) for k in ("t0_ns", "measure_start_ns", "measure_end_ns", "end_ns")},
+        **{k: getattr(acc, k) if acc else None for k in ("scheduled", "sent", "acknowledged", "received", "lost",
+                                                        "duplicated")},  # fmt: skip
+        "spec_json": spec.model_dump_json(),
+        "context_json": json.dumps(context, default=str),
+        "results_json": json.dumps(report.analysis.to_dict() if report.analysis else None),
+        "faults_json": json.dumps(report.faults),
+    }
+
+
+def run_matrix(
+    matrix: Matrix, lake_root: Path, console: Console, only: Sequence[str] = (), run: RunInfo | None = None
+) -> tuple[RunInfo, list[CellReport]]:
+    cells = select_cells(matrix, only)
+    run = run or RunInfo.new()
+    lake = Lake(lake_root)
+    console.print(f"run {run.run_id}: {len(cells)} cell(s) of matrix '{matrix.name}' → {lake.run_dir(run)}",
+                  highlight=False)  # fmt: skip
+    reports = []
+    for index, cell in enumerate(cells, 1):
+        console.rule(f"cell {index}/{len(cells)}")
+        reports.append(run_cell(cell, lake, run, console))
+        if reports[-1].status != "ok":
+            console.print(f"[red]cell {cell.id} failed:[/] {reports[-1].reason}", highlight=False)
+    return run, reports

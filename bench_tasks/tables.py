@@ -1,0 +1,67 @@
+"""The printed percentile table and its JSON twin. Unsupported percentiles are shown as such, never as numbers."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .percentiles import PERCENTILES, LatencySummary, format_ns
+from .runner import CellReport
+
+BASIS_LABEL = {"intended": "response (from intended)", "sent": "service (from sent)"}
+
+
+def percentile_table(report: CellReport) -> Table:
+    table = Table(title=f"{report.cell.id}  {report.cell.label}  [{report.status}]", title_justify="left")
+    table.add_column("metric", style="bold")
+    table.add_column("count", justify="right")
+    for p in PERCENTILES:
+        table.add_column(f"p{p}", justify="right")
+    table.add_column("max", justify="right")
+    if report.analysis is None:
+        return table
+    for metric, by_basis in report.analysis.metrics.items():
+        for basis, summary in by_basis.items():
+            table.add_row(f"{metric} {BASIS_LABEL[basis]}", *_cells(summary))
+    table.add_row("schedule lag (sent − intended)", *_cells(report.analysis.lag), style="dim")
+    return table
+
+
+def _cells(summary: LatencySummary) -> list[str]:
+    values = [format_ns(summary.percentiles[p]) if summary.count else "-" for p in PERCENTILES]
+    values = [("[dim]unsupported[/]" if v == "unsupported" else v) for v in values]
+    return [str(summary.count), *values, format_ns(summary.max_ns) if summary.count else "-"]
+
+
+def print_report(report: CellReport, console: Console) -> None:
+    console.print(percentile_table(report))
+    if report.analysis is not None:
+        acc = report.analysis.accounting
+        console.print(
+            f"  measure phase: scheduled {acc.scheduled}  sent {acc.sent}  send errors {acc.send_errors}  "
+            f"acknowledged {acc.acknowledged}  received {acc.received}  lost {acc.lost}  "
+            f"duplicated {acc.duplicated}  acked-but-lost {acc.acknowledged_but_lost}",
+            highlight=False,
+        )
+        a = report.analysis
+        console.print(f"  generator: target {a.target_rate_per_s:g}/s  achieved {a.achieved_rate_per_s:.1f}/s",
+                      highlight=False)  # fmt: skip
+    if report.reason:
+        console.print(f"  [red]{report.reason}[/]", highlight=False)
+    console.print(f"  data: {report.path}", highlight=False)
+
+
+def summary_ms(summary: LatencySummary) -> dict[str, float | None]:
+    """`{"50": ms, …, "99.9999": ms or None, "max": ms}`: the JSON shape of one distribution."""
+    return summary.as_ms()
+
+
+def report_json(report: CellReport) -> dict:
+    out = report.to_dict()
+    if report.analysis is not None:
+        out["percentiles_ms"] = {
+            metric: {basis: {"count": s.count, **summary_ms(s)} for basis, s in by.items()}
+            for metric, by in report.analysis.metrics.items()
+        }
+        out["schedule_lag_ms"] = {"count": report.analysis.lag.count, **summary_ms(report.analysis.lag)}
+    return out
