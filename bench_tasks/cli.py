@@ -22,8 +22,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 brokers_app = typer.Typer(no_args_is_help=True, help="Start, stop and inspect brokers on 127.0.0.1.")
 app.add_typer(brokers_app, name="brokers")
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# Off a terminal (CI, logs, pipes) rich would wrap at 80 columns; the percentile table needs ~100.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 120)
 
 LakeOption = Annotated[Path, typer.Option("--lake", help="lake root folder")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print results as JSON on stdout")]

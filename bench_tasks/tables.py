@@ -5,15 +5,33 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .percentiles import PERCENTILES, LatencySummary, format_ns
+from .percentiles import PERCENTILES, LatencySummary
 from .runner import CellReport
 
-BASIS_LABEL = {"intended": "response (from intended)", "sent": "service (from sent)"}
+BASIS_LABEL = {"intended": "resp", "sent": "svc"}
+UNSUPPORTED = "unsup."
+LEGEND = (
+    "ms. resp = response time, from the intended send time (what a user waits); svc = service time, "
+    f"from the actual send. {UNSUPPORTED} = fewer than 1/(1-p) samples, so the percentile is not stated."
+)
+
+
+def format_ms(value_ns: float | None) -> str:
+    """Milliseconds with precision fitted to the size, so a table stays narrow."""
+    if value_ns is None:
+        return UNSUPPORTED
+    ms = value_ns / 1e6
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
 
 
 def percentile_table(report: CellReport) -> Table:
-    table = Table(title=f"{report.cell.id}  {report.cell.label}  [{report.status}]", title_justify="left")
-    table.add_column("metric", style="bold")
+    table = Table(
+        title=f"{report.cell.id}  {report.cell.label}  [{report.status}]",
+        title_justify="left",
+        caption=LEGEND,
+        caption_justify="left",
+    )
+    table.add_column("metric", style="bold", no_wrap=True)
     table.add_column("count", justify="right")
     for p in PERCENTILES:
         table.add_column(f"p{p}", justify="right")
@@ -23,14 +41,14 @@ def percentile_table(report: CellReport) -> Table:
     for metric, by_basis in report.analysis.metrics.items():
         for basis, summary in by_basis.items():
             table.add_row(f"{metric} {BASIS_LABEL[basis]}", *_cells(summary))
-    table.add_row("schedule lag (sent − intended)", *_cells(report.analysis.lag), style="dim")
+    table.add_row("send lag", *_cells(report.analysis.lag), style="dim")
     return table
 
 
 def _cells(summary: LatencySummary) -> list[str]:
-    values = [format_ns(summary.percentiles[p]) if summary.count else "-" for p in PERCENTILES]
-    values = [("[dim]unsupported[/]" if v == "unsupported" else v) for v in values]
-    return [str(summary.count), *values, format_ns(summary.max_ns) if summary.count else "-"]
+    if not summary.count:
+        return ["0", *["-" for _ in PERCENTILES], "-"]
+    return [str(summary.count), *(format_ms(summary.percentiles[p]) for p in PERCENTILES), format_ms(summary.max_ns)]
 
 
 def print_report(report: CellReport, console: Console) -> None:

@@ -1,0 +1,47 @@
+"""Shared fixtures. Integration tests start their own real brokers and must leave no process behind."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+from multiprocessing import resource_tracker
+import pytest
+from rich.console import Console
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Broker state and run folders go to a per-session cache; fetched broker releases are shared with
+    the developer's `.cache/` (they are verified before use) so a second run does not download again."""
+    os.environ.setdefault("SIXNINES_CACHE", str(REPO / ".cache"))
+    yield
+
+
+@pytest.fixture
+def console() -> Console:
+    return Console(width=120, force_terminal=False, no_color=True)
+
+
+@pytest.fixture
+def no_orphans() -> Iterator[None]:
+    """Fail the test if it leaves any child process (broker or generator worker) running."""
+    resource_tracker.ensure_running()  # multiprocessing's own helper: lives as long as this interpreter
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    yield
+    left = []
+    for proc in me.children(recursive=True):
+        if proc.pid in before:
+            continue
+        try:
+            proc.wait(timeout=5)  # a worker that is just exiting gets a moment
+        except psutil.TimeoutExpired:
+            left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
+        except psutil.NoSuchProcess:
+            pass
+    assert not left, f"processes left behind: {left}"

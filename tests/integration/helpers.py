@@ -1,0 +1,21 @@
+"""Build small cells for integration tests through the same validation a matrix file gets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench_tasks.matrix import Cell, parse_matrix
+from bench_tasks.runner import select_cells
+
+
+def make_cell(measurement: str = "e2e", broker: dict[str, Any] | None = None, **workload: Any) -> Cell:
+    base = {"message_size_bytes": 256, "rate_per_s": 500, "warmup_s": 1, "measure_s": 2, "cooldown_s": 1,
+            "drain_timeout_s": 3}  # fmt: skip
+    raw = {
+        "name": "itest",
+        "systems": [{"system": "nats", "versions": ["latest"], "broker": broker or {"mode": "core"}}],
+        "workload": {**base, **workload},
+        "measurements": [measurement],
+    }
+    (cell,) = select_cells(parse_matrix(raw, "itest"))
+    return cell

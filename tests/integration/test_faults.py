@@ -1,0 +1,58 @@
+"""Faults during measure: a frozen broker must show up as latency (CTRL+Z), a killed one as loss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bench_tasks.calibrate import CalibrationSpec, calibrate
+from bench_tasks.cell_runner import Fault
+from bench_tasks.lake import Lake, RunInfo
+from bench_tasks.runner import run_cell
+
+from .helpers import make_cell
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+STALL_S = 1.0
+
+
+def test_ctrl_z_rtt_stall_shows_in_corrected_percentiles_only(tmp_path: Path, console: Console) -> None:
+    spec = CalibrationSpec(measurement="rtt", rate_per_s=1000, connections=20, warmup_s=2, measure_s=12,
+                           cooldown_s=2, stall_s=STALL_S)  # fmt: skip
+    data = calibrate(spec, tmp_path, console).to_dict()
+
+    assert data["status"] == "ok", data["reason"]
+    assert data["count"] == 12_000
+    stall_ms = STALL_S * 1e3
+    assert data["stall_observed_s"] == pytest.approx(STALL_S, abs=0.2)
+    assert data["corrected"]["99"] >= 0.5 * stall_ms
+    assert data["corrected"]["max"] >= 0.9 * stall_ms
+    assert data["uncorrected"]["99"] < 0.1 * stall_ms  # coordinated omission hides the stall
+    assert data["accounting"]["lost"] == 0
+
+
+def test_ctrl_z_e2e_stall_shows_one_way(tmp_path: Path, console: Console) -> None:
+    spec = CalibrationSpec(measurement="e2e", rate_per_s=1000, warmup_s=2, measure_s=12, cooldown_s=2,
+                           stall_s=STALL_S)  # fmt: skip
+    data = calibrate(spec, tmp_path, console).to_dict()
+
+    assert data["status"] == "ok", data["reason"]
+    assert data["corrected"]["99"] >= 0.5 * STALL_S * 1e3
+    assert data["corrected"]["max"] >= 0.9 * STALL_S * 1e3
+    assert data["accounting"]["lost"] == 0
+
+
+def test_killed_server_is_counted_as_loss(tmp_path: Path, console: Console) -> None:
+    cell = make_cell("e2e", rate_per_s=500, warmup_s=1, measure_s=3, cooldown_s=1, drain_timeout_s=2)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console, faults=[Fault("kill", at_s=1.0)])
+
+    assert report.faults and report.faults[0]["kind"] == "kill"
+    acc = report.analysis.accounting
+    assert acc.scheduled == 1500
+    assert acc.received > 0  # the first second of measure got through
+    assert acc.lost + acc.send_errors > 0.4 * acc.scheduled  # the last two seconds did not
+    assert acc.received + acc.lost + acc.send_errors == acc.scheduled  # every message accounted for
+    assert (report.path / "broker.log").exists()
