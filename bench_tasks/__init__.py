@@ -1,4 +1,7 @@
-"""sixnines' measurement library. What DAGs, Spark jobs and tests may import is named here; the rest is private."""
+"""sixnines' measurement library.
+
+What DAGs, Spark jobs and tests may import is named here; the rest is private (STYLE 7).
+"""
 
 from .analysis import Accounting, CellAnalysis, analyze
 from .cell_runner import Fault
@@ -10,8 +13,28 @@ from .records import SCHEMA_VERSION
 from .runner import CellReport, run_cell, run_matrix
 
 __all__ = [
-    "PERCENTILES", "SCHEMA_VERSION", "Accounting", "BrokerError", "Cell", "CellAnalysis", "CellError",
-    "CellReport", "Fault", "LatencySummary", "Lake", "Matrix", "MatrixError", "PayloadError", "RunInfo",
-    "SixninesError", "analyze", "is_supported", "load_matrix", "parse_matrix", "required_samples",
-    "run_cell", "run_matrix", "summarize",
-]  # fmt: skip
+    "PERCENTILES",
+    "SCHEMA_VERSION",
+    "Accounting",
+    "BrokerError",
+    "Cell",
+    "CellAnalysis",
+    "CellError",
+    "CellReport",
+    "Fault",
+    "Lake",
+    "LatencySummary",
+    "Matrix",
+    "MatrixError",
+    "PayloadError",
+    "RunInfo",
+    "SixninesError",
+    "analyze",
+    "is_supported",
+    "load_matrix",
+    "parse_matrix",
+    "required_samples",
+    "run_cell",
+    "run_matrix",
+    "summarize",
+]

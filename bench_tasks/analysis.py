@@ -141,7 +141,10 @@ def analyze(
     metrics: dict[str, dict[str, LatencySummary]] = {}
     for name, s in series.items():
         keep = (s.at_ns >= start) & (s.at_ns < end)
-        metrics[name] = {"intended": summarize(s.from_intended_ns[keep]), "sent": summarize(s.from_sent_ns[keep])}
+        metrics[name] = {
+            "intended": summarize(s.from_intended_ns[keep]),
+            "sent": summarize(s.from_sent_ns[keep]),
+        }
     done = sent_m.filter(pc.is_valid(sent_m["sent_ns"]))
     lag = summarize(_np(done, "sent_ns") - _np(done, "intended_ns"))
     measure_s = (end - start) / 1e9

@@ -61,8 +61,9 @@ class CalibrationResult:
             "checks": {
                 "corrected_max_at_least_0.9_stall": bool(corrected.get("max") and corrected["max"] >= 0.9 * stall_ms),
                 "corrected_p99_at_least_0.5_stall": bool(corrected.get("99") and corrected["99"] >= 0.5 * stall_ms),
-                "uncorrected_p99_below_0.5_stall": bool(uncorrected.get("99") is not None
-                                                       and uncorrected["99"] < 0.5 * stall_ms),  # fmt: skip
+                "uncorrected_p99_below_0.5_stall": bool(
+                    uncorrected.get("99") is not None and uncorrected["99"] < 0.5 * stall_ms
+                ),
             },
             "accounting": a.accounting.to_dict() if a else None,
             "path": str(self.report.path),
@@ -95,7 +96,9 @@ def calibrate(spec: CalibrationSpec, lake_root: Path, console: Console) -> Calib
     if not 0 < spec.stall_s < spec.measure_s:
         from .errors import MatrixError
 
-        raise MatrixError("calibrate", [f"stall: {spec.stall_s} — must be > 0 and shorter than measure ({spec.measure_s})"])
+        raise MatrixError(
+            "calibrate", [f"stall: {spec.stall_s} — must be > 0 and shorter than measure ({spec.measure_s})"]
+        )
     matrix = parse_matrix(calibration_matrix(spec), "calibrate")
     (cell,) = select_cells(matrix)
     fault = Fault("stall", at_s=(spec.measure_s - spec.stall_s) / 2, duration_s=spec.stall_s)

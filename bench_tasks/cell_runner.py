@@ -7,7 +7,9 @@ worker process outlives this function.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import os
 import queue
 import time
 from collections.abc import Sequence
@@ -76,6 +78,7 @@ def drive_cell(
     faults: Sequence[Fault] = (),
 ) -> CellRun:
     spec, w = cell.spec, cell.spec.workload
+    check_cpus(cell)
     ctx = mp.get_context("spawn")
     phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
     channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
@@ -91,13 +94,18 @@ def drive_cell(
     cell_json = spec.model_dump_json()
 
     def plan(role: str, index: int) -> WorkerPlan:
-        return WorkerPlan(role, index, url, cell.id, cell_json, str(staging))
+        cpus = w.cpus.producers if role == "producer" else w.cpus.receivers
+        return WorkerPlan(role, index, url, cell.id, cell_json, str(staging), tuple(cpus))
 
     role = receiver_role(cell)
-    receivers = [ctx.Process(target=worker_main, args=(plan(role, i), channels), name=f"{role}-{i}",
-                             daemon=True) for i in range(w.consumers if role else 0)]  # fmt: skip
-    producers = [ctx.Process(target=worker_main, args=(plan("producer", i), channels), name=f"producer-{i}",
-                             daemon=True) for i in range(w.producers)]  # fmt: skip
+    receivers = [
+        ctx.Process(target=worker_main, args=(plan(role, i), channels), name=f"{role}-{i}", daemon=True)
+        for i in range(w.consumers if role else 0)
+    ]
+    producers = [
+        ctx.Process(target=worker_main, args=(plan("producer", i), channels), name=f"producer-{i}", daemon=True)
+        for i in range(w.producers)
+    ]
     monitor = LiveMonitor(cell.label, spec.measurement, console)
     run: CellRun | None = None
     paused = False
@@ -152,6 +160,18 @@ def drive_cell(
         _reap(producers + receivers, channels)
     assert run is not None
     return run
+
+
+def check_cpus(cell: Cell) -> None:
+    """Every pinned CPU must exist on this host (and be allowed to this process)."""
+    available = os.sched_getaffinity(0)
+    for role in ("broker", "producers", "receivers"):
+        missing = sorted(set(getattr(cell.spec.workload.cpus, role)) - available)
+        if missing:
+            raise CellError(
+                cell.id,
+                f"workload.cpus.{role}: CPU(s) {missing} not available on this host (available: {sorted(available)})",
+            )
 
 
 def _pump(channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list) -> None:
@@ -211,10 +231,8 @@ def _reap(procs: list, channels: Channels) -> None:
     """Join every worker (draining the queue so none blocks on exit), then terminate, then kill."""
     deadline = time.monotonic() + 15
     while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-        try:
+        with contextlib.suppress(queue.Empty):
             channels.events.get(timeout=0.05)
-        except queue.Empty:
-            pass
     for p in procs:
         if p.is_alive():
             p.terminate()

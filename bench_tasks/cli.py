@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .errors import BrokerError, SixninesError
 
@@ -34,7 +35,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print results as JSON 
 def run(
     matrix: Annotated[Path, typer.Argument(help="matrix file (matrices/*.yaml)")],
     lake: LakeOption = Path("lake"),
-    only: Annotated[Optional[list[str]], typer.Option("--only", help="run only this cell id (repeatable)")] = None,  # noqa: UP045
+    only: Annotated[list[str] | None, typer.Option("--only", help="run only this cell id (repeatable)")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run every cell of MATRIX one at a time and print its percentile tables."""
@@ -46,8 +47,18 @@ def run(
     progress = err if as_json else out
     run_info, reports = run_matrix(loaded, lake, progress, only or ())
     if as_json:
-        print(json.dumps({"run_id": run_info.run_id, "run_date": run_info.run_date, "matrix": loaded.name,
-                          "cells": [report_json(r) for r in reports]}, indent=2, default=str))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "run_id": run_info.run_id,
+                    "run_date": run_info.run_date,
+                    "matrix": loaded.name,
+                    "cells": [report_json(r) for r in reports],
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         out.rule("results")
         for report in reports:
@@ -67,8 +78,20 @@ def cells(matrix: Annotated[Path, typer.Argument(help="matrix file")], as_json: 
     loaded = load_matrix(matrix)
     resolved = resolve_cells(loaded)
     if as_json:
-        print(json.dumps([{"cell_id": c.id, "series_key": c.series_key, "label": c.label,
-                           "spec": c.spec.model_dump(mode="json")} for c in resolved], indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                [
+                    {
+                        "cell_id": c.id,
+                        "series_key": c.series_key,
+                        "label": c.label,
+                        "spec": c.spec.model_dump(mode="json"),
+                    }
+                    for c in resolved
+                ],
+                indent=2,
+            )
+        )
         return
     for c in resolved:
         out.print(f"{c.id}  {c.series_key}  {c.label}")
@@ -94,8 +117,9 @@ def calibrate(
     from .calibrate import calibrate as do_calibrate
     from .percentiles import PERCENTILES
 
-    spec = CalibrationSpec(system, version, measurement, rate, connections, message_size, warmup, measure,
-                           cooldown, stall)  # fmt: skip
+    spec = CalibrationSpec(
+        system, version, measurement, rate, connections, message_size, warmup, measure, cooldown, stall
+    )
     result = do_calibrate(spec, lake, err if as_json else out)
     data = result.to_dict()
     if as_json:
@@ -103,8 +127,10 @@ def calibrate(
     else:
         from rich.table import Table
 
-        table = Table(title=f"CTRL+Z calibration: {measurement}, {rate:g}/s, stall {stall} s "
-                            f"(observed {data['stall_observed_s'] or 0:.3f} s), {data['count']} samples")  # fmt: skip
+        table = Table(
+            title=f"CTRL+Z calibration: {measurement}, {rate:g}/s, stall {stall} s "
+            f"(observed {data['stall_observed_s'] or 0:.3f} s), {data['count']} samples"
+        )
         table.add_column("percentile")
         table.add_column("corrected (from intended)", justify="right")
         table.add_column("uncorrected (from sent)", justify="right")
@@ -146,7 +172,9 @@ def brokers_up(
     server = NatsServer(version, broker, cache_dir() / "brokers" / system, tie_to_parent=False)
     endpoint = server.start()
     state.save(system, server.state())
-    out.print(f"{system} {endpoint.version} ({mode}) up: {endpoint.url}  monitor {endpoint.monitor_url}  pid {endpoint.pid}")
+    out.print(
+        f"{system} {endpoint.version} ({mode}) up: {endpoint.url}  monitor {endpoint.monitor_url}  pid {endpoint.pid}"
+    )
 
 
 @brokers_app.command("down")
@@ -178,8 +206,10 @@ def brokers_status(system: Annotated[str, typer.Argument(help="nats")] = "nats")
         out.print(f"{system}: down")
         raise typer.Exit(3)
     varz = NatsServer.varz(current["monitor_url"])
-    out.print(f"{system}: up  {current['url']}  pid {current['pid']}  version {varz.get('version')}  "
-              f"connections {varz.get('connections')}  in_msgs {varz.get('in_msgs')}")  # fmt: skip
+    out.print(
+        f"{system}: up  {current['url']}  pid {current['pid']}  version {varz.get('version')}  "
+        f"connections {varz.get('connections')}  in_msgs {varz.get('in_msgs')}"
+    )
 
 
 @brokers_app.command("fetch")
@@ -219,9 +249,12 @@ def _alive(pid: int) -> bool:
 def main() -> None:
     """Console entry point: map harness errors to a message and an exit code, never a traceback."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns (not raises) the code of a typer.Exit; pass it on.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code != 0:
+            sys.exit(code)
     except SixninesError as exc:
-        err.print(f"[red]error:[/] {exc}", markup=True)
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         err.print("aborted")

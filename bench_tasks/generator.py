@@ -47,7 +47,7 @@ class WorkerPlan:
     cell_id: str
     cell_json: str
     staging_dir: str
-    cpu: int | None = None
+    cpus: tuple[int, ...] = ()
 
     def cell(self) -> NatsCell:
         return NatsCell.model_validate_json(self.cell_json)
@@ -65,8 +65,8 @@ class Channels:
 
 def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     """Process entry point."""
-    if plan.cpu is not None:
-        os.sched_setaffinity(0, {plan.cpu})
+    if plan.cpus:
+        os.sched_setaffinity(0, plan.cpus)
     role = {"producer": _produce, "consumer": _consume, "responder": _respond}[plan.role]
     try:
         run_precise(role(plan, channels))
@@ -181,8 +181,10 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
     finally:
         reporter.cancel()
         await driver.close()
-    write_parquet(log.table(plan.index, _phase_plan(t0, channels)),
-                  Path(plan.staging_dir) / f"sent-p{plan.index}.parquet")  # fmt: skip
+    write_parquet(
+        log.table(plan.index, _phase_plan(t0, channels)),
+        Path(plan.staging_dir) / f"sent-p{plan.index}.parquet",
+    )
     _send_progress(plan, channels, log)
     channels.events.put({"kind": "done", "role": "producer", "index": plan.index})
 
@@ -193,6 +195,7 @@ async def _publish_loop(driver: NatsDriver, nc: Any, log: _SentLog, factory: Pay
     behind = 0
     for seq in range(intended.size):
         due = int(intended[seq])
+        message = factory.prepare(pid, seq, due)
         delay = due - now_ns()
         if delay > 0:
             await asyncio.sleep(delay * 1e-9)
@@ -203,7 +206,7 @@ async def _publish_loop(driver: NatsDriver, nc: Any, log: _SentLog, factory: Pay
                 await asyncio.sleep(0)
         sent = now_ns()
         try:
-            await driver.send(nc, factory.make(pid, seq, due, sent), seq, log.on_ack)
+            await driver.send(nc, factory.stamp(message, sent), seq, log.on_ack)
             log.sent[seq] = sent
             log.fresh_sends.append(seq)
         except Exception as exc:
@@ -226,6 +229,7 @@ async def _request_loop(
     latency is still measured from its intended time (wrk2's correction)."""
     for seq in seqs.tolist():
         due = int(log.intended[seq])
+        message = factory.prepare(pid, seq, due)
         delay = due - now_ns()
         if delay > 0:
             await asyncio.sleep(delay * 1e-9)
@@ -234,7 +238,7 @@ async def _request_loop(
         log.fresh_sends.append(seq)
         log.attempted += 1
         try:
-            await driver.request(nc, factory.make(pid, seq, due, sent), w.request_timeout_s)
+            await driver.request(nc, factory.stamp(message, sent), w.request_timeout_s)
             log.on_ack(seq, None, None)
         except Exception as exc:
             log.errors[seq] = type(exc).__name__
@@ -347,8 +351,10 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
         _consumer_progress(plan, channels, log)
     await driver.close()
     t0 = int(channels.start_at_ns.value)
-    write_parquet(log.table(plan.index, _phase_plan(t0, channels)),
-                  Path(plan.staging_dir) / f"received-c{plan.index}.parquet")  # fmt: skip
+    write_parquet(
+        log.table(plan.index, _phase_plan(t0, channels)),
+        Path(plan.staging_dir) / f"received-c{plan.index}.parquet",
+    )
     _consumer_progress(plan, channels, log)
     channels.events.put({"kind": "done", "role": "consumer", "index": plan.index})
 

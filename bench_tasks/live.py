@@ -53,7 +53,11 @@ class LiveMonitor:
             return
         i = event["index"]
         if event["role"] == "producer":
-            self.attempted[i], self.acked[i], self.errors[i] = event["attempted"], event["acked"], event["errors"]
+            self.attempted[i], self.acked[i], self.errors[i] = (
+                event["attempted"],
+                event["acked"],
+                event["errors"],
+            )
             record_many(self.lag, event["lag_ns"])
             if self.primary in ("publish", "rtt"):
                 self._record(event["ack_intended_ns"])
@@ -82,7 +86,10 @@ class LiveMonitor:
         now = time.monotonic()
         t_prev, sent_prev, recv_prev = self._last
         if now - t_prev >= 1.0:
-            self._rates = ((self.total_sent - sent_prev) / (now - t_prev), (self.total_received - recv_prev) / (now - t_prev))
+            self._rates = (
+                (self.total_sent - sent_prev) / (now - t_prev),
+                (self.total_received - recv_prev) / (now - t_prev),
+            )
             self._last = (now, self.total_sent, self.total_received)
             if self._live is not None:
                 self._live.update(self.render())
@@ -128,8 +135,25 @@ class LiveMonitor:
         p50, p99, mx = self._live_percentiles()
         lag = format_ns(self.lag.get_value_at_percentile(99)) if self.lag.get_total_count() else "-"
         table = Table(title=self.label, show_header=True, header_style="bold")
-        for column in ("phase", "elapsed", "sent/s", "recv/s", f"{self.primary} p50", "p99", "max", "lag p99"):
+        for column in (
+            "phase",
+            "elapsed",
+            "sent/s",
+            "recv/s",
+            f"{self.primary} p50",
+            "p99",
+            "max",
+            "lag p99",
+        ):
             table.add_column(column)
-        table.add_row(phase, f"{elapsed:.1f}/{total:.1f}s", f"{self._rates[0]:.0f}", f"{self._rates[1]:.0f}",
-                      p50, p99, mx, lag)  # fmt: skip
+        table.add_row(
+            phase,
+            f"{elapsed:.1f}/{total:.1f}s",
+            f"{self._rates[0]:.0f}",
+            f"{self._rates[1]:.0f}",
+            p50,
+            p99,
+            mx,
+            lag,
+        )
         return table

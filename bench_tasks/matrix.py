@@ -31,6 +31,16 @@ AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client")
 _ID_LEN = 12
 
 
+class CpuPlacement(StrictModel):
+    """CPU ids each role is pinned to (sched_setaffinity); empty means not pinned. On a small host, giving
+    the producers a core of their own keeps the broker's and consumers' work out of the send schedule.
+    Checked against the host's CPUs when the cell starts, and recorded with the cell."""
+
+    broker: list[int] = Field(default_factory=list)
+    producers: list[int] = Field(default_factory=list)
+    receivers: list[int] = Field(default_factory=list)
+
+
 class Workload(StrictModel):
     """Load shape of one cell. Rates are totals for the workload, split evenly over producers."""
 
@@ -49,7 +59,8 @@ class Workload(StrictModel):
     max_schedule_lag_ms: float = Field(
         100.0, gt=0, description="fail the cell when generator schedule lag p99.9 exceeds this"
     )
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="poisson schedules are reproducible per seed")
+    cpus: CpuPlacement = CpuPlacement()
 
     @field_validator("message_size_bytes")
     @classmethod
@@ -200,6 +211,15 @@ def load_matrix(path: str | Path) -> Matrix:
 def parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
     """Validate an already-parsed matrix mapping; `source` names it in errors."""
     try:
+        return _parse_matrix(raw, source)
+    except ValueError as exc:  # a structural problem found while expanding (not a pydantic error)
+        if isinstance(exc, ValidationError):
+            raise
+        raise MatrixError(source, [str(exc)]) from None
+
+
+def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
+    try:
         file = MatrixFile.model_validate(raw)
     except ValidationError as exc:
         raise MatrixError(source, _format_errors(exc)) from None
@@ -281,10 +301,12 @@ def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]]) ->
                     loc = _loc(err)
                     if loc == axis_path or loc.startswith(axis_path + ".") or axis_path.startswith(loc + "."):
                         origin = (
-                            f"{where}.versions[{index}]" if axis_path == "version"
-                            else f"measurements[{index}]" if axis_path == "measurement"
+                            f"{where}.versions[{index}]"
+                            if axis_path == "version"
+                            else f"measurements[{index}]"
+                            if axis_path == "measurement"
                             else f"axes.{axis_path}[{index}]"
-                        )  # fmt: skip
+                        )
                         problems.append(f"{origin}: {value!r} — {_message(err)}")
     # Errors in the base itself (not caused by an axis) are reported against the base's own path.
     spec = copy.deepcopy(base)
@@ -329,7 +351,7 @@ def _set_path(spec: dict[str, Any], dotted: str, value: Any) -> None:
     for part in parents:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise MatrixError("axes", [f"{dotted}: {part!r} is not a mapping"])
+            raise ValueError(f"axis {dotted!r}: {part!r} is not a mapping, so it has no key {leaf!r}")
     node[leaf] = value
 
 

@@ -1,8 +1,10 @@
 """The message header every sixnines message carries, followed by random filler up to the message size.
 
-The filler is random so compression cannot shrink it (seed 000); it is a rotating window over one random
-pool, so producing it costs a slice, not a random-number call per byte. The header is fixed-size, little
-endian, and versioned so a reader can refuse what it does not understand.
+The filler is fresh random bytes for every message, so compression cannot shrink it (seed 000) — not one
+message, and not a batch of them either (a shared random pool would repeat across a batch). A message is
+built in two steps so the costly part stays off the timed path: `prepare` (filler and header, before
+the producer sleeps until the intended time) and `stamp` (writes sent_ns, right before the send).
+The header is fixed-size, little endian, and versioned so a reader can refuse what it does not understand.
 
 Layout (32 bytes): magic b"S9" | schema u8 | hop u8 | producer_id u32 | seq u64 | intended_ns u64 | sent_ns u64
 """
@@ -10,8 +12,11 @@ Layout (32 bytes): magic b"S9" | schema u8 | hop u8 | producer_id u32 | seq u64 
 from __future__ import annotations
 
 import os
+import random
 import struct
 from typing import NamedTuple
+
+import numpy as np
 
 from .errors import PayloadError
 
@@ -20,7 +25,9 @@ MAGIC = b"S9"
 HEADER_SCHEMA_VERSION = 1
 _HEADER = struct.Struct("<2sBBIQQQ")
 HEADER_SIZE = _HEADER.size  # 32
-_POOL_WINDOWS = 4096
+_SENT_FIELD = struct.Struct("<Q")
+_SENT_OFFSET = HEADER_SIZE - _SENT_FIELD.size
+_NUMPY_FROM_BYTES = 16 * 1024  # numpy's generator is faster than random.randbytes for large fillers
 
 
 class Header(NamedTuple):
@@ -34,17 +41,35 @@ class Header(NamedTuple):
 class PayloadFactory:
     """Builds messages of exactly `size_bytes`: header, then incompressible filler."""
 
-    def __init__(self, size_bytes: int):
+    def __init__(self, size_bytes: int, seed: int | None = None):
         if size_bytes < HEADER_SIZE:
             raise PayloadError(f"message size {size_bytes} B is below the {HEADER_SIZE} B header")
         self.size_bytes = size_bytes
-        self._pool = os.urandom(size_bytes + _POOL_WINDOWS)
+        self._filler = size_bytes - HEADER_SIZE
+        seed = seed if seed is not None else int.from_bytes(os.urandom(8), "little")
+        self._random = random.Random(seed)
+        self._numpy = np.random.default_rng(seed)
+
+    def prepare(self, producer_id: int, seq: int, intended_ns: int, hop: int = 0) -> bytearray:
+        """Header (sent_ns still 0) and fresh random filler; call before waiting for the intended time."""
+        filler = (
+            self._numpy.bytes(self._filler)
+            if self._filler >= _NUMPY_FROM_BYTES
+            else self._random.randbytes(self._filler)
+        )
+        buf = bytearray(HEADER_SIZE) + filler
+        _HEADER.pack_into(buf, 0, MAGIC, HEADER_SCHEMA_VERSION, hop, producer_id, seq, intended_ns, 0)
+        return buf
+
+    @staticmethod
+    def stamp(buf: bytearray, sent_ns: int) -> bytes:
+        """Write sent_ns into a prepared message: the only work between reading the clock and sending."""
+        _SENT_FIELD.pack_into(buf, _SENT_OFFSET, sent_ns)
+        return bytes(buf)
 
     def make(self, producer_id: int, seq: int, intended_ns: int, sent_ns: int, hop: int = 0) -> bytes:
-        start = (seq * 61) % _POOL_WINDOWS
-        buf = bytearray(self._pool[start : start + self.size_bytes])
-        _HEADER.pack_into(buf, 0, MAGIC, HEADER_SCHEMA_VERSION, hop, producer_id, seq, intended_ns, sent_ns)
-        return bytes(buf)
+        """prepare + stamp in one call, for code that has no timed path."""
+        return self.stamp(self.prepare(producer_id, seq, intended_ns, hop), sent_ns)
 
 
 def decode_header(data: bytes) -> Header:

@@ -44,9 +44,7 @@ class LatencySummary:
 
     def as_ms(self) -> dict[str, float | None]:
         """Percentiles and max in milliseconds, keyed like the JSON output (`"99.9"`, …, `"max"`)."""
-        out: dict[str, float | None] = {
-            p: (None if v is None else v / 1e6) for p, v in self.percentiles.items()
-        }
+        out: dict[str, float | None] = {p: (None if v is None else v / 1e6) for p, v in self.percentiles.items()}
         out["max"] = None if self.max_ns is None else self.max_ns / 1e6
         return out
 
@@ -69,9 +67,7 @@ def summarize(values_ns: np.ndarray) -> LatencySummary:
         return LatencySummary(0, None, None, None, None, {p: None for p in PERCENTILES})
     supported = [p for p in PERCENTILES if is_supported(p, count)]
     quantiles = [float(Decimal(p) / Decimal(100)) for p in supported]
-    computed = (
-        np.quantile(values, quantiles, method="inverted_cdf") if supported else np.array([], np.int64)
-    )
+    computed = np.quantile(values, quantiles, method="inverted_cdf") if supported else np.array([], np.int64)
     by_p = dict(zip(supported, (int(v) for v in computed), strict=True))
     return LatencySummary(
         count=count,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from rich.console import Console
 
 from .analysis import CellAnalysis, analyze
 from .brokers.nats import NatsEndpoint, NatsServer
-from .cell_runner import CellRun, Fault, drive_cell
+from .cell_runner import CellRun, Fault, check_cpus, drive_cell
 from .context import harness_context
 from .errors import SixninesError
 from .hdr import write_hlog
@@ -54,20 +55,25 @@ class CellReport:
 
 
 def resolve_cells(matrix: Matrix) -> list[Cell]:
-    """Resolve `version: latest` now; the resolved version is what the cell id and records carry."""
-    resolved = []
+    """Resolve `version: latest` now; the resolved version is what the cell id and records carry.
+    `[latest, X]` where X is the latest release gives one cell, not two."""
+    resolved: dict[str, Cell] = {}
     for cell in matrix.cells:
         version = resolve_version(cell.spec.system, cell.spec.version)
         spec = cell.spec.model_copy(update={"version": version})
-        resolved.append(cell.model_copy(update={"spec": spec, "id": cell_id(spec), "series_key": series_key(spec)}))
-    return resolved
+        new = cell.model_copy(update={"spec": spec, "id": cell_id(spec), "series_key": series_key(spec)})
+        resolved.setdefault(new.id, new)
+    return list(resolved.values())
 
 
 def select_cells(matrix: Matrix, only: Sequence[str] = ()) -> list[Cell]:
     cells = resolve_cells(matrix)
     if not only:
         return cells
-    unresolved = {c.id: r.id for c, r in zip(matrix.cells, cells, strict=True)}
+    unresolved = {
+        c.id: cell_id(c.spec.model_copy(update={"version": resolve_version(c.spec.system, c.spec.version)}))
+        for c in matrix.cells
+    }
     wanted = {unresolved.get(i, i) for i in only}
     unknown = wanted - {c.id for c in cells}
     if unknown:
@@ -100,7 +106,10 @@ def run_cell(
     cell_run: CellRun | None = None
     status, reason = "ok", None
     try:
+        check_cpus(cell)
         endpoint = server.start()
+        if spec.workload.cpus.broker:
+            os.sched_setaffinity(endpoint.pid, spec.workload.cpus.broker)
         console.print(f"[bold]cell {cell.id}[/] {cell.label}  ({endpoint.url}, pid {endpoint.pid})", highlight=False)
         cell_run = drive_cell(cell, endpoint.url, staging, server, console, faults)
     except SixninesError as exc:
@@ -116,13 +125,31 @@ def run_cell(
         analysis = _analyse(cell, staging, cell_run)
         if status == "ok":
             status, reason = _gate(cell, analysis, gate_lag)
-        write_hlog(staging / "cell.hlog", {f"{m}-{b}": (s.at_ns, getattr(s, f"from_{b}_ns"))
-                                          for m, s in analysis.series.items() for b in ("intended", "sent")},
-                   cell_run.plan.t0_ns, cell_run.wall_t0_s)  # fmt: skip
-    context = {**harness_context(), "broker": _broker_context(endpoint)}
+        write_hlog(
+            staging / "cell.hlog",
+            {
+                f"{m}-{b}": (s.at_ns, getattr(s, f"from_{b}_ns"))
+                for m, s in analysis.series.items()
+                for b in ("intended", "sent")
+            },
+            cell_run.plan.t0_ns,
+            cell_run.wall_t0_s,
+        )
+    context = {
+        **harness_context(),
+        "broker": _broker_context(endpoint),
+        "cpu_placement": spec.workload.cpus.model_dump(),
+    }
     report = CellReport(cell, status, reason, analysis, None, cell_run.faults_dicts() if cell_run else [])
-    write_json(staging / "result.json", {**report.to_dict(), "context": context, "run_id": run.run_id,
-                                         "phases": cell_run.plan.to_dict() if cell_run else None})  # fmt: skip
+    write_json(
+        staging / "result.json",
+        {
+            **report.to_dict(),
+            "context": context,
+            "run_id": run.run_id,
+            "phases": cell_run.plan.to_dict() if cell_run else None,
+        },
+    )
     report.path = lake.commit_cell(run, cell.id, staging)
     lake.upsert_cell_row(run, _cell_row(report, run, cell_run, context, started))
     return report
@@ -132,8 +159,14 @@ def _analyse(cell: Cell, staging: Path, cell_run: CellRun) -> CellAnalysis:
     sent = _read_parts(staging, "sent-p*.parquet", SENT_SCHEMA)
     received = _read_parts(staging, "received-c*.parquet", RECEIVED_SCHEMA)
     plan = cell_run.plan
-    return analyze(sent, received, cell.spec.measurement, acked_metric(cell),
-                   (plan.measure_start_ns, plan.measure_end_ns), cell.spec.workload.rate_per_s)  # fmt: skip
+    return analyze(
+        sent,
+        received,
+        cell.spec.measurement,
+        acked_metric(cell),
+        (plan.measure_start_ns, plan.measure_end_ns),
+        cell.spec.workload.rate_per_s,
+    )
 
 
 def _read_parts(folder: Path, pattern: str, schema: pa.Schema) -> pa.Table:
@@ -150,8 +183,10 @@ def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool) -> tuple[str, str 
     if lag is None:
         lag = analysis.lag.max_ns
     if gate_lag and cell.spec.measurement != "rtt" and lag is not None and lag > w.max_schedule_lag_ms * 1e6:
-        return "failed", (f"generator fell behind its schedule: lag p99.9 {lag / 1e6:.2f} ms exceeds "
-                          f"max_schedule_lag_ms={w.max_schedule_lag_ms}")  # fmt: skip
+        return "failed", (
+            f"generator fell behind its schedule: lag p99.9 {lag / 1e6:.2f} ms exceeds "
+            f"max_schedule_lag_ms={w.max_schedule_lag_ms}"
+        )
     if analysis.accounting.scheduled == 0:
         return "failed", "no message was scheduled in the measure phase"
     return "ok", None
@@ -160,7 +195,12 @@ def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool) -> tuple[str, str 
 def _broker_context(endpoint: NatsEndpoint | None) -> dict:
     if endpoint is None:
         return {}
-    return {"version": endpoint.version, "mode": endpoint.mode, "config": endpoint.config, "pid": endpoint.pid}
+    return {
+        "version": endpoint.version,
+        "mode": endpoint.mode,
+        "config": endpoint.config,
+        "pid": endpoint.pid,
+    }
 
 
 def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, context: dict, started: str) -> dict:
@@ -183,8 +223,10 @@ def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, contex
         "started_at": started,
         "finished_at": dt.datetime.now(dt.UTC).isoformat(),
         **{k: phases.get(k) for k in ("t0_ns", "measure_start_ns", "measure_end_ns", "end_ns")},
-        **{k: getattr(acc, k) if acc else None for k in ("scheduled", "sent", "acknowledged", "received", "lost",
-                                                        "duplicated")},  # fmt: skip
+        **{
+            k: getattr(acc, k) if acc else None
+            for k in ("scheduled", "sent", "acknowledged", "received", "lost", "duplicated")
+        },
         "spec_json": spec.model_dump_json(),
         "context_json": json.dumps(context, default=str),
         "results_json": json.dumps(report.analysis.to_dict() if report.analysis else None),
@@ -198,8 +240,10 @@ def run_matrix(
     cells = select_cells(matrix, only)
     run = run or RunInfo.new()
     lake = Lake(lake_root)
-    console.print(f"run {run.run_id}: {len(cells)} cell(s) of matrix '{matrix.name}' → {lake.run_dir(run)}",
-                  highlight=False)  # fmt: skip
+    console.print(
+        f"run {run.run_id}: {len(cells)} cell(s) of matrix '{matrix.name}' → {lake.run_dir(run)}",
+        highlight=False,
+    )
     reports = []
     for index, cell in enumerate(cells, 1):
         console.rule(f"cell {index}/{len(cells)}")

@@ -1,4 +1,7 @@
-"""The printed percentile table and its JSON twin. Unsupported percentiles are shown as such, never as numbers."""
+"""The printed percentile table and its JSON twin.
+
+Unsupported percentiles are shown as such, never as numbers.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +51,11 @@ def percentile_table(report: CellReport) -> Table:
 def _cells(summary: LatencySummary) -> list[str]:
     if not summary.count:
         return ["0", *["-" for _ in PERCENTILES], "-"]
-    return [str(summary.count), *(format_ms(summary.percentiles[p]) for p in PERCENTILES), format_ms(summary.max_ns)]
+    return [
+        str(summary.count),
+        *(format_ms(summary.percentiles[p]) for p in PERCENTILES),
+        format_ms(summary.max_ns),
+    ]
 
 
 def print_report(report: CellReport, console: Console) -> None:
@@ -62,8 +69,10 @@ def print_report(report: CellReport, console: Console) -> None:
             highlight=False,
         )
         a = report.analysis
-        console.print(f"  generator: target {a.target_rate_per_s:g}/s  achieved {a.achieved_rate_per_s:.1f}/s",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"  generator: target {a.target_rate_per_s:g}/s  achieved {a.achieved_rate_per_s:.1f}/s",
+            highlight=False,
+        )
     if report.reason:
         console.print(f"  [red]{report.reason}[/]", highlight=False)
     console.print(f"  data: {report.path}", highlight=False)

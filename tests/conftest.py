@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from multiprocessing import resource_tracker
 from pathlib import Path
 
 import psutil
-from multiprocessing import resource_tracker
 import pytest
 from rich.console import Console
 

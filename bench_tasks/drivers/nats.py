@@ -8,14 +8,15 @@ clocks: the generator stamps every timestamp itself (STYLE 1). Client options fr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import nats
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.js.client import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.js.client import JetStreamContext
 
 from ..matrix import NatsCell
 
@@ -80,10 +81,8 @@ class NatsDriver:
             return
         (nc,) = await self.open("admin")
         js = self.js(nc)
-        try:
+        with contextlib.suppress(nats.js.errors.NotFoundError):
             await js.delete_stream(self.stream)
-        except nats.js.errors.NotFoundError:
-            pass
         storage = StorageType.FILE if self.cell.broker.storage == "file" else StorageType.MEMORY
         await js.add_stream(
             StreamConfig(
@@ -98,10 +97,8 @@ class NatsDriver:
         if not self.jetstream:
             return
         nc = self.connections[0] if self.connections else (await self.open("admin"))[0]
-        try:
+        with contextlib.suppress(TimeoutError, nats.js.errors.NotFoundError, nats.errors.Error):
             await self.js(nc).delete_stream(self.stream)
-        except (nats.js.errors.NotFoundError, nats.errors.Error, asyncio.TimeoutError):
-            pass
 
     async def send(self, nc: Client, payload: bytes, seq: int, on_ack: AckCallback) -> None:
         """Publish without waiting for the system. JetStream acks arrive later through `on_ack`."""
@@ -131,8 +128,7 @@ class NatsDriver:
             async def core_cb(msg: Msg) -> None:
                 on_message(msg.data, None)
 
-            await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=core_cb, pending_msgs_limit=0,
-                               pending_bytes_limit=0)  # fmt: skip
+            await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=core_cb, pending_msgs_limit=0, pending_bytes_limit=0)
             return
 
         async def js_cb(msg: Msg) -> None:
@@ -157,14 +153,11 @@ class NatsDriver:
             await nc.publish(msg.reply, msg.data)
             on_request()
 
-        await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=echo, pending_msgs_limit=0,
-                           pending_bytes_limit=0)  # fmt: skip
+        await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=echo, pending_msgs_limit=0, pending_bytes_limit=0)
 
     async def close(self) -> None:
         for nc in self.connections:
-            try:
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(nc.close(), timeout=5)
-            except Exception:
-                pass
         self.connections.clear()
         self._contexts.clear()

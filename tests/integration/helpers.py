@@ -9,8 +9,14 @@ from bench_tasks.runner import select_cells
 
 
 def make_cell(measurement: str = "e2e", broker: dict[str, Any] | None = None, **workload: Any) -> Cell:
-    base = {"message_size_bytes": 256, "rate_per_s": 500, "warmup_s": 1, "measure_s": 2, "cooldown_s": 1,
-            "drain_timeout_s": 3}  # fmt: skip
+    base = {
+        "message_size_bytes": 256,
+        "rate_per_s": 500,
+        "warmup_s": 1,
+        "measure_s": 2,
+        "cooldown_s": 1,
+        "drain_timeout_s": 3,
+    }
     raw = {
         "name": "itest",
         "systems": [{"system": "nats", "versions": ["latest"], "broker": broker or {"mode": "core"}}],

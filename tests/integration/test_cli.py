@@ -1,0 +1,124 @@
+"""The `sixnines` CLI as a user runs it: a real subprocess, real brokers, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+TINY_MATRIX = """\
+name: tiny
+systems:
+  - system: nats
+    versions: [latest]
+    axes:
+      broker.mode: [core, jetstream]
+workload:
+  message_size_bytes: 128
+  rate_per_s: 200
+  warmup_s: 0.5
+  measure_s: 1
+  cooldown_s: 0.5
+  drain_timeout_s: 2
+measurements: [e2e]
+"""
+
+
+def sixnines(*args: str, env_cache: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    import os
+
+    env = dict(os.environ)
+    if env_cache is not None:
+        env["SIXNINES_CACHE"] = str(env_cache)
+    return subprocess.run(
+        [sys.executable, "-m", "bench_tasks", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def test_run_json_and_only(tmp_path: Path) -> None:
+    matrix = tmp_path / "tiny.yaml"
+    matrix.write_text(TINY_MATRIX)
+    listed = sixnines("cells", str(matrix), "--json")
+    assert listed.returncode == 0, listed.stderr
+    cells = json.loads(listed.stdout)
+    assert len(cells) == 2
+    jetstream = next(c["cell_id"] for c in cells if c["spec"]["broker"]["mode"] == "jetstream")
+
+    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"), "--only", jetstream, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)  # progress goes to stderr, so stdout is pure JSON
+    (cell,) = result["cells"]
+    assert cell["cell_id"] == jetstream and cell["status"] == "ok"
+    e2e = cell["percentiles_ms"]["e2e"]["intended"]
+    assert e2e["count"] == 200
+    assert e2e["99.9"] is None and e2e["max"] > 0  # unsupported is null, never a number
+    assert cell["accounting"]["lost"] == 0
+    assert Path(cell["path"], "sent-p0.parquet").exists()
+
+
+def test_run_table_output(tmp_path: Path) -> None:
+    matrix = tmp_path / "tiny.yaml"
+    matrix.write_text(TINY_MATRIX.replace("[core, jetstream]", "[core]"))
+    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"))
+    assert done.returncode == 0, done.stderr
+    for text in ("e2e resp", "e2e svc", "send lag", "p99.9999", "unsup.", "lost 0"):
+        assert text in done.stdout
+
+
+def test_unknown_cell_is_a_clear_error(tmp_path: Path) -> None:
+    matrix = tmp_path / "tiny.yaml"
+    matrix.write_text(TINY_MATRIX)
+    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"), "--only", "nosuchcell")
+    assert done.returncode == 1
+    assert "nosuchcell" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_brokers_up_status_down(tmp_path: Path) -> None:
+    up = sixnines("brokers", "up", "nats", "--mode", "jetstream", env_cache=tmp_path)
+    assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / "brokers" / "nats.json").read_text())
+    try:
+        assert psutil.pid_exists(state["pid"])
+        assert state["url"] in up.stdout
+        status = sixnines("brokers", "status", "nats", env_cache=tmp_path)
+        assert status.returncode == 0 and "up" in status.stdout
+        again = sixnines("brokers", "up", "nats", env_cache=tmp_path)
+        assert again.returncode == 1 and "already up" in again.stderr
+    finally:
+        down = sixnines("brokers", "down", "nats", env_cache=tmp_path)
+    assert down.returncode == 0, down.stderr
+    assert not psutil.pid_exists(state["pid"]) or psutil.Process(state["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert sixnines("brokers", "status", "nats", env_cache=tmp_path).returncode == 3
+
+
+def test_other_release_is_fetched_and_run(tmp_path: Path) -> None:
+    """Versions side by side: a release other than the bundled one is fetched into the cache and used."""
+    matrix = tmp_path / "old.yaml"
+    matrix.write_text(TINY_MATRIX.replace("[latest]", "['2.10.26']").replace("[core, jetstream]", "[core]"))
+    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"), "--json")
+    assert done.returncode == 0, done.stderr
+    (cell,) = json.loads(done.stdout)["cells"]
+    assert cell["spec"]["version"] == "2.10.26"
+    result = json.loads(Path(cell["path"], "result.json").read_text())
+    assert result["context"]["broker"]["version"] == "2.10.26"  # as reported by the server itself
+
+
+def test_failed_cell_exits_nonzero_and_still_lands(tmp_path: Path) -> None:
+    matrix = tmp_path / "strict.yaml"
+    strict = TINY_MATRIX.replace("[core, jetstream]", "[core]").replace(
+        "drain_timeout_s: 2", "drain_timeout_s: 2\n  max_schedule_lag_ms: 0.000001"
+    )
+    matrix.write_text(strict)
+    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"), "--json")
+    assert done.returncode == 1
+    (cell,) = json.loads(done.stdout)["cells"]
+    assert cell["status"] == "failed"
+    assert "generator fell behind its schedule" in cell["reason"]
+    assert Path(cell["path"], "sent-p0.parquet").exists()  # nothing lost when a cell fails
+    assert "1 of 1 cell(s) failed" in done.stderr
