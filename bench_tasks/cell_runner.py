@@ -153,6 +153,9 @@ def drive_cell(
                     _pump(channels, monitor, done, cell.id, receivers)
             channels.stop.set()
             _await_roles(channels, monitor, receivers, "done", 60.0, cell.id, done)
+    except CellError as exc:
+        exc.partial_run = run
+        raise
     finally:
         if paused:
             control.resume()

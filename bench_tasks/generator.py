@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from setproctitle import setproctitle
 
 from .drivers.nats import NatsDriver
 from .errors import PayloadError
-from .loop import run_precise
+from .loop import run_precise, tighten_timer_slack
 from .matrix import NatsCell
 from .payload import PayloadFactory, decode_header
 from .records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
@@ -65,8 +66,10 @@ class Channels:
 
 def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     """Process entry point."""
+    setproctitle(f"sixnines {plan.role}-{plan.index} cell {plan.cell_id}")  # readable in ps/top
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
+    tighten_timer_slack()
     role = {"producer": _produce, "consumer": _consume, "responder": _respond}[plan.role]
     try:
         run_precise(role(plan, channels))
@@ -178,13 +181,13 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
         else:
             await _publish_loop(driver, connections[0], log, factory, plan.index)
             await _await_acks(driver, log, deadline_ns=now_ns() + int(w.request_timeout_s * NS_PER_S))
-    finally:
+    finally:  # whatever happened, what was sent is written down: nothing is lost when something fails
         reporter.cancel()
         await driver.close()
-    write_parquet(
-        log.table(plan.index, _phase_plan(t0, channels)),
-        Path(plan.staging_dir) / f"sent-p{plan.index}.parquet",
-    )
+        write_parquet(
+            log.table(plan.index, _phase_plan(t0, channels)),
+            Path(plan.staging_dir) / f"sent-p{plan.index}.parquet",
+        )
     _send_progress(plan, channels, log)
     channels.events.put({"kind": "done", "role": "producer", "index": plan.index})
 

@@ -22,7 +22,7 @@ from .analysis import CellAnalysis, analyze
 from .brokers.nats import NatsEndpoint, NatsServer
 from .cell_runner import CellRun, Fault, check_cpus, drive_cell
 from .context import harness_context
-from .errors import SixninesError
+from .errors import CellError, SixninesError
 from .hdr import write_hlog
 from .lake import Lake, RunInfo, write_json
 from .matrix import Cell, Matrix, cell_id, series_key
@@ -112,6 +112,9 @@ def run_cell(
             os.sched_setaffinity(endpoint.pid, spec.workload.cpus.broker)
         console.print(f"[bold]cell {cell.id}[/] {cell.label}  ({endpoint.url}, pid {endpoint.pid})", highlight=False)
         cell_run = drive_cell(cell, endpoint.url, staging, server, console, faults)
+    except CellError as exc:
+        status, reason = "failed", str(exc)
+        cell_run = exc.partial_run  # type: ignore[assignment]
     except SixninesError as exc:
         status, reason = "failed", str(exc)
     finally:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+import time
 from pathlib import Path
 
+import psutil
+import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
@@ -62,3 +67,38 @@ def test_killed_server_is_counted_as_loss(tmp_path: Path, console: Console) -> N
     assert acc.lost + acc.send_errors > 0.4 * acc.scheduled  # the last two seconds did not
     assert acc.received + acc.lost + acc.send_errors == acc.scheduled  # every message accounted for
     assert (report.path / "broker.log").exists()
+
+
+def _kill_worker_when_running(title: str, after_s: float) -> threading.Thread:
+    """Kill (by PID) the generator worker whose process title starts with `title`, once it has run a while."""
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for proc in psutil.Process().children(recursive=True):
+                try:
+                    if " ".join(proc.cmdline()).startswith(title):
+                        time.sleep(after_s)
+                        proc.kill()
+                        return
+                except psutil.NoSuchProcess:
+                    continue
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_dead_producer_fails_the_cell_but_keeps_its_data(tmp_path: Path, console: Console) -> None:
+    cell = make_cell("e2e", rate_per_s=400, warmup_s=1, measure_s=4, cooldown_s=1)
+    killer = _kill_worker_when_running(f"sixnines producer-0 cell {cell.id}", after_s=3.0)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+    killer.join(timeout=5)
+
+    assert report.status == "failed"
+    assert "producer-0" in report.reason and str(-signal.SIGKILL) in report.reason
+    assert (report.path / "received-c0.parquet").exists()  # the consumer's samples were landed
+    assert report.analysis is not None and report.analysis.metrics["e2e"]["intended"].count > 0
+    rows = pq.read_table(next((tmp_path / "runs").rglob("cells.parquet"))).to_pylist()
+    assert rows[0]["status"] == "failed" and "producer-0" in rows[0]["reason"]
