@@ -1,0 +1,62 @@
+"""Every example in the README is executed here, so the README cannot drift from the code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench_tasks.matrix import load_matrix, parse_matrix
+from bench_tasks.runner import resolve_cells
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    first = blocks("sh")[0].splitlines()
+    assert [line.split("#")[0].strip() for line in first] == ["make bench", "make test"]
+    assert README.index("make bench") < README.index("## ")
+
+
+def test_matrix_example_is_valid_and_expands_as_described() -> None:
+    (example,) = blocks("yaml")
+    matrix = parse_matrix(yaml.safe_load(example), "README.md")
+    # 2 versions × 2 modes × 2 measurements × 2 rates, minus jetstream+rtt (2 × 2 × 2)
+    assert len(matrix.cells) == 16 - 4
+    assert len(resolve_cells(matrix)) == 12
+    assert {c.spec.measurement for c in matrix.cells} == {"e2e", "rtt"}
+
+
+def test_error_example_is_what_the_cli_prints(tmp_path: Path) -> None:
+    (example,) = blocks("yaml")
+    raw = yaml.safe_load(example)
+    raw["systems"][0]["versions"] = ["9.9.9"]
+    raw["axes"]["workload.rate_per_s"] = [1000, -1]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    done = subprocess.run([sys.executable, "-m", "bench_tasks", "cells", str(bad)], capture_output=True, text=True)
+    assert done.returncode == 2
+    shown = [line for line in blocks("text")[0].splitlines() if line.strip().startswith("- ")]
+    for line in shown:
+        expected = line.strip().split("…")[0].replace("bad.yaml", str(bad))
+        assert expected in done.stderr, f"README shows {expected!r}; CLI printed {done.stderr!r}"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "matrices").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_matrices_are_valid(path: Path) -> None:
+    assert load_matrix(path).cells
+
+
+@pytest.mark.parametrize("command", [["run"], ["cells"], ["calibrate"], ["brokers", "up"], ["brokers", "fetch"]])
+def test_documented_commands_exist(command: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "bench_tasks", *command, "--help"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
