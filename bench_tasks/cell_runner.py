@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 
 from rich.console import Console
 
-from .drivers.nats import NatsDriver
+from .drivers import driver_for
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
 from .live import LiveMonitor
@@ -82,11 +82,11 @@ def drive_cell(
     ctx = mp.get_context("spawn")
     phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
     channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
-    driver = NatsDriver(url, spec, cell.id)
+    driver = driver_for(url, spec, cell.id)
 
     async def prepare() -> None:
         try:
-            await driver.create_stream()
+            await driver.prepare()
         finally:
             await driver.close()
 

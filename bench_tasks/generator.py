@@ -25,10 +25,11 @@ import numpy as np
 import pyarrow as pa
 from setproctitle import setproctitle
 
-from .drivers.nats import NatsDriver
+from .drivers import driver_for
+from .drivers.base import Driver
 from .errors import PayloadError
 from .loop import run_precise, tighten_timer_slack
-from .matrix import NatsCell
+from .matrix import CELL_ADAPTER, CellSpec
 from .payload import PayloadFactory, decode_header
 from .records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
 from .schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
@@ -44,14 +45,14 @@ class WorkerPlan:
 
     role: str  # producer | consumer | responder
     index: int
-    url: str
+    url: str  # broker address: NATS URL or Kafka bootstrap servers
     cell_id: str
     cell_json: str
     staging_dir: str
     cpus: tuple[int, ...] = ()
 
-    def cell(self) -> NatsCell:
-        return NatsCell.model_validate_json(self.cell_json)
+    def cell(self) -> CellSpec:
+        return CELL_ADAPTER.validate_json(self.cell_json)
 
 
 @dataclass
@@ -78,7 +79,7 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         raise
 
 
-def producer_schedule(cell: NatsCell, index: int, duration_ns: int) -> tuple[np.ndarray, np.ndarray]:
+def producer_schedule(cell: CellSpec, index: int, duration_ns: int) -> tuple[np.ndarray, np.ndarray]:
     """Intended offsets (ns from t0, sorted) of one producer's messages, and the connection of each."""
     w = cell.workload
     streams = w.producers * w.connections
@@ -100,6 +101,7 @@ class _SentLog:
         self.intended = intended
         self.sent = np.full(n, -1, dtype=np.int64)
         self.acked = np.full(n, -1, dtype=np.int64)
+        self.partition = np.full(n, -1, dtype=np.int32)
         self.offset = np.full(n, -1, dtype=np.int64)
         self.errors: dict[int, str] = {}
         self.attempted = 0
@@ -107,9 +109,10 @@ class _SentLog:
         self.fresh_acks: list[int] = []  # seqs acked since the last report
         self.acked_count = 0
 
-    def on_ack(self, seq: int, offset: int | None, error: str | None) -> None:
+    def on_ack(self, seq: int, partition: int | None, offset: int | None, error: str | None) -> None:
         if error is None:
             self.acked[seq] = now_ns()
+            self.partition[seq] = -1 if partition is None else partition
             self.offset[seq] = -1 if offset is None else offset
             self.acked_count += 1
             self.fresh_acks.append(seq)
@@ -129,7 +132,7 @@ class _SentLog:
                 "intended_ns": pa.array(self.intended),
                 "sent_ns": pa.array(self.sent, mask=self.sent < 0),
                 "acked_ns": pa.array(self.acked, mask=self.acked < 0),
-                "partition": pa.nulls(n, pa.int32()),
+                "partition": pa.array(self.partition, mask=self.partition < 0),
                 "offset": pa.array(self.offset, mask=self.offset < 0),
                 "phase": pa.array(phases, pa.string()),
                 "error": pa.array(error, pa.string()),
@@ -163,8 +166,8 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
     w = cell.workload
     duration_ns = sum(channels.phase_ns)
     offsets, connection_of = producer_schedule(cell, plan.index, duration_ns)
-    driver = NatsDriver(plan.url, cell, plan.cell_id)
-    connections = await driver.open(f"sixnines-p{plan.index}", w.connections)
+    driver = driver_for(plan.url, cell, plan.cell_id)
+    connections = await driver.open_producer(f"sixnines-p{plan.index}", w.connections)
     factory = PayloadFactory(w.message_size_bytes)
     channels.events.put({"kind": "ready", "role": "producer", "index": plan.index, "messages": offsets.size})
     t0 = await _wait_for_start(channels)
@@ -192,7 +195,7 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
     channels.events.put({"kind": "done", "role": "producer", "index": plan.index})
 
 
-async def _publish_loop(driver: NatsDriver, nc: Any, log: _SentLog, factory: PayloadFactory, pid: int) -> None:
+async def _publish_loop(driver: Driver, nc: Any, log: _SentLog, factory: PayloadFactory, pid: int) -> None:
     """The open loop: sleep until each intended time (never past it), stamp, send, move on."""
     intended = log.intended
     behind = 0
@@ -217,16 +220,16 @@ async def _publish_loop(driver: NatsDriver, nc: Any, log: _SentLog, factory: Pay
         log.attempted = seq + 1
 
 
-async def _await_acks(driver: NatsDriver, log: _SentLog, deadline_ns: int) -> None:
-    """JetStream: wait for outstanding acks; what has not arrived by the deadline counts as unacked."""
-    if not driver.jetstream:
+async def _await_acks(driver: Driver, log: _SentLog, deadline_ns: int) -> None:
+    """Wait for outstanding acks; what has not arrived by the deadline counts as unacked."""
+    if not driver.acks:
         return
     while log.acked_count + len(log.errors) < log.attempted and now_ns() < deadline_ns:
         await asyncio.sleep(0.01)
 
 
 async def _request_loop(
-    driver: NatsDriver, nc: Any, log: _SentLog, factory: PayloadFactory, pid: int, seqs: np.ndarray, w: Any
+    driver: Driver, nc: Any, log: _SentLog, factory: PayloadFactory, pid: int, seqs: np.ndarray, w: Any
 ) -> None:
     """One synchronous rtt connection: a request cannot leave before the previous reply, but its
     latency is still measured from its intended time (wrk2's correction)."""
@@ -242,7 +245,7 @@ async def _request_loop(
         log.attempted += 1
         try:
             await driver.request(nc, factory.stamp(message, sent), w.request_timeout_s)
-            log.on_ack(seq, None, None)
+            log.on_ack(seq, None, None, None)
         except Exception as exc:
             log.errors[seq] = type(exc).__name__
 
@@ -274,34 +277,47 @@ async def _report_producer(plan: WorkerPlan, channels: Channels, log: _SentLog) 
         _send_progress(plan, channels, log)
 
 
+_RECEIVED_FIELDS = ("pid", "seq", "intended", "sent", "received", "partition", "offset", "leader")
+
+
 class _ReceivedLog:
-    """Append-only columns of one consumer; converted to arrays in bulk."""
+    """One tuple per received message, appended in one step: the callback may run in a driver thread
+    while the reporter reads, and a single `list.append` is atomic, so the reporter never sees half a row."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, list[int]] = {k: [] for k in ("pid", "seq", "intended", "sent", "received", "offset")}
+        self.rows: list[tuple[int, ...]] = []
         self.reported = 0
         self.bad = 0
 
-    def on_message(self, data: bytes, offset: int | None) -> None:
+    def on_message(self, data: bytes, partition: int | None, offset: int | None, leader: int | None) -> None:
         received = now_ns()
         try:
-            header = decode_header(data)
+            h = decode_header(data)
         except PayloadError:
             self.bad += 1
             return
-        c = self.columns
-        c["pid"].append(header.producer_id)
-        c["seq"].append(header.seq)
-        c["intended"].append(header.intended_ns)
-        c["sent"].append(header.sent_ns)
-        c["received"].append(received)
-        c["offset"].append(-1 if offset is None else offset)
+        self.rows.append(
+            (
+                h.producer_id,
+                h.seq,
+                h.intended_ns,
+                h.sent_ns,
+                received,
+                -1 if partition is None else partition,
+                -1 if offset is None else offset,
+                -1 if leader is None else leader,
+            )
+        )
 
     def count(self) -> int:
-        return len(self.columns["seq"])
+        return len(self.rows)
+
+    def columns(self, start: int = 0, end: int | None = None) -> dict[str, np.ndarray]:
+        block = np.array(self.rows[start:end], dtype=np.int64).reshape(-1, len(_RECEIVED_FIELDS))
+        return {name: block[:, i] for i, name in enumerate(_RECEIVED_FIELDS)}
 
     def table(self, consumer_id: int, plan: PhasePlan) -> pa.Table:
-        c = {k: np.asarray(v, dtype=np.int64) for k, v in self.columns.items()}
+        c = self.columns()
         n = c["seq"].size
         phases = np.array(PHASE_NAMES, dtype=object)[plan.phases_of(c["intended"])]
         return pa.table(
@@ -312,8 +328,9 @@ class _ReceivedLog:
                 "intended_ns": pa.array(c["intended"]),
                 "sent_ns": pa.array(c["sent"]),
                 "received_ns": pa.array(c["received"]),
-                "partition": pa.nulls(n, pa.int32()),
+                "partition": pa.array(c["partition"].astype(np.int32), mask=c["partition"] < 0),
                 "offset": pa.array(c["offset"], mask=c["offset"] < 0),
+                "leader": pa.array(c["leader"].astype(np.int32), mask=c["leader"] < 0),
                 "hop": pa.array(np.zeros(n, dtype=np.int8)),
                 "phase": pa.array(phases, pa.string()),
             },
@@ -324,8 +341,7 @@ class _ReceivedLog:
 def _consumer_progress(plan: WorkerPlan, channels: Channels, log: _ReceivedLog) -> None:
     start, end = log.reported, log.count()
     log.reported = end
-    cols = log.columns
-    received = np.asarray(cols["received"][start:end], dtype=np.int64)
+    c = log.columns(start, end)
     channels.events.put(
         {
             "kind": "progress",
@@ -333,20 +349,18 @@ def _consumer_progress(plan: WorkerPlan, channels: Channels, log: _ReceivedLog) 
             "index": plan.index,
             "received": end,
             "bad": log.bad,
-            "e2e_intended_ns": received - np.asarray(cols["intended"][start:end], dtype=np.int64),
-            "e2e_sent_ns": received - np.asarray(cols["sent"][start:end], dtype=np.int64),
-            "e2e_at_ns": np.asarray(cols["intended"][start:end], dtype=np.int64),
+            "e2e_intended_ns": c["received"] - c["intended"],
+            "e2e_sent_ns": c["received"] - c["sent"],
+            "e2e_at_ns": c["intended"],
         }
     )
 
 
 async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     cell = plan.cell()
-    driver = NatsDriver(plan.url, cell, plan.cell_id)
-    (nc,) = await driver.open(f"sixnines-c{plan.index}")
+    driver = driver_for(plan.url, cell, plan.cell_id)
     log = _ReceivedLog()
-    await driver.subscribe(nc, log.on_message)
-    await nc.flush()  # the subscription is registered at the server before we report ready
+    await driver.open_consumer(f"sixnines-c{plan.index}", log.on_message)
     _freeze_setup_heap()
     channels.events.put({"kind": "ready", "role": "consumer", "index": plan.index})
     while not channels.stop.is_set():
@@ -364,15 +378,13 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
 
 async def _respond(plan: WorkerPlan, channels: Channels) -> None:
     cell = plan.cell()
-    driver = NatsDriver(plan.url, cell, plan.cell_id)
-    (nc,) = await driver.open(f"sixnines-r{plan.index}")
+    driver = driver_for(plan.url, cell, plan.cell_id)
     served = [0]
 
     def count() -> None:
         served[0] += 1
 
-    await driver.respond(nc, count)
-    await nc.flush()
+    await driver.open_responder(f"sixnines-r{plan.index}", count)
     channels.events.put({"kind": "ready", "role": "responder", "index": plan.index})
     while not channels.stop.is_set():
         await asyncio.sleep(REPORT_EVERY_S)

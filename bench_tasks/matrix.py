@@ -24,6 +24,7 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .errors import MatrixError
+from .kafka_settings import KafkaBroker, KafkaClient
 from .payload import HEADER_SIZE
 from .systems import SYSTEM_VERSIONS, NatsBroker, NatsClient, StrictModel
 
@@ -116,16 +117,50 @@ class NatsCell(_CellBase):
         return self
 
 
-CellSpec = Annotated[NatsCell, Field(discriminator="system")]
-_CELL_ADAPTER: TypeAdapter[NatsCell] = TypeAdapter(CellSpec)
+class KafkaCell(_CellBase):
+    """One fully specified Kafka benchmark cell."""
+
+    SYSTEM: ClassVar[str] = "kafka"
+    system: Literal["kafka"]
+    broker: KafkaBroker = KafkaBroker()
+    client: KafkaClient = KafkaClient()
+
+    @model_validator(mode="after")
+    def _measurement_fits(self) -> KafkaCell:
+        if self.measurement == "rtt":
+            raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
+        if self.measurement == "e2e" and self.workload.consumers < 1:
+            raise ValueError("measurement 'e2e' needs workload.consumers >= 1")
+        if self.workload.connections != 1:
+            raise ValueError("workload.connections applies to measurement 'rtt' only; leave it at 1")
+        if self.client.consumer_mode == "assigned" and self.workload.consumers > self.broker.partitions:
+            raise ValueError(
+                f"consumer_mode 'assigned' with {self.workload.consumers} consumers needs at least as many "
+                f"partitions (broker.partitions is {self.broker.partitions})"
+            )
+        return self
 
 
-def cell_id(cell: NatsCell) -> str:
+AnyCell = NatsCell | KafkaCell
+CellSpec = Annotated[AnyCell, Field(discriminator="system")]
+CELL_ADAPTER: TypeAdapter[AnyCell] = TypeAdapter(CellSpec)
+# Maps whose keys are the client's or broker's own option names (which may contain dots, like linger.ms):
+# in an axis path everything after one of these prefixes is a single key.
+PASSTHROUGH_MAPS = (
+    "client.connect",
+    "client.producer",
+    "client.consumer",
+    "broker.server",
+    "broker.topic",
+)
+
+
+def cell_id(cell: AnyCell) -> str:
     """Stable short hash of the full spec; equal specs give equal ids on every machine."""
     return _digest(cell.model_dump(mode="json"))
 
 
-def series_key(cell: NatsCell) -> str:
+def series_key(cell: AnyCell) -> str:
     """The cell id with the version left out: follows one cell across releases."""
     spec = cell.model_dump(mode="json")
     spec.pop("version")
@@ -171,15 +206,19 @@ class Cell(StrictModel):
     id: str
     series_key: str
     matrix: str
-    spec: NatsCell
+    spec: AnyCell
 
     @property
     def label(self) -> str:
         """Short human description for progress lines and tables."""
         s, w = self.spec, self.spec.workload
-        mode = f"/{s.broker.mode}" if s.system == "nats" else ""
+        if isinstance(s, NatsCell):
+            setup = f"nats/{s.broker.mode}"
+        else:
+            b, acks = s.broker, s.client.producer.get("acks", "default")
+            setup = f"kafka b{b.brokers} p{b.partitions} rf{b.replication_factor} acks={acks}"
         return (
-            f"{s.system}{mode} {s.version} {s.measurement} {w.message_size_bytes}B "
+            f"{setup} {s.version} {s.measurement} {w.message_size_bytes}B "
             f"@{w.rate_per_s:g}/s p{w.producers} c{w.consumers}"
             + (f" x{w.connections}conn" if w.connections > 1 else "")
         )
@@ -248,7 +287,7 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
             for axis_path, value in chosen.items():
                 _set_path(spec, axis_path, value)
             try:
-                validated = _CELL_ADAPTER.validate_python(spec)
+                validated = CELL_ADAPTER.validate_python(spec)
             except ValidationError as exc:
                 label = ", ".join(f"{k}={v!r}" for k, v in chosen.items())
                 problems += [f"cell ({label}): {p}" for p in _format_errors(exc)]
@@ -295,7 +334,7 @@ def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]]) ->
                 _set_path(spec, other, other_values[0])
             _set_path(spec, axis_path, value)
             try:
-                _CELL_ADAPTER.validate_python(spec)
+                CELL_ADAPTER.validate_python(spec)
             except ValidationError as exc:
                 for err in exc.errors():
                     loc = _loc(err)
@@ -313,7 +352,7 @@ def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]]) ->
     for axis_path, values in axes.items():
         _set_path(spec, axis_path, values[0])
     try:
-        _CELL_ADAPTER.validate_python(spec)
+        CELL_ADAPTER.validate_python(spec)
     except ValidationError as exc:
         for err in exc.errors():
             loc = _loc(err)
@@ -346,7 +385,7 @@ def _matches(rule: dict[str, Any], chosen: dict[str, Any]) -> bool:
 
 
 def _set_path(spec: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
+    *parents, leaf = _split_path(dotted)
     node = spec
     for part in parents:
         node = node.setdefault(part, {})
@@ -355,7 +394,15 @@ def _set_path(spec: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
-_DISCRIMINATOR_TAGS = set(SYSTEM_VERSIONS)
+def _split_path(dotted: str) -> list[str]:
+    """`client.producer.linger.ms` → ["client", "producer", "linger.ms"]: native option names keep their dots."""
+    for prefix in PASSTHROUGH_MAPS:
+        if dotted.startswith(prefix + "."):
+            return [*prefix.split("."), dotted[len(prefix) + 1 :]]
+    return dotted.split(".")
+
+
+_DISCRIMINATOR_TAGS = {"nats", "kafka"}  # pydantic puts the union tag into error locations
 
 
 def _loc(err: dict[str, Any]) -> str:

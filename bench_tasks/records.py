@@ -3,7 +3,7 @@
 Version history of SCHEMA_VERSION (stored in every file's metadata as `sixnines.schema_version`):
   1 — sent: producer_id, seq, intended_ns, sent_ns, acked_ns, partition, offset, phase, error;
       received: consumer_id, producer_id, seq, intended_ns, sent_ns, received_ns, partition, offset,
-      hop, phase.
+      leader, hop, phase.
 Time columns are int64 nanoseconds of CLOCK_MONOTONIC, shared by every process on the host.
 """
 
@@ -44,6 +44,7 @@ RECEIVED_SCHEMA = pa.schema(
         ("received_ns", pa.int64()),
         ("partition", pa.int32()),
         ("offset", pa.int64()),
+        ("leader", pa.int32()),  # the partition's leader broker when the message arrived (Kafka)
         ("hop", pa.int8()),
         ("phase", pa.string()),
     ],

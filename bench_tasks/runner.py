@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 from rich.console import Console
 
 from .analysis import CellAnalysis, analyze
-from .brokers.nats import NatsEndpoint, NatsServer
 from .cell_runner import CellRun, Fault, check_cpus, drive_cell
 from .context import harness_context
 from .errors import CellError, SixninesError
@@ -27,6 +26,7 @@ from .hdr import write_hlog
 from .lake import Lake, RunInfo, write_json
 from .matrix import Cell, Matrix, cell_id, series_key
 from .paths import cache_dir
+from .provision import Provisioned, provision
 from .records import RECEIVED_SCHEMA, SENT_SCHEMA
 from .systems import resolve_version
 
@@ -101,26 +101,32 @@ def run_cell(
     started = dt.datetime.now(dt.UTC).isoformat()
     staging = lake.staging_dir(run, cell.id)
     broker_dir = cache_dir() / "runs" / run.run_id / cell.id
-    server = NatsServer(spec.version, spec.broker, broker_dir)
-    endpoint: NatsEndpoint | None = None
+    brokers: Provisioned | None = None
+    broker_context: dict = {}
     cell_run: CellRun | None = None
     status, reason = "ok", None
     try:
         check_cpus(cell)
-        endpoint = server.start()
-        if spec.workload.cpus.broker:
-            os.sched_setaffinity(endpoint.pid, spec.workload.cpus.broker)
-        console.print(f"[bold]cell {cell.id}[/] {cell.label}  ({endpoint.url}, pid {endpoint.pid})", highlight=False)
-        cell_run = drive_cell(cell, endpoint.url, staging, server, console, faults)
+        brokers = provision(cell, broker_dir)
+        broker_context = brokers.context()
+        for pid in brokers.pids():
+            if spec.workload.cpus.broker:
+                os.sched_setaffinity(pid, spec.workload.cpus.broker)
+        console.print(f"[bold]cell {cell.id}[/] {cell.label}  ({brokers.address})", highlight=False)
+        brokers.watch_leaders()
+        cell_run = drive_cell(cell, brokers.address, staging, brokers, console, faults)
     except CellError as exc:
         status, reason = "failed", str(exc)
         cell_run = exc.partial_run  # type: ignore[assignment]
     except SixninesError as exc:
         status, reason = "failed", str(exc)
     finally:
-        server.stop()
-        if (broker_dir / "nats-server.log").exists():
-            shutil.copy(broker_dir / "nats-server.log", staging / "broker.log")
+        if brokers is not None:
+            brokers.stop()
+            broker_context["leader_changes"] = brokers.leader_changes()
+            logs = [log for log in brokers.logs() if log.exists()]
+            for log in logs:  # the broker's own account of the cell, kept with its data
+                shutil.copy(log, staging / ("broker.log" if len(logs) == 1 else f"broker-{log.parent.name}.log"))
         shutil.rmtree(broker_dir, ignore_errors=True)
 
     analysis = None
@@ -140,7 +146,7 @@ def run_cell(
         )
     context = {
         **harness_context(),
-        "broker": _broker_context(endpoint),
+        "broker": broker_context,
         "cpu_placement": spec.workload.cpus.model_dump(),
     }
     report = CellReport(cell, status, reason, analysis, None, cell_run.faults_dicts() if cell_run else [])
@@ -193,17 +199,6 @@ def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool) -> tuple[str, str 
     if analysis.accounting.scheduled == 0:
         return "failed", "no message was scheduled in the measure phase"
     return "ok", None
-
-
-def _broker_context(endpoint: NatsEndpoint | None) -> dict:
-    if endpoint is None:
-        return {}
-    return {
-        "version": endpoint.version,
-        "mode": endpoint.mode,
-        "config": endpoint.config,
-        "pid": endpoint.pid,
-    }
 
 
 def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, context: dict, started: str) -> dict:

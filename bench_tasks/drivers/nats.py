@@ -19,6 +19,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, S
 from nats.js.client import JetStreamContext
 
 from ..matrix import NatsCell
+from .base import AckCallback, MessageCallback
 
 QUEUE_GROUP = "sixnines"
 # Connection defaults a benchmark wants: fail fast at start, keep reconnecting quietly during a fault,
@@ -29,9 +30,6 @@ _CONNECT_DEFAULTS: dict[str, Any] = {
     "reconnect_time_wait": 0.5,
     "pending_size": 64 * 1024 * 1024,
 }
-
-AckCallback = Callable[[int, int | None, str | None], None]  # (seq, stream_offset, error)
-MessageCallback = Callable[[bytes, int | None], None]  # (payload, stream_offset)
 
 
 def subject_for(cell_id: str) -> str:
@@ -59,6 +57,7 @@ class NatsDriver:
         self.subject = subject_for(cell_id)
         self.stream = stream_for(cell_id)
         self.jetstream = cell.broker.mode == "jetstream"
+        self.acks = self.jetstream
         self.connections: list[Client] = []
         self._contexts: dict[int, JetStreamContext] = {}
 
@@ -75,7 +74,20 @@ class NatsDriver:
         self.connections += new
         return new
 
-    async def create_stream(self) -> None:
+    async def open_producer(self, name: str, connections: int) -> list[Client]:
+        return await self.open(name, connections)
+
+    async def open_consumer(self, name: str, on_message: MessageCallback) -> None:
+        (nc,) = await self.open(name)
+        await self.subscribe(nc, on_message)
+        await nc.flush()  # the subscription is registered at the server before we report ready
+
+    async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
+        (nc,) = await self.open(name)
+        await self.respond(nc, on_request)
+        await nc.flush()
+
+    async def prepare(self) -> None:
         """JetStream: a fresh stream for the cell (an old one of the same name is deleted first)."""
         if not self.jetstream:
             return
@@ -93,7 +105,7 @@ class NatsDriver:
             )
         )
 
-    async def delete_stream(self) -> None:
+    async def cleanup(self) -> None:
         if not self.jetstream:
             return
         nc = self.connections[0] if self.connections else (await self.open("admin"))[0]
@@ -109,11 +121,11 @@ class NatsDriver:
 
         def done(fut: asyncio.Future) -> None:
             if fut.cancelled():
-                on_ack(seq, None, "cancelled")
+                on_ack(seq, None, None, "cancelled")
             elif fut.exception() is not None:
-                on_ack(seq, None, type(fut.exception()).__name__)
+                on_ack(seq, None, None, type(fut.exception()).__name__)
             else:
-                on_ack(seq, fut.result().seq, None)
+                on_ack(seq, None, fut.result().seq, None)
 
         future.add_done_callback(done)
 
@@ -126,7 +138,7 @@ class NatsDriver:
         if not self.jetstream:
 
             async def core_cb(msg: Msg) -> None:
-                on_message(msg.data, None)
+                on_message(msg.data, None, None, None)
 
             await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=core_cb, pending_msgs_limit=0, pending_bytes_limit=0)
             return
@@ -136,7 +148,7 @@ class NatsDriver:
                 offset = msg.metadata.sequence.stream
             except Exception:
                 offset = None
-            on_message(msg.data, offset)
+            on_message(msg.data, None, offset, None)
 
         await self.js(nc).subscribe(
             self.subject,

@@ -1,0 +1,150 @@
+"""Provision the brokers a cell needs, behind one small interface the runner and fault injection use.
+
+NATS: one nats-server. Kafka: a KRaft cluster of 1 or 3 nodes; faults hit the broker that leads
+partition 0 when the fault fires (a leader failure is what seeds 001 and 003 study), and partition
+leaders are watched for the whole cell so every change lands with the results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Protocol
+
+from .matrix import Cell, KafkaCell, NatsCell
+
+
+class Provisioned(Protocol):
+    address: str
+
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def kill(self) -> None: ...
+    def stop(self) -> None: ...
+    def context(self) -> dict[str, Any]: ...
+    def pids(self) -> list[int]: ...
+    def logs(self) -> list[Path]: ...
+    def watch_leaders(self) -> None: ...
+    def leader_changes(self) -> list[dict[str, int]]: ...
+
+
+class NatsProvisioned:
+    def __init__(self, cell: NatsCell, workdir: Path, tie_to_parent: bool):
+        from .brokers.nats import NatsServer
+
+        self.server = NatsServer(cell.version, cell.broker, workdir, tie_to_parent)
+        self.endpoint = self.server.start()
+        self.address = self.endpoint.url
+        self.workdir = workdir
+
+    def pause(self) -> None:
+        self.server.pause()
+
+    def resume(self) -> None:
+        self.server.resume()
+
+    def kill(self) -> None:
+        self.server.kill()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def context(self) -> dict[str, Any]:
+        e = self.endpoint
+        return {"version": e.version, "mode": e.mode, "config": e.config, "pid": e.pid}
+
+    def pids(self) -> list[int]:
+        return [self.endpoint.pid]
+
+    def logs(self) -> list[Path]:
+        return [self.workdir / "nats-server.log"]
+
+    def watch_leaders(self) -> None:
+        """NATS core and R1 JetStream have no partition leaders to follow."""
+
+    def leader_changes(self) -> list[dict[str, int]]:
+        return []
+
+
+class KafkaProvisioned:
+    def __init__(self, cell: KafkaCell, cell_id: str, workdir: Path, tie_to_parent: bool):
+        from .brokers.kafka import KafkaCluster
+        from .drivers.kafka import topic_for
+
+        b = cell.broker
+        self.cluster = KafkaCluster(cell.version, b.brokers, b.server, workdir, tie_to_parent=tie_to_parent)
+        self.endpoint = self.cluster.start()
+        self.address = self.endpoint.bootstrap_servers
+        self.topic = topic_for(cell_id)
+        self.workdir = workdir
+        self._paused: int | None = None
+        self._changes: list[dict[str, int]] = []
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    def _leader_of_partition_0(self) -> int:
+        from .brokers.kafka import partition_leaders
+
+        return partition_leaders(self.address, self.topic)[0]
+
+    def pause(self) -> None:
+        self._paused = self._leader_of_partition_0()
+        self.cluster.pause(self._paused)
+
+    def resume(self) -> None:
+        if self._paused is not None:
+            self.cluster.resume(self._paused)
+            self._paused = None
+
+    def kill(self) -> None:
+        self.cluster.kill(self._leader_of_partition_0())
+
+    def watch_leaders(self) -> None:
+        """Record each partition's leader now and at every change, from a thread (a stalled broker must
+        not stall the cell's monitor loop)."""
+        from .brokers.kafka import partition_leaders
+
+        def watch() -> None:
+            known: dict[int, int] = {}
+            while not self._stop.is_set():
+                with contextlib.suppress(Exception):
+                    now = time.monotonic_ns()
+                    for partition, leader in sorted(partition_leaders(self.address, self.topic).items()):
+                        if known.get(partition) != leader:
+                            self._changes.append({"at_ns": now, "partition": partition, "leader": leader})
+                            known[partition] = leader
+                self._stop.wait(0.5)
+
+        self._watcher = threading.Thread(target=watch, daemon=True, name="leader-watch")
+        self._watcher.start()
+
+    def leader_changes(self) -> list[dict[str, int]]:
+        return list(self._changes)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(5)
+        if self._paused is not None:
+            self.resume()
+        self.cluster.stop()
+
+    def context(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self.endpoint).items() if k != "workdir"}
+
+    def pids(self) -> list[int]:
+        return list(self.cluster.node_pids.values())
+
+    def logs(self) -> list[Path]:
+        return sorted(self.workdir.rglob("*.log"))
+
+
+def provision(cell: Cell, workdir: Path, tie_to_parent: bool = True) -> Provisioned:
+    """Start what `cell` needs and return once it is ready for traffic."""
+    spec = cell.spec
+    if isinstance(spec, NatsCell):
+        return NatsProvisioned(spec, workdir, tie_to_parent)
+    return KafkaProvisioned(spec, cell.id, workdir, tie_to_parent)
