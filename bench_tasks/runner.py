@@ -24,7 +24,7 @@ from .context import harness_context
 from .errors import CellError, SixninesError
 from .hdr import write_hlog
 from .lake import Lake, RunInfo, write_json
-from .matrix import Cell, Matrix, cell_id, series_key
+from .matrix import Cell, Matrix, NatsCell, cell_id, series_key
 from .paths import cache_dir
 from .provision import Provisioned, provision
 from .records import RECEIVED_SCHEMA, SENT_SCHEMA
@@ -83,10 +83,14 @@ def select_cells(matrix: Matrix, only: Sequence[str] = ()) -> list[Cell]:
 
 
 def acked_metric(cell: Cell) -> str | None:
-    """What an acknowledgement means in this cell: a JetStream PubAck, an rtt reply, or nothing."""
-    if cell.spec.measurement == "rtt":
+    """What an acknowledgement means in this cell: a JetStream PubAck or Kafka delivery report ('publish'),
+    an rtt reply, or nothing (core NATS publish)."""
+    spec = cell.spec
+    if spec.measurement == "rtt":
         return "rtt"
-    return "publish" if cell.spec.broker.mode == "jetstream" else None
+    if isinstance(spec, NatsCell) and spec.broker.mode == "core":
+        return None
+    return "publish"
 
 
 def run_cell(
