@@ -70,6 +70,21 @@ def _np(table: pa.Table, column: str, null: int = -1) -> np.ndarray:
     return pc.fill_null(table[column], null).to_numpy().astype(np.int64, copy=False)
 
 
+def leaders_at(partition: np.ndarray, at_ns: np.ndarray, changes: list[dict[str, int]]) -> np.ndarray:
+    """The leader of each sample's partition at its time, from a timeline of `{at_ns, partition, leader}`
+    changes (-1 where the timeline knows nothing yet). The timeline comes from the cluster's own metadata,
+    polled for the whole cell, so a burst delivered right after a failover is credited to the new leader."""
+    out = np.full(np.asarray(partition).shape, -1, dtype=np.int32)
+    for p in {c["partition"] for c in changes}:
+        timeline = sorted((c["at_ns"], c["leader"]) for c in changes if c["partition"] == p)
+        times = np.array([t for t, _ in timeline], dtype=np.int64)
+        leaders = np.array([leader for _, leader in timeline], dtype=np.int32)
+        rows = np.asarray(partition) == p
+        index = np.searchsorted(times, np.asarray(at_ns)[rows], side="right") - 1
+        out[rows] = np.where(index >= 0, leaders[np.maximum(index, 0)], -1)
+    return out
+
+
 def first_receipts(received: pa.Table) -> tuple[pa.Table, int]:
     """Each (producer, seq) once, at its earliest receipt; plus how many receipts were duplicates."""
     if received.num_rows == 0:

@@ -150,91 +150,145 @@ def _ms(value: float | None) -> str:
     return "unsupported" if value is None else f"{value:.3f} ms"
 
 
+SYSTEMS = ("nats", "kafka")
+
+
 @brokers_app.command("up")
 def brokers_up(
-    system: Annotated[str, typer.Argument(help="nats")],
+    system: Annotated[str, typer.Argument(help="nats or kafka")],
     version: Annotated[str, typer.Option(help="release or 'latest'")] = "latest",
-    mode: Annotated[str, typer.Option(help="core or jetstream")] = "core",
-    storage: Annotated[str, typer.Option(help="JetStream storage: memory or file")] = "memory",
-    sync_interval: Annotated[str, typer.Option(help="JetStream fsync: default, always or a duration")] = "default",
+    mode: Annotated[str, typer.Option(help="nats: core or jetstream")] = "core",
+    storage: Annotated[str, typer.Option(help="nats JetStream storage: memory or file")] = "memory",
+    sync_interval: Annotated[str, typer.Option(help="nats JetStream fsync: default, always or a duration")] = "default",
+    brokers: Annotated[int, typer.Option(help="kafka: 1 or 3 KRaft nodes")] = 1,
 ) -> None:
-    """Start a broker in the background on 127.0.0.1 and print how to reach it."""
+    """Start brokers in the background on 127.0.0.1 and print how to reach them."""
     from .brokers import state
-    from .brokers.nats import NatsServer
     from .paths import cache_dir
-    from .systems import NatsBroker, resolve_version
+    from .systems import resolve_version
 
-    _only_nats(system)
-    if (current := state.load(system)) is not None and _alive(current["pid"]):
-        raise BrokerError(f"{system} is already up (pid {current['pid']}, {current['url']}); run 'brokers down' first")
+    _known_system(system)
+    if (current := state.load(system)) is not None and any(_alive(pid) for pid in _state_pids(current)):
+        raise BrokerError(f"{system} is already up (pids {_state_pids(current)}); run 'sixnines brokers down {system}'")
     version = resolve_version(system, version)
+    workdir = cache_dir() / "brokers" / system
+    if system == "kafka":
+        from .brokers.kafka import KafkaCluster
+
+        if brokers not in (1, 3):
+            raise BrokerError(f"--brokers {brokers}: a cluster has 1 or 3 nodes")
+        cluster = KafkaCluster(version, brokers, {}, workdir, tie_to_parent=False)
+        endpoint = cluster.start()
+        state.save(system, cluster.state())
+        out.print(
+            f"kafka {endpoint.version} up: {endpoint.bootstrap_servers}  nodes {endpoint.pids}  "
+            f"(ready in {endpoint.ready_after_s:.1f} s)"
+        )
+        return
+    from .brokers.nats import NatsServer
+    from .systems import NatsBroker
+
     broker = NatsBroker(mode=mode, storage=storage, sync_interval=sync_interval)  # type: ignore[arg-type]
-    server = NatsServer(version, broker, cache_dir() / "brokers" / system, tie_to_parent=False)
-    endpoint = server.start()
+    server = NatsServer(version, broker, workdir, tie_to_parent=False)
+    nats_endpoint = server.start()
     state.save(system, server.state())
     out.print(
-        f"{system} {endpoint.version} ({mode}) up: {endpoint.url}  monitor {endpoint.monitor_url}  pid {endpoint.pid}"
+        f"nats {nats_endpoint.version} ({mode}) up: {nats_endpoint.url}  monitor {nats_endpoint.monitor_url}  "
+        f"pid {nats_endpoint.pid}"
     )
 
 
 @brokers_app.command("down")
-def brokers_down(system: Annotated[str, typer.Argument(help="nats")]) -> None:
-    """Stop a broker started with `brokers up` (SIGTERM, then SIGKILL after a timeout)."""
+def brokers_down(system: Annotated[str, typer.Argument(help="nats or kafka")]) -> None:
+    """Stop brokers started with `brokers up` (SIGTERM, then SIGKILL after a timeout)."""
     from .brokers import state
     from .brokers.process import stop_pid
 
-    _only_nats(system)
+    _known_system(system)
     current = state.load(system)
     if current is None:
         out.print(f"{system}: nothing to stop")
         return
-    stopped = stop_pid(current["pid"], "nats-server")
+    if system == "kafka":
+        from .brokers.kafka import stop_detached
+
+        stopped = stop_detached(current)
+    else:
+        stopped = [current["pid"]] if stop_pid(current["pid"], "nats-server") else []
     shutil.rmtree(current["workdir"], ignore_errors=True)
     state.forget(system)
-    out.print(f"{system}: {'stopped' if stopped else 'was not running'} (pid {current['pid']})")
+    out.print(f"{system}: stopped pids {stopped}" if stopped else f"{system}: was not running")
 
 
 @brokers_app.command("status")
-def brokers_status(system: Annotated[str, typer.Argument(help="nats")] = "nats") -> None:
-    """Show whether a broker started with `brokers up` is running, and what it reports about itself."""
+def brokers_status(system: Annotated[str, typer.Argument(help="nats or kafka")] = "nats") -> None:
+    """Show whether brokers started with `brokers up` are running (exit 3 when down)."""
     from .brokers import state
-    from .brokers.nats import NatsServer
 
-    _only_nats(system)
+    _known_system(system)
     current = state.load(system)
-    if current is None or not _alive(current["pid"]):
+    pids = _state_pids(current) if current else []
+    alive = [pid for pid in pids if _alive(pid)]
+    if not alive:
         out.print(f"{system}: down")
         raise typer.Exit(3)
+    if system == "kafka":
+        out.print(
+            f"kafka: up  {current['bootstrap_servers']}  version {current['version']}  "
+            f"nodes alive {len(alive)}/{len(pids)}"
+        )
+        return
+    from .brokers.nats import NatsServer
+
     varz = NatsServer.varz(current["monitor_url"])
     out.print(
-        f"{system}: up  {current['url']}  pid {current['pid']}  version {varz.get('version')}  "
+        f"nats: up  {current['url']}  pid {current['pid']}  version {varz.get('version')}  "
         f"connections {varz.get('connections')}  in_msgs {varz.get('in_msgs')}"
     )
 
 
 @brokers_app.command("fetch")
 def brokers_fetch(
-    system: Annotated[str, typer.Argument(help="nats")],
+    system: Annotated[str, typer.Argument(help="nats or kafka")],
     version: Annotated[Optional[str], typer.Argument(help="release to fetch into the cache")] = None,  # noqa: UP045
-    list_versions: Annotated[bool, typer.Option("--list", help="list the releases this harness knows")] = False,
+    list_versions: Annotated[bool, typer.Option("--list", help="list the releases available")] = False,
 ) -> None:
-    """Fetch a broker release into the cache (verified before use), or list known releases."""
-    from .brokers.nats import server_binary
+    """Fetch a broker release into the cache (verified before use), or list the releases."""
     from .systems import SYSTEM_VERSIONS, resolve_version
 
-    _only_nats(system)
+    _known_system(system)
     if list_versions or version is None:
-        for v in SYSTEM_VERSIONS[system]:
-            out.print(v)
+        if system == "kafka":
+            from .brokers.kafka import available_versions
+
+            supported = set(SYSTEM_VERSIONS["kafka"])
+            for v in available_versions():
+                out.print(f"{v}{'  (supported)' if v in supported else ''}")
+        else:
+            for v in SYSTEM_VERSIONS[system]:
+                out.print(v)
         return
-    if version != "latest" and version not in SYSTEM_VERSIONS[system]:
+    version = resolve_version(system, version)
+    if system == "kafka":
+        from .brokers.kafka import kafka_classpath
+
+        out.print(str(kafka_classpath(version)))
+        return
+    if version not in SYSTEM_VERSIONS[system]:
         raise BrokerError(f"unknown {system} version {version!r}; see 'sixnines brokers fetch {system} --list'")
-    out.print(str(server_binary(resolve_version(system, version))))
+    from .brokers.nats import server_binary
+
+    out.print(str(server_binary(version)))
 
 
-def _only_nats(system: str) -> None:
-    if system != "nats":
-        raise BrokerError(f"unknown system {system!r}; this harness provisions: nats")
+def _known_system(system: str) -> None:
+    if system not in SYSTEMS:
+        raise BrokerError(f"unknown system {system!r}; this harness provisions: {', '.join(SYSTEMS)}")
+
+
+def _state_pids(current: dict) -> list[int]:
+    """PIDs recorded by `brokers up`: one nats-server, or every Kafka node."""
+    return [int(n["pid"]) for n in current["nodes"]] if "nodes" in current else [int(current["pid"])]
 
 
 def _alive(pid: int) -> bool:

@@ -277,7 +277,7 @@ async def _report_producer(plan: WorkerPlan, channels: Channels, log: _SentLog) 
         _send_progress(plan, channels, log)
 
 
-_RECEIVED_FIELDS = ("pid", "seq", "intended", "sent", "received", "partition", "offset", "leader")
+_RECEIVED_FIELDS = ("pid", "seq", "intended", "sent", "received", "partition", "offset")
 
 
 class _ReceivedLog:
@@ -289,7 +289,7 @@ class _ReceivedLog:
         self.reported = 0
         self.bad = 0
 
-    def on_message(self, data: bytes, partition: int | None, offset: int | None, leader: int | None) -> None:
+    def on_message(self, data: bytes, partition: int | None, offset: int | None) -> None:
         received = now_ns()
         try:
             h = decode_header(data)
@@ -305,7 +305,6 @@ class _ReceivedLog:
                 received,
                 -1 if partition is None else partition,
                 -1 if offset is None else offset,
-                -1 if leader is None else leader,
             )
         )
 
@@ -330,7 +329,7 @@ class _ReceivedLog:
                 "received_ns": pa.array(c["received"]),
                 "partition": pa.array(c["partition"].astype(np.int32), mask=c["partition"] < 0),
                 "offset": pa.array(c["offset"], mask=c["offset"] < 0),
-                "leader": pa.array(c["leader"].astype(np.int32), mask=c["leader"] < 0),
+                "leader": pa.nulls(n, pa.int32()),  # attributed from the leader timeline when the cell lands
                 "hop": pa.array(np.zeros(n, dtype=np.int8)),
                 "phase": pa.array(phases, pa.string()),
             },

@@ -112,11 +112,11 @@ class KafkaProvisioned:
             while not self._stop.is_set():
                 with contextlib.suppress(Exception):
                     now = time.monotonic_ns()
-                    for partition, leader in sorted(partition_leaders(self.address, self.topic).items()):
+                    for partition, leader in sorted(partition_leaders(self.address, self.topic, 2.0).items()):
                         if known.get(partition) != leader:
                             self._changes.append({"at_ns": now, "partition": partition, "leader": leader})
                             known[partition] = leader
-                self._stop.wait(0.5)
+                self._stop.wait(0.25)
 
         self._watcher = threading.Thread(target=watch, daemon=True, name="leader-watch")
         self._watcher.start()

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
 
-from .analysis import CellAnalysis, analyze
+from .analysis import CellAnalysis, analyze, leaders_at
 from .cell_runner import CellRun, Fault, check_cpus, drive_cell
 from .context import harness_context
 from .errors import CellError, SixninesError
@@ -27,7 +27,7 @@ from .lake import Lake, RunInfo, write_json
 from .matrix import Cell, Matrix, NatsCell, cell_id, series_key
 from .paths import cache_dir
 from .provision import Provisioned, provision
-from .records import RECEIVED_SCHEMA, SENT_SCHEMA
+from .records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
 from .systems import resolve_version
 
 
@@ -133,6 +133,7 @@ def run_cell(
                 shutil.copy(log, staging / ("broker.log" if len(logs) == 1 else f"broker-{log.parent.name}.log"))
         shutil.rmtree(broker_dir, ignore_errors=True)
 
+    _attribute_leaders(staging, broker_context.get("leader_changes", []))
     analysis = None
     if cell_run is not None:
         analysis = _analyse(cell, staging, cell_run)
@@ -166,6 +167,18 @@ def run_cell(
     report.path = lake.commit_cell(run, cell.id, staging)
     lake.upsert_cell_row(run, _cell_row(report, run, cell_run, context, started))
     return report
+
+
+def _attribute_leaders(staging: Path, changes: list[dict[str, int]]) -> None:
+    """Fill each received sample's `leader` from the cell's leader timeline (Kafka), before landing."""
+    if not changes:
+        return
+    for path in sorted(staging.glob("received-c*.parquet")):
+        table = pq.read_table(path)
+        partition = table["partition"].fill_null(-1).to_numpy()
+        leader = leaders_at(partition, table["received_ns"].to_numpy(), changes)
+        column = pa.array(leader, mask=leader < 0)
+        write_parquet(table.set_column(table.schema.get_field_index("leader"), "leader", column), path)
 
 
 def _analyse(cell: Cell, staging: Path, cell_run: CellRun) -> CellAnalysis:

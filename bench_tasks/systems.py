@@ -48,6 +48,15 @@ NATS_VERSIONS: tuple[str, ...] = (
     "2.10.25",
 )
 
+# Releases of org.apache.kafka:kafka_2.13 on Maven Central that this harness runs and tests, newest first:
+# the newest two 4.x minors and the last 3.x line. 4.4.0 is listed on Central but not complete there (no
+# kafka-tools-api 4.4.0), so it cannot be assembled yet; `brokers.kafka.available_versions()` lists all.
+KAFKA_VERSIONS: tuple[str, ...] = (
+    "4.3.1",
+    "4.2.1",
+    "3.9.2",
+)
+
 
 class StrictModel(BaseModel):
     """Unknown keys are errors, and models are immutable once validated."""
@@ -75,7 +84,7 @@ class NatsClient(StrictModel):
     connect: dict[str, Any] = Field(default_factory=dict, description="kwargs for nats.connect()")
 
 
-SYSTEM_VERSIONS: dict[str, tuple[str, ...]] = {"nats": NATS_VERSIONS}
+SYSTEM_VERSIONS: dict[str, tuple[str, ...]] = {"nats": NATS_VERSIONS, "kafka": KAFKA_VERSIONS}
 
 
 def resolve_version(system: str, version: str) -> str:

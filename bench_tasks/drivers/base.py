@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 # on_ack(seq, partition, offset, error): a send was acknowledged (error None) or definitely failed.
 AckCallback = Callable[[int, int | None, int | None, str | None], None]
-# on_message(payload, partition, offset, leader): one message arrived.
-MessageCallback = Callable[[bytes, int | None, int | None, int | None], None]
+# on_message(payload, partition, offset): one message arrived.
+MessageCallback = Callable[[bytes, int | None, int | None], None]
 
 
 class Driver(Protocol):

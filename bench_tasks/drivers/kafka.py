@@ -3,8 +3,8 @@
 Producer settings from the matrix (`client.producer`) pass to librdkafka untouched over a few harness
 defaults; so do consumer settings. librdkafka delivers delivery reports and messages from `poll()`, so each
 producer and consumer gets a small thread that polls continuously: the generator's callbacks then run the
-moment librdkafka hands over, not when the event loop next looks. Consumers read the partition's current
-leader from a metadata snapshot refreshed in the background, so every sample can be cut by leader.
+moment librdkafka hands over, not when the event loop next looks. Which broker led a partition when a
+message arrived is not the driver's business: the runner attributes it from the cluster's leader timeline.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import contextlib
 import functools
 import os
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +23,6 @@ from ..errors import BrokerError
 from .base import AckCallback, MessageCallback
 
 _POLL_S = 0.05
-_LEADER_REFRESH_S = 0.5
 # librdkafka's own defaults stand unless the matrix overrides them (acks=all, linger.ms=5, …); the harness
 # only shortens the consumer's fetch wait so an idle fetch does not sit on a new message for 500 ms.
 _CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10}
@@ -47,7 +45,6 @@ class KafkaDriver:
         self._consumers: list[Consumer] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.leaders: dict[int, int] = {}
 
     # -- parent side ---------------------------------------------------------------------------
     async def prepare(self) -> None:
@@ -134,26 +131,16 @@ class KafkaDriver:
             index, count = int(name.rsplit("c", 1)[-1]), self.cell.workload.consumers
             mine = [TopicPartition(self.topic, p) for p in range(self.cell.broker.partitions) if p % count == index]
             position(consumer, mine)
-        self._spawn(self._refresh_leaders, consumer)
         self._spawn(self._consume, consumer, on_message)
         if not await asyncio.to_thread(assigned.wait, 60):
             raise BrokerError(f"{name}: no partition assigned within 60 s")
 
     def _consume(self, consumer: Consumer, on_message: MessageCallback) -> None:
-        leaders = self.leaders
         while not self._stop.is_set():
             msg = consumer.poll(_POLL_S)  # also drives the group protocol before assignment
             if msg is None or msg.error() is not None:
                 continue
-            partition = msg.partition()
-            on_message(msg.value(), partition, msg.offset(), leaders.get(partition))
-
-    def _refresh_leaders(self, consumer: Consumer) -> None:
-        while not self._stop.is_set():
-            with contextlib.suppress(Exception):
-                topic = consumer.list_topics(self.topic, timeout=2).topics[self.topic]
-                self.leaders.update({p: meta.leader for p, meta in topic.partitions.items()})
-            time.sleep(_LEADER_REFRESH_S)
+            on_message(msg.value(), msg.partition(), msg.offset())
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         raise BrokerError("Kafka has no request/reply responders")

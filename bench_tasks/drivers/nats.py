@@ -138,7 +138,7 @@ class NatsDriver:
         if not self.jetstream:
 
             async def core_cb(msg: Msg) -> None:
-                on_message(msg.data, None, None, None)
+                on_message(msg.data, None, None)
 
             await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=core_cb, pending_msgs_limit=0, pending_bytes_limit=0)
             return
@@ -148,7 +148,7 @@ class NatsDriver:
                 offset = msg.metadata.sequence.stream
             except Exception:
                 offset = None
-            on_message(msg.data, None, offset, None)
+            on_message(msg.data, None, offset)
 
         await self.js(nc).subscribe(
             self.subject,

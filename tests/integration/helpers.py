@@ -8,7 +8,14 @@ from bench_tasks.matrix import Cell, parse_matrix
 from bench_tasks.runner import select_cells
 
 
-def make_cell(measurement: str = "e2e", broker: dict[str, Any] | None = None, **workload: Any) -> Cell:
+def make_cell(
+    measurement: str = "e2e",
+    broker: dict[str, Any] | None = None,
+    system: str = "nats",
+    version: str = "latest",
+    client: dict[str, Any] | None = None,
+    **workload: Any,
+) -> Cell:
     base = {
         "message_size_bytes": 256,
         "rate_per_s": 500,
@@ -19,7 +26,14 @@ def make_cell(measurement: str = "e2e", broker: dict[str, Any] | None = None, **
     }
     raw = {
         "name": "itest",
-        "systems": [{"system": "nats", "versions": ["latest"], "broker": broker or {"mode": "core"}}],
+        "systems": [
+            {
+                "system": system,
+                "versions": [version],
+                "broker": broker if broker is not None else ({"mode": "core"} if system == "nats" else {}),
+                "client": client or {},
+            }
+        ],
         "workload": {**base, **workload},
         "measurements": [measurement],
     }

@@ -122,3 +122,24 @@ def test_failed_cell_exits_nonzero_and_still_lands(tmp_path: Path) -> None:
     assert "generator fell behind its schedule" in cell["reason"]
     assert Path(cell["path"], "sent-p0.parquet").exists()  # nothing lost when a cell fails
     assert "1 of 1 cell(s) failed" in done.stderr
+
+
+def test_kafka_brokers_up_status_down(tmp_path: Path) -> None:
+    import os
+
+    # Broker state goes to a private cache; the fetched Kafka releases are shared so nothing is fetched twice.
+    fetched = Path(os.environ.get("SIXNINES_CACHE", ".cache")) / "kafka"
+    if fetched.exists():
+        (tmp_path / "kafka").symlink_to(fetched.resolve(), target_is_directory=True)
+    up = sixnines("brokers", "up", "kafka", "--brokers", "1", env_cache=tmp_path)
+    assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / "brokers" / "kafka.json").read_text())
+    pids = [node["pid"] for node in state["nodes"]]
+    try:
+        status = sixnines("brokers", "status", "kafka", env_cache=tmp_path)
+        assert status.returncode == 0 and "nodes alive 1/1" in status.stdout
+    finally:
+        down = sixnines("brokers", "down", "kafka", env_cache=tmp_path)
+    assert down.returncode == 0, down.stderr
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    assert sixnines("brokers", "status", "kafka", env_cache=tmp_path).returncode == 3

@@ -234,3 +234,16 @@ def test_to_dict_shape() -> None:
     assert d["metrics"]["e2e"]["intended"]["max_ns"] == 300
     assert d["generator"]["schedule_lag"]["max_ns"] == 60
     assert d["generator"]["achieved_rate_per_s"] == pytest.approx(4_000_000.0)
+
+
+def test_leaders_at_follows_the_timeline_per_partition() -> None:
+    from bench_tasks.analysis import leaders_at
+
+    changes = [
+        {"at_ns": 100, "partition": 0, "leader": 1},
+        {"at_ns": 100, "partition": 1, "leader": 2},
+        {"at_ns": 500, "partition": 0, "leader": 3},  # failover of partition 0 only
+    ]
+    partition = np.array([0, 0, 0, 1, 1, 7])
+    at_ns = np.array([50, 499, 500, 100, 900, 600])
+    assert leaders_at(partition, at_ns, changes).tolist() == [-1, 1, 3, 2, 2, -1]

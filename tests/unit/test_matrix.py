@@ -220,7 +220,7 @@ ERROR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         lambda r: r["workload"].update(measure_s=1, rate_per_s=3, producers=4),
         ["workload", "measure_s=1.0", "rate_per_s=3.0", "4 sending streams"],
     ),
-    ("unknown system", lambda r: r["systems"][0].update(system="kafka"), ["systems[0].system", "'kafka'"]),
+    ("unknown system", lambda r: r["systems"][0].update(system="pulsar"), ["systems[0].system", "'pulsar'"]),
     (
         "unknown version",
         lambda r: r["systems"][0].update(versions=["2.15.1", "9.9.9"]),

@@ -1,0 +1,232 @@
+"""Real Apache Kafka KRaft clusters from Maven Central jars: start, serve, fail over, stop, leave no JVM.
+
+Each release is fetched once per session into the shared cache (verified on every use); clusters are
+context managers, so a failing assertion still stops every node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import psutil
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+from bench_tasks.brokers.kafka import (
+    KafkaCluster,
+    available_versions,
+    create_topic,
+    delete_topic,
+    kafka_classpath,
+    partition_leaders,
+    stop_detached,
+)
+from bench_tasks.errors import BrokerError
+from bench_tasks.systems import KAFKA_VERSIONS
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+NEWEST = KAFKA_VERSIONS[0]  # the newest 4.x; the newest 3.9.x runs in the parametrised test below
+REPO = Path(__file__).resolve().parents[2]
+# Fence a dead broker after 3 s instead of 9 s, so the fail-over test spends its time on Kafka, not on waiting.
+FAST_FENCING = {"broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 3000}
+
+
+@pytest.fixture(scope="session")
+def fetched() -> Callable[[str], Path]:
+    """Fetch (or verify) each release once per session, outside any test's cluster start."""
+    return cache(kafka_classpath)
+
+
+def round_trip(bootstrap: str, topic: str) -> None:
+    """Produce one message with acks=all and read the same bytes back through a consumer group."""
+    payload = uuid.uuid4().bytes
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer.produce(topic, payload)
+    assert producer.flush(30) == 0, "message not acknowledged"
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"t-{uuid.uuid4().hex}", "auto.offset.reset": "earliest"}
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                assert msg.value() == payload
+                return
+        raise AssertionError(f"no message consumed from {topic} within 30 s")
+    finally:
+        consumer.close()
+
+
+def assert_gone(pids: list[int]) -> None:
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, pid
+
+
+def test_single_broker_starts_round_trips_and_stops(tmp_path: Path, fetched: Callable[[str], Path]) -> None:
+    fetched(NEWEST)
+    with KafkaCluster(NEWEST, 1, {}, tmp_path) as cluster:
+        endpoint = cluster.endpoint
+        assert endpoint is not None
+        (node,) = endpoint.nodes
+        assert endpoint.version == NEWEST
+        assert endpoint.bootstrap_servers == f"127.0.0.1:{node.port}"
+        assert "process.roles=broker,controller" in node.server_properties
+        assert "offsets.topic.replication.factor=1" in node.server_properties
+        assert "version" in node.jvm
+        create_topic(endpoint.bootstrap_servers, "one", 1, 1, {"min.insync.replicas": 1})
+        round_trip(endpoint.bootstrap_servers, "one")
+        delete_topic(endpoint.bootstrap_servers, "one")
+        pids = list(cluster.node_pids.values())
+    assert_gone(pids)
+    assert "Kafka Server started" in Path(node.log_path).read_text()  # the broker logs to its log file
+
+
+def test_three_brokers_elect_new_leaders_when_one_dies(tmp_path: Path, fetched: Callable[[str], Path]) -> None:
+    fetched(NEWEST)
+    with KafkaCluster(NEWEST, 3, FAST_FENCING, tmp_path) as cluster:
+        endpoint = cluster.endpoint
+        assert endpoint is not None
+        bootstrap = endpoint.bootstrap_servers
+        assert len(set(endpoint.ports.values())) == 3
+        assert "broker.session.timeout.ms=3000" in endpoint.nodes[0].server_properties  # passed through
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # held: a collected client fails its futures
+        assert {n.id for n in admin.describe_cluster().result(timeout=10).nodes} == {1, 2, 3}
+
+        create_topic(bootstrap, "ha", 3, 3, {"min.insync.replicas": 2})
+        topic = admin.list_topics("ha", timeout=10).topics["ha"]
+        assert all(len(p.isrs) == 3 and len(p.replicas) == 3 for p in topic.partitions.values())
+        before = partition_leaders(bootstrap, "ha")
+        assert set(before.values()) <= {1, 2, 3}
+
+        victim = before[0]
+        victim_pid = cluster.node_pids[victim]
+        cluster.kill(victim)
+        assert_gone([victim_pid])
+        survivors = ",".join(f"127.0.0.1:{port}" for node_id, port in endpoint.ports.items() if node_id != victim)
+        after = wait_for_leaders_without(survivors, "ha", victim, timeout_s=30)
+        assert after != before
+        assert all(after[p] != victim for p, leader in before.items() if leader == victim)
+
+        producer = Producer({"bootstrap.servers": survivors, "acks": "all"})  # 2 in sync >= min.insync.replicas
+        producer.produce("ha", b"after fail-over", partition=0)
+        assert producer.flush(30) == 0
+        pids = list(cluster.node_pids.values())
+    assert_gone(pids)
+
+
+def wait_for_leaders_without(bootstrap: str, topic: str, dead: int, timeout_s: float) -> dict[int, int]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        leaders = partition_leaders(bootstrap, topic)
+        if all(leader not in (dead, -1) for leader in leaders.values()):
+            return leaders
+        assert time.monotonic() < deadline, f"leaders still {leaders} {timeout_s} s after node {dead} died"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("version", [v for v in KAFKA_VERSIONS if v != NEWEST])
+def test_other_supported_releases_start_and_round_trip(
+    version: str, tmp_path: Path, fetched: Callable[[str], Path]
+) -> None:
+    """The newest 4.x is covered above; the other releases (the newest 3.9.x among them) start the same way."""
+    fetched(version)
+    with KafkaCluster(version, 1, {}, tmp_path) as cluster:
+        endpoint = cluster.endpoint
+        assert endpoint is not None
+        assert endpoint.version == version
+        create_topic(endpoint.bootstrap_servers, "rt", 1, 1)
+        round_trip(endpoint.bootstrap_servers, "rt")
+        pids = list(cluster.node_pids.values())
+    assert_gone(pids)
+
+
+def test_supported_releases_are_on_maven_central() -> None:
+    listed = available_versions(max_age_s=0)  # asks Central now
+    assert set(KAFKA_VERSIONS) <= set(listed)
+
+
+def test_tampered_missing_or_extra_jar_is_refused_and_refetch_repairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fetched: Callable[[str], Path]
+) -> None:
+    shared = fetched(NEWEST).parent
+    monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path / "cache"))  # tamper with a copy, never the shared cache
+    home = tmp_path / "cache" / "kafka" / NEWEST
+    shutil.copytree(shared, home)
+    libs = kafka_classpath(NEWEST)
+    assert libs == home / "libs"
+
+    clients = libs / f"kafka-clients-{NEWEST}.jar"
+    with open(clients, "r+b") as jar:
+        jar.seek(1000)
+        jar.write(b"\0tampered\0")
+    with pytest.raises(BrokerError, match=rf"sha256 mismatch kafka-clients-{NEWEST}\.jar"):
+        kafka_classpath(NEWEST)
+    with pytest.raises(BrokerError, match=rf"sha256 mismatch kafka-clients-{NEWEST}\.jar"):
+        KafkaCluster(NEWEST, 1, {}, tmp_path / "run").start()  # refused before any JVM starts
+
+    (libs / f"kafka_2.13-{NEWEST}.jar").unlink()
+    (libs / "extra.jar").write_bytes(b"PK")
+    with pytest.raises(BrokerError, match=rf"missing kafka_2\.13-{NEWEST}\.jar; unexpected extra\.jar"):
+        kafka_classpath(NEWEST)
+
+    assert kafka_classpath(NEWEST, refetch=True) == libs
+    assert kafka_classpath(NEWEST) == libs
+    assert not (libs / "extra.jar").exists()
+    assert sorted(p.name for p in home.parent.iterdir()) == [NEWEST]  # no temp or replaced folder left
+
+
+def test_a_node_that_cannot_start_fails_the_start_with_its_log(tmp_path: Path, fetched: Callable[[str], Path]) -> None:
+    fetched(NEWEST)
+    bad_config = KafkaCluster(NEWEST, 1, {"num.network.threads": "many"}, tmp_path)
+    with pytest.raises(BrokerError, match=r"(?s)formatting Kafka node 1 .*num\.network\.threads"):
+        bad_config.start()  # the storage tool reads server.properties first, and says what is wrong
+    bad_jvm = KafkaCluster(NEWEST, 1, {}, tmp_path, jvm_opts=["-XX:+NoSuchFlag"])
+    with pytest.raises(BrokerError, match=r"(?s)node 1 exited with code 1 during start.*NoSuchFlag"):
+        bad_jvm.start()
+
+
+_DETACHED_UP = """
+import json, sys
+from pathlib import Path
+from bench_tasks.brokers.kafka import KafkaCluster
+cluster = KafkaCluster(sys.argv[1], 1, {}, Path(sys.argv[2]), tie_to_parent=False)
+cluster.start()
+print(json.dumps(cluster.state()))
+"""
+
+
+def test_detached_cluster_outlives_its_starter_and_stops_by_pid(tmp_path: Path, fetched: Callable[[str], Path]) -> None:
+    fetched(NEWEST)
+    up = subprocess.run(
+        [sys.executable, "-c", _DETACHED_UP, NEWEST, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+    )
+    state = json.loads(up.stdout.splitlines()[-1]) if up.returncode == 0 else None
+    assert state is not None, up.stderr[-2000:]
+    pids = [node["pid"] for node in state["nodes"]]
+    try:
+        assert all(psutil.pid_exists(pid) for pid in pids), "the JVM died with the process that started it"
+        assert all(os.getsid(pid) == pid for pid in pids)  # own session: a terminal's SIGHUP does not reach it
+        admin = AdminClient({"bootstrap.servers": state["bootstrap_servers"]})
+        assert [n.id for n in admin.describe_cluster().result(timeout=10).nodes] == [1]
+        assert stop_detached(state) == pids
+    finally:
+        stop_detached(state)  # idempotent: a PID that is gone is skipped
+    assert_gone(pids)
+    assert stop_detached(state) == []

@@ -1,0 +1,112 @@
+"""Real Kafka cells (KRaft clusters from Maven Central jars): acks levels, keys, loss, leader failure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from rich.console import Console
+
+from bench_tasks.cell_runner import Fault
+from bench_tasks.lake import Lake, RunInfo
+from bench_tasks.runner import run_cell
+from bench_tasks.systems import KAFKA_VERSIONS
+
+from .helpers import make_cell
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+NEWEST = KAFKA_VERSIONS[0]
+PHASES = {"warmup_s": 3, "measure_s": 2, "cooldown_s": 1, "drain_timeout_s": 5}
+
+
+def _table(folder: Path, pattern: str) -> pa.Table:
+    return pa.concat_tables([pq.read_table(p) for p in sorted(folder.glob(pattern))])
+
+
+@pytest.mark.parametrize(("acks", "keys"), [("0", "none"), ("1", "round_robin"), ("all", "per_producer")])
+def test_single_broker_acks_and_keys(acks: str, keys: str, tmp_path: Path, console: Console) -> None:
+    cell = make_cell(
+        "e2e",
+        system="kafka",
+        version=NEWEST,
+        broker={"brokers": 1, "partitions": 4},
+        client={"producer": {"acks": acks}, "keys": keys},
+        rate_per_s=400,
+        producers=2,
+        **PHASES,
+    )
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.scheduled == acc.sent == acc.received == 800
+    assert acc.acknowledged == 800 and acc.lost == 0 and acc.duplicated == 0
+    sent = _table(report.path, "sent-p*.parquet")
+    received = _table(report.path, "received-c*.parquet")
+    if acks == "0":  # nobody answers, so the broker's offset is unknown to the producer
+        assert pc.all(pc.is_null(sent["offset"])).as_py()
+    else:
+        assert pc.all(pc.is_valid(sent["offset"])).as_py()
+    partitions = sent["partition"].to_numpy()
+    seqs, producers = sent["seq"].to_numpy(), sent["producer_id"].to_numpy()
+    if keys == "round_robin":
+        assert (partitions == seqs % 4).all()
+    if keys == "per_producer":  # one key per producer: all of a producer's messages in one partition
+        for producer in (0, 1):
+            assert len(set(partitions[producers == producer].tolist())) == 1
+    assert pc.all(pc.is_valid(received["leader"])).as_py()
+    (node,) = json.loads((report.path / "result.json").read_text())["context"]["broker"]["nodes"]
+    assert set(received["leader"].to_pylist()) == {node["node_id"]}  # the only broker leads everything
+    assert set(report.analysis.metrics) == {"e2e", "publish"}
+
+
+def test_killed_single_broker_is_counted_as_loss(tmp_path: Path, console: Console) -> None:
+    cell = make_cell(
+        "e2e",
+        system="kafka",
+        version=NEWEST,
+        client={"producer": {"acks": "1", "message.timeout.ms": 3000}},
+        rate_per_s=300,
+        warmup_s=3,
+        measure_s=3,
+        cooldown_s=1,
+        drain_timeout_s=3,
+        request_timeout_s=5,
+    )
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console, faults=[Fault("kill", at_s=1.0)])
+
+    acc = report.analysis.accounting
+    assert acc.scheduled == 900
+    assert 0 < acc.received < acc.scheduled
+    assert acc.received + acc.lost + acc.send_errors == acc.scheduled  # every message accounted for
+    assert acc.acknowledged_but_lost == 0  # what the broker acknowledged before dying was delivered
+
+
+def test_leader_kill_with_rf3_loses_nothing_acknowledged(tmp_path: Path, console: Console) -> None:
+    cell = make_cell(
+        "e2e",
+        system="kafka",
+        version=NEWEST,
+        broker={"brokers": 3, "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2},
+        client={"producer": {"acks": "all", "enable.idempotence": True}},
+        rate_per_s=300,
+        warmup_s=4,
+        measure_s=6,
+        cooldown_s=2,
+        drain_timeout_s=10,
+        request_timeout_s=30,
+    )
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console, faults=[Fault("kill", at_s=2.0)])
+
+    acc = report.analysis.accounting
+    assert acc.acknowledged > 0
+    assert acc.acknowledged_but_lost == 0
+    changes = json.loads((report.path / "result.json").read_text())["context"]["broker"]["leader_changes"]
+    leaders = [c["leader"] for c in changes if c["partition"] == 0]
+    assert len(set(leaders)) >= 2, changes  # the first leader died and another took over
+    received = _table(report.path, "received-c*.parquet")
+    assert len(set(received["leader"].drop_null().to_pylist())) >= 2  # samples can be cut by leader

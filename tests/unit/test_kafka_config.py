@@ -1,0 +1,107 @@
+"""bench_tasks.brokers.kafka without a broker: server.properties, cluster ids, release lists, Maven errors."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import pytest
+
+from bench_tasks.brokers.kafka import (
+    KafkaCluster,
+    _mvn_reason,
+    available_versions,
+    default_jvm_opts,
+    free_ports,
+    new_cluster_id,
+    render_properties,
+)
+from bench_tasks.errors import BrokerError
+from bench_tasks.systems import KAFKA_VERSIONS, SYSTEM_VERSIONS
+
+
+def test_render_properties_writes_values_as_kafka_parses_them() -> None:
+    text = render_properties({"a.b": True, "c": False, "n": 3, "list": ["x", 1], "path": "C:\\tmp", "s": " pad"})
+    assert text == "a.b=true\nc=false\nn=3\nlist=x,1\npath=C:\\\\tmp\ns=\\ pad\n"
+
+
+def test_render_properties_escapes_separators_in_keys_and_line_breaks_in_values() -> None:
+    assert render_properties({"odd key=x": "two\nlines"}) == "odd\\ key\\=x=two\\nlines\n"
+
+
+def settings(cluster: KafkaCluster) -> dict[str, object]:
+    return cluster.settings(2, 9092, 9093, Path("/data"), "1@127.0.0.1:1,2@127.0.0.1:9093,3@127.0.0.1:3")
+
+
+def test_internal_topics_fit_the_cluster_and_server_overrides_win() -> None:
+    one = settings(KafkaCluster("4.3.1", 1, None, "w"))
+    assert one["offsets.topic.replication.factor"] == 1
+    assert one["transaction.state.log.min.isr"] == 1
+    three = settings(KafkaCluster("4.3.1", 3, {"group.initial.rebalance.delay.ms": 3000, "x.y": "z"}, "w"))
+    assert three["offsets.topic.replication.factor"] == 3
+    assert three["transaction.state.log.min.isr"] == 2
+    assert three["group.initial.rebalance.delay.ms"] == 3000  # overridden in place
+    assert three["x.y"] == "z"  # unknown to the harness, passed through
+    assert three["auto.create.topics.enable"] is False
+    assert three["listeners"] == "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"
+    assert three["process.roles"] == "broker,controller"
+
+
+def test_share_group_topic_settings_only_for_releases_that_have_share_groups() -> None:
+    assert "share.coordinator.state.topic.replication.factor" in settings(KafkaCluster("4.0.0", 1, None, "w"))
+    assert "share.coordinator.state.topic.replication.factor" not in settings(KafkaCluster("3.9.2", 1, None, "w"))
+
+
+def test_cluster_needs_a_broker() -> None:
+    with pytest.raises(BrokerError, match="at least one broker"):
+        KafkaCluster("4.3.1", 0, None, "w")
+
+
+def test_cluster_ids_are_kafka_uuids_that_no_parser_takes_for_an_option() -> None:
+    ids = {new_cluster_id() for _ in range(500)}
+    assert len(ids) == 500
+    for text in ids:
+        assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}", text)
+        assert len(base64.urlsafe_b64decode(text + "==")) == 16
+
+
+def test_free_ports_are_distinct() -> None:
+    ports = free_ports(6)
+    assert len(set(ports)) == 6
+
+
+def test_heap_follows_kafka_heap_opts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKA_HEAP_OPTS", raising=False)
+    assert default_jvm_opts()[:2] == ("-Xms1g", "-Xmx1g")
+    monkeypatch.setenv("KAFKA_HEAP_OPTS", "-Xms256m -Xmx512m")
+    opts = default_jvm_opts()
+    assert opts[:2] == ("-Xms256m", "-Xmx512m") and "-Xmx1g" not in opts and "-XX:+UseG1GC" in opts
+
+
+def test_available_versions_reads_the_cached_metadata_newest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path))
+    cached = tmp_path / "kafka" / "maven-metadata.xml"
+    cached.parent.mkdir()
+    versions = "".join(f"<version>{v}</version>" for v in ("3.9.0", "4.0.0", "3.10.1", "4.1.0", "3.9.2"))
+    cached.write_text(f"<metadata><versioning><versions>{versions}</versions></versioning></metadata>")
+    assert available_versions() == ["4.1.0", "4.0.0", "3.10.1", "3.9.2", "3.9.0"]
+
+
+def test_maven_failure_names_the_missing_artifact() -> None:
+    output = (
+        "\x1b[1;31m[ERROR]\x1b[m Failed to execute goal on project kafka-runtime: Could not resolve dependencies "
+        "for project sixnines:kafka-runtime:pom:0: Could not find artifact "
+        "org.apache.kafka:kafka-tools-api:jar:4.4.0 in central (https://repo.maven.apache.org/maven2) -> [Help 1]\n"
+    )
+    assert _mvn_reason(output) == "artifact org.apache.kafka:kafka-tools-api:jar:4.4.0 is not on Maven Central"
+
+
+def test_supported_releases_cover_both_release_lines_newest_first() -> None:
+    assert SYSTEM_VERSIONS["kafka"] == KAFKA_VERSIONS
+    keys = [tuple(int(p) for p in v.split(".")) for v in KAFKA_VERSIONS]
+    assert keys == sorted(keys, reverse=True)
+    assert {v.split(".")[0] for v in KAFKA_VERSIONS} == {"3", "4"}
+    assert len({v.rsplit(".", 1)[0] for v in KAFKA_VERSIONS if v.startswith("4.")}) >= 2
