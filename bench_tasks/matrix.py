@@ -95,6 +95,15 @@ class _CellBase(StrictModel):
             raise ValueError(f"unknown {cls.SYSTEM} version; known: latest, {', '.join(known)}")
         return value
 
+    @model_validator(mode="after")
+    def _workload_fits_measurement(self) -> _CellBase:
+        """Checks every system shares; each subclass adds what only its system knows."""
+        if self.measurement in ("e2e", "rtt") and self.workload.consumers < 1:
+            raise ValueError(f"measurement {self.measurement!r} needs workload.consumers >= 1")
+        if self.measurement != "rtt" and self.workload.connections != 1:
+            raise ValueError("workload.connections applies to measurement 'rtt' only; leave it at 1")
+        return self
+
 
 class NatsCell(_CellBase):
     """One fully specified NATS benchmark cell."""
@@ -110,10 +119,6 @@ class NatsCell(_CellBase):
             raise ValueError("measurement 'publish' needs broker.mode 'jetstream' (core NATS has no ack)")
         if self.measurement == "rtt" and self.broker.mode != "core":
             raise ValueError("measurement 'rtt' is core request/reply; use 'publish' for JetStream acks")
-        if self.measurement in ("e2e", "rtt") and self.workload.consumers < 1:
-            raise ValueError(f"measurement {self.measurement!r} needs workload.consumers >= 1")
-        if self.measurement != "rtt" and self.workload.connections != 1:
-            raise ValueError("workload.connections applies to measurement 'rtt' only; leave it at 1")
         return self
 
 
@@ -129,10 +134,6 @@ class KafkaCell(_CellBase):
     def _measurement_fits(self) -> KafkaCell:
         if self.measurement == "rtt":
             raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
-        if self.measurement == "e2e" and self.workload.consumers < 1:
-            raise ValueError("measurement 'e2e' needs workload.consumers >= 1")
-        if self.workload.connections != 1:
-            raise ValueError("workload.connections applies to measurement 'rtt' only; leave it at 1")
         if self.client.consumer_mode == "assigned" and self.workload.consumers > self.broker.partitions:
             raise ValueError(
                 f"consumer_mode 'assigned' with {self.workload.consumers} consumers needs at least as many "

@@ -28,7 +28,7 @@ def test_readme_opens_with_the_two_commands() -> None:
 
 
 def test_matrix_example_is_valid_and_expands_as_described() -> None:
-    (example,) = blocks("yaml")
+    example = blocks("yaml")[0]
     matrix = parse_matrix(yaml.safe_load(example), "README.md")
     # 2 versions × 2 modes × 2 measurements × 2 rates, minus jetstream+rtt (2 × 2 × 2)
     assert len(matrix.cells) == 16 - 4
@@ -37,7 +37,7 @@ def test_matrix_example_is_valid_and_expands_as_described() -> None:
 
 
 def test_error_example_is_what_the_cli_prints(tmp_path: Path) -> None:
-    (example,) = blocks("yaml")
+    example = blocks("yaml")[0]
     raw = yaml.safe_load(example)
     raw["systems"][0]["versions"] = ["9.9.9"]
     raw["axes"]["workload.rate_per_s"] = [1000, -1]
@@ -49,6 +49,18 @@ def test_error_example_is_what_the_cli_prints(tmp_path: Path) -> None:
     for line in shown:
         expected = line.strip().split("…")[0].replace("bad.yaml", str(bad))
         assert expected in done.stderr, f"README shows {expected!r}; CLI printed {done.stderr!r}"
+
+
+def test_kafka_fragment_is_valid_with_the_main_example() -> None:
+    raw = yaml.safe_load(blocks("yaml")[0])
+    raw["systems"] = yaml.safe_load(blocks("yaml")[1])["systems"]
+    raw["axes"] = {"client.producer.linger.ms": [0, 5, 20]}  # the axis the README shows
+    raw["measurements"] = ["e2e"]
+    raw["exclude"] = []
+    cells = resolve_cells(parse_matrix(raw, "README.md"))
+    assert len(cells) == 3
+    assert sorted(c.spec.client.producer["linger.ms"] for c in cells) == [0, 5, 20]
+    assert all(c.spec.broker.replication_factor == 3 and c.spec.client.producer["acks"] == "all" for c in cells)
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "matrices").glob("*.yaml")), ids=lambda p: p.name)
