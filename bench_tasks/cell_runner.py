@@ -60,6 +60,7 @@ class CellRun:
     wall_t0_s: float
     staging: Path
     faults: list[FiredFault] = field(default_factory=list)
+    lagging_consumed: int = 0  # messages the unmeasured lagging consumers read
 
     def faults_dicts(self) -> list[dict]:
         return [asdict(f) for f in self.faults]
@@ -87,6 +88,14 @@ def drive_cell(
     async def prepare() -> None:
         try:
             await driver.prepare()
+            if w.prefill_messages:
+                total, step = w.prefill_messages, max(1, w.prefill_messages // 10)
+
+                def progress(done: int) -> None:
+                    if done % step < 10_000 or done == total:  # about every 10 %
+                        console.print(f"prefill: {done}/{total} messages of {w.message_size_bytes} B", highlight=False)
+
+                await driver.prefill(total, w.message_size_bytes, progress)  # type: ignore[attr-defined]
         finally:
             await driver.close()
 
@@ -102,6 +111,10 @@ def drive_cell(
         ctx.Process(target=worker_main, args=(plan(role, i), channels), name=f"{role}-{i}", daemon=True)
         for i in range(w.consumers if role else 0)
     ]
+    laggards = [
+        ctx.Process(target=worker_main, args=(plan("laggard", i), channels), name=f"laggard-{i}", daemon=True)
+        for i in range(w.lagging_consumers)
+    ]
     producers = [
         ctx.Process(target=worker_main, args=(plan("producer", i), channels), name=f"producer-{i}", daemon=True)
         for i in range(w.producers)
@@ -114,6 +127,9 @@ def drive_cell(
             for p in receivers:
                 p.start()
             _await_roles(channels, monitor, receivers, "ready", _READY_TIMEOUT_S, cell.id)
+            for p in laggards:
+                p.start()
+            _await_roles(channels, monitor, laggards, "ready", _READY_TIMEOUT_S, cell.id)
             for p in producers:
                 p.start()
             _await_roles(channels, monitor, producers, "ready", _READY_TIMEOUT_S, cell.id)
@@ -127,7 +143,7 @@ def drive_cell(
             done: set[str] = set()
             stall_end: int | None = None
             while not all(p.name in done for p in producers):
-                _pump(channels, monitor, done, cell.id, producers + receivers)
+                _pump(channels, monitor, done, cell.id, producers + receivers + laggards)
                 now = time.monotonic_ns()
                 if pending and now >= run.plan.measure_start_ns + int(pending[0].at_s * NS_PER_S):
                     fault = pending.pop(0)
@@ -152,7 +168,8 @@ def drive_cell(
                 while monitor.total_received < monitor.total_sent and time.monotonic_ns() < drain_until:
                     _pump(channels, monitor, done, cell.id, receivers)
             channels.stop.set()
-            _await_roles(channels, monitor, receivers, "done", 60.0, cell.id, done)
+            _await_roles(channels, monitor, receivers + laggards, "done", 60.0, cell.id, done)
+            run.lagging_consumed = sum(monitor.lagging_consumed.values())
     except CellError as exc:
         exc.partial_run = run
         raise
@@ -160,7 +177,7 @@ def drive_cell(
         if paused:
             control.resume()
         channels.stop.set()
-        _reap(producers + receivers, channels)
+        _reap(producers + receivers + laggards, channels)
     assert run is not None
     return run
 

@@ -43,7 +43,7 @@ now_ns = time.monotonic_ns
 class WorkerPlan:
     """What a worker needs; pickled to the child process."""
 
-    role: str  # producer | consumer | responder
+    role: str  # producer | consumer | responder | laggard
     index: int
     url: str  # broker address: NATS URL or Kafka bootstrap servers
     cell_id: str
@@ -71,7 +71,7 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
     tighten_timer_slack()
-    role = {"producer": _produce, "consumer": _consume, "responder": _respond}[plan.role]
+    role = {"producer": _produce, "consumer": _consume, "responder": _respond, "laggard": _lag}[plan.role]
     try:
         run_precise(role(plan, channels))
     except Exception as exc:  # reported, then the non-zero exit tells the parent too
@@ -373,6 +373,25 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     )
     _consumer_progress(plan, channels, log)
     channels.events.put({"kind": "done", "role": "consumer", "index": plan.index})
+
+
+async def _lag(plan: WorkerPlan, channels: Channels) -> None:
+    """An unmeasured consumer reading the backlog from its oldest message: load on the broker (seed 003),
+    counted but never timed."""
+    driver = driver_for(plan.url, plan.cell(), plan.cell_id)
+    consumed = [0]
+
+    def count(_data: bytes, _partition: int | None, _offset: int | None) -> None:
+        consumed[0] += 1
+
+    await driver.open_consumer(f"sixnines-l{plan.index}", count, lagging=True)
+    channels.events.put({"kind": "ready", "role": "laggard", "index": plan.index})
+    while not channels.stop.is_set():
+        await asyncio.sleep(REPORT_EVERY_S)
+        channels.events.put({"kind": "progress", "role": "laggard", "index": plan.index, "consumed": consumed[0]})
+    await driver.close()
+    channels.events.put({"kind": "progress", "role": "laggard", "index": plan.index, "consumed": consumed[0]})
+    channels.events.put({"kind": "done", "role": "laggard", "index": plan.index})
 
 
 async def _respond(plan: WorkerPlan, channels: Channels) -> None:

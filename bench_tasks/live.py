@@ -31,6 +31,7 @@ class LiveMonitor:
         self.acked: dict[int, int] = {}
         self.errors: dict[int, int] = {}
         self.received: dict[int, int] = {}
+        self.lagging_consumed: dict[int, int] = {}
         self.latency = new_histogram()
         self.lag = new_histogram()
         self.max_ns = 0
@@ -61,6 +62,8 @@ class LiveMonitor:
             record_many(self.lag, event["lag_ns"])
             if self.primary in ("publish", "rtt"):
                 self._record(event["ack_intended_ns"])
+        elif event["role"] == "laggard":
+            self.lagging_consumed[i] = event["consumed"]
         elif event["role"] == "consumer":
             self.received[i] = event["received"]
             if self.primary == "e2e":

@@ -61,6 +61,10 @@ class Workload(StrictModel):
         100.0, gt=0, description="fail the cell when generator schedule lag p99.9 exceeds this"
     )
     seed: int = Field(0, ge=0, description="poisson schedules are reproducible per seed")
+    prefill_messages: int = Field(0, ge=0, description="Kafka: backlog written before the cell starts")
+    lagging_consumers: int = Field(
+        0, ge=0, description="Kafka: unmeasured consumers reading the topic from its oldest message (seed 003)"
+    )
     cpus: CpuPlacement = CpuPlacement()
 
     @field_validator("message_size_bytes")
@@ -119,6 +123,8 @@ class NatsCell(_CellBase):
             raise ValueError("measurement 'publish' needs broker.mode 'jetstream' (core NATS has no ack)")
         if self.measurement == "rtt" and self.broker.mode != "core":
             raise ValueError("measurement 'rtt' is core request/reply; use 'publish' for JetStream acks")
+        if self.workload.prefill_messages or self.workload.lagging_consumers:
+            raise ValueError("workload.prefill_messages and lagging_consumers apply to Kafka cells only")
         return self
 
 
@@ -134,6 +140,8 @@ class KafkaCell(_CellBase):
     def _measurement_fits(self) -> KafkaCell:
         if self.measurement == "rtt":
             raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
+        if self.workload.lagging_consumers and not self.workload.prefill_messages:
+            raise ValueError("workload.lagging_consumers need a backlog to lag behind: set workload.prefill_messages")
         if self.client.consumer_mode == "assigned" and self.workload.consumers > self.broker.partitions:
             raise ValueError(
                 f"consumer_mode 'assigned' with {self.workload.consumers} consumers needs at least as many "
@@ -216,7 +224,7 @@ class Cell(StrictModel):
         if isinstance(s, NatsCell):
             setup = f"nats/{s.broker.mode}"
         else:
-            b, acks = s.broker, s.client.producer.get("acks", "default")
+            b, acks = s.broker, s.client.producer.get("acks", "all")  # librdkafka's default
             setup = f"kafka b{b.brokers} p{b.partitions} rf{b.replication_factor} acks={acks}"
         return (
             f"{setup} {s.version} {s.measurement} {w.message_size_bytes}B "

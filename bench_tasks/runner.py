@@ -113,8 +113,8 @@ def run_cell(
         check_cpus(cell)
         brokers = provision(cell, broker_dir)
         broker_context = brokers.context()
-        for pid in brokers.pids():
-            if spec.workload.cpus.broker:
+        if spec.workload.cpus.broker:
+            for pid in brokers.pids():
                 os.sched_setaffinity(pid, spec.workload.cpus.broker)
         console.print(f"[bold]cell {cell.id}[/] {cell.label}  ({brokers.address})", highlight=False)
         brokers.watch_leaders()
@@ -122,33 +122,32 @@ def run_cell(
     except CellError as exc:
         status, reason = "failed", str(exc)
         cell_run = exc.partial_run  # type: ignore[assignment]
-    except SixninesError as exc:
-        status, reason = "failed", str(exc)
+    except Exception as exc:  # a failed cell is a result of the run, never a crash of the sweep
+        status, reason = "failed", _describe(cell, exc)
     finally:
         if brokers is not None:
-            brokers.stop()
-            broker_context["leader_changes"] = brokers.leader_changes()
-            logs = [log for log in brokers.logs() if log.exists()]
-            for log in logs:  # the broker's own account of the cell, kept with its data
-                shutil.copy(log, staging / ("broker.log" if len(logs) == 1 else f"broker-{log.parent.name}.log"))
+            try:
+                _teardown(brokers, staging, broker_context)
+            except Exception as exc:
+                if status == "ok":
+                    status, reason = "failed", f"teardown: {_describe(cell, exc)}"
         shutil.rmtree(broker_dir, ignore_errors=True)
 
-    _attribute_leaders(staging, broker_context.get("leader_changes", []))
     analysis = None
-    if cell_run is not None:
-        analysis = _analyse(cell, staging, cell_run)
-        if status == "ok":
-            status, reason = _gate(cell, analysis, gate_lag)
-        write_hlog(
-            staging / "cell.hlog",
-            {
+    try:
+        _attribute_leaders(staging, broker_context.get("leader_changes", []))
+        if cell_run is not None:
+            analysis = _analyse(cell, staging, cell_run)
+            if status == "ok":
+                status, reason = _gate(cell, analysis, gate_lag)
+            series = {
                 f"{m}-{b}": (s.at_ns, getattr(s, f"from_{b}_ns"))
                 for m, s in analysis.series.items()
                 for b in ("intended", "sent")
-            },
-            cell_run.plan.t0_ns,
-            cell_run.wall_t0_s,
-        )
+            }
+            write_hlog(staging / "cell.hlog", series, cell_run.plan.t0_ns, cell_run.wall_t0_s)
+    except Exception as exc:  # the raw samples are still landed below, so the analysis can be redone
+        status, reason = "failed", f"analysis: {_describe(cell, exc)}"
     context = {
         **harness_context(),
         "broker": broker_context,
@@ -162,11 +161,28 @@ def run_cell(
             "context": context,
             "run_id": run.run_id,
             "phases": cell_run.plan.to_dict() if cell_run else None,
+            "lagging_consumed": cell_run.lagging_consumed if cell_run else None,
         },
     )
     report.path = lake.commit_cell(run, cell.id, staging)
     lake.upsert_cell_row(run, _cell_row(report, run, cell_run, context, started))
     return report
+
+
+def _describe(cell: Cell, exc: BaseException) -> str:
+    text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
+    return text if cell.id in text else f"cell {cell.id}: {text}"
+
+
+def _teardown(brokers: Provisioned, staging: Path, broker_context: dict) -> None:
+    """Stop the brokers (leaving no process), then keep their logs and leader timeline with the cell."""
+    try:
+        brokers.stop()
+    finally:
+        broker_context["leader_changes"] = brokers.leader_changes()
+        logs = [log for log in brokers.logs() if log.exists()]
+        for log in logs:  # the broker's own account of the cell, kept with its data
+            shutil.copy(log, staging / ("broker.log" if len(logs) == 1 else f"broker-{log.parent.name}.log"))
 
 
 def _attribute_leaders(staging: Path, changes: list[dict[str, int]]) -> None:

@@ -35,8 +35,9 @@ class Driver(Protocol):
     async def request(self, conn: Any, payload: bytes, timeout_s: float) -> None:
         """rtt: send and return when the reply arrives (raise on timeout)."""
 
-    async def open_consumer(self, name: str, on_message: MessageCallback) -> None:
-        """Subscribe and return only once the consumer will see every message sent from now on."""
+    async def open_consumer(self, name: str, on_message: MessageCallback, lagging: bool = False) -> None:
+        """Subscribe and return only once the consumer will see every message sent from now on.
+        `lagging`: an unmeasured consumer in a group of its own that reads from the oldest message."""
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         """rtt: echo every request back to its sender."""

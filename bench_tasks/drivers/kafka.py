@@ -54,6 +54,29 @@ class KafkaDriver:
         config = {"min.insync.replicas": str(b.min_insync_replicas), **{k: str(v) for k, v in b.topic.items()}}
         await asyncio.to_thread(create_topic, self.bootstrap, self.topic, b.partitions, b.replication_factor, config)
 
+    async def prefill(self, messages: int, size_bytes: int, progress: Callable[[int], None]) -> None:
+        """Write a backlog of `messages` before the cell, as fast as the cluster takes them, for lagging
+        consumers to read. Prefill messages carry no sixnines header, so no measured consumer counts them."""
+
+        def fill() -> None:
+            producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 50, "acks": "all"})
+            partitions = self.cell.broker.partitions
+            for i in range(messages):
+                while True:
+                    try:
+                        producer.produce(self.topic, prefill_payload(size_bytes), partition=i % partitions)
+                        break
+                    except BufferError:  # local queue full: let deliveries drain
+                        producer.poll(0.1)
+                if i % 10_000 == 0:
+                    producer.poll(0)
+                    progress(i)
+            if producer.flush(120) != 0:
+                raise BrokerError(f"prefill: {producer.flush(0)} messages still undelivered after 120 s")
+            progress(messages)
+
+        await asyncio.to_thread(fill)
+
     async def cleanup(self) -> None:
         from ..brokers.kafka import delete_topic
 
@@ -100,14 +123,15 @@ class KafkaDriver:
             producer.poll(_POLL_S)
 
     # -- consumers -----------------------------------------------------------------------------
-    async def open_consumer(self, name: str, on_message: MessageCallback) -> None:
+    async def open_consumer(self, name: str, on_message: MessageCallback, lagging: bool = False) -> None:
         client = self.cell.client
+        start_from = "beginning" if lagging else client.start_from
         config = {
             "bootstrap.servers": self.bootstrap,
             "client.id": name,
-            "group.id": f"sixnines-{self.cell_id}",
+            "group.id": f"sixnines-{self.cell_id}" + ("-lagging" if lagging else ""),
             "enable.auto.commit": False,
-            "auto.offset.reset": "latest" if client.start_from == "end" else "earliest",
+            "auto.offset.reset": "latest" if start_from == "end" else "earliest",
             **_CONSUMER_DEFAULTS,
             **client.consumer,
         }
@@ -118,14 +142,14 @@ class KafkaDriver:
         def position(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             """Pin the start offsets at assignment time so nothing produced after `ready` is skipped."""
             for tp in partitions:
-                if client.start_from == "end":
+                if start_from == "end":
                     tp.offset = consumer.get_watermark_offsets(tp, timeout=10)[1]
                 else:
                     tp.offset = OFFSET_BEGINNING
             consumer.assign(partitions)
             assigned.set()
 
-        if client.consumer_mode == "group":
+        if client.consumer_mode == "group" or lagging:
             consumer.subscribe([self.topic], on_assign=position)
         else:
             index, count = int(name.rsplit("c", 1)[-1]), self.cell.workload.consumers
@@ -163,6 +187,13 @@ class KafkaDriver:
         self._producers.clear()
         self._consumers.clear()
         self._threads.clear()
+
+
+PREFILL_MAGIC = b"P9"  # not the sample magic: decode_header refuses prefill messages
+
+
+def prefill_payload(size_bytes: int) -> bytes:
+    return PREFILL_MAGIC + os.urandom(max(0, size_bytes - len(PREFILL_MAGIC)))
 
 
 def _delivered(seq: int, on_ack: AckCallback, err: KafkaError | None, msg: Any) -> None:

@@ -18,6 +18,7 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
 
+from ..errors import BrokerError
 from ..matrix import NatsCell
 from .base import AckCallback, MessageCallback
 
@@ -77,7 +78,9 @@ class NatsDriver:
     async def open_producer(self, name: str, connections: int) -> list[Client]:
         return await self.open(name, connections)
 
-    async def open_consumer(self, name: str, on_message: MessageCallback) -> None:
+    async def open_consumer(self, name: str, on_message: MessageCallback, lagging: bool = False) -> None:
+        if lagging:
+            raise BrokerError("lagging consumers read a Kafka topic's backlog; NATS cells have none")
         (nc,) = await self.open(name)
         await self.subscribe(nc, on_message)
         await nc.flush()  # the subscription is registered at the server before we report ready

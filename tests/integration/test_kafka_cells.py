@@ -110,3 +110,25 @@ def test_leader_kill_with_rf3_loses_nothing_acknowledged(tmp_path: Path, console
     assert len(set(leaders)) >= 2, changes  # the first leader died and another took over
     received = _table(report.path, "received-c*.parquet")
     assert len(set(received["leader"].drop_null().to_pylist())) >= 2  # samples can be cut by leader
+
+
+def test_lagging_consumer_reads_the_backlog_while_the_measured_stream_runs(tmp_path: Path, console: Console) -> None:
+    cell = make_cell(
+        "e2e",
+        system="kafka",
+        version=NEWEST,
+        broker={"brokers": 1, "partitions": 2},
+        rate_per_s=300,
+        prefill_messages=20_000,
+        lagging_consumers=1,
+        **PHASES,
+    )
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.received == 600 and acc.lost == 0  # the backlog is never counted as samples
+    result = json.loads((report.path / "result.json").read_text())
+    assert result["lagging_consumed"] > 0  # the lagging consumer did read the backlog
+    received = _table(report.path, "received-c*.parquet")
+    assert set(received["producer_id"].to_pylist()) == {0}

@@ -22,8 +22,8 @@ HEX12 = re.compile(r"^[0-9a-f]{12}$")
 
 # Cell id and series key of BASE's single cell, computed once. If these change, every stored history
 # loses its link to new runs: change them only together with a deliberate change of the spec model.
-BASE_CELL_ID = "d1485403b036"
-BASE_SERIES_KEY = "101c4245d50a"
+BASE_CELL_ID = "b89d944574b8"
+BASE_SERIES_KEY = "05fc77dc2922"
 
 
 def base_raw() -> dict[str, Any]:
@@ -434,3 +434,19 @@ def test_cli_cells_quick_matrix_lists_four_cells() -> None:
         assert HEX12.match(series)
         assert label.startswith("nats/")
     assert len({line.split()[0] for line in lines}) == 4
+
+
+def test_lagging_consumers_are_kafka_only_and_need_a_backlog() -> None:
+    nats = base_raw()
+    nats["workload"]["lagging_consumers"] = 1
+    nats["workload"]["prefill_messages"] = 100
+    with pytest.raises(MatrixError, match="Kafka cells only"):
+        parse_matrix(nats, "m.yaml")
+    kafka = base_raw()
+    kafka["systems"] = [{"system": "kafka", "versions": ["latest"]}]
+    kafka["workload"]["lagging_consumers"] = 1
+    with pytest.raises(MatrixError, match="prefill_messages"):
+        parse_matrix(kafka, "m.yaml")
+    kafka["workload"]["prefill_messages"] = 100
+    (cell,) = parse_matrix(kafka, "m.yaml").cells
+    assert cell.spec.workload.lagging_consumers == 1
