@@ -230,6 +230,7 @@ class Cell(StrictModel):
             f"{setup} {s.version} {s.measurement} {w.message_size_bytes}B "
             f"@{w.rate_per_s:g}/s p{w.producers} c{w.consumers}"
             + (f" x{w.connections}conn" if w.connections > 1 else "")
+            + (f" +{w.lagging_consumers} lagging" if w.lagging_consumers else "")
         )
 
 
