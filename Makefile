@@ -4,9 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint venv clean
+.PHONY: bench test lint venv tools clean
 
-venv: $(STAMP)
+venv: $(STAMP) tools
+
+# Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
+tools:
+	@command -v java >/dev/null && command -v mvn >/dev/null || \
+		{ echo "installing java and maven (apt)"; apt-get update -qq && apt-get install -y -qq default-jre-headless maven; }
 
 # Re-install only when the project's declared dependencies change.
 $(STAMP): pyproject.toml
@@ -15,10 +20,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/uv pip install --python $(BIN)/python --quiet -e '.[dev]'
 	touch $(STAMP)
 
-bench: $(STAMP)
+bench: $(STAMP) tools
 	$(BIN)/sixnines run matrices/quick.yaml --lake lake
 
-test: $(STAMP)
+test: $(STAMP) tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -ra
 
