@@ -14,8 +14,6 @@ import pyarrow.compute as pc
 
 from .percentiles import LatencySummary, summarize
 
-BASES = ("intended", "sent")  # response time (from intended send) and service time (from actual send)
-
 
 @dataclass(frozen=True)
 class Accounting:

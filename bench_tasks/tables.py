@@ -78,17 +78,12 @@ def print_report(report: CellReport, console: Console) -> None:
     console.print(f"  data: {report.path}", highlight=False)
 
 
-def summary_ms(summary: LatencySummary) -> dict[str, float | None]:
-    """`{"50": ms, …, "99.9999": ms or None, "max": ms}`: the JSON shape of one distribution."""
-    return summary.as_ms()
-
-
 def report_json(report: CellReport) -> dict:
     out = report.to_dict()
     if report.analysis is not None:
         out["percentiles_ms"] = {
-            metric: {basis: {"count": s.count, **summary_ms(s)} for basis, s in by.items()}
+            metric: {basis: {"count": s.count, **s.as_ms()} for basis, s in by.items()}
             for metric, by in report.analysis.metrics.items()
         }
-        out["schedule_lag_ms"] = {"count": report.analysis.lag.count, **summary_ms(report.analysis.lag)}
+        out["schedule_lag_ms"] = {"count": report.analysis.lag.count, **report.analysis.lag.as_ms()}
     return out
