@@ -27,8 +27,9 @@ class Accounting:
     duplicated: int
     lost: int
     acknowledged_but_lost: int
+    relayed: int | None = None  # chain: messages that reached a relay (so lost - (sent - relayed) died on hop 2)
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int | None]:
         return asdict(self)
 
 
@@ -94,17 +95,25 @@ def first_receipts(received: pa.Table) -> tuple[pa.Table, int]:
     return ordered.filter(pa.array(first)), int(pid.size - first.sum())
 
 
-def account(sent: pa.Table, received: pa.Table | None, measurement: str) -> Accounting:
-    """Count every message of `sent` (already cut to the phases wanted) and its receipts."""
+def _keys(table: pa.Table) -> np.ndarray:
+    return _np(table, "producer_id") << 40 | _np(table, "seq")
+
+
+def account(sent: pa.Table, received: pa.Table | None, measurement: str, relayed: pa.Table | None = None) -> Accounting:
+    """Count every message of `sent` (already cut to the phases wanted) and its receipts; for a service
+    chain, `relayed` holds the relays' own receipts (hop 1) and `received` the final consumers' (hop 2)."""
     sent_ok = pc.is_valid(sent["sent_ns"])
     acked = pc.is_valid(sent["acked_ns"])
     n_sent = int(pc.sum(sent_ok).as_py() or 0)
     n_acked = int(pc.sum(acked).as_py() or 0)
     n_received = duplicated = acked_lost = 0
-    if measurement == "e2e" and received is not None:
+    n_relayed = None
+    if measurement == "chain" and relayed is not None:
+        n_relayed = int(np.isin(_keys(sent), _keys(relayed)).sum())
+    if measurement in ("e2e", "chain") and received is not None:
         unique, duplicated = first_receipts(received)
-        keys_sent = _np(sent, "producer_id") << 40 | _np(sent, "seq")
-        keys_recv = _np(unique, "producer_id") << 40 | _np(unique, "seq")
+        keys_sent = _keys(sent)
+        keys_recv = _keys(unique)
         got = np.isin(keys_sent, keys_recv)
         n_received = int(got.sum())
         lost = int((sent_ok.to_numpy(zero_copy_only=False) & ~got).sum())
@@ -120,16 +129,25 @@ def account(sent: pa.Table, received: pa.Table | None, measurement: str) -> Acco
         duplicated=duplicated,
         lost=lost,
         acknowledged_but_lost=acked_lost,
+        relayed=n_relayed,
     )
 
 
 def latency_series(sent: pa.Table, received: pa.Table, measurement: str, acked_metric: str | None) -> dict[str, Series]:
     """Every metric this cell's data supports, over all phases."""
     out: dict[str, Series] = {}
-    if measurement == "e2e" and received.num_rows:
+    if measurement in ("e2e", "chain") and received.num_rows:
         unique, _ = first_receipts(received)
         r, i, s = _np(unique, "received_ns"), _np(unique, "intended_ns"), _np(unique, "sent_ns")
-        out["e2e"] = Series(i, r - i, r - s)
+        out["e2e"] = Series(i, r - i, r - s)  # a chain's total: final receipt against the producer's times
+        if measurement == "chain":
+            # Per hop, both bases: hop 1 ends when the relay got the message; hop 2 starts then (response
+            # time, relay processing included) or when the relay actually forwarded it (service time).
+            relayed = unique.filter(pc.is_valid(unique["relay_received_ns"]))
+            i, s, r = _np(relayed, "intended_ns"), _np(relayed, "sent_ns"), _np(relayed, "received_ns")
+            rr, rs = _np(relayed, "relay_received_ns"), _np(relayed, "relay_sent_ns")
+            out["hop1"] = Series(i, rr - i, rr - s)
+            out["hop2"] = Series(i, r - rr, r - rs)
     if acked_metric:
         done = sent.filter(pc.is_valid(sent["acked_ns"]))
         a, i, s = _np(done, "acked_ns"), _np(done, "intended_ns"), _np(done, "sent_ns")
@@ -144,12 +162,15 @@ def analyze(
     acked_metric: str | None,
     measure_window_ns: tuple[int, int],
     target_rate_per_s: float,
+    relayed: pa.Table | None = None,
 ) -> CellAnalysis:
-    """`acked_metric`: what an ack means for this cell ('publish', 'rtt', or None when there are none)."""
+    """`acked_metric`: what an ack means for this cell ('publish', 'rtt', or None when there are none);
+    `relayed`: a service chain's hop-1 receipts."""
     start, end = measure_window_ns
     in_measure = pc.equal(sent["phase"], "measure")
     sent_m = sent.filter(in_measure)
     received_m = received.filter(pc.equal(received["phase"], "measure"))
+    relayed_m = None if relayed is None else relayed.filter(pc.equal(relayed["phase"], "measure"))
     series = latency_series(sent, received, measurement, acked_metric)
     metrics: dict[str, dict[str, LatencySummary]] = {}
     for name, s in series.items():
@@ -162,8 +183,8 @@ def analyze(
     lag = summarize(_np(done, "sent_ns") - _np(done, "intended_ns"))
     measure_s = (end - start) / 1e9
     return CellAnalysis(
-        accounting=account(sent_m, received_m, measurement),
-        accounting_all_phases=account(sent, received, measurement),
+        accounting=account(sent_m, received_m, measurement, relayed_m),
+        accounting_all_phases=account(sent, received, measurement, relayed),
         metrics=metrics,
         lag=lag,
         target_rate_per_s=target_rate_per_s,

@@ -15,16 +15,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+import numpy as np
 from rich.console import Console
 
-from .drivers import driver_for
+from .drivers import HOP2, MEASURED, driver_for, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
 from .live import LiveMonitor
 from .loop import run_precise
 from .matrix import Cell
+from .percentiles import summarize
 from .schedule import NS_PER_S, PhasePlan
 
 _START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
@@ -61,13 +63,15 @@ class CellRun:
     staging: Path
     faults: list[FiredFault] = field(default_factory=list)
     lagging_consumed: int = 0  # messages the unmeasured lagging consumers read
+    background: dict[str, dict] = field(default_factory=dict)  # per background workload: counts, send lag
+    relayed: int = 0  # chain: messages the relays forwarded
 
     def faults_dicts(self) -> list[dict]:
         return [asdict(f) for f in self.faults]
 
 
 def receiver_role(cell: Cell) -> str | None:
-    return {"e2e": "consumer", "rtt": "responder", "publish": None}[cell.spec.measurement]
+    return {"e2e": "consumer", "chain": "consumer", "rtt": "responder", "publish": None}[cell.spec.measurement]
 
 
 def drive_cell(
@@ -83,11 +87,13 @@ def drive_cell(
     ctx = mp.get_context("spawn")
     phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
     channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
-    driver = driver_for(url, spec, cell.id)
+    drivers = {route: driver_for(url, route_spec, cell.id, route) for route, route_spec in routes(spec).items()}
+    driver = drivers[MEASURED]
 
     async def prepare() -> None:
         try:
-            await driver.prepare()
+            for route_driver in drivers.values():  # the measured topic, a chain's second hop, background ones
+                await route_driver.prepare()
             if w.prefill_messages:
                 total, step = w.prefill_messages, max(1, w.prefill_messages // 10)
 
@@ -97,42 +103,40 @@ def drive_cell(
 
                 await driver.prefill(total, w.message_size_bytes, progress)  # type: ignore[attr-defined]
         finally:
-            await driver.close()
+            for route_driver in drivers.values():
+                await route_driver.close()
 
     run_precise(prepare())
     cell_json = spec.model_dump_json()
 
-    def plan(role: str, index: int) -> WorkerPlan:
-        cpus = w.cpus.producers if role == "producer" else w.cpus.receivers
-        return WorkerPlan(role, index, url, cell.id, cell_json, str(staging), tuple(cpus))
+    def process(role: str, index: int, **extra: Any) -> Any:
+        cpus = w.cpus.producers if role in ("producer", "background") else w.cpus.receivers
+        plan = WorkerPlan(role, index, url, cell.id, cell_json, str(staging), tuple(cpus), **extra)
+        return ctx.Process(target=worker_main, args=(plan, channels), name=f"{role}-{index}", daemon=True)
 
     role = receiver_role(cell)
-    receivers = [
-        ctx.Process(target=worker_main, args=(plan(role, i), channels), name=f"{role}-{i}", daemon=True)
-        for i in range(w.consumers if role else 0)
-    ]
-    laggards = [
-        ctx.Process(target=worker_main, args=(plan("laggard", i), channels), name=f"laggard-{i}", daemon=True)
-        for i in range(w.lagging_consumers)
-    ]
-    producers = [
-        ctx.Process(target=worker_main, args=(plan("producer", i), channels), name=f"producer-{i}", daemon=True)
-        for i in range(w.producers)
-    ]
+    final_route = HOP2 if spec.measurement == "chain" else MEASURED
+    receivers = [process(role, i, route=final_route) for i in range(w.consumers if role else 0)]
+    relays = [process("relay", i) for i in range(w.relays if spec.measurement == "chain" else 0)]
+    laggards = [process("laggard", i) for i in range(w.lagging_consumers)]
+    active = [(name, bg) for name, bg in spec.background.items() if bg.producers]
+    background_parts = [(name, part) for name, bg in active for part in range(bg.processes)]
+    background = [process("background", i, background=n, part=k) for i, (n, k) in enumerate(background_parts)]
+    background_readers = [name for name, bg in active for _ in range(bg.consumers)]
+    background_consumers = [process("bg_consumer", i, background=n) for i, n in enumerate(background_readers)]
+    producers = [process("producer", i) for i in range(w.producers)]
+    senders = producers + background
+    listeners = receivers + relays + laggards + background_consumers
     monitor = LiveMonitor(cell.label, spec.measurement, console)
     run: CellRun | None = None
     paused = False
     try:
         with monitor:
-            for p in receivers:
-                p.start()
-            _await_roles(channels, monitor, receivers, "ready", _READY_TIMEOUT_S, cell.id)
-            for p in laggards:
-                p.start()
-            _await_roles(channels, monitor, laggards, "ready", _READY_TIMEOUT_S, cell.id)
-            for p in producers:
-                p.start()
-            _await_roles(channels, monitor, producers, "ready", _READY_TIMEOUT_S, cell.id)
+            # Downstream first: nothing may be sent before whoever must receive it is listening.
+            for group in (receivers, relays, laggards + background_consumers, senders):
+                for p in group:
+                    p.start()
+                _await_roles(channels, monitor, group, "ready", _READY_TIMEOUT_S, cell.id)
             t0 = time.monotonic_ns() + _START_MARGIN_NS
             wall_t0_s = time.time() + _START_MARGIN_NS / 1e9
             channels.start_at_ns.value = t0
@@ -142,8 +146,8 @@ def drive_cell(
             finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)
             done: set[str] = set()
             stall_end: int | None = None
-            while not all(p.name in done for p in producers):
-                _pump(channels, monitor, done, cell.id, producers + receivers + laggards)
+            while not all(p.name in done for p in senders):
+                _pump(channels, monitor, done, cell.id, senders + listeners)
                 now = time.monotonic_ns()
                 if pending and now >= run.plan.measure_start_ns + int(pending[0].at_s * NS_PER_S):
                     fault = pending.pop(0)
@@ -166,10 +170,12 @@ def drive_cell(
             drain_until = max(run.plan.end_ns, time.monotonic_ns()) + int(w.drain_timeout_s * NS_PER_S)
             if role == "consumer":
                 while monitor.total_received < monitor.total_sent and time.monotonic_ns() < drain_until:
-                    _pump(channels, monitor, done, cell.id, receivers)
+                    _pump(channels, monitor, done, cell.id, listeners)
             channels.stop.set()
-            _await_roles(channels, monitor, receivers + laggards, "done", 60.0, cell.id, done)
+            _await_roles(channels, monitor, listeners, "done", 60.0, cell.id, done)
             run.lagging_consumed = sum(monitor.lagging_consumed.values())
+            run.relayed = sum(monitor.relayed.values())
+            run.background = _background_summary(spec.background, monitor)
     except CellError as exc:
         exc.partial_run = run
         raise
@@ -177,9 +183,27 @@ def drive_cell(
         if paused:
             control.resume()
         channels.stop.set()
-        _reap(producers + receivers + laggards, channels)
+        _reap(senders + listeners, channels)
     assert run is not None
     return run
+
+
+def _background_summary(background: dict[str, Any], monitor: LiveMonitor) -> dict[str, dict]:
+    """Per background workload: what its producers scheduled, sent, got acknowledged and had refused, what
+    its consumers read, and the send lag over all its processes (one distribution from the merged samples)."""
+    out: dict[str, dict] = {}
+    for name, bg in background.items():
+        if not bg.producers:
+            continue
+        finals = [e for e in monitor.background_done.values() if e["background"] == name]
+        lag = [e["lag_ns"] for e in finals]
+        out[name] = {
+            **{k: sum(e[k] for e in finals) for k in ("scheduled", "sent", "acked", "errors")},
+            "consumed": sum(n for (b, _), n in monitor.background_consumed.items() if b == name),
+            "target_rate_per_s": bg.rate_per_s,
+            "schedule_lag": summarize(np.concatenate(lag) if lag else np.empty(0, np.int64)).to_dict(),
+        }
+    return out
 
 
 def check_cpus(cell: Cell) -> None:

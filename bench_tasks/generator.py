@@ -1,4 +1,5 @@
-"""The open-loop load generator's worker processes: producers, consumers and rtt responders.
+"""The open-loop load generator's worker processes: producers, consumers, rtt responders, service-chain
+relays, background-traffic producers and unmeasured (lagging or background) consumers.
 
 Each worker is its own OS process (the GIL must not couple producers) running one precise asyncio loop.
 A producer follows its fixed schedule and never waits for the system before the next send: when it is
@@ -25,12 +26,12 @@ import numpy as np
 import pyarrow as pa
 from setproctitle import setproctitle
 
-from .drivers import driver_for
+from .drivers import HOP2, MEASURED, background_route, background_spec, driver_for
 from .drivers.base import Driver
 from .errors import PayloadError
 from .loop import run_precise, tighten_timer_slack
 from .matrix import CELL_ADAPTER, CellSpec
-from .payload import PayloadFactory, decode_header
+from .payload import PayloadFactory, decode_header, decode_relay_stamp, relay, stamp_relay_sent
 from .records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
 from .schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
 
@@ -43,13 +44,16 @@ now_ns = time.monotonic_ns
 class WorkerPlan:
     """What a worker needs; pickled to the child process."""
 
-    role: str  # producer | consumer | responder | laggard
-    index: int
+    role: str  # producer | consumer | responder | relay | laggard | background | bg_consumer
+    index: int  # unique per role within the cell
     url: str  # broker address: NATS URL or Kafka bootstrap servers
     cell_id: str
     cell_json: str
     staging_dir: str
     cpus: tuple[int, ...] = ()
+    route: str = MEASURED  # which topic/subject a consumer reads (a chain's final consumers read HOP2)
+    background: str = ""  # background/bg_consumer: the background workload's name
+    part: int = 0  # background: which of the workload's processes this is
 
     def cell(self) -> CellSpec:
         return CELL_ADAPTER.validate_json(self.cell_json)
@@ -71,7 +75,15 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
     tighten_timer_slack()
-    role = {"producer": _produce, "consumer": _consume, "responder": _respond, "laggard": _lag}[plan.role]
+    role = {
+        "producer": _produce,
+        "consumer": _consume,
+        "responder": _respond,
+        "relay": _relay,
+        "laggard": _count_consumer,
+        "background": _background,
+        "bg_consumer": _count_consumer,
+    }[plan.role]
     try:
         run_precise(role(plan, channels))
     except Exception as exc:  # reported, then the non-zero exit tells the parent too
@@ -277,7 +289,18 @@ async def _report_producer(plan: WorkerPlan, channels: Channels, log: _SentLog) 
         _send_progress(plan, channels, log)
 
 
-_RECEIVED_FIELDS = ("pid", "seq", "intended", "sent", "received", "partition", "offset")
+_RECEIVED_FIELDS = (
+    "pid",
+    "seq",
+    "intended",
+    "sent",
+    "received",
+    "partition",
+    "offset",
+    "hop",
+    "relay_received",
+    "relay_sent",
+)
 
 
 class _ReceivedLog:
@@ -293,6 +316,7 @@ class _ReceivedLog:
         received = now_ns()
         try:
             h = decode_header(data)
+            relay_received, relay_sent = decode_relay_stamp(data) if h.hop else (-1, -1)
         except PayloadError:
             self.bad += 1
             return
@@ -305,6 +329,9 @@ class _ReceivedLog:
                 received,
                 -1 if partition is None else partition,
                 -1 if offset is None else offset,
+                h.hop + 1 if h.hop else 0,  # the chain's final hop (2), or 0 outside a chain
+                relay_received,
+                relay_sent,
             )
         )
 
@@ -330,7 +357,9 @@ class _ReceivedLog:
                 "partition": pa.array(c["partition"].astype(np.int32), mask=c["partition"] < 0),
                 "offset": pa.array(c["offset"], mask=c["offset"] < 0),
                 "leader": pa.nulls(n, pa.int32()),  # attributed from the leader timeline when the cell lands
-                "hop": pa.array(np.zeros(n, dtype=np.int8)),
+                "hop": pa.array(c["hop"].astype(np.int8)),
+                "relay_received_ns": pa.array(c["relay_received"], mask=c["relay_received"] < 0),
+                "relay_sent_ns": pa.array(c["relay_sent"], mask=c["relay_sent"] < 0),
                 "phase": pa.array(phases, pa.string()),
             },
             schema=RECEIVED_SCHEMA,
@@ -357,7 +386,7 @@ def _consumer_progress(plan: WorkerPlan, channels: Channels, log: _ReceivedLog) 
 
 async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     cell = plan.cell()
-    driver = driver_for(plan.url, cell, plan.cell_id)
+    driver = driver_for(plan.url, cell, plan.cell_id, plan.route)
     log = _ReceivedLog()
     await driver.open_consumer(f"sixnines-c{plan.index}", log.on_message)
     _freeze_setup_heap()
@@ -375,23 +404,171 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     channels.events.put({"kind": "done", "role": "consumer", "index": plan.index})
 
 
-async def _lag(plan: WorkerPlan, channels: Channels) -> None:
-    """An unmeasured consumer reading the backlog from its oldest message: load on the broker (seed 003),
-    counted but never timed."""
-    driver = driver_for(plan.url, plan.cell(), plan.cell_id)
+async def _count_consumer(plan: WorkerPlan, channels: Channels) -> None:
+    """An unmeasured consumer, counted but never timed: a lagging one reads the measured topic's backlog
+    from its oldest message (seed 003); a background one reads its background workload (seed 004)."""
+    cell = plan.cell()
+    if plan.role == "bg_consumer":
+        spec, route = background_spec(cell, cell.background[plan.background]), background_route(plan.background)
+    else:
+        spec, route = cell, MEASURED
+    driver = driver_for(plan.url, spec, plan.cell_id, route)
     consumed = [0]
 
     def count(_data: bytes, _partition: int | None, _offset: int | None) -> None:
         consumed[0] += 1
 
-    await driver.open_consumer(f"sixnines-l{plan.index}", count, lagging=True)
-    channels.events.put({"kind": "ready", "role": "laggard", "index": plan.index})
+    name = f"sixnines-{'l' if plan.role == 'laggard' else 'bgc'}{plan.index}"
+    await driver.open_consumer(name, count, lagging=plan.role == "laggard")
+    channels.events.put({"kind": "ready", "role": plan.role, "index": plan.index})
+
+    def progress() -> None:
+        channels.events.put(
+            {
+                "kind": "progress",
+                "role": plan.role,
+                "index": plan.index,
+                "background": plan.background,
+                "consumed": consumed[0],
+            }
+        )
+
     while not channels.stop.is_set():
         await asyncio.sleep(REPORT_EVERY_S)
-        channels.events.put({"kind": "progress", "role": "laggard", "index": plan.index, "consumed": consumed[0]})
+        progress()
     await driver.close()
-    channels.events.put({"kind": "progress", "role": "laggard", "index": plan.index, "consumed": consumed[0]})
-    channels.events.put({"kind": "done", "role": "laggard", "index": plan.index})
+    progress()
+    channels.events.put({"kind": "done", "role": plan.role, "index": plan.index})
+
+
+async def _relay(plan: WorkerPlan, channels: Channels) -> None:
+    """The service of a two-hop chain (seed 002): consume the first topic, forward each message to the
+    second with the producer's header untouched (so the final consumer still measures from the original
+    intended time) and this relay's receive and send times stamped in. Its own receipts land as hop-1 rows
+    in relayed-r<i>.parquet, so a loss can be placed on the hop where it happened."""
+    cell = plan.cell()
+    inbound = driver_for(plan.url, cell, plan.cell_id, MEASURED)
+    outbound = driver_for(plan.url, cell, plan.cell_id, HOP2)
+    (conn,) = await outbound.open_producer(f"sixnines-relay{plan.index}", 1)
+    loop = asyncio.get_running_loop()
+    arrivals: asyncio.Queue[tuple[bytes, int, int, int]] = asyncio.Queue()
+    log = _ReceivedLog()
+    counts = {"relayed": 0, "forward_errors": 0}
+
+    def on_message(data: bytes, partition: int | None, offset: int | None) -> None:
+        received = now_ns()  # the hop-1 arrival, read in whichever thread the client delivers on
+        item = (data, received, -1 if partition is None else partition, -1 if offset is None else offset)
+        loop.call_soon_threadsafe(arrivals.put_nowait, item)
+
+    def on_forward_ack(_seq: int, _partition: int | None, _offset: int | None, error: str | None) -> None:
+        if error is not None:
+            counts["forward_errors"] += 1
+
+    async def forward() -> None:
+        while True:
+            data, received, partition, offset = await arrivals.get()
+            try:
+                h = decode_header(data)
+                message = relay(data, received)
+            except PayloadError:
+                log.bad += 1
+                continue
+            sent = now_ns()
+            try:
+                await outbound.send(conn, stamp_relay_sent(message, sent), counts["relayed"], on_forward_ack)
+            except Exception:
+                counts["forward_errors"] += 1
+                sent = -1
+            counts["relayed"] += 1
+            log.rows.append(
+                (h.producer_id, h.seq, h.intended_ns, h.sent_ns, received, partition, offset, 1, received, sent)
+            )
+
+    def progress() -> None:
+        channels.events.put({"kind": "progress", "role": "relay", "index": plan.index, **counts, "bad": log.bad})
+
+    forwarder = asyncio.create_task(forward())
+    await inbound.open_consumer(f"sixnines-r{plan.index}", on_message)
+    _freeze_setup_heap()
+    channels.events.put({"kind": "ready", "role": "relay", "index": plan.index})
+    try:
+        while not channels.stop.is_set():
+            await asyncio.sleep(REPORT_EVERY_S)
+            progress()
+        await inbound.close()
+        while not arrivals.empty():  # forward what had already arrived
+            await asyncio.sleep(0.01)
+        forwarder.cancel()
+        await outbound.close()
+    finally:
+        t0 = int(channels.start_at_ns.value)
+        write_parquet(
+            log.table(plan.index, _phase_plan(t0, channels)), Path(plan.staging_dir) / f"relayed-r{plan.index}.parquet"
+        )
+    progress()
+    channels.events.put({"kind": "done", "role": "relay", "index": plan.index})
+
+
+async def _background(plan: WorkerPlan, channels: Channels) -> None:
+    """Some of a background workload's logical producers, multiplexed on one loop and one client: each
+    keeps its own fixed-rate schedule (interleaved with the others, as independent producers would be) and,
+    with per-producer keys, its own key. Open loop like the measured producers; counted, never timed."""
+    cell = plan.cell()
+    bg = cell.background[plan.background]
+    route = background_route(plan.background)
+    driver = driver_for(plan.url, background_spec(cell, bg), plan.cell_id, route)
+    duration_ns = sum(channels.phase_ns)
+    mine = range(plan.part, bg.producers, bg.processes)
+    parts = [
+        stream_offsets_ns(bg.rate_per_s, bg.producers, i, duration_ns, bg.arrival, cell.workload.seed) for i in mine
+    ]
+    offsets = np.concatenate(parts)
+    stream_of = np.concatenate([np.full(p.size, i, dtype=np.int32) for i, p in zip(mine, parts, strict=True)])
+    order = np.argsort(offsets, kind="stable")
+    offsets, stream_of = offsets[order], stream_of[order]
+    (conn,) = await driver.open_producer(f"sixnines-bg-{plan.background}-{plan.part}", 1)
+    factory = PayloadFactory(bg.message_size_bytes)
+    counts = {"scheduled": int(offsets.size), "sent": 0, "acked": 0, "errors": 0}
+    lag = np.full(offsets.size, -1, dtype=np.int64)
+
+    def on_ack(_seq: int, _partition: int | None, _offset: int | None, error: str | None) -> None:
+        counts["acked" if error is None else "errors"] += 1
+
+    def progress(kind: str = "progress") -> None:
+        event = {"kind": kind, "role": "background", "index": plan.index, "background": plan.background, **counts}
+        if kind == "done":
+            event["lag_ns"] = lag[lag >= 0]
+        channels.events.put(event)
+
+    channels.events.put({"kind": "ready", "role": "background", "index": plan.index, "messages": offsets.size})
+    t0 = await _wait_for_start(channels)
+    intended = offsets + t0
+    next_report = now_ns() + int(REPORT_EVERY_S * NS_PER_S)
+    try:
+        for n in range(intended.size):
+            due, stream = int(intended[n]), int(stream_of[n])
+            message = factory.prepare(stream, n, due)
+            delay = due - now_ns()
+            if delay > 0:
+                await asyncio.sleep(delay * 1e-9)
+            elif n % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+            sent = now_ns()
+            try:
+                await driver.send(conn, factory.stamp(message, sent), n, on_ack, stream)
+                lag[n] = sent - due
+                counts["sent"] += 1
+            except Exception:
+                counts["errors"] += 1
+            if sent >= next_report:
+                progress()
+                next_report = sent + int(REPORT_EVERY_S * NS_PER_S)
+        deadline = now_ns() + int(cell.workload.request_timeout_s * NS_PER_S)
+        while driver.acks and counts["acked"] + counts["errors"] < counts["scheduled"] and now_ns() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        await driver.close()
+    progress("done")
 
 
 async def _respond(plan: WorkerPlan, channels: Channels) -> None:

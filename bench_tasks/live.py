@@ -32,6 +32,9 @@ class LiveMonitor:
         self.errors: dict[int, int] = {}
         self.received: dict[int, int] = {}
         self.lagging_consumed: dict[int, int] = {}
+        self.relayed: dict[int, int] = {}
+        self.background_done: dict[int, dict[str, Any]] = {}  # final event of each background process
+        self.background_consumed: dict[tuple[str, int], int] = {}
         self.latency = new_histogram()
         self.lag = new_histogram()
         self.max_ns = 0
@@ -50,6 +53,8 @@ class LiveMonitor:
         return sum(self.received.values())
 
     def handle(self, event: dict[str, Any]) -> None:
+        if event.get("kind") == "done" and event.get("role") == "background":
+            self.background_done[event["index"]] = event
         if event.get("kind") != "progress":
             return
         i = event["index"]
@@ -64,9 +69,13 @@ class LiveMonitor:
                 self._record(event["ack_intended_ns"])
         elif event["role"] == "laggard":
             self.lagging_consumed[i] = event["consumed"]
+        elif event["role"] == "bg_consumer":
+            self.background_consumed[(event["background"], i)] = event["consumed"]
+        elif event["role"] == "relay":
+            self.relayed[i] = event["relayed"]
         elif event["role"] == "consumer":
             self.received[i] = event["received"]
-            if self.primary == "e2e":
+            if self.primary in ("e2e", "chain"):
                 self._record(event["e2e_intended_ns"])
 
     def _record(self, values: Any) -> None:

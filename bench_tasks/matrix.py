@@ -23,12 +23,16 @@ from typing import Annotated, Any, ClassVar, Literal
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from .background import Background
 from .errors import MatrixError
 from .kafka_settings import KafkaBroker, KafkaClient
-from .payload import HEADER_SIZE
+from .payload import HEADER_SIZE, RELAYED_MIN_SIZE
 from .systems import SYSTEM_VERSIONS, NatsBroker, NatsClient, StrictModel
 
-AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client")
+AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client", "background")
+MEASUREMENTS = ("e2e", "publish", "rtt", "chain")
+Measurement = Literal["e2e", "publish", "rtt", "chain"]
+_BACKGROUND_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 _ID_LEN = 12
 
 
@@ -48,7 +52,7 @@ class Workload(StrictModel):
     message_size_bytes: int = Field(gt=0)
     rate_per_s: float = Field(gt=0)
     producers: int = Field(1, ge=1)
-    consumers: int = Field(1, ge=0, description="e2e: subscribers (a queue group); rtt: responders")
+    consumers: int = Field(1, ge=0, description="e2e/chain: subscribers (a queue group); rtt: responders")
     connections: int = Field(1, ge=1, description="rtt: synchronous request/reply connections per producer")
     warmup_s: float = Field(2.0, ge=0)
     measure_s: float = Field(gt=0)
@@ -65,6 +69,7 @@ class Workload(StrictModel):
     lagging_consumers: int = Field(
         0, ge=0, description="Kafka: unmeasured consumers reading the topic from its oldest message (seed 003)"
     )
+    relays: int = Field(1, ge=1, description="chain: relay services (one group) between the two hops")
     cpus: CpuPlacement = CpuPlacement()
 
     @field_validator("message_size_bytes")
@@ -89,7 +94,10 @@ class _CellBase(StrictModel):
     SYSTEM: ClassVar[str]
     version: str
     workload: Workload
-    measurement: Literal["e2e", "publish", "rtt"]
+    measurement: Measurement
+    background: dict[str, Background] = Field(
+        default_factory=dict, description="unmeasured workloads running beside the measured one, by name"
+    )
 
     @field_validator("version")
     @classmethod
@@ -102,10 +110,20 @@ class _CellBase(StrictModel):
     @model_validator(mode="after")
     def _workload_fits_measurement(self) -> _CellBase:
         """Checks every system shares; each subclass adds what only its system knows."""
-        if self.measurement in ("e2e", "rtt") and self.workload.consumers < 1:
+        if self.measurement in ("e2e", "rtt", "chain") and self.workload.consumers < 1:
             raise ValueError(f"measurement {self.measurement!r} needs workload.consumers >= 1")
         if self.measurement != "rtt" and self.workload.connections != 1:
             raise ValueError("workload.connections applies to measurement 'rtt' only; leave it at 1")
+        if self.measurement == "chain" and self.workload.message_size_bytes < RELAYED_MIN_SIZE:
+            raise ValueError(
+                f"measurement 'chain' needs workload.message_size_bytes >= {RELAYED_MIN_SIZE} "
+                "(the header plus the relay's stamp)"
+            )
+        if self.measurement != "chain" and self.workload.relays != 1:
+            raise ValueError("workload.relays applies to measurement 'chain' only; leave it at 1")
+        for name in self.background:
+            if not _BACKGROUND_NAME.match(name):
+                raise ValueError(f"background name {name!r}: use lower case letters, digits and underscores")
         return self
 
 
@@ -125,6 +143,9 @@ class NatsCell(_CellBase):
             raise ValueError("measurement 'rtt' is core request/reply; use 'publish' for JetStream acks")
         if self.workload.prefill_messages or self.workload.lagging_consumers:
             raise ValueError("workload.prefill_messages and lagging_consumers apply to Kafka cells only")
+        for name, bg in self.background.items():
+            if bg.kafka_only_fields_set():
+                raise ValueError(f"background.{name}: {', '.join(bg.kafka_only_fields_set())} apply to Kafka only")
         return self
 
 
@@ -147,6 +168,12 @@ class KafkaCell(_CellBase):
                 f"consumer_mode 'assigned' with {self.workload.consumers} consumers needs at least as many "
                 f"partitions (broker.partitions is {self.broker.partitions})"
             )
+        for name, bg in self.background.items():
+            if bg.replication_factor > self.broker.brokers:
+                raise ValueError(
+                    f"background.{name}.replication_factor {bg.replication_factor} exceeds broker.brokers "
+                    f"{self.broker.brokers}"
+                )
         return self
 
 
@@ -162,6 +189,8 @@ PASSTHROUGH_MAPS = (
     "broker.server",
     "broker.topic",
 )
+
+_BACKGROUND_PASSTHROUGH = re.compile(r"^background\.([^.]+)\.(producer|topic)\.(.+)$")
 
 
 def cell_id(cell: AnyCell) -> str:
@@ -186,6 +215,7 @@ class SystemBlock(StrictModel):
     versions: list[str] = Field(min_length=1)
     broker: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
+    background: dict[str, Any] = Field(default_factory=dict)
     axes: dict[str, list[Any]] = Field(default_factory=dict)
 
     @field_validator("system")
@@ -204,7 +234,7 @@ class MatrixFile(StrictModel):
     schedule: str | None = None
     systems: list[SystemBlock] = Field(min_length=1)
     workload: dict[str, Any]
-    measurements: list[Literal["e2e", "publish", "rtt"]] = Field(min_length=1)
+    measurements: list[Measurement] = Field(min_length=1)
     axes: dict[str, list[Any]] = Field(default_factory=dict)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -230,7 +260,13 @@ class Cell(StrictModel):
             f"{setup} {s.version} {s.measurement} {w.message_size_bytes}B "
             f"@{w.rate_per_s:g}/s p{w.producers} c{w.consumers}"
             + (f" x{w.connections}conn" if w.connections > 1 else "")
+            + (f" x{w.relays}relays" if s.measurement == "chain" else "")
             + (f" +{w.lagging_consumers} lagging" if w.lagging_consumers else "")
+            + "".join(
+                f" +bg {name}:{bg.producers}x{bg.message_size_bytes}B@{bg.rate_per_producer_per_s:g}/s"
+                for name, bg in s.background.items()
+                if bg.producers
+            )
         )
 
 
@@ -284,6 +320,7 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
             "system": block.system,
             "broker": block.broker,
             "client": block.client,
+            "background": block.background,
             "workload": file.workload,
         }
         problems += _check_base(base, where, axes)
@@ -324,10 +361,10 @@ def _check_axes(axes: dict[str, list[Any]], where: str, global_keys: Any) -> lis
         origin = f"axes.{axis_path}" if axis_path in global_keys else f"{where}.axes.{axis_path}"
         if axis_path in ("version", "measurement"):
             origin = f"{where}.versions" if axis_path == "version" else "measurements"
-        if axis_path.split(".")[0] not in AXIS_ROOTS or axis_path in ("workload", "broker", "client"):
+        if axis_path.split(".")[0] not in AXIS_ROOTS or axis_path in ("workload", "broker", "client", "background"):
             problems.append(
                 f"{origin}: unknown axis path {axis_path!r}; an axis is 'version', 'measurement' or a "
-                f"dotted path under workload., broker. or client."
+                f"dotted path under workload., broker., client. or background."
             )
         elif not values:
             problems.append(f"{origin}: empty list; an axis needs at least one value")
@@ -409,6 +446,9 @@ def _split_path(dotted: str) -> list[str]:
     for prefix in PASSTHROUGH_MAPS:
         if dotted.startswith(prefix + "."):
             return [*prefix.split("."), dotted[len(prefix) + 1 :]]
+    background_map = _BACKGROUND_PASSTHROUGH.match(dotted)
+    if background_map:
+        return ["background", *background_map.groups()]
     return dotted.split(".")
 
 

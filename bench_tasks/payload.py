@@ -7,6 +7,9 @@ the producer sleeps until the intended time) and `stamp` (writes sent_ns, right 
 The header is fixed-size, little endian, and versioned so a reader can refuse what it does not understand.
 
 Layout (32 bytes): magic b"S9" | schema u8 | hop u8 | producer_id u32 | seq u64 | intended_ns u64 | sent_ns u64
+A relayed message (hop >= 1, the two-hop service chain of seed 002) keeps the producer's header untouched —
+the original intended and sent times travel end to end — and carries the relay's own times right after it:
+relay_received_ns u64 | relay_sent_ns u64 (16 bytes, overwriting filler; chain cells need >= 48-byte messages).
 """
 
 from __future__ import annotations
@@ -22,11 +25,16 @@ from .errors import PayloadError
 
 MAGIC = b"S9"
 # Version history: 1 — first layout (magic, schema, hop, producer_id, seq, intended_ns, sent_ns).
-HEADER_SCHEMA_VERSION = 1
+#                  2 — same header; a message with hop >= 1 carries the relay stamp after it.
+HEADER_SCHEMA_VERSION = 2
 _HEADER = struct.Struct("<2sBBIQQQ")
 HEADER_SIZE = _HEADER.size  # 32
 _SENT_FIELD = struct.Struct("<Q")
 _SENT_OFFSET = HEADER_SIZE - _SENT_FIELD.size
+_RELAY = struct.Struct("<QQ")  # relay_received_ns, relay_sent_ns
+_RELAY_SENT_OFFSET = HEADER_SIZE + 8
+RELAYED_MIN_SIZE = HEADER_SIZE + _RELAY.size  # 48
+_HOP_OFFSET = 3
 _NUMPY_FROM_BYTES = 16 * 1024  # numpy's generator is faster than random.randbytes for large fillers
 
 
@@ -82,3 +90,32 @@ def decode_header(data: bytes) -> Header:
     if version != HEADER_SCHEMA_VERSION:
         raise PayloadError(f"header schema {version} is not supported (this reader knows {HEADER_SCHEMA_VERSION})")
     return Header(producer_id, seq, intended_ns, sent_ns, hop)
+
+
+class RelayStamp(NamedTuple):
+    received_ns: int
+    sent_ns: int
+
+
+def relay(data: bytes, received_ns: int) -> bytearray:
+    """A relay's copy of a received message, ready to forward: hop + 1, its receive time written in.
+    Everything the producer wrote (ids, intended and sent time, filler) travels on unchanged."""
+    if len(data) < RELAYED_MIN_SIZE:
+        raise PayloadError(f"message of {len(data)} B cannot carry a relay stamp (needs {RELAYED_MIN_SIZE} B)")
+    buf = bytearray(data)
+    buf[_HOP_OFFSET] = min(255, buf[_HOP_OFFSET] + 1)
+    _RELAY.pack_into(buf, HEADER_SIZE, received_ns, 0)
+    return buf
+
+
+def stamp_relay_sent(buf: bytearray, sent_ns: int) -> bytes:
+    """The relay's send time, written right before it forwards (like `PayloadFactory.stamp`)."""
+    _SENT_FIELD.pack_into(buf, _RELAY_SENT_OFFSET, sent_ns)
+    return bytes(buf)
+
+
+def decode_relay_stamp(data: bytes) -> RelayStamp:
+    """The relay's times of a message whose header says hop >= 1."""
+    if len(data) < RELAYED_MIN_SIZE:
+        raise PayloadError(f"relayed message of {len(data)} B is shorter than {RELAYED_MIN_SIZE} B")
+    return RelayStamp(*_RELAY.unpack_from(data, HEADER_SIZE))

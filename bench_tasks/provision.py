@@ -72,13 +72,16 @@ class NatsProvisioned:
 class KafkaProvisioned:
     def __init__(self, cell: KafkaCell, cell_id: str, workdir: Path, tie_to_parent: bool):
         from .brokers.kafka import KafkaCluster
+        from .drivers import HOP2, MEASURED
         from .drivers.kafka import topic_for
 
         b = cell.broker
         self.cluster = KafkaCluster(cell.version, b.brokers, b.server, workdir, tie_to_parent=tie_to_parent)
         self.endpoint = self.cluster.start()
         self.address = self.endpoint.bootstrap_servers
-        self.topic = topic_for(cell_id)
+        # The topic the measured consumers read, whose leaders the samples are attributed to (and faults hit):
+        # the second hop's topic in a service chain.
+        self.topic = topic_for(cell_id, HOP2 if cell.measurement == "chain" else MEASURED)
         self.workdir = workdir
         self._paused: int | None = None
         self._changes: list[dict[str, int]] = []

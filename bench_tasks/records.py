@@ -4,6 +4,9 @@ Version history of SCHEMA_VERSION (stored in every file's metadata as `sixnines.
   1 — sent: producer_id, seq, intended_ns, sent_ns, acked_ns, partition, offset, phase, error;
       received: consumer_id, producer_id, seq, intended_ns, sent_ns, received_ns, partition, offset,
       leader, hop, phase.
+  2 — received gains relay_received_ns, relay_sent_ns (two-hop service chain: when the relay got the
+      message and when it forwarded it; null for messages that were not relayed). Relays write their own
+      rows (hop 1) to relayed-r*.parquet; final consumers of a chain write hop 2 rows.
 Time columns are int64 nanoseconds of CLOCK_MONOTONIC, shared by every process on the host.
 """
 
@@ -16,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _META = {b"sixnines.schema_version": str(SCHEMA_VERSION).encode()}
 
 SENT_SCHEMA = pa.schema(
@@ -45,14 +48,26 @@ RECEIVED_SCHEMA = pa.schema(
         ("partition", pa.int32()),
         ("offset", pa.int64()),
         ("leader", pa.int32()),  # the partition's leader broker when the message arrived (Kafka)
+        # 0: not a service chain; in a two-hop chain 1 = a relay's receipt (relayed-r*), 2 = the final consumer's
         ("hop", pa.int8()),
+        ("relay_received_ns", pa.int64()),
+        ("relay_sent_ns", pa.int64()),
         ("phase", pa.string()),
     ],
     metadata=_META,
 )
 
 # Monotone integer columns compress best with delta encoding; low-cardinality strings with dictionaries.
-_DELTA_COLUMNS = ("seq", "intended_ns", "sent_ns", "acked_ns", "received_ns", "offset")
+_DELTA_COLUMNS = (
+    "seq",
+    "intended_ns",
+    "sent_ns",
+    "acked_ns",
+    "received_ns",
+    "offset",
+    "relay_received_ns",
+    "relay_sent_ns",
+)
 _DICT_COLUMNS = ["phase", "error"]
 
 

@@ -27,7 +27,7 @@ from .lake import Lake, RunInfo, write_json
 from .matrix import Cell, Matrix, NatsCell, cell_id, series_key
 from .paths import cache_dir
 from .provision import Provisioned, provision
-from .records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
+from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
 from .systems import resolve_version
 
 
@@ -162,6 +162,7 @@ def run_cell(
             "run_id": run.run_id,
             "phases": cell_run.plan.to_dict() if cell_run else None,
             "lagging_consumed": cell_run.lagging_consumed if cell_run else None,
+            "background": cell_run.background if cell_run else None,
         },
     )
     report.path = lake.commit_cell(run, cell.id, staging)
@@ -200,6 +201,7 @@ def _attribute_leaders(staging: Path, changes: list[dict[str, int]]) -> None:
 def _analyse(cell: Cell, staging: Path, cell_run: CellRun) -> CellAnalysis:
     sent = _read_parts(staging, "sent-p*.parquet", SENT_SCHEMA)
     received = _read_parts(staging, "received-c*.parquet", RECEIVED_SCHEMA)
+    relayed = _read_parts(staging, "relayed-r*.parquet", RECEIVED_SCHEMA) if cell.spec.measurement == "chain" else None
     plan = cell_run.plan
     return analyze(
         sent,
@@ -208,6 +210,7 @@ def _analyse(cell: Cell, staging: Path, cell_run: CellRun) -> CellAnalysis:
         acked_metric(cell),
         (plan.measure_start_ns, plan.measure_end_ns),
         cell.spec.workload.rate_per_s,
+        relayed,
     )
 
 
@@ -239,7 +242,7 @@ def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, contex
     acc = report.analysis.accounting if report.analysis else None
     phases = cell_run.plan.to_dict() if cell_run else {}
     return {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "run_id": run.run_id,
         "run_date": run.run_date,
         "matrix": report.cell.matrix,

@@ -29,8 +29,9 @@ class Driver(Protocol):
     async def open_producer(self, name: str, connections: int) -> list[Any]:
         """Connections to send on; rtt uses several, each synchronous."""
 
-    async def send(self, conn: Any, payload: bytes, seq: int, on_ack: AckCallback) -> None:
-        """Hand one message to the client without waiting for the system."""
+    async def send(self, conn: Any, payload: bytes, seq: int, on_ack: AckCallback, stream: int = 0) -> None:
+        """Hand one message to the client without waiting for the system. `stream`: which logical producer
+        multiplexed on `conn` sent it (background traffic); per-producer keys derive from it."""
 
     async def request(self, conn: Any, payload: bytes, timeout_s: float) -> None:
         """rtt: send and return when the reply arrives (raise on timeout)."""

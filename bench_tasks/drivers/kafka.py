@@ -28,18 +28,18 @@ _POLL_S = 0.05
 _CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10}
 
 
-def topic_for(cell_id: str) -> str:
-    return f"sixnines-{cell_id}"
+def topic_for(cell_id: str, route: str = "") -> str:
+    return f"sixnines-{cell_id}" + (f"-{route}" if route else "")
 
 
 class KafkaDriver:
     """Everything a cell does against one Kafka cluster, for one process."""
 
-    def __init__(self, bootstrap: str, cell: Any, cell_id: str):
+    def __init__(self, bootstrap: str, cell: Any, cell_id: str, route: str = ""):
         self.bootstrap = bootstrap
         self.cell = cell
         self.cell_id = cell_id
-        self.topic = topic_for(cell_id)
+        self.topic = topic_for(cell_id, route)
         self.acks = True  # librdkafka reports every delivery (with acks=0, as soon as it is written)
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
@@ -95,20 +95,20 @@ class KafkaDriver:
         self._spawn(self._poll_producer, producer)
         return [producer]
 
-    def _key_function(self, name: str) -> Callable[[int], tuple[bytes | None, int | None]]:
-        """(key, explicit partition) for message `seq`, per the cell's key scheme."""
+    def _key_function(self, name: str) -> Callable[[int, int], tuple[bytes | None, int | None]]:
+        """(key, explicit partition) for message `seq` of logical producer `stream`, per the key scheme."""
         scheme = self.cell.client.keys
         if scheme == "round_robin":
-            return lambda seq: (None, seq % self._partitions)
+            return lambda seq, stream: (None, (seq + stream) % self._partitions)
         if scheme == "random":
-            return lambda seq: (os.urandom(8), None)
+            return lambda seq, stream: (os.urandom(8), None)
         if scheme == "per_producer":
-            key = name.encode()
-            return lambda seq: (key, None)
-        return lambda seq: (None, None)
+            keys: dict[int, bytes] = {}
+            return lambda seq, stream: (keys.setdefault(stream, f"{name}-{stream}".encode()), None)
+        return lambda seq, stream: (None, None)
 
-    async def send(self, conn: Producer, payload: bytes, seq: int, on_ack: AckCallback) -> None:
-        key, partition = self._key_for(seq)
+    async def send(self, conn: Producer, payload: bytes, seq: int, on_ack: AckCallback, stream: int = 0) -> None:
+        key, partition = self._key_for(seq, stream)
         report = functools.partial(_delivered, seq, on_ack)
         if partition is None:
             conn.produce(self.topic, payload, key, on_delivery=report)
@@ -129,7 +129,7 @@ class KafkaDriver:
         config = {
             "bootstrap.servers": self.bootstrap,
             "client.id": name,
-            "group.id": f"sixnines-{self.cell_id}" + ("-lagging" if lagging else ""),
+            "group.id": self.topic + ("-lagging" if lagging else ""),
             "enable.auto.commit": False,
             "auto.offset.reset": "latest" if start_from == "end" else "earliest",
             **_CONSUMER_DEFAULTS,

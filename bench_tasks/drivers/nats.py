@@ -33,12 +33,12 @@ _CONNECT_DEFAULTS: dict[str, Any] = {
 }
 
 
-def subject_for(cell_id: str) -> str:
-    return f"sixnines.{cell_id}"
+def subject_for(cell_id: str, route: str = "") -> str:
+    return f"sixnines.{cell_id}" + (f".{route}" if route else "")
 
 
-def stream_for(cell_id: str) -> str:
-    return f"SIXNINES_{cell_id}"
+def stream_for(cell_id: str, route: str = "") -> str:
+    return f"SIXNINES_{cell_id}" + (f"_{route}" if route else "")
 
 
 async def connect(url: str, cell: NatsCell, name: str) -> Client:
@@ -52,11 +52,11 @@ async def connect(url: str, cell: NatsCell, name: str) -> Client:
 class NatsDriver:
     """Everything a cell does against one NATS server, for one process."""
 
-    def __init__(self, url: str, cell: NatsCell, cell_id: str):
+    def __init__(self, url: str, cell: NatsCell, cell_id: str, route: str = ""):
         self.url = url
         self.cell = cell
-        self.subject = subject_for(cell_id)
-        self.stream = stream_for(cell_id)
+        self.subject = subject_for(cell_id, route)
+        self.stream = stream_for(cell_id, route)
         self.jetstream = cell.broker.mode == "jetstream"
         self.acks = self.jetstream
         self.connections: list[Client] = []
@@ -115,7 +115,7 @@ class NatsDriver:
         with contextlib.suppress(TimeoutError, nats.js.errors.NotFoundError, nats.errors.Error):
             await self.js(nc).delete_stream(self.stream)
 
-    async def send(self, nc: Client, payload: bytes, seq: int, on_ack: AckCallback) -> None:
+    async def send(self, nc: Client, payload: bytes, seq: int, on_ack: AckCallback, stream: int = 0) -> None:
         """Publish without waiting for the system. JetStream acks arrive later through `on_ack`."""
         if not self.jetstream:
             await nc.publish(self.subject, payload)

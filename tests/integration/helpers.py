@@ -14,6 +14,7 @@ def make_cell(
     system: str = "nats",
     version: str = "latest",
     client: dict[str, Any] | None = None,
+    background: dict[str, Any] | None = None,
     **workload: Any,
 ) -> Cell:
     base = {
@@ -32,6 +33,7 @@ def make_cell(
                 "versions": [version],
                 "broker": broker if broker is not None else ({"mode": "core"} if system == "nats" else {}),
                 "client": client or {},
+                "background": background or {},
             }
         ],
         "workload": {**base, **workload},

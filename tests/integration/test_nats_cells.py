@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.records import read_schema_version
+from bench_tasks.records import SCHEMA_VERSION, read_schema_version
 from bench_tasks.runner import run_cell
 
 from .helpers import make_cell
@@ -43,7 +43,7 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     assert folder == Lake(tmp_path).cell_dir(run, cell.id)
     sent = _read(folder, "sent-p*.parquet")
     received = _read(folder, "received-c*.parquet")
-    assert read_schema_version(folder / "sent-p0.parquet") == 1
+    assert read_schema_version(folder / "sent-p0.parquet") == SCHEMA_VERSION
     assert sent.num_rows == 2000  # warmup and cooldown samples are landed too, tagged
     phases = dict(zip(*np.unique(sent["phase"].to_numpy(zero_copy_only=False), return_counts=True), strict=True))
     assert phases == {"warmup": 500, "measure": 1000, "cooldown": 500}

@@ -22,8 +22,8 @@ HEX12 = re.compile(r"^[0-9a-f]{12}$")
 
 # Cell id and series key of BASE's single cell, computed once. If these change, every stored history
 # loses its link to new runs: change them only together with a deliberate change of the spec model.
-BASE_CELL_ID = "b89d944574b8"
-BASE_SERIES_KEY = "05fc77dc2922"
+BASE_CELL_ID = "b0c5869a75af"
+BASE_SERIES_KEY = "d5bb51824b8f"
 
 
 def base_raw() -> dict[str, Any]:
@@ -450,3 +450,76 @@ def test_lagging_consumers_are_kafka_only_and_need_a_backlog() -> None:
     kafka["workload"]["prefill_messages"] = 100
     (cell,) = parse_matrix(kafka, "m.yaml").cells
     assert cell.spec.workload.lagging_consumers == 1
+
+
+# --- background traffic and the service chain ----------------------------------------------------------
+
+
+def kafka_raw() -> dict[str, Any]:
+    raw = base_raw()
+    raw["systems"] = [{"system": "kafka", "versions": ["4.3.1"], "broker": {"brokers": 3}}]
+    return raw
+
+
+TRAFFIC = {"message_size_bytes": 65536, "rate_per_producer_per_s": 1, "producers": 600, "partitions": 500}
+
+
+def test_background_workload_and_its_axes() -> None:
+    raw = kafka_raw()
+    raw["systems"][0]["background"] = {"traffic": dict(TRAFFIC)}
+    raw["systems"][0]["axes"] = {
+        "background.traffic.keys": ["none", "per_producer"],
+        "background.traffic.producer.acks": ["0", "1"],
+    }
+    cells = parse(raw).cells
+    assert len(cells) == 4
+    chosen = {(c.spec.background["traffic"].keys, c.spec.background["traffic"].producer["acks"]) for c in cells}
+    assert chosen == {("none", "0"), ("none", "1"), ("per_producer", "0"), ("per_producer", "1")}
+    traffic = cells[0].spec.background["traffic"]
+    assert traffic.rate_per_s == 600
+    assert (traffic.processes, traffic.consumers, traffic.replication_factor) == (1, 0, 1)
+    assert "+bg traffic:600x65536B@1/s" in cells[0].label
+
+
+def test_background_switched_off_by_zero_producers_is_its_own_cell() -> None:
+    raw = kafka_raw()
+    raw["systems"][0]["background"] = {"traffic": dict(TRAFFIC)}
+    raw["systems"][0]["axes"] = {"background.traffic.producers": [0, 600]}
+    quiet, loaded = parse(raw).cells
+    assert quiet.id != loaded.id
+    assert "+bg" not in quiet.label
+
+
+@pytest.mark.parametrize(
+    ("system", "background", "fragment"),
+    [
+        ("nats", {"traffic": {**TRAFFIC}}, "background.traffic: partitions apply to Kafka only"),
+        ("kafka", {"traffic": {**TRAFFIC, "replication_factor": 3}}, "replication_factor 3 exceeds broker.brokers 1"),
+        ("kafka", {"Traffic": {"message_size_bytes": 64, "rate_per_producer_per_s": 1}}, "background name 'Traffic'"),
+        ("kafka", {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "processes": 2}}, "processes 2"),
+        ("kafka", {"t": {"message_size_bytes": 8, "rate_per_producer_per_s": 1}}, "32-byte payload header"),
+        ("kafka", {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "colour": 1}}, "t.colour"),
+    ],
+)
+def test_background_errors_name_the_field(system: str, background: dict, fragment: str) -> None:
+    raw = base_raw()
+    raw["systems"] = [{"system": system, "versions": ["latest"], "background": background}]
+    with pytest.raises(MatrixError) as info:
+        parse(raw)
+    assert fragment in str(info.value)
+
+
+def test_chain_needs_room_for_the_relay_stamp_and_relays_belong_to_chains() -> None:
+    raw = base_raw()
+    raw["measurements"] = ["chain"]
+    raw["workload"]["message_size_bytes"] = 40
+    with pytest.raises(MatrixError, match="message_size_bytes >= 48"):
+        parse(raw)
+    raw["workload"]["message_size_bytes"] = 48
+    raw["workload"]["relays"] = 2
+    (cell,) = parse(raw).cells
+    assert cell.spec.measurement == "chain"
+    assert "x2relays" in cell.label
+    raw["measurements"] = ["e2e"]
+    with pytest.raises(MatrixError, match="relays applies to measurement 'chain' only"):
+        parse(raw)

@@ -13,9 +13,13 @@ from bench_tasks.payload import (
     HEADER_SCHEMA_VERSION,
     HEADER_SIZE,
     MAGIC,
+    RELAYED_MIN_SIZE,
     Header,
     PayloadFactory,
     decode_header,
+    decode_relay_stamp,
+    relay,
+    stamp_relay_sent,
 )
 
 U32_MAX = 2**32 - 1
@@ -44,7 +48,7 @@ def test_round_trip(header: Header) -> None:
 def test_layout_is_little_endian_and_fixed() -> None:
     message = PayloadFactory(64).make(0x01020304, 5, 6, 7, hop=9)
     assert message[:2] == MAGIC == b"S9"
-    assert message[2] == HEADER_SCHEMA_VERSION == 1
+    assert message[2] == HEADER_SCHEMA_VERSION == 2
     assert message[3] == 9
     assert message[4:8] == bytes([4, 3, 2, 1])
     assert struct.unpack_from("<QQQ", message, 8) == (5, 6, 7)
@@ -85,7 +89,7 @@ def test_short_data_raises(length: int) -> None:
         decode_header(message[:length])
 
 
-@pytest.mark.parametrize("version", [0, 2, 255])
+@pytest.mark.parametrize("version", [0, 1, 3, 255])
 def test_wrong_schema_version_raises(version: int) -> None:
     message = bytearray(PayloadFactory(64).make(1, 2, 3, 4))
     message[2] = version
@@ -124,3 +128,17 @@ def test_stream_of_messages_is_not_compressible(size: int) -> None:
     # The headers are regular by design; the random filler of every message must survive compression.
     filler_bytes = len(stream) * (size - HEADER_SIZE) / size
     assert len(zlib.compress(stream, 9)) > 0.95 * filler_bytes
+
+
+def test_relay_keeps_the_producers_header_and_adds_its_own_times() -> None:
+    original = PayloadFactory(64).make(7, 42, 1_000, 1_100)
+    forwarded = stamp_relay_sent(relay(original, received_ns=5_000), sent_ns=5_250)
+    assert len(forwarded) == len(original)
+    assert decode_header(forwarded) == Header(7, 42, 1_000, 1_100, hop=1)
+    assert decode_relay_stamp(forwarded) == (5_000, 5_250)
+    assert forwarded[RELAYED_MIN_SIZE:] == original[RELAYED_MIN_SIZE:]  # filler beyond the stamp untouched
+
+
+def test_relay_refuses_a_message_too_short_for_its_stamp() -> None:
+    with pytest.raises(PayloadError, match="48 B"):
+        relay(PayloadFactory(40).make(1, 2, 3, 4), received_ns=9)
