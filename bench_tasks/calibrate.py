@@ -2,6 +2,9 @@
 
 A harness free of coordinated omission reports the stall in its upper percentiles and max (response
 time, from intended send); service time (from actual send) hides it. Both are returned side by side.
+On NATS the test uses synchronous request/reply (wrk2's shape, where coordinated omission bites hardest);
+Kafka has no request/reply, so there it is one-way e2e against the frozen broker — the open-loop producer
+keeps sending into the client's buffer, so there service time shows most of the stall too.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from .runner import CellReport, run_cell, select_cells
 class CalibrationSpec:
     system: str = "nats"
     version: str = "latest"
-    measurement: str = "rtt"
+    measurement: str = "rtt"  # Kafka: e2e
     rate_per_s: float = 2000
     connections: int = 100
     message_size_bytes: int = 64
@@ -61,8 +64,14 @@ class CalibrationResult:
             "checks": {
                 "corrected_max_at_least_0.9_stall": bool(corrected.get("max") and corrected["max"] >= 0.9 * stall_ms),
                 "corrected_p99_at_least_0.5_stall": bool(corrected.get("99") and corrected["99"] >= 0.5 * stall_ms),
-                "uncorrected_p99_below_0.5_stall": bool(
-                    uncorrected.get("99") is not None and uncorrected["99"] < 0.5 * stall_ms
+                **(
+                    {  # only a closed loop hides the stall from service time
+                        "uncorrected_p99_below_0.5_stall": bool(
+                            uncorrected.get("99") is not None and uncorrected["99"] < 0.5 * stall_ms
+                        )
+                    }
+                    if self.metric == "rtt"
+                    else {}
                 ),
             },
             "accounting": a.accounting.to_dict() if a else None,
@@ -83,9 +92,10 @@ def calibration_matrix(spec: CalibrationSpec) -> dict:
         "request_timeout_s": max(10.0, 3 * spec.stall_s),
         "drain_timeout_s": max(5.0, 2 * spec.stall_s),
     }
+    broker = {"mode": "core"} if spec.system == "nats" else {"brokers": 1}
     return {
         "name": "calibration",
-        "systems": [{"system": spec.system, "versions": [spec.version], "broker": {"mode": "core"}}],
+        "systems": [{"system": spec.system, "versions": [spec.version], "broker": broker}],
         "workload": workload,
         "measurements": [spec.measurement],
     }

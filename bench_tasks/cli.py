@@ -101,7 +101,10 @@ def cells(matrix: Annotated[Path, typer.Argument(help="matrix file")], as_json: 
 def calibrate(
     system: Annotated[str, typer.Option(help="system under test")] = "nats",
     version: Annotated[str, typer.Option(help="broker version or 'latest'")] = "latest",
-    measurement: Annotated[str, typer.Option(help="rtt (request/reply) or e2e (one-way)")] = "rtt",
+    measurement: Annotated[
+        Optional[str],  # noqa: UP045 (typer needs Optional here)
+        typer.Option(help="rtt (request/reply) or e2e (one-way); default rtt for nats, e2e for kafka"),
+    ] = None,
     rate: Annotated[float, typer.Option(help="total requests per second")] = 2000,
     connections: Annotated[int, typer.Option(help="rtt: synchronous connections")] = 100,
     message_size: Annotated[int, typer.Option(help="bytes per message")] = 64,
@@ -117,6 +120,7 @@ def calibrate(
     from .calibrate import calibrate as do_calibrate
     from .percentiles import PERCENTILES
 
+    measurement = measurement or ("e2e" if system == "kafka" else "rtt")
     spec = CalibrationSpec(
         system, version, measurement, rate, connections, message_size, warmup, measure, cooldown, stall
     )

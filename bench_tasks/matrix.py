@@ -255,7 +255,11 @@ class Cell(StrictModel):
             setup = f"nats/{s.broker.mode}"
         else:
             b, acks = s.broker, s.client.producer.get("acks", "all")  # librdkafka's default
-            setup = f"kafka b{b.brokers} p{b.partitions} rf{b.replication_factor} acks={acks}"
+            isr = f" min.isr={b.min_insync_replicas}" if b.min_insync_replicas > 1 else ""
+            setup = f"kafka b{b.brokers} p{b.partitions} rf{b.replication_factor}{isr} acks={acks}" + "".join(
+                f" {k}={v}" for k, v in s.client.producer.items() if k in LABELLED_PRODUCER_OPTIONS
+            )
+            setup += "" if s.client.keys == "none" else f" keys={s.client.keys}"
         return (
             f"{setup} {s.version} {s.measurement} {w.message_size_bytes}B "
             f"@{w.rate_per_s:g}/s p{w.producers} c{w.consumers}"
@@ -264,10 +268,15 @@ class Cell(StrictModel):
             + (f" +{w.lagging_consumers} lagging" if w.lagging_consumers else "")
             + "".join(
                 f" +bg {name}:{bg.producers}x{bg.message_size_bytes}B@{bg.rate_per_producer_per_s:g}/s"
+                + ("" if bg.keys == "none" else f" keys={bg.keys}")
                 for name, bg in s.background.items()
                 if bg.producers
             )
         )
+
+
+# Producer options that most change latency, shown in a Kafka cell's label when a matrix sets them.
+LABELLED_PRODUCER_OPTIONS = ("linger.ms", "batch.size", "compression.type", "enable.idempotence")
 
 
 class Matrix(StrictModel):

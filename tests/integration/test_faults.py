@@ -102,3 +102,19 @@ def test_dead_producer_fails_the_cell_but_keeps_its_data(tmp_path: Path, console
     assert report.analysis is not None and report.analysis.metrics["e2e"]["intended"].count > 0
     rows = pq.read_table(next((tmp_path / "runs").rglob("cells.parquet"))).to_pylist()
     assert rows[0]["status"] == "failed" and "producer-0" in rows[0]["reason"]
+
+
+def test_ctrl_z_kafka_broker_stall_shows_one_way(tmp_path: Path, console: Console) -> None:
+    """`sixnines calibrate --system kafka`: freezing the single broker shows up as response time."""
+    spec = CalibrationSpec(
+        system="kafka", measurement="e2e", rate_per_s=500, warmup_s=3, measure_s=8, cooldown_s=1, stall_s=STALL_S
+    )
+    data = calibrate(spec, tmp_path, console).to_dict()
+
+    assert data["status"] == "ok", data["reason"]
+    assert data["count"] == 4_000
+    assert data["stall_observed_s"] == pytest.approx(STALL_S, abs=0.2)
+    assert data["corrected"]["99"] >= 0.5 * STALL_S * 1e3
+    assert data["corrected"]["max"] >= 0.9 * STALL_S * 1e3
+    assert data["checks"] == {"corrected_max_at_least_0.9_stall": True, "corrected_p99_at_least_0.5_stall": True}
+    assert data["accounting"]["lost"] == 0

@@ -247,3 +247,27 @@ def test_leaders_at_follows_the_timeline_per_partition() -> None:
     partition = np.array([0, 0, 0, 1, 1, 7])
     at_ns = np.array([50, 499, 500, 100, 900, 600])
     assert leaders_at(partition, at_ns, changes).tolist() == [-1, 1, 3, 2, 2, -1]
+
+
+def chain_row(consumer: int, seq: int, hop: int, at: int, relay_in: int, relay_out: int | None) -> dict:
+    row = received(consumer, 0, seq, 1_000 + seq * 100, 1_010 + seq * 100, at, "measure")
+    return {**row, "hop": hop, "relay_received_ns": relay_in, "relay_sent_ns": relay_out}
+
+
+def test_chain_hops_and_total_from_both_bases() -> None:
+    # message 0: intended 1000, sent 1010, relay got it at 1050, forwarded at 1060, final receipt 1100
+    # message 1: intended 1100, sent 1110, relay got it at 1200, forwarded at 1230, never arrived at hop 2
+    s = sent_table([sent(0, 0, 1_000, 1_010, "measure", acked=1_020), sent(0, 1, 1_100, 1_110, "measure")])
+    final = received_table([chain_row(0, 0, 2, 1_100, 1_050, 1_060)])
+    relayed = received_table([chain_row(0, 0, 1, 1_050, 1_050, 1_060), chain_row(0, 1, 1, 1_200, 1_200, 1_230)])
+    result = analyze(s, final, "chain", "publish", MEASURE, 2.0, relayed)
+    m = result.metrics
+    assert (m["hop1"]["intended"].max_ns, m["hop1"]["sent"].max_ns) == (50, 40)
+    assert (m["hop2"]["intended"].max_ns, m["hop2"]["sent"].max_ns) == (50, 40)
+    assert (m["e2e"]["intended"].max_ns, m["e2e"]["sent"].max_ns) == (100, 90)
+    acc = result.accounting
+    assert (acc.sent, acc.relayed, acc.received, acc.lost) == (2, 2, 1, 1)  # lost on the second hop
+
+
+def test_relayed_is_only_counted_for_chains() -> None:
+    assert account(SENT, RECEIVED, "e2e").relayed is None

@@ -105,3 +105,23 @@ def test_supported_releases_cover_both_release_lines_newest_first() -> None:
     assert keys == sorted(keys, reverse=True)
     assert {v.split(".")[0] for v in KAFKA_VERSIONS} == {"3", "4"}
     assert len({v.rsplit(".", 1)[0] for v in KAFKA_VERSIONS if v.startswith("4.")}) >= 2
+
+
+@pytest.mark.parametrize(
+    ("keys", "expect"),
+    [
+        ("none", [(None, None)] * 3),
+        ("round_robin", [(None, 0), (None, 2), (None, 3)]),  # (seq + logical producer) % partitions
+        ("per_producer", [(b"p-0", None), (b"p-1", None), (b"p-0", None)]),
+    ],
+)
+def test_keys_follow_the_logical_producer(keys: str, expect: list) -> None:
+    """Background producers multiplexed on one client still get one key each (seed 004's keyed TRAFFIC)."""
+    from bench_tasks.drivers.kafka import KafkaDriver
+    from bench_tasks.kafka_settings import KafkaClient
+
+    cell = type("Spec", (), {"client": KafkaClient(keys=keys)})()
+    driver = KafkaDriver("127.0.0.1:9", cell, "c")
+    driver._partitions = 4
+    key_for = driver._key_function("p")
+    assert [key_for(seq, stream) for seq, stream in ((0, 0), (1, 1), (3, 0))] == expect

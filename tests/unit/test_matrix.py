@@ -368,6 +368,34 @@ def test_load_matrix_error_names_the_file(tmp_path: Path) -> None:
     assert "systems[0].versions[1]: '0.0.1'" in str(info.value)
 
 
+@pytest.mark.parametrize("path", sorted((REPO / "matrices").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_matrix_is_valid(path: Path) -> None:
+    matrix = load_matrix(path)
+    assert matrix.cells and matrix.schedule
+    assert len({c.id for c in matrix.cells}) == len(matrix.cells)
+
+
+def test_seed_matrix_covers_the_seeds_axes() -> None:
+    cells = [c.spec for c in load_matrix(REPO / "matrices" / "kafka-seeds.yaml").cells]
+    assert {c.workload.message_size_bytes for c in cells} >= {256, 1024, 5120, 1048576}
+    assert {c.client.producer.get("acks") for c in cells} >= {"0", "1", "all"}
+    assert {(c.broker.partitions, c.broker.replication_factor) for c in cells} >= {(1, 1), (1, 3), (3, 1), (3, 3)}
+    assert {c.client.producer.get("linger.ms") for c in cells} >= {0, 1}
+    traffic = {(bg.producers, bg.keys) for c in cells for bg in c.background.values()}
+    assert traffic == {(0, "none"), (200, "none"), (200, "per_producer")}
+
+
+def test_version_matrix_pairs_each_cell_across_a_3x_and_a_4x_release() -> None:
+    from bench_tasks.runner import select_cells  # resolves `latest`, as a run does
+
+    cells = select_cells(load_matrix(REPO / "matrices" / "kafka-versions.yaml"))
+    by_series: dict[str, set[str]] = {}
+    for cell in cells:
+        by_series.setdefault(cell.series_key, set()).add(cell.spec.version.split(".")[0])
+    assert len(by_series) == 2
+    assert all(majors == {"3", "4"} for majors in by_series.values())
+
+
 def test_quick_matrix_loads() -> None:
     matrix = load_matrix(REPO / "matrices" / "quick.yaml")
     assert matrix.name == "quick"
