@@ -53,7 +53,7 @@ def test_error_example_is_what_the_cli_prints(tmp_path: Path) -> None:
 
 def test_kafka_fragment_is_valid_with_the_main_example() -> None:
     raw = yaml.safe_load(blocks("yaml")[0])
-    raw["systems"] = yaml.safe_load(blocks("yaml")[1])["systems"]
+    raw["systems"] = yaml.safe_load(blocks("yaml")[2])["systems"]
     raw["axes"] = {"client.producer.linger.ms": [0, 5, 20]}  # the axis the README shows
     raw["measurements"] = ["e2e"]
     raw["exclude"] = []
@@ -65,10 +65,25 @@ def test_kafka_fragment_is_valid_with_the_main_example() -> None:
 
 @pytest.mark.parametrize("path", sorted((REPO / "matrices").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_matrices_are_valid(path: Path) -> None:
-    assert load_matrix(path).cells
+    matrix = load_matrix(path)
+    assert matrix.cells and matrix.schedule
+    assert len({c.id for c in matrix.cells}) == len(matrix.cells)
 
 
 @pytest.mark.parametrize("command", [["run"], ["cells"], ["calibrate"], ["brokers", "up"], ["brokers", "fetch"]])
 def test_documented_commands_exist(command: list[str]) -> None:
     done = subprocess.run([sys.executable, "-m", "bench_tasks", *command, "--help"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_chain_and_background_fragment_is_valid_with_the_main_example() -> None:
+    raw = yaml.safe_load(blocks("yaml")[0])
+    fragment = yaml.safe_load(blocks("yaml")[1])
+    raw["systems"] = fragment["systems"]
+    raw["measurements"] = fragment["measurements"]
+    raw["workload"]["relays"] = fragment["workload"]["relays"]
+    raw["axes"], raw["exclude"] = {}, []
+    cells = resolve_cells(parse_matrix(raw, "README.md"))
+    assert len(cells) == 2 * 2  # measurements × background producers axis
+    assert {c.spec.measurement for c in cells} == {"e2e", "chain"}
+    assert {c.spec.background["traffic"].producers for c in cells} == {0, 300}
