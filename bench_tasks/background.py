@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from .payload import HEADER_SIZE
-from .systems import StrictModel
+from .systems import MessageSizeBytes, StrictModel
 
 KAFKA_ONLY_FIELDS = ("keys", "partitions", "replication_factor", "topic", "producer")
 
@@ -24,7 +23,7 @@ KAFKA_ONLY_FIELDS = ("keys", "partitions", "replication_factor", "topic", "produ
 class Background(StrictModel):
     """One named background workload of a cell; it runs for the cell's whole schedule."""
 
-    message_size_bytes: int = Field(gt=0)
+    message_size_bytes: MessageSizeBytes
     rate_per_producer_per_s: float = Field(gt=0, description="each logical producer's own rate")
     producers: int = Field(1, ge=0, description="logical producers; 0 switches the workload off (an axis value)")
     processes: int = Field(1, ge=1, description="OS processes the logical producers are spread over")
@@ -39,13 +38,6 @@ class Background(StrictModel):
     producer: dict[str, Any] = Field(
         default_factory=dict, description="Kafka: librdkafka producer config for background producers, verbatim"
     )
-
-    @field_validator("message_size_bytes")
-    @classmethod
-    def _holds_header(cls, value: int) -> int:
-        if value < HEADER_SIZE:
-            raise ValueError(f"must be at least the {HEADER_SIZE}-byte payload header")
-        return value
 
     @model_validator(mode="after")
     def _processes_fit(self) -> Background:

