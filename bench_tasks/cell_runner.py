@@ -12,7 +12,7 @@ import multiprocessing as mp
 import os
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -77,6 +77,7 @@ def drive_cell(
     control: BrokerControl,
     console: Console,
     faults: Sequence[Fault] = (),
+    on_status: Callable[[LiveMonitor], None] | None = None,
 ) -> CellRun:
     spec, w = cell.spec, cell.spec.workload
     check_cpus(cell)
@@ -119,7 +120,7 @@ def drive_cell(
         ctx.Process(target=worker_main, args=(plan("producer", i), channels), name=f"producer-{i}", daemon=True)
         for i in range(w.producers)
     ]
-    monitor = LiveMonitor(cell.label, spec.measurement, console)
+    monitor = LiveMonitor(cell.label, spec.measurement, console, on_status)
     run: CellRun | None = None
     paused = False
     try:
