@@ -12,7 +12,7 @@ import multiprocessing as mp
 import os
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from rich.console import Console
 
-from .drivers import HOP2, MEASURED, driver_for, routes
+from .drivers import MEASURED, driver_for, final_route, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
 from .live import LiveMonitor
@@ -81,6 +81,7 @@ def drive_cell(
     control: BrokerControl,
     console: Console,
     faults: Sequence[Fault] = (),
+    on_status: Callable[[LiveMonitor], None] | None = None,
 ) -> CellRun:
     spec, w = cell.spec, cell.spec.workload
     check_cpus(cell)
@@ -115,8 +116,7 @@ def drive_cell(
         return ctx.Process(target=worker_main, args=(plan, channels), name=f"{role}-{index}", daemon=True)
 
     role = receiver_role(cell)
-    final_route = HOP2 if spec.measurement == "chain" else MEASURED
-    receivers = [process(role, i, route=final_route) for i in range(w.consumers if role else 0)]
+    receivers = [process(role, i, route=final_route(spec)) for i in range(w.consumers if role else 0)]
     relays = [process("relay", i) for i in range(w.relays if spec.measurement == "chain" else 0)]
     laggards = [process("laggard", i) for i in range(w.lagging_consumers)]
     active = [(name, bg) for name, bg in spec.background.items() if bg.producers]
@@ -127,7 +127,7 @@ def drive_cell(
     producers = [process("producer", i) for i in range(w.producers)]
     senders = producers + background
     listeners = receivers + relays + laggards + background_consumers
-    monitor = LiveMonitor(cell.label, spec.measurement, console)
+    monitor = LiveMonitor(cell.label, spec.measurement, console, on_status)
     run: CellRun | None = None
     paused = False
     try:

@@ -22,6 +22,8 @@ from .errors import BrokerError, SixninesError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 brokers_app = typer.Typer(no_args_is_help=True, help="Start, stop and inspect brokers on 127.0.0.1.")
 app.add_typer(brokers_app, name="brokers")
+cell_app = typer.Typer(no_args_is_help=True, help="One cell's detached steps (what Airflow's tasks start).")
+app.add_typer(cell_app, name="cell")
 
 # Off a terminal (CI, logs, pipes) rich would wrap at 80 columns; the percentile table needs ~100.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
@@ -283,6 +285,17 @@ def brokers_fetch(
     from .brokers.nats import server_binary
 
     out.print(str(server_binary(version)))
+
+
+@cell_app.command("drive")
+def cell_drive(work: Annotated[Path, typer.Argument(help="the cell's work folder, written by provision")]) -> None:
+    """Drive a provisioned cell's whole schedule, writing status.json every second and cellrun.json at the end
+    (Airflow's warmup task starts this detached; exit 1 if the cell failed)."""
+    from .cell_process import generator_main
+
+    code = generator_main(work)
+    if code:
+        raise typer.Exit(code)
 
 
 def _known_system(system: str) -> None:

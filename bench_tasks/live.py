@@ -8,6 +8,7 @@ panel; elsewhere (CI, Airflow task logs) a plain line every few seconds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -22,8 +23,15 @@ _LOG_EVERY_S = 5.0
 
 
 class LiveMonitor:
-    def __init__(self, label: str, primary: str, console: Console):
+    def __init__(
+        self,
+        label: str,
+        primary: str,
+        console: Console,
+        on_refresh: Callable[[LiveMonitor], None] | None = None,
+    ):
         self.label = label
+        self.on_refresh = on_refresh  # called about once a second, before the per-second histograms reset
         self.primary = primary  # e2e | publish | rtt
         self.console = console
         self.plan: PhasePlan | None = None
@@ -108,6 +116,8 @@ class LiveMonitor:
             elif now - self._last_log >= _LOG_EVERY_S:
                 self._last_log = now
                 self.console.print(self.line(), highlight=False)
+            if self.on_refresh is not None:
+                self.on_refresh(self)
             self.latency.reset()
             self.lag.reset()
 
@@ -169,3 +179,28 @@ class LiveMonitor:
             lag,
         )
         return table
+
+    def snapshot(self) -> dict[str, Any]:
+        """The last second as plain data (for a status file another process reads): counters since the
+        start, rates, and the last second's latency and send-lag percentiles in ns (None without samples)."""
+
+        def at(histogram: Any, p: float) -> int | None:
+            return int(histogram.get_value_at_percentile(p)) if histogram.get_total_count() else None
+
+        phase, elapsed, total = self._phase()
+        return {
+            "phase": phase,
+            "elapsed_s": round(elapsed, 3),
+            "total_s": round(total, 3),
+            "sent": self.total_sent,
+            "received": self.total_received,
+            "acked": sum(self.acked.values()),
+            "send_errors": sum(self.errors.values()),
+            "lagging_consumed": sum(self.lagging_consumed.values()),
+            "sent_per_s": round(self._rates[0], 1),
+            "received_per_s": round(self._rates[1], 1),
+            "metric": self.primary,
+            "latency_ns": {"50": at(self.latency, 50), "99": at(self.latency, 99), "99.9": at(self.latency, 99.9)},
+            "max_ns": self.max_ns or None,
+            "lag_ns": {"99": at(self.lag, 99), "99.9": at(self.lag, 99.9), "max": at(self.lag, 100)},
+        }

@@ -8,6 +8,8 @@ leaders are watched for the whole cell so every change lands with the results.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import threading
 import time
 from dataclasses import asdict
@@ -69,10 +71,48 @@ class NatsProvisioned:
         return []
 
 
+class LeaderWatch:
+    """Each partition's leader now and at every change, polled from a thread every 250 ms (a stalled broker
+    must not stall the cell's monitor loop). The process that watches must live for the whole cell: the CLI
+    runner, or the detached generator when Airflow runs the cell."""
+
+    def __init__(self, address: str, topic: str):
+        self.address = address
+        self.topic = topic
+        self._changes: list[dict[str, int]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        from .brokers.kafka import partition_leaders
+
+        def watch() -> None:
+            known: dict[int, int] = {}
+            while not self._stop.is_set():
+                with contextlib.suppress(Exception):
+                    now = time.monotonic_ns()
+                    for partition, leader in sorted(partition_leaders(self.address, self.topic, 2.0).items()):
+                        if known.get(partition) != leader:
+                            self._changes.append({"at_ns": now, "partition": partition, "leader": leader})
+                            known[partition] = leader
+                self._stop.wait(0.25)
+
+        self._thread = threading.Thread(target=watch, daemon=True, name="leader-watch")
+        self._thread.start()
+
+    def changes(self) -> list[dict[str, int]]:
+        return list(self._changes)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+
 class KafkaProvisioned:
     def __init__(self, cell: KafkaCell, cell_id: str, workdir: Path, tie_to_parent: bool):
         from .brokers.kafka import KafkaCluster
-        from .drivers import HOP2, MEASURED
+        from .drivers import final_route
         from .drivers.kafka import topic_for
 
         b = cell.broker
@@ -81,12 +121,10 @@ class KafkaProvisioned:
         self.address = self.endpoint.bootstrap_servers
         # The topic the measured consumers read, whose leaders the samples are attributed to (and faults hit):
         # the second hop's topic in a service chain.
-        self.topic = topic_for(cell_id, HOP2 if cell.measurement == "chain" else MEASURED)
+        self.topic = topic_for(cell_id, final_route(cell))
         self.workdir = workdir
         self._paused: int | None = None
-        self._changes: list[dict[str, int]] = []
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
+        self._leaders = LeaderWatch(self.address, self.topic)
 
     def _leader_of_partition_0(self) -> int:
         from .brokers.kafka import partition_leaders
@@ -106,31 +144,13 @@ class KafkaProvisioned:
         self.cluster.kill(self._leader_of_partition_0())
 
     def watch_leaders(self) -> None:
-        """Record each partition's leader now and at every change, from a thread (a stalled broker must
-        not stall the cell's monitor loop)."""
-        from .brokers.kafka import partition_leaders
-
-        def watch() -> None:
-            known: dict[int, int] = {}
-            while not self._stop.is_set():
-                with contextlib.suppress(Exception):
-                    now = time.monotonic_ns()
-                    for partition, leader in sorted(partition_leaders(self.address, self.topic, 2.0).items()):
-                        if known.get(partition) != leader:
-                            self._changes.append({"at_ns": now, "partition": partition, "leader": leader})
-                            known[partition] = leader
-                self._stop.wait(0.25)
-
-        self._watcher = threading.Thread(target=watch, daemon=True, name="leader-watch")
-        self._watcher.start()
+        self._leaders.start()
 
     def leader_changes(self) -> list[dict[str, int]]:
-        return list(self._changes)
+        return self._leaders.changes()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._watcher is not None:
-            self._watcher.join(5)
+        self._leaders.stop()
         if self._paused is not None:
             self.resume()
         self.cluster.stop()
@@ -151,3 +171,132 @@ def provision(cell: Cell, workdir: Path, tie_to_parent: bool = True) -> Provisio
     if isinstance(spec, NatsCell):
         return NatsProvisioned(spec, workdir, tie_to_parent)
     return KafkaProvisioned(spec, cell.id, workdir, tie_to_parent)
+
+
+def detached_state(brokers: Provisioned) -> dict[str, Any]:
+    """What another process needs to signal, watch and stop brokers started with `tie_to_parent=False`:
+    Airflow's provision task ends long before the cell does, so the generator and teardown find the
+    brokers again from this (JSON-able) record."""
+    if isinstance(brokers, NatsProvisioned):
+        nodes, name, topic = {"0": brokers.endpoint.pid}, "nats-server", None
+    else:
+        from .brokers.kafka import MAIN_CLASS
+
+        assert isinstance(brokers, KafkaProvisioned)
+        nodes, name, topic = {str(k): v for k, v in brokers.cluster.node_pids.items()}, MAIN_CLASS, brokers.topic
+    return {
+        "address": brokers.address,
+        "nodes": nodes,
+        "process_name": name,
+        "topic": topic,
+        "logs": [str(p) for p in brokers.logs()],
+        "workdir": str(brokers.workdir),
+        "context": brokers.context(),
+    }
+
+
+class DetachedBrokers:
+    """Brokers started by another process, driven by PID from `detached_state()`.
+
+    Every signal is preceded by a check that the PID is still the broker we started (its command line names
+    the broker), so a recycled PID is never signalled."""
+
+    def __init__(self, state: dict[str, Any]):
+        self.state = state
+        self.address: str = state["address"]
+        self.workdir = Path(state["workdir"])
+        self.nodes = {int(k): int(v) for k, v in state["nodes"].items()}
+        self._name: str = state["process_name"]
+        self._paused: int | None = None
+        self._leaders = LeaderWatch(self.address, state["topic"]) if state.get("topic") else None
+
+    def _target(self) -> int:
+        """The node a fault hits: the leader of partition 0 (Kafka), or the only node."""
+        if self._leaders is None:
+            return next(iter(self.nodes.values()))
+        from .brokers.kafka import partition_leaders
+
+        return self.nodes[partition_leaders(self.address, self.state["topic"])[0]]
+
+    def _signal(self, pid: int, sig: int) -> None:
+        import psutil
+
+        from .errors import BrokerError
+
+        try:
+            proc = psutil.Process(pid)
+            if self._name not in " ".join(proc.cmdline()):
+                raise BrokerError(f"pid {pid} is not a {self._name} process; refusing to signal it")
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass
+
+    def pause(self) -> None:
+        self._paused = self._target()
+        self._signal(self._paused, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._paused is not None:
+            self._signal(self._paused, signal.SIGCONT)
+            self._paused = None
+
+    def kill(self) -> None:
+        self._signal(self._target(), signal.SIGKILL)
+
+    def alive(self) -> dict[int, bool]:
+        """Node id → whether its process still runs (a zombie counts as gone)."""
+        return {node: _alive(pid, self._name) for node, pid in self.nodes.items()}
+
+    def stop(self, grace_s: float = 15.0) -> list[int]:
+        """SIGTERM every node at once, SIGKILL after `grace_s`; returns the PIDs that were running."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .brokers.process import stop_pid
+
+        self.resume()
+        pids = list(self.nodes.values())
+        with ThreadPoolExecutor(len(pids)) as pool:
+            ran = list(pool.map(lambda pid: stop_pid(pid, self._name, grace_s), pids))
+        for pid in pids:
+            reap_if_child(pid)
+        return [pid for pid, was in zip(pids, ran, strict=True) if was]
+
+    def context(self) -> dict[str, Any]:
+        return dict(self.state["context"])
+
+    def pids(self) -> list[int]:
+        return list(self.nodes.values())
+
+    def logs(self) -> list[Path]:
+        return [Path(p) for p in self.state["logs"]]
+
+    def watch_leaders(self) -> None:
+        if self._leaders is not None:
+            self._leaders.start()
+
+    def leader_changes(self) -> list[dict[str, int]]:
+        return self._leaders.changes() if self._leaders is not None else []
+
+    def stop_watching(self) -> None:
+        if self._leaders is not None:
+            self._leaders.stop()
+
+
+def _alive(pid: int, name: str) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() != psutil.STATUS_ZOMBIE and name in " ".join(proc.cmdline()):
+            return True
+    except psutil.NoSuchProcess:  # ZombieProcess included
+        pass
+    reap_if_child(pid)
+    return False
+
+
+def reap_if_child(pid: int) -> None:
+    """Collect the exit status of a broker this very process started (in-process `airflow dags test` runs
+    provision and teardown in one interpreter), so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)

@@ -21,6 +21,12 @@ def background_route(name: str) -> str:
     return f"bg_{name}"
 
 
+def final_route(cell: Any) -> str:
+    """The route the measured consumers read: the second hop in a service chain, else the measured one.
+    Its leaders are the ones samples are attributed to (and the ones faults hit)."""
+    return HOP2 if cell.measurement == "chain" else MEASURED
+
+
 def driver_for(address: str, cell: Any, cell_id: str, route: str = MEASURED) -> Driver:
     """`address` is what the provisioner printed: a NATS URL or Kafka bootstrap servers."""
     if cell.system == "nats":

@@ -1,0 +1,87 @@
+"""The detached cell lifecycle Airflow runs (provision → generator → phase watchers → land → teardown), here
+without Airflow: real nats-server, real generator process, real lake."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+
+from bench_tasks.errors import CellError
+from bench_tasks.lake import Lake, RunInfo
+from bench_tasks.lifecycle import (
+    PHASES,
+    CellWork,
+    land_step,
+    prepare_cell,
+    provision_step,
+    start_generator,
+    teardown_step,
+)
+from bench_tasks.watch import watch_phase
+
+from .helpers import make_cell
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_detached_steps_land_one_row_and_leave_nothing(tmp_path: Path, no_orphans: None) -> None:
+    cell = prepare_cell(make_cell("e2e", rate_per_s=1000))
+    run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
+    info = provision_step(cell, run, lake, work)
+    assert info["cell_id"] == cell.id and info["policy"] == "fresh" and not info["reused"]
+    generator = start_generator(work)
+    assert start_generator(work) == generator  # idempotent while it runs
+    lines: list[str] = []
+    summaries = [watch_phase(work, phase, log=lines.append, poll_s=0.2, log_every_s=0.5) for phase in PHASES]
+    assert [s["phase"] for s in summaries] == list(PHASES)
+    status = work.read(work.status)
+    assert status is not None and status["state"] == "finished"
+    # phases are cut by the schedule: contiguous, and the measure phase is exactly measure_s long
+    assert summaries[0]["end_ns"] == summaries[1]["start_ns"] and summaries[1]["end_ns"] == summaries[2]["start_ns"]
+    assert summaries[1]["end_ns"] - summaries[1]["start_ns"] == int(cell.spec.workload.measure_s * 1e9)
+    assert summaries[1]["sent"] > 0 and any("recv" in line for line in lines)
+    landed = land_step(work)
+    assert landed["status"] == "ok", landed["reason"]
+    assert land_step(work) == landed  # a retried land does not land twice
+    rows = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
+    assert len(rows) == 1 and rows[0]["cell_id"] == cell.id
+    assert rows[0]["received"] == rows[0]["scheduled"] == 2000
+    assert rows[0]["measure_end_ns"] - rows[0]["measure_start_ns"] == 2_000_000_000
+    state = work.read(work.state)
+    assert state is not None
+    broker_pid = int(next(iter(state["brokers"]["nodes"].values())))
+    first = teardown_step(work)
+    assert broker_pid in first["stopped"] and not _alive(broker_pid) and not _alive(generator)
+    assert teardown_step(work)["stopped"] == []  # a second teardown finds nothing to do
+
+
+def test_broker_killed_mid_measure_fails_the_cell_and_lands_it(tmp_path: Path, no_orphans: None) -> None:
+    cell = prepare_cell(make_cell("e2e", measure_s=4))
+    run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
+    provision_step(cell, run, lake, work)
+    generator = start_generator(work)
+    watch_phase(work, "warmup", log=lambda _: None, poll_s=0.2)
+    time.sleep(1)
+    state = work.read(work.state)
+    assert state is not None
+    broker_pid = int(next(iter(state["brokers"]["nodes"].values())))
+    os.kill(broker_pid, signal.SIGKILL)
+    with pytest.raises(CellError, match="broker node 0"):
+        watch_phase(work, "measure", log=lambda _: None, poll_s=0.2)
+    landed = land_step(work)  # stops the generator, lands what it wrote
+    assert landed["status"] == "failed" and "died during measure" in landed["reason"]
+    assert not _alive(generator)
+    teardown_step(work)
+    (row,) = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
+    assert row["status"] == "failed" and row["sent"] is not None
