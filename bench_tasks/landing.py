@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,6 +34,7 @@ class CellReport:
     analysis: CellAnalysis | None
     path: Path | None
     faults: list[dict]
+    background: dict[str, dict] = field(default_factory=dict)  # per background workload: counts, send lag
 
     def to_dict(self) -> dict:
         return {
@@ -44,6 +45,7 @@ class CellReport:
             "reason": self.reason,
             "path": None if self.path is None else str(self.path),
             "faults": self.faults,
+            "background": self.background,
             "spec": self.cell.spec.model_dump(mode="json"),
             **(self.analysis.to_dict() if self.analysis else {}),
         }
@@ -110,7 +112,15 @@ def land_cell(
         "broker": broker_context,
         "cpu_placement": spec.workload.cpus.model_dump(),
     }
-    report = CellReport(cell, status, reason, analysis, None, cell_run.faults_dicts() if cell_run else [])
+    report = CellReport(
+        cell,
+        status,
+        reason,
+        analysis,
+        None,
+        cell_run.faults_dicts() if cell_run else [],
+        cell_run.background if cell_run else {},
+    )
     write_json(
         staging / "result.json",
         {
@@ -119,7 +129,6 @@ def land_cell(
             "run_id": run.run_id,
             "phases": cell_run.plan.to_dict() if cell_run else None,
             "lagging_consumed": cell_run.lagging_consumed if cell_run else None,
-            "background": cell_run.background if cell_run else None,
         },
     )
     report.path = lake.commit_cell(run, cell.id, staging)

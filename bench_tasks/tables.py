@@ -73,6 +73,17 @@ def print_report(report: CellReport, console: Console) -> None:
             f"  generator: target {a.target_rate_per_s:g}/s  achieved {a.achieved_rate_per_s:.1f}/s",
             highlight=False,
         )
+        if acc.relayed is not None:
+            console.print(f"  chain: {acc.relayed} of {acc.sent} sent reached a relay", highlight=False)
+    for name, bg in report.background.items():
+        lag = bg["schedule_lag"]
+        worst = lag["percentiles_ns"].get("99.9") or lag["max_ns"]
+        console.print(
+            f"  background {name} (unmeasured, all phases): scheduled {bg['scheduled']}  sent {bg['sent']}  "
+            f"acknowledged {bg['acked']}  errors {bg['errors']}  consumed {bg['consumed']}  "
+            f"send lag p99.9 {format_ms(worst)} ms max {format_ms(lag['max_ns'])} ms",
+            highlight=False,
+        )
     if report.reason:
         console.print(f"  [red]{report.reason}[/]", highlight=False)
     console.print(f"  data: {report.path}", highlight=False)
