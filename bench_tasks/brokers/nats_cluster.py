@@ -281,6 +281,8 @@ def stop_detached(state: Mapping[str, Any], grace_s: float = 10.0) -> list[int]:
     """Stop the nodes of a detached cluster (from `NatsCluster.state()`) by PID, all at once; each PID is checked
     to be a nats-server before it is signalled. Returns the PIDs that were running."""
     pids = [int(node["pid"]) for node in state["nodes"]]
+    if not pids:
+        return []
     with ThreadPoolExecutor(len(pids)) as pool:
         stopped = list(pool.map(lambda pid: stop_pid(pid, "nats-server", grace_s), pids))
     return [pid for pid, was_running in zip(pids, stopped, strict=True) if was_running]

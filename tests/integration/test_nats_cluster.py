@@ -112,7 +112,13 @@ def test_killing_the_stream_leader_fails_over_without_losing_acknowledged_messag
     assert changes[0]["at_ns"] < killed_at < changes[1]["at_ns"]
     assert changes[1]["leader"] != changes[0]["leader"]
     acc = report.analysis.accounting
-    assert acc.acknowledged > 0.5 * acc.scheduled
-    assert acc.acknowledged_but_lost == 0  # R3: an acknowledged message survives the loss of one node
+    # Until the new leader is elected (nats-server's election timeout: seconds) publishes go unacknowledged and
+    # count as lost; that is the fail-over's cost, not a durability failure. What R3 promises is that an
+    # acknowledged message survives the loss of one node:
+    assert acc.acknowledged_but_lost == 0
+    assert acc.received >= acc.acknowledged > 0
+    sent = pa.concat_tables([pq.read_table(p) for p in sorted(report.path.glob("sent-p*.parquet"))])
+    acked_at = [t for t in sent.column("acked_ns").to_pylist() if t is not None]
+    assert max(acked_at) > changes[1]["at_ns"]  # publishing resumed on the new leader
     received = _received(report.path)
     assert {changes[0]["leader"], changes[1]["leader"]} <= set(received.column("leader").to_pylist())
