@@ -167,6 +167,7 @@ def brokers_up(
     storage: Annotated[str, typer.Option(help="nats JetStream storage: memory or file")] = "memory",
     sync_interval: Annotated[str, typer.Option(help="nats JetStream fsync: default, always or a duration")] = "default",
     brokers: Annotated[int, typer.Option(help="kafka: 1 or 3 KRaft nodes")] = 1,
+    servers: Annotated[int, typer.Option(help="nats: 1 server, or a 3-node cluster (JetStream only)")] = 1,
 ) -> None:
     """Start brokers in the background on 127.0.0.1 and print how to reach them."""
     from .brokers import state
@@ -191,10 +192,29 @@ def brokers_up(
             f"(ready in {endpoint.ready_after_s:.1f} s)"
         )
         return
+    from pydantic import ValidationError
+
     from .brokers.nats import NatsServer
     from .systems import NatsBroker
 
-    broker = NatsBroker(mode=mode, storage=storage, sync_interval=sync_interval)  # type: ignore[arg-type]
+    try:
+        settings = {"mode": mode, "storage": storage, "sync_interval": sync_interval, "servers": servers}
+        broker = NatsBroker.model_validate(settings)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'broker'}: {e['msg']}" for e in exc.errors())
+        raise BrokerError(f"nats broker settings: {problems}") from None
+    if broker.servers > 1:
+        from .brokers.nats_cluster import NatsCluster
+
+        cluster = NatsCluster(version, broker, workdir, tie_to_parent=False)
+        cluster_endpoint = cluster.start()
+        state.save(system, cluster.state())
+        out.print(
+            f"nats {cluster_endpoint.version} ({mode}) cluster {cluster_endpoint.cluster_name} up: "
+            f"nodes {cluster_endpoint.pids}  (ready in {cluster_endpoint.ready_after_s:.1f} s)"
+        )
+        out.print(f"  url {cluster_endpoint.url}")  # its own line: three URLs would wrap the summary
+        return
     server = NatsServer(version, broker, workdir, tie_to_parent=False)
     nats_endpoint = server.start()
     state.save(system, server.state())
@@ -219,6 +239,10 @@ def brokers_down(system: Annotated[str, typer.Argument(help="nats or kafka")]) -
         from .brokers.kafka import stop_detached
 
         stopped = stop_detached(current)
+    elif "nodes" in current:  # a NATS cluster
+        from .brokers.nats_cluster import stop_detached as stop_nats_cluster
+
+        stopped = stop_nats_cluster(current)
     else:
         stopped = [current["pid"]] if stop_pid(current["pid"], "nats-server") else []
     shutil.rmtree(current["workdir"], ignore_errors=True)
@@ -246,6 +270,15 @@ def brokers_status(system: Annotated[str, typer.Argument(help="nats or kafka")] 
         return
     from .brokers.nats import NatsServer
 
+    if "nodes" in current:  # a NATS cluster: what each live node says about the JetStream meta group
+        live = [n for n in current["nodes"] if n["pid"] in alive]
+        meta = NatsServer.jsz(live[0]["monitor_url"]).get("meta_cluster") or {}
+        out.print(
+            f"nats: up  cluster {current['cluster_name']}  version {current['version']}  "
+            f"nodes alive {len(alive)}/{len(pids)}  meta leader {meta.get('leader') or 'none'}"
+        )
+        out.print(f"  url {current['url']}")
+        return
     varz = NatsServer.varz(current["monitor_url"])
     out.print(
         f"nats: up  {current['url']}  pid {current['pid']}  version {varz.get('version')}  "
@@ -304,7 +337,7 @@ def _known_system(system: str) -> None:
 
 
 def _state_pids(current: dict) -> list[int]:
-    """PIDs recorded by `brokers up`: one nats-server, or every Kafka node."""
+    """PIDs recorded by `brokers up`: one nats-server, or every node of a Kafka or NATS cluster."""
     return [int(n["pid"]) for n in current["nodes"]] if "nodes" in current else [int(current["pid"])]
 
 

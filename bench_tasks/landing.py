@@ -137,7 +137,7 @@ def land_cell(
 
 
 def _attribute_leaders(staging: Path, changes: list[dict[str, int]]) -> None:
-    """Fill each received sample's `leader` from the cell's leader timeline (Kafka), before landing."""
+    """Fill each received sample's `leader` from the cell's leader timeline (Kafka, NATS cluster), before landing."""
     if not changes:
         return
     for path in sorted(staging.glob("received-c*.parquet")):

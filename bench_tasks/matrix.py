@@ -246,6 +246,8 @@ class Cell(StrictModel):
         s, w = self.spec, self.spec.workload
         if isinstance(s, NatsCell):
             setup = f"nats/{s.broker.mode}"
+            if s.broker.servers > 1 or s.broker.replicas > 1:  # single-server labels stay as they were
+                setup += f" n{s.broker.servers} R{s.broker.replicas}"
         else:
             b, acks = s.broker, s.client.producer.get("acks", "all")  # librdkafka's default
             isr = f" min.isr={b.min_insync_replicas}" if b.min_insync_replicas > 1 else ""

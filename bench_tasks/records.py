@@ -47,7 +47,7 @@ RECEIVED_SCHEMA = pa.schema(
         ("received_ns", pa.int64()),
         ("partition", pa.int32()),
         ("offset", pa.int64()),
-        ("leader", pa.int32()),  # the partition's leader broker when the message arrived (Kafka)
+        ("leader", pa.int32()),  # the partition's leader when the message arrived (Kafka; NATS cluster: stream leader)
         # 0: not a service chain; in a two-hop chain 1 = a relay's receipt (relayed-r*), 2 = the final consumer's
         ("hop", pa.int8()),
         ("relay_received_ns", pa.int64()),

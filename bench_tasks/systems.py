@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from .payload import HEADER_SIZE
 
@@ -86,8 +86,23 @@ class NatsBroker(StrictModel):
         pattern=r"^(default|always|\d+(ns|us|ms|s|m|h))$",
         description="JetStream fsync policy: 'default' (server default, 2m), 'always', or a duration",
     )
-    replicas: Literal[1] = 1
+    servers: Literal[1, 3] = Field(
+        1, description="nats-server processes: 1, or a 3-node JetStream cluster (the smallest that survives a loss)"
+    )
+    replicas: Literal[1, 3] = Field(1, description="JetStream stream replicas (R1 or R3), at most `servers`")
     server: dict[str, Any] = Field(default_factory=dict, description="extra nats-server config, verbatim")
+
+    @model_validator(mode="after")
+    def _cluster_fits(self) -> NatsBroker:
+        """A stream cannot have more replicas than servers, and only JetStream replicates: a core NATS cluster
+        would measure routing between servers, which no matrix asks for, so it is refused rather than guessed."""
+        if self.replicas > self.servers:
+            raise ValueError(f"replicas {self.replicas} exceeds servers {self.servers}")
+        if self.mode != "jetstream" and (self.servers > 1 or self.replicas > 1):
+            raise ValueError(
+                f"servers {self.servers} / replicas {self.replicas} need mode 'jetstream' (core NATS has no streams)"
+            )
+        return self
 
 
 class NatsClient(StrictModel):

@@ -180,6 +180,11 @@ class NatsServer:
         with urllib.request.urlopen(f"{monitor_url}/varz", timeout=5) as resp:
             return json.loads(resp.read())
 
+    @staticmethod
+    def jsz(monitor_url: str) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{monitor_url}/jsz", timeout=5) as resp:
+            return json.loads(resp.read())
+
     def pause(self) -> None:
         self._require().pause()
 

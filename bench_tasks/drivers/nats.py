@@ -18,11 +18,15 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
 
+from ..brokers.nats_cluster import servers_of
 from ..errors import BrokerError
 from ..matrix import NatsCell
 from .base import AckCallback, MessageCallback
 
 QUEUE_GROUP = "sixnines"
+# A JetStream stream is one ordered log with one leader: its samples are recorded as partition 0, so the runner's
+# leader timeline (`{partition: 0, leader}` from the cluster) attributes each received sample to the stream leader.
+STREAM_PARTITION = 0
 # Connection defaults a benchmark wants: fail fast at start, keep reconnecting quietly during a fault,
 # and a large outbound buffer so a short stall does not turn into publish errors.
 _CONNECT_DEFAULTS: dict[str, Any] = {
@@ -46,7 +50,8 @@ async def connect(url: str, cell: NatsCell, name: str) -> Client:
         return None
 
     options = {**_CONNECT_DEFAULTS, "name": name, "error_cb": quiet, **cell.client.connect}
-    return await nats.connect(url, **options)
+    # A cluster's address lists every node comma-separated; nats-py takes a list (it refuses a joined string).
+    return await nats.connect(servers_of(url), **options)
 
 
 class NatsDriver:
@@ -128,7 +133,7 @@ class NatsDriver:
             elif fut.exception() is not None:
                 on_ack(seq, None, None, type(fut.exception()).__name__)
             else:
-                on_ack(seq, None, fut.result().seq, None)
+                on_ack(seq, STREAM_PARTITION, fut.result().seq, None)
 
         future.add_done_callback(done)
 
@@ -151,7 +156,7 @@ class NatsDriver:
                 offset = msg.metadata.sequence.stream
             except Exception:
                 offset = None
-            on_message(msg.data, None, offset)
+            on_message(msg.data, STREAM_PARTITION, offset)
 
         await self.js(nc).subscribe(
             self.subject,

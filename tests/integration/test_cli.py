@@ -143,3 +143,23 @@ def test_kafka_brokers_up_status_down(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
     assert sixnines("brokers", "status", "kafka", env_cache=tmp_path).returncode == 3
+
+
+def test_nats_cluster_brokers_up_status_down(tmp_path: Path) -> None:
+    refused = sixnines("brokers", "up", "nats", "--servers", "3", env_cache=tmp_path)
+    assert refused.returncode == 1 and "need mode 'jetstream'" in refused.stderr and "Traceback" not in refused.stderr
+    up = sixnines("brokers", "up", "nats", "--mode", "jetstream", "--servers", "3", env_cache=tmp_path)
+    assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / "brokers" / "nats.json").read_text())
+    pids = [node["pid"] for node in state["nodes"]]
+    try:
+        assert len(set(pids)) == 3 and all(psutil.pid_exists(pid) for pid in pids)
+        assert state["url"].count("nats://") == 3 and "cluster sixnines up" in up.stdout
+        status = sixnines("brokers", "status", "nats", env_cache=tmp_path)
+        assert status.returncode == 0 and "nodes alive 3/3" in status.stdout and "meta leader n" in status.stdout
+    finally:
+        down = sixnines("brokers", "down", "nats", env_cache=tmp_path)
+    assert down.returncode == 0, down.stderr
+    assert sorted(pids) == sorted(int(p) for p in down.stdout.split("[")[1].split("]")[0].split(","))
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    assert sixnines("brokers", "status", "nats", env_cache=tmp_path).returncode == 3

@@ -22,8 +22,9 @@ HEX12 = re.compile(r"^[0-9a-f]{12}$")
 
 # Cell id and series key of BASE's single cell, computed once. If these change, every stored history
 # loses its link to new runs: change them only together with a deliberate change of the spec model.
-BASE_CELL_ID = "b0c5869a75af"
-BASE_SERIES_KEY = "d5bb51824b8f"
+# Last changed when NatsBroker gained `servers` (and `replicas` became 1 | 3) for 3-node JetStream clusters.
+BASE_CELL_ID = "2bb7bdac71f9"
+BASE_SERIES_KEY = "579945648b71"
 
 
 def base_raw() -> dict[str, Any]:
@@ -116,9 +117,26 @@ def test_defaults_filled_in() -> None:
     assert (w.drain_timeout_s, w.request_timeout_s, w.max_schedule_lag_ms) == (5.0, 10.0, 100.0)
     assert cell.spec.system == "nats"
     b = cell.spec.broker
-    assert (b.mode, b.storage, b.sync_interval, b.replicas, b.server) == ("core", "memory", "default", 1, {})
+    assert (b.mode, b.storage, b.sync_interval, b.servers, b.replicas, b.server) == (
+        "core",
+        "memory",
+        "default",
+        1,
+        1,
+        {},
+    )
     assert cell.spec.client.connect == {}
     assert cell.label == "nats/core 2.15.1 e2e 64B @100/s p1 c1"
+
+
+@pytest.mark.parametrize(("servers", "replicas"), [(3, 3), (3, 1)])
+def test_nats_jetstream_cluster_is_a_valid_cell(servers: int, replicas: int) -> None:
+    raw = base_raw()
+    raw["systems"][0]["broker"] = {"mode": "jetstream", "servers": servers, "replicas": replicas}
+    (cell,) = parse(raw).cells
+    assert (cell.spec.broker.servers, cell.spec.broker.replicas) == (servers, replicas)
+    assert cell.label.startswith(f"nats/jetstream n{servers} R{replicas} 2.15.1 e2e")
+    assert cell.id != BASE_CELL_ID
 
 
 # --- ids -----------------------------------------------------------------------------------------------
@@ -283,6 +301,21 @@ ERROR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["workload.measure_s", "Field required"],
     ),
     ("bad name", lambda r: r.update(name="Bad Name"), ["name", "'Bad Name'"]),
+    (
+        "nats replicas over servers",
+        lambda r: r["systems"][0].update(broker={"mode": "jetstream", "servers": 1, "replicas": 3}),
+        ["systems[0].broker", "replicas 3 exceeds servers 1"],
+    ),
+    (
+        "nats cluster in core mode",
+        lambda r: r["systems"][0].update(broker={"mode": "core", "servers": 3}),
+        ["systems[0].broker", "servers 3", "mode 'jetstream'"],
+    ),
+    (
+        "nats servers not 1 or 3",
+        lambda r: r["systems"][0].update(broker={"mode": "jetstream", "servers": 2}),
+        ["systems[0].broker.servers", "2"],
+    ),
 ]
 
 

@@ -87,3 +87,17 @@ def test_chain_and_background_fragment_is_valid_with_the_main_example() -> None:
     assert len(cells) == 2 * 2  # measurements × background producers axis
     assert {c.spec.measurement for c in cells} == {"e2e", "chain"}
     assert {c.spec.background["traffic"].producers for c in cells} == {0, 300}
+
+
+def test_nats_cluster_fragment_is_valid_with_the_main_example() -> None:
+    raw = yaml.safe_load(blocks("yaml")[0])
+    fragment = yaml.safe_load(blocks("yaml")[3])
+    raw["systems"], raw["measurements"] = fragment["systems"], fragment["measurements"]
+    raw["axes"], raw["exclude"] = {}, []
+    cells = resolve_cells(parse_matrix(raw, "README.md"))
+    assert sorted((c.spec.broker.servers, c.spec.broker.replicas, c.spec.measurement) for c in cells) == [
+        (1, 1, "e2e"),
+        (1, 1, "publish"),
+        (3, 3, "e2e"),
+        (3, 3, "publish"),
+    ]
