@@ -364,9 +364,13 @@ def regressions(
                 f"{c.relative_change:+.1%}",
                 "-" if c.p_value is None else f"{c.p_value:.2g}",
                 f"{c.run_id} ({c.run_date})",
-                escape(f"{','.join(c.versions_before)} → {','.join(c.versions_after)}"),
+                escape(
+                    ",".join(c.versions_after)
+                    if c.versions_before == c.versions_after
+                    else f"{','.join(c.versions_before)} → {','.join(c.versions_after)}"
+                ),
             )
-        out.print(table)
+        out.print(table if result.change_points else f"no change points up to run {result.run_id}")
         out.print(f"{result.series_checked} series checked, skipped {result.skipped or 'none'}; results: {written}")
         for alert in result.alerts:
             out.print(f"[red]regression:[/] {escape(alert.summary())}")
