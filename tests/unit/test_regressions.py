@@ -208,6 +208,24 @@ def test_version_view_orders_runs_by_release_and_names_the_versions(tmp_path: Pa
     assert set(alert.change.cell_ids) == {"c-3.9.2", "c-4.2.1", "c-4.3.1"}
 
 
+def test_two_versions_in_one_run_keep_separate_nightly_series(tmp_path: Path) -> None:
+    """A run that compares 3.9.2 and 4.2.1 side by side holds two cells of one series key: the nightly view
+    follows each cell on its own instead of interleaving releases night by night."""
+    flat_ns: dict[str, int | None] = {p: round(BASE_MS[p] * 1e6) for p in BASE_MS} | {"99.9999": None}
+    for night in range(3):
+        write_night(
+            tmp_path,
+            [
+                history_row(night, "e2e", "intended", flat_ns, version="3.9.2", cell_id="c-old"),
+                history_row(night, "e2e", "intended", flat_ns, version="4.2.1", cell_id="c-new"),
+            ],
+        )
+    series, _ = build_series(read_history(tmp_path))
+    nightly = [s for s in series if s.view == "nightly" and s.percentile == "99"]
+    assert [{p.cell_id for p in s.points} for s in nightly] == [{"c-new"}, {"c-old"}]
+    assert all([p.run_id for p in s.points] == [run_id(n) for n in range(3)] for s in nightly)
+
+
 def test_unsupported_percentiles_are_left_out_never_numbers(tmp_path: Path) -> None:
     lake = make_lake(tmp_path, 12)
     # The newest night had too few samples for p99.99 and beyond: null, as the analytics job writes them.
