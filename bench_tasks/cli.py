@@ -350,6 +350,67 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@app.command()
+def regressions(
+    lake: LakeOption = Path("lake"),
+    magnitude: Annotated[float, typer.Option("--magnitude", help="alert above this relative rise (0.1 = 10 %)")] = 0.10,
+    p_value: Annotated[float, typer.Option("--p-value", help="max p-value of a change point (Otava t-test)")] = 0.001,
+    window: Annotated[int, typer.Option("--window", help="Otava sliding window, in runs")] = 50,
+    run_id: Annotated[Optional[str], typer.Option("--run-id", help="run to check (default: newest)")] = None,  # noqa: UP045
+    write: Annotated[bool, typer.Option("--write/--no-write", help="store results under LAKE/regressions/")] = True,
+    as_json: JsonOption = False,
+) -> None:
+    """Check the published history for latency regressions (change points by Apache Otava; a baseline of
+    recent runs for short histories). Exit codes: 0 no alert, 4 at least one alert, 2 bad input."""
+    from rich.table import Table
+
+    from .regressions import Settings, detect, write_results
+
+    result = detect(lake, Settings(magnitude=magnitude, max_pvalue=p_value, window_len=window), run_id)
+    written = write_results(lake, result) if write else None
+    if as_json:
+        print(json.dumps({**result.to_dict(), "written": None if written is None else str(written)}, indent=2))
+    else:
+        alerted = [a.change for a in result.alerts]
+        table = Table(title=f"change points up to run {result.run_id} ({result.run_date})")
+        for column in (
+            "",
+            "cell",
+            "series",
+            "p",
+            "view",
+            "before → after ms",
+            "change",
+            "p-value",
+            "from run",
+            "versions",
+        ):
+            table.add_column(column)
+        for c in result.change_points:
+            table.add_row(
+                "[red]ALERT[/]" if c in alerted else ("worse" if c.worse else "better"),
+                escape(f"{c.label} {c.series_key}"),
+                f"{c.metric}/{c.basis}",
+                c.percentile,
+                f"{c.view}/{c.method}",
+                f"{c.before_ms:.3f} → {c.after_ms:.3f}",
+                f"{c.relative_change:+.1%}",
+                "-" if c.p_value is None else f"{c.p_value:.2g}",
+                f"{c.run_id} ({c.run_date})",
+                escape(
+                    ",".join(c.versions_after)
+                    if c.versions_before == c.versions_after
+                    else f"{','.join(c.versions_before)} → {','.join(c.versions_after)}"
+                ),
+            )
+        out.print(table if result.change_points else f"no change points up to run {result.run_id}")
+        out.print(f"{result.series_checked} series checked, skipped {result.skipped or 'none'}; results: {written}")
+        for alert in result.alerts:
+            out.print(f"[red]regression:[/] {escape(alert.summary())}")
+    if result.alerts:
+        raise typer.Exit(4)
+
+
 def main() -> None:
     """Console entry point: map harness errors to a message and an exit code, never a traceback."""
     try:

@@ -1,0 +1,21 @@
+"""Regression detection over the published percentile history (issue 6).
+
+`detect(lake_root)` reads `lake/history/percentiles/`, finds change points per series with Apache Otava (or a
+baseline comparison for short histories) and returns a `RegressionResult`; `write_results` stores it under
+`lake/regressions/`. Pure analysis in `detect.analyse`; reading and writing stay at the edges (STYLE 11).
+"""
+
+from .detect import analyse, detect
+from .model import Alert, ChangePoint, RegressionError, RegressionResult, Settings
+from .output import write_results
+
+__all__ = [
+    "Alert",
+    "ChangePoint",
+    "RegressionError",
+    "RegressionResult",
+    "Settings",
+    "analyse",
+    "detect",
+    "write_results",
+]

@@ -1,0 +1,204 @@
+"""Change points and alerts: pure functions over ordered series, and `detect`, which reads the lake first.
+
+Long histories go to Apache Otava (E-divisive means split in sliding windows, then the t-test merge of
+Fleming et al., "Hunter", ICPE 2023). Histories shorter than `Settings.min_points` are too short for that,
+so the checked run is compared with the median and min–max of the runs before it instead.
+
+The alert rule: the checked run (the newest by default) lies in the segment after a change point that made
+latency higher by more than `magnitude` (p ≤ `max_pvalue` for Otava's points). Improvements and earlier
+shifts are recorded as change points but do not alert; an alert stays up, night after night, until a later
+change point (the fix) starts a new segment — its `run_id` says which shift it is, so a notifier can dedupe.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from otava.analysis import TTestSignificanceTester, compute_change_points, fill_missing
+
+from .history import read_history
+from .model import NS_PER_MS, Alert, ChangePoint, RegressionError, RegressionResult, Series, Settings
+from .series import build_series, nightly_key, release_key
+
+
+@dataclass(frozen=True)
+class Split:
+    """One change point as Otava reports it: index of the first point after the shift, segment means, p-value."""
+
+    index: int
+    mean_before: float
+    mean_after: float
+    p_value: float
+
+
+def otava_splits(values: Sequence[float | None], settings: Settings) -> list[Split]:
+    """Otava's change points of `values`, as plain Python numbers.
+
+    Otava's contract: gaps filled with `fill_missing` first and a plain list, not a numpy array. Series built
+    from the history never contain None (unsupported points are left out), so the fill is a no-op for them;
+    it matters for callers that pass an aligned series with gaps."""
+    data: list[Any] = [None if v is None else float(v) for v in values]
+    fill_missing(data)
+    if any(v is None for v in data):
+        return []  # all None: nothing to analyse
+    change_points, _weak = compute_change_points(
+        data,
+        window_len=settings.window_len,
+        max_pvalue=settings.max_pvalue,
+        min_magnitude=settings.magnitude,
+    )
+    # Otava 0.8.0's merge step, after dropping a weak change point, recomputes the stats of the points to its
+    # right but not of the one to its left, which keeps the means and p-value of a segment that no longer exists
+    # (seen here: a 20 % rise reported as +26 % over the 3 runs up to a dropped weak point instead of the 10
+    # runs after it). Recompute every point's t-test over the final segmentation with Otava's own tester.
+    tester = TTestSignificanceTester(settings.max_pvalue)
+    intervals = tester.get_intervals(change_points)
+    final = [tester.change_point(cp.to_candidate(), data, intervals) for cp in change_points]
+    return [
+        Split(int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2), float(cp.stats.pvalue)) for cp in final
+    ]
+
+
+def _unique(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+def _versions(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(values), key=release_key))
+
+
+def _record(
+    series: Series,
+    method: str,
+    index: int,
+    before: slice,
+    after: slice,
+    before_ns: float,
+    after_ns: float,
+    p_value: float | None,
+    spread_ns: tuple[float, float] | None = None,
+) -> ChangePoint:
+    left, right = series.points[before], series.points[after]
+    first = series.points[index]
+    return ChangePoint(
+        series_key=series.series_key,
+        metric=series.metric,
+        basis=series.basis,
+        percentile=series.percentile,
+        view=series.view,
+        method=method,
+        label=first.label,
+        system=first.system,
+        index=index,
+        run_date=first.run_date,
+        run_id=first.run_id,
+        before_ms=before_ns / NS_PER_MS,
+        after_ms=after_ns / NS_PER_MS,
+        relative_change=(after_ns / before_ns - 1.0) if before_ns else 0.0,
+        p_value=p_value,
+        cell_ids=_unique(p.cell_id for p in (*left, *right)),
+        runs_before=tuple(p.run_id for p in left),
+        runs_after=tuple(p.run_id for p in right),
+        versions_before=_versions(p.version for p in left),
+        versions_after=_versions(p.version for p in right),
+        spread_ms=None if spread_ns is None else (spread_ns[0] / NS_PER_MS, spread_ns[1] / NS_PER_MS),
+    )
+
+
+def otava_change_points(series: Series, settings: Settings) -> list[ChangePoint]:
+    """Every change point of a long series, each with the runs from the previous change point to the next."""
+    splits = otava_splits([p.value_ns for p in series.points], settings)
+    bounds = [0, *(s.index for s in splits), len(series.points)]
+    return [
+        _record(
+            series,
+            "otava",
+            s.index,
+            slice(bounds[i], s.index),
+            slice(s.index, bounds[i + 2]),
+            s.mean_before,
+            s.mean_after,
+            s.p_value,
+        )
+        for i, s in enumerate(splits)
+    ]
+
+
+def baseline_change(series: Series, position: int, settings: Settings) -> ChangePoint | None:
+    """The short-history check: the point at `position` against the `baseline_runs` before it. A change only
+    when it differs from their median by more than `magnitude` AND lies outside their min–max spread, so a
+    noisy baseline raises the bar by itself. None with fewer than `min_baseline_runs` earlier runs."""
+    start = max(0, position - settings.baseline_runs)
+    baseline = [p.value_ns for p in series.points[start:position]]
+    if len(baseline) < settings.min_baseline_runs:
+        return None
+    median, low, high = statistics.median(baseline), min(baseline), max(baseline)
+    value = series.points[position].value_ns
+    worse = value > median * (1 + settings.magnitude) and value > high
+    better = value < median * (1 - settings.magnitude) and value < low
+    if not (worse or better):
+        return None
+    after = slice(position, position + 1)
+    return _record(series, "baseline", position, slice(start, position), after, median, value, None, (low, high))
+
+
+def analyse_series(series: Series, run_id: str, settings: Settings) -> tuple[list[ChangePoint], Alert | None]:
+    """Change points of one series and the alert, if the run `run_id` lies after a worsening one."""
+    positions = [i for i, p in enumerate(series.points) if p.run_id == run_id]
+    if not positions:
+        return [], None
+    if len(series.points) >= settings.min_points:
+        changes = otava_change_points(series, settings)
+    else:
+        found = baseline_change(series, positions[-1], settings)
+        changes = [] if found is None else [found]
+    for position in reversed(positions):
+        governing = [c for c in changes if c.index <= position]
+        last = governing[-1] if governing else None
+        significant = last is not None and (last.p_value is None or last.p_value <= settings.max_pvalue)
+        if last is not None and significant and last.relative_change > settings.magnitude:
+            return changes, Alert(last, run_id)
+    return changes, None
+
+
+def checked_run(rows: Sequence[dict[str, Any]], run_id: str | None) -> tuple[str, str]:
+    """(run_date, run_id) of the run to check: `run_id`, or the newest in the history."""
+    if run_id is None:
+        return max(nightly_key(r) for r in rows)
+    for r in rows:
+        if r["run_id"] == run_id:
+            return nightly_key(r)
+    raise RegressionError(f"run {run_id!r} is not in the published history")
+
+
+def analyse(rows: Sequence[dict[str, Any]], settings: Settings, run_id: str | None = None) -> RegressionResult:
+    """Pure analysis of history rows (overall rows, as `history.read_history` returns them). History after the
+    checked run is ignored, so an old run can be re-checked with the history it had."""
+    if not rows:
+        raise RegressionError("the history holds no overall (leader null) rows to analyse")
+    run_date, run = checked_run(rows, run_id)
+    upto = [r for r in rows if nightly_key(r) <= (run_date, run)]
+    all_series, unsupported = build_series(upto)
+    changes: list[ChangePoint] = []
+    alerts: list[Alert] = []
+    checked = absent = 0
+    for series in all_series:
+        if not any(p.run_id == run for p in series.points):
+            absent += 1
+            continue
+        checked += 1
+        found, alert = analyse_series(series, run, settings)
+        changes += found
+        if alert is not None:
+            alerts.append(alert)
+    skipped = {k: v for k, v in (("unsupported", unsupported), ("no_point_in_checked_run", absent)) if v}
+    return RegressionResult(run_date, run, settings, tuple(changes), tuple(alerts), checked, skipped)
+
+
+def detect(lake_root: Path, settings: Settings | None = None, run_id: str | None = None) -> RegressionResult:
+    """Read the lake's published history and check `run_id` (default: the newest run) for regressions."""
+    return analyse(read_history(Path(lake_root)), settings or Settings(), run_id)

@@ -1,0 +1,77 @@
+"""Reading the published history (`lake/history/percentiles/run_date=D/run_id=R/part-*.parquet`).
+
+The analytics Spark job writes it (spark_jobs/percentiles.py, publish.py); this module does not import
+spark_jobs, so the columns it relies on are named here, once, and a file that lacks one is an error naming the
+file and the column rather than a KeyError deep in the analysis.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from ..percentiles import PERCENTILES
+from .model import RegressionError
+
+HISTORY_AREA = Path("history") / "percentiles"
+# Schema versions of the analytics tables this reader understands (spark_jobs.percentiles.TABLES_SCHEMA_VERSION).
+SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
+
+
+def percentile_column(percentile: str) -> str:
+    """`99.9` → `p99_9_ns`, the analytics job's naming rule (spark_jobs.exact.percentile_column); `max` → `max_ns`."""
+    return "max_ns" if percentile == "max" else f"p{percentile.replace('.', '_')}_ns"
+
+
+# Every percentile of the table plus the maximum: the series regression detection follows.
+SERIES_PERCENTILES: tuple[str, ...] = (*PERCENTILES, "max")
+VALUE_COLUMNS: dict[str, str] = {p: percentile_column(p) for p in SERIES_PERCENTILES}
+IDENTITY_COLUMNS: tuple[str, ...] = (
+    "schema_version",
+    "run_id",
+    "cell_id",
+    "run_date",
+    "series_key",
+    "system",
+    "version",
+    "label",
+    "metric",
+    "basis",
+    "leader",
+)
+REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, *VALUE_COLUMNS.values())
+
+
+def history_files(lake_root: Path) -> list[Path]:
+    """The history's part files in (run_date, run_id) folder order; staging folders (`.staging-…`) never match."""
+    root = Path(lake_root) / HISTORY_AREA
+    return sorted(root.glob("run_date=*/run_id=*/part-*.parquet"))
+
+
+def read_file(path: Path) -> list[dict[str, Any]]:
+    """The overall rows (leader null) of one part file, only the required columns."""
+    try:
+        names = set(pq.read_schema(path).names)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise RegressionError(f"{path}: not a readable Parquet file ({exc})") from exc
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    if missing:
+        raise RegressionError(f"{path}: missing column(s) {', '.join(missing)} needed by regression detection")
+    rows = pq.read_table(path, columns=list(REQUIRED_COLUMNS)).to_pylist()
+    versions = {r["schema_version"] for r in rows} - SUPPORTED_SCHEMA_VERSIONS
+    if versions:
+        raise RegressionError(
+            f"{path}: schema_version {sorted(versions)} not supported (this reader knows "
+            f"{sorted(SUPPORTED_SCHEMA_VERSIONS)})"
+        )
+    return [r for r in rows if r["leader"] is None]
+
+
+def read_history(lake_root: Path) -> list[dict[str, Any]]:
+    """Every overall row of every published run. An empty history is an error: there is nothing to check."""
+    files = history_files(lake_root)
+    if not files:
+        raise RegressionError(f"{Path(lake_root) / HISTORY_AREA}: no published history (run_date=*/run_id=*/part-*)")
+    return [row for path in files for row in read_file(path)]
