@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import matplotlib
 import numpy as np
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from .spectrum import Spectrum, axis_ticks, tail_x
 
@@ -47,6 +49,14 @@ class Marker:
     label: str
     color: str
     end_s: float | None = None  # a stall's end: the span is shaded
+
+
+def plain_log_ticks(axis: Axis) -> None:
+    """Log axis ticks at 1-2-5 steps written as plain numbers (0.5, 2, 10): latencies rarely span enough
+    decades for matplotlib's default 10^k labels to show more than one tick."""
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def to_svg(fig: Figure) -> str:
@@ -95,6 +105,7 @@ def spectrum_chart(title: str, curves: Sequence[Curve]) -> str:
     ax.set_yscale("log")
     ax.set_xticks([x for x, _ in ticks], [label for _, label in ticks])
     ax.minorticks_off()
+    plain_log_ticks(ax.yaxis)
     ax.set_xlim(1, ticks[-1][0] * 1.05)
     ax.set_xlabel("percentile (HdrHistogram 1/(1−p) axis; drawn only where the sample count supports it)")
     ax.set_ylabel("latency (ms, log)")
@@ -139,6 +150,7 @@ def scatter_chart(
             gid=layer.gid,
         )
     ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
     top = ax.get_ylim()[1]
     for name, start, end in phases_s:
         ax.text((start + end) / 2, top, name, ha="center", va="bottom", fontsize=7.5, color="#555")
@@ -162,7 +174,12 @@ def scatter_chart(
     ax.set_title(title, pad=14)
     ax.grid(True, alpha=0.3)
     if layers:
-        ax.legend(loc="lower right", fontsize=8, markerscale=4)
+        legend = ax.legend(loc="lower right", fontsize=8, markerscale=4)
+        # Rasterized dots merge into one embedded PNG and lose their ids; the legend keys stay vector and
+        # carry each layer's id, so the SVG still names the series it shows.
+        for handle, layer in zip(legend.legend_handles, layers, strict=True):
+            if handle is not None:
+                handle.set_gid(layer.gid)
     return to_svg(fig)
 
 
@@ -190,6 +207,7 @@ def histogram_chart(title: str, layers: Sequence[Points], buckets_per_decade: in
                 )
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plain_log_ticks(ax.xaxis)
         ax.legend(loc="upper right", fontsize=8)
     ax.set_xlabel(f"latency (ms, log buckets, {buckets_per_decade} per decade)")
     ax.set_ylabel("samples per bucket (log)")
@@ -229,6 +247,7 @@ def ratio_chart(title: str, keys: Sequence[str], lines: Sequence[RatioLine]) -> 
         )
     ax.axhline(1.0, color="#333", lw=0.8)
     ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
     ax.set_xticks(x, [k if k == "max" else f"{k} %" for k in keys])
     ax.set_xlabel("percentile (points missing where either side is unsupported)")
     ax.set_ylabel("latency ratio B/A (log; 1 = equal)")

@@ -22,7 +22,7 @@ th { background: #f5f5f5; } td.l, th.l { text-align: left; }
 td.unsup { color: #999; font-style: italic; } tr.dim td { color: #666; }
 .ok { color: #1e8449; font-weight: 600; } .failed { color: #c0392b; font-weight: 600; }
 .note { background: #fdf6e3; border-left: 4px solid #e0b000; padding: 6px 10px; margin: 8px 0; }
-.chart svg { max-width: 100%; height: auto; } pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
+.chart svg { width: 100%; height: auto; } pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
 nav ol { columns: 2; } a { color: #1f618d; }
 """
 
