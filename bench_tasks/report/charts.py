@@ -73,7 +73,7 @@ def spectrum_chart(title: str, curves: Sequence[Curve]) -> str:
     fig = Figure(figsize=(9, 4.2))
     ax = fig.add_subplot()
     most = max((c.spectrum.count for c in curves), default=1)
-    for c in curves:
+    for i, c in enumerate(curves):
         s = c.spectrum
         if s.count == 0:
             continue
@@ -95,7 +95,7 @@ def spectrum_chart(title: str, curves: Sequence[Curve]) -> str:
                 f"max {s.max_ns / 1e6:.3g} ms",
                 (s.count, s.max_ns / 1e6),
                 textcoords="offset points",
-                xytext=(-6, 6),
+                xytext=(-6, 6 + 11 * i),
                 ha="right",
                 fontsize=7.5,
                 color=c.color,
