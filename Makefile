@@ -9,9 +9,12 @@ STAMP := $(VENV)/.installed
 venv: $(STAMP) tools
 
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
+# The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
 tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || \
 		{ echo "installing java and maven (apt)"; apt-get update -qq && apt-get install -y -qq default-jre-headless maven; }
+	@command -v chromium >/dev/null || \
+		{ echo "installing chromium (apt)"; apt-get update -qq && apt-get install -y -qq chromium; }
 
 # Re-install only when the project's declared dependencies change.
 $(STAMP): pyproject.toml

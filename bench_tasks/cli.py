@@ -411,6 +411,34 @@ def regressions(
         raise typer.Exit(4)
 
 
+@app.command()
+def report(
+    run_id: Annotated[
+        Optional[str],  # noqa: UP045 (typer needs Optional here)
+        typer.Argument(help="run to report (its id in the lake)"),
+    ] = None,
+    lake: LakeOption = Path("lake"),
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="write the HTML here")] = None,  # noqa: UP045
+    compare: Annotated[
+        Optional[tuple[str, str]],  # noqa: UP045
+        typer.Option("--compare", help="two run ids A B: pair their cells by series key, B/A"),
+    ] = None,
+) -> None:
+    """Write RUN_ID's self-contained HTML report (lake/reports/run_date=D/run_id=R/report.html), or with
+    --compare A B one comparison report; both open offline."""
+    from .report import ReportError, build_compare_report, build_run_report
+
+    if compare and run_id:
+        raise ReportError("give either RUN_ID or --compare RUN_A RUN_B, not both")
+    if compare:
+        path = build_compare_report(lake, compare[0], compare[1], out_file)
+    elif run_id:
+        path = build_run_report(lake, run_id, out_file)
+    else:
+        raise ReportError("give a RUN_ID, or --compare RUN_A RUN_B")
+    out.print(f"report: {path}  ({path.stat().st_size / 1024:.0f} KiB)")
+
+
 def main() -> None:
     """Console entry point: map harness errors to a message and an exit code, never a traceback."""
     try:

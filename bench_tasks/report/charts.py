@@ -1,0 +1,258 @@
+"""The report's charts as inline SVG strings (matplotlib's SVG backend; no pyplot, no display, no network).
+
+Text stays real SVG <text> (`svg.fonttype: none`) so the file stays small and a test can find legend labels;
+every drawn series carries an SVG id (matplotlib's `gid`) such as `spectrum-e2e-response`. Dense scatter
+layers are rasterized into an embedded PNG so a million samples do not become a million SVG elements.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib
+import numpy as np
+from matplotlib.axis import Axis
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from .spectrum import Spectrum, axis_ticks, tail_x
+
+matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "sixnines", "font.size": 9})
+
+BASIS_STYLE = {  # response time (from intended) is what a user waits; service time hides coordinated omission
+    "intended": ("response time", "#c0392b"),
+    "sent": ("service time", "#2471a3"),
+}
+PHASE_SHADE = {"warmup": "#f2f2f2", "cooldown": "#f2f2f2"}
+NO_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
+CYCLE = ("#c0392b", "#2471a3", "#27ae60", "#8e44ad", "#d68910", "#17a589", "#5d6d7e", "#cb4335", "#1f618d")
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One spectrum line: legend label, SVG id, colour, dashed or not."""
+
+    label: str
+    gid: str
+    spectrum: Spectrum
+    color: str
+    dashed: bool = False
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A vertical line on a time axis (a fault or a leader change), seconds since t0."""
+
+    at_s: float
+    label: str
+    color: str
+    end_s: float | None = None  # a stall's end: the span is shaded
+
+
+def plain_log_ticks(axis: Axis) -> None:
+    """Log axis ticks at 1-2-5 steps written as plain numbers (0.5, 2, 10): latencies rarely span enough
+    decades for matplotlib's default 10^k labels to show more than one tick."""
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def to_svg(fig: Figure) -> str:
+    """The figure as an <svg> element without the XML prolog, ready to inline in HTML."""
+    buf = io.StringIO()
+    # No RDF metadata block: it only adds namespace URLs and a creation date that changes every build.
+    fig.savefig(buf, format="svg", bbox_inches="tight", dpi=110, metadata=NO_METADATA)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def spectrum_chart(title: str, curves: Sequence[Curve]) -> str:
+    """Latency (log) against percentile on the 1/(1−p) axis; table percentiles dotted, each max marked."""
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.add_subplot()
+    most = max((c.spectrum.count for c in curves), default=1)
+    for i, c in enumerate(curves):
+        s = c.spectrum
+        if s.count == 0:
+            continue
+        keep = s.latency_ns > 0
+        ax.plot(
+            s.x[keep],
+            s.latency_ns[keep] / 1e6,
+            color=c.color,
+            ls="--" if c.dashed else "-",
+            lw=1.6,
+            label=f"{c.label} (n={s.count:,})",
+            gid=c.gid,
+        )
+        xs = [tail_x(p) for p in s.marks]
+        ax.plot(xs, [v / 1e6 for v in s.marks.values()], "o", color=c.color, ms=3.5, gid=f"{c.gid}-percentiles")
+        if s.max_ns:
+            ax.plot([s.count], [s.max_ns / 1e6], marker="^", color=c.color, ms=7, ls="none", gid=f"{c.gid}-max")
+            ax.annotate(
+                f"max {s.max_ns / 1e6:.3g} ms",
+                (s.count, s.max_ns / 1e6),
+                textcoords="offset points",
+                xytext=(-6, 6 + 11 * i),
+                ha="right",
+                fontsize=7.5,
+                color=c.color,
+            )
+    ticks = axis_ticks(most)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks([x for x, _ in ticks], [label for _, label in ticks])
+    ax.minorticks_off()
+    plain_log_ticks(ax.yaxis)
+    ax.set_xlim(1, ticks[-1][0] * 1.05)
+    ax.set_xlabel("percentile (HdrHistogram 1/(1−p) axis; drawn only where the sample count supports it)")
+    ax.set_ylabel("latency (ms, log)")
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    return to_svg(fig)
+
+
+@dataclass(frozen=True)
+class Points:
+    """One scatter layer: seconds since t0 and latency in ns."""
+
+    label: str
+    gid: str
+    at_s: np.ndarray
+    latency_ns: np.ndarray
+    color: str
+
+
+def scatter_chart(
+    title: str, layers: Sequence[Points], phases_s: Sequence[tuple[str, float, float]], markers: Sequence[Marker]
+) -> str:
+    """Every sample's latency against its intended send time (seed 001's view): phases shaded, faults and
+    leader changes as labelled vertical lines. The dots are rasterized; axes, labels and lines stay vector."""
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.add_subplot()
+    for name, start, end in phases_s:
+        if name in PHASE_SHADE:
+            ax.axvspan(start, end, color=PHASE_SHADE[name], zorder=0, gid=f"phase-{name}")
+    for layer in layers:
+        keep = layer.latency_ns > 0
+        ax.scatter(
+            layer.at_s[keep],
+            layer.latency_ns[keep] / 1e6,
+            s=2,
+            lw=0,
+            color=layer.color,
+            alpha=0.55,
+            label=f"{layer.label} ({int(keep.sum()):,} samples)",
+            rasterized=True,
+            gid=layer.gid,
+        )
+    ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
+    top = ax.get_ylim()[1]
+    for name, start, end in phases_s:
+        ax.text((start + end) / 2, top, name, ha="center", va="bottom", fontsize=7.5, color="#555")
+    for i, m in enumerate(markers):
+        ax.axvline(m.at_s, color=m.color, lw=1.2, ls="--", gid=f"marker-{i}")
+        if m.end_s is not None:
+            ax.axvspan(m.at_s, m.end_s, color=m.color, alpha=0.12)
+        ax.annotate(
+            m.label,
+            (m.at_s, 0.97 - 0.07 * (i % 4)),
+            xycoords=("data", "axes fraction"),
+            fontsize=7.5,
+            color=m.color,
+            ha="left",
+            va="top",
+            xytext=(3, 0),
+            textcoords="offset points",
+        )
+    ax.set_xlabel("intended send time (s since t0)")
+    ax.set_ylabel("latency (ms, log)")
+    ax.set_title(title, pad=14)
+    ax.grid(True, alpha=0.3)
+    if layers:
+        legend = ax.legend(loc="lower right", fontsize=8, markerscale=4)
+        # Rasterized dots merge into one embedded PNG and lose their ids; the legend keys stay vector and
+        # carry each layer's id, so the SVG still names the series it shows.
+        for handle, layer in zip(legend.legend_handles, layers, strict=True):
+            if handle is not None:
+                handle.set_gid(layer.gid)
+    return to_svg(fig)
+
+
+def histogram_chart(title: str, layers: Sequence[Points], buckets_per_decade: int = 20) -> str:
+    """How many samples fell in each log-spaced latency bucket (equal width per factor of 10^(1/20))."""
+    fig = Figure(figsize=(9, 3.6))
+    ax = fig.add_subplot()
+    values = [layer.latency_ns[layer.latency_ns > 0] / 1e6 for layer in layers]
+    present = [v for v in values if v.size]
+    if present:
+        lo = min(float(v.min()) for v in present)
+        hi = max(float(v.max()) for v in present)
+        decades = max(np.log10(hi) - np.log10(lo), 0.1)
+        edges = np.geomspace(lo, hi * 1.0001, int(np.ceil(decades * buckets_per_decade)) + 1)
+        for layer, v in zip(layers, values, strict=True):
+            if v.size:
+                ax.hist(
+                    v,
+                    bins=edges,
+                    histtype="step",
+                    lw=1.4,
+                    color=layer.color,
+                    gid=layer.gid,
+                    label=f"{layer.label} (n={v.size:,})",
+                )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plain_log_ticks(ax.xaxis)
+        ax.legend(loc="upper right", fontsize=8)
+    ax.set_xlabel(f"latency (ms, log buckets, {buckets_per_decade} per decade)")
+    ax.set_ylabel("samples per bucket (log)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    return to_svg(fig)
+
+
+@dataclass(frozen=True)
+class RatioLine:
+    """B/A per percentile key ('50', …, 'max'); None where either side is unsupported."""
+
+    label: str
+    gid: str
+    ratios: dict[str, float | None]
+    color: str
+    dashed: bool = False
+
+
+def ratio_chart(title: str, keys: Sequence[str], lines: Sequence[RatioLine]) -> str:
+    """B/A per percentile on a log ratio axis (seed 002's view): above 1 B is slower, below 1 B is faster."""
+    fig = Figure(figsize=(9, 3.8))
+    ax = fig.add_subplot()
+    x = np.arange(len(keys))
+    for line in lines:
+        ys = np.array([np.nan if line.ratios.get(k) is None else line.ratios[k] for k in keys], dtype=float)
+        ax.plot(
+            x,
+            ys,
+            marker="o",
+            ms=4,
+            lw=1.5,
+            color=line.color,
+            ls="--" if line.dashed else "-",
+            label=line.label,
+            gid=line.gid,
+        )
+    ax.axhline(1.0, color="#333", lw=0.8)
+    ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
+    ax.set_xticks(x, [k if k == "max" else f"{k} %" for k in keys])
+    ax.set_xlabel("percentile (points missing where either side is unsupported)")
+    ax.set_ylabel("latency ratio B/A (log; 1 = equal)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    if lines:
+        ax.legend(loc="upper left", fontsize=7.5)
+    return to_svg(fig)

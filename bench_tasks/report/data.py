@@ -1,0 +1,176 @@
+"""The report's I/O edge: find a run in the lake and recompute each cell from its raw samples.
+
+Figures come from the raw lake, not from Spark's tables, so a report works on a machine without Spark:
+every cell's series and percentiles are recomputed exactly with bench_tasks.analysis (never averaged). What
+the pipeline wrote beside the run — tables, data-quality results, regression alerts — is read defensively
+and shown when present; a file that is missing or unreadable is reported as such, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..analysis import CellAnalysis, analyze
+from ..records import RECEIVED_SCHEMA, SENT_SCHEMA
+from .pairing import CellKey, ReportError
+
+TABLE_ROWS_SHOWN = 200  # a pipeline table longer than this is cut in the report (the Parquet has it all)
+
+
+@dataclass
+class CellData:
+    """One landed cell: what result.json recorded, and the analysis recomputed from its Parquet files."""
+
+    key: CellKey
+    folder: Path
+    result: dict[str, Any]
+    analysis: CellAnalysis | None
+    analysis_error: str | None = None
+
+    @property
+    def status(self) -> str:
+        return str(self.result.get("status", "unknown"))
+
+    @property
+    def t0_ns(self) -> int | None:
+        return (self.result.get("phases") or {}).get("t0_ns")
+
+
+@dataclass
+class RunData:
+    """A run's cells plus whatever the pipeline wrote about it (each None when absent)."""
+
+    lake_root: Path
+    run_id: str
+    run_date: str
+    cells: list[CellData]
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    validation: Any = None
+    regressions: Any = None
+    notes: list[str] = field(default_factory=list)  # files that exist but could not be read
+
+
+def find_run(lake_root: Path, run_id: str) -> tuple[str, Path]:
+    """The run's date and raw folder; a precise error listing known runs when it is not in the lake."""
+    found = sorted((Path(lake_root) / "raw").glob(f"run_date=*/run_id={run_id}"))
+    if not found:
+        known = sorted(p.name.removeprefix("run_id=") for p in (Path(lake_root) / "raw").glob("run_date=*/run_id=*"))
+        hint = f"; runs in the lake: {', '.join(known[-10:])}" if known else "; the lake has no runs"
+        raise ReportError(f"no run {run_id} under {Path(lake_root) / 'raw'}{hint}")
+    return found[-1].parent.name.removeprefix("run_date="), found[-1]
+
+
+def load_run(lake_root: Path, run_id: str) -> RunData:
+    run_date, run_dir = find_run(lake_root, run_id)
+    run = RunData(Path(lake_root), run_id, run_date, [load_cell(f, run_id) for f in _cell_folders(lake_root, run_dir)])
+    _load_pipeline_outputs(run)
+    return run
+
+
+def _cell_folders(lake_root: Path, run_dir: Path) -> list[Path]:
+    """Cells in landing order (the cells table's row order), then any folder the table does not list."""
+    folders = sorted(p for p in run_dir.glob("cell_id=*") if (p / "result.json").exists())
+    cells_path = Path(lake_root) / "runs" / run_dir.parent.name / run_dir.name / "cells.parquet"
+    try:
+        order = pq.read_table(cells_path, columns=["cell_id"])["cell_id"].to_pylist()
+    except Exception:  # absent or unreadable: folder order is as good
+        order = []
+    rank = {cid: i for i, cid in enumerate(order)}
+    return sorted(folders, key=lambda p: rank.get(p.name.removeprefix("cell_id="), len(rank)))
+
+
+def load_cell(folder: Path, run_id: str) -> CellData:
+    result = json.loads((folder / "result.json").read_text())
+    key = CellKey(
+        run_id=str(result.get("run_id") or run_id),
+        cell_id=str(result.get("cell_id") or folder.name.removeprefix("cell_id=")),
+        series_key=str(result.get("series_key", "")),
+        label=str(result.get("label", "")),
+        spec=result.get("spec") or {},
+    )
+    cell = CellData(key, folder, result, None)
+    phases = result.get("phases")
+    if not phases:
+        cell.analysis_error = "the cell never started its schedule, so it has no samples"
+        return cell
+    try:
+        cell.analysis = recompute(folder, result)
+    except Exception as exc:  # a report still shows what result.json says about a cell it cannot recompute
+        cell.analysis_error = f"{type(exc).__name__}: {exc}"
+    return cell
+
+
+def recompute(folder: Path, result: dict[str, Any]) -> CellAnalysis:
+    """The cell's analysis from its landed Parquet files, as landing computed it."""
+    spec = result["spec"]
+    measurement = spec["measurement"]
+    phases = result["phases"]
+    return analyze(
+        _read_parts(folder, "sent-p*.parquet", SENT_SCHEMA),
+        _read_parts(folder, "received-c*.parquet", RECEIVED_SCHEMA),
+        measurement,
+        acked_metric(result),
+        (phases["measure_start_ns"], phases["measure_end_ns"]),
+        float(spec["workload"]["rate_per_s"]),
+        _read_parts(folder, "relayed-r*.parquet", RECEIVED_SCHEMA) if measurement == "chain" else None,
+    )
+
+
+def acked_metric(result: dict[str, Any]) -> str | None:
+    """What an ack meant in this cell. landing.acked_metric decided it when the cell landed; its choice is
+    recorded as the metric names in result.json, and the spec rule is the fallback for a failed analysis."""
+    metrics = result.get("metrics") or {}
+    for name in ("rtt", "publish"):
+        if name in metrics:
+            return name
+    spec = result["spec"]
+    if spec["measurement"] == "rtt":
+        return "rtt"
+    if spec["system"] == "nats" and (spec.get("broker") or {}).get("mode") == "core":
+        return None
+    return "publish"
+
+
+def _read_parts(folder: Path, pattern: str, schema: pa.Schema) -> pa.Table:
+    parts = [conform(pq.read_table(p), schema) for p in sorted(folder.glob(pattern))]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A file of an older schema version (records.SCHEMA_VERSION history) with the columns it predates as
+    nulls, so one analysis reads every version."""
+    columns = [
+        table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _load_pipeline_outputs(run: RunData) -> None:
+    """Tables, data-quality results and regression alerts written for this run, when they exist."""
+    part = Path(f"run_date={run.run_date}") / f"run_id={run.run_id}"
+    for folder in sorted((run.lake_root / "tables").glob(f"*/{part}")):
+        name = folder.parent.parent.name
+        try:
+            run.tables[name] = pq.read_table(folder).slice(0, TABLE_ROWS_SHOWN)
+        except Exception as exc:
+            run.notes.append(f"table {name} could not be read: {exc}")
+    for validation in sorted(run.lake_root.glob(f"*/{part}/validation.json")):
+        run.validation = _read_json(validation, run)
+        break
+    alerts = run.lake_root / "regressions" / part / "alerts.json"
+    if alerts.exists():
+        run.regressions = _read_json(alerts, run)
+
+
+def _read_json(path: Path, run: RunData) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except Exception as exc:
+        run.notes.append(f"{path.relative_to(run.lake_root)} could not be read: {exc}")
+        return None

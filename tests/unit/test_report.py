@@ -1,0 +1,103 @@
+"""The report's pure parts on tiny literal inputs: the 1/(1−p) axis, which points are drawn, ratio pairing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench_tasks.percentiles import summarize
+from bench_tasks.report.charts import Curve, spectrum_chart
+from bench_tasks.report.pairing import (
+    CellKey,
+    ReportError,
+    pairs_across_runs,
+    pairs_within_run,
+    ratios,
+    spec_differences,
+)
+from bench_tasks.report.spectrum import axis_ticks, drawn_percentiles, spectrum, tail_x
+
+
+def test_tail_axis_gives_every_nine_the_same_width() -> None:
+    assert [tail_x(p) for p in ("0", "50", "90", "99", "99.9", "99.9999")] == [1, 2, 10, 100, 1000, 1_000_000]
+    with pytest.raises(ValueError, match="percentile must be in"):
+        tail_x("100")
+
+
+def test_axis_ends_at_the_first_tick_past_the_sample_count() -> None:
+    assert axis_ticks(5) == [(1.0, "0 %"), (10.0, "90 %")]
+    assert [label for _, label in axis_ticks(10_000)] == ["0 %", "90 %", "99 %", "99.9 %", "99.99 %", "99.999 %"]
+
+
+def test_only_supported_percentiles_are_drawn() -> None:
+    assert drawn_percentiles(0) == []
+    assert drawn_percentiles(99) == ["50", "90"]
+    assert drawn_percentiles(999) == ["50", "90", "99"]
+    assert drawn_percentiles(1000) == ["50", "90", "99", "99.9"]
+
+
+def test_spectrum_stops_at_the_sample_count_and_matches_the_table() -> None:
+    values = np.arange(1, 1001, dtype=np.int64) * 1000  # 1 µs … 1 ms
+    s = spectrum(values)
+    assert s.x[0] == 1.0 and s.x[-1] == pytest.approx(1000.0)  # p = 1 − 1/1000 = 99.9 %, nothing beyond
+    assert s.latency_ns[0] == 1000 and s.latency_ns[-1] == 999_000  # p99.9; the max is its own marker
+    assert np.all(np.diff(s.latency_ns) >= 0)
+    table = summarize(values).percentiles
+    assert s.marks == {p: v for p, v in table.items() if v is not None}
+    assert s.marks["99.9"] == 999_000 and s.max_ns == 1_000_000
+    assert spectrum(np.array([], dtype=np.int64)).count == 0
+
+
+def _key(cell_id: str, series: str, run: str = "r1", **workload: object) -> CellKey:
+    spec = {"system": "nats", "version": "2.15.1", "broker": {"mode": "core"}, "workload": {"rate_per_s": 500}}
+    spec["workload"] = {**spec["workload"], **workload}
+    return CellKey(run, cell_id, series, cell_id, spec)
+
+
+def test_spec_differences_are_dotted_paths() -> None:
+    a = {"version": "1", "broker": {"mode": "core", "servers": 1}}
+    b = {"version": "2", "broker": {"mode": "jetstream", "servers": 1}, "extra": 1}
+    assert spec_differences(a, b) == ("broker.mode", "extra", "version")
+    assert spec_differences(a, a) == ()
+
+
+def test_cells_of_one_run_pair_when_one_field_differs() -> None:
+    a, b, c = _key("a", "s1"), _key("b", "s2", rate_per_s=1000), _key("c", "s3", rate_per_s=2000, producers=2)
+    (pair,) = pairs_within_run([a, b, c])
+    assert (pair.a.cell_id, pair.b.cell_id, pair.differs) == ("a", "b", ("workload.rate_per_s",))
+
+
+def test_runs_pair_by_series_key() -> None:
+    old = [_key("a1", "s1", "A"), _key("a2", "s2", "A", rate_per_s=1000)]
+    new_spec = {**old[0].spec, "version": "2.16.0"}
+    new = [CellKey("B", "b1", "s1", "b1", new_spec)]
+    (pair,) = pairs_across_runs(old, new)
+    assert (pair.a.cell_id, pair.b.cell_id, pair.differs) == ("a1", "b1", ("version",))
+
+
+def test_runs_without_a_shared_series_key_are_refused_naming_the_fields() -> None:
+    with pytest.raises(ReportError) as raised:
+        pairs_across_runs([_key("a1", "s1", "A")], [_key("b1", "s9", "B", rate_per_s=800)])
+    assert str(raised.value) == (
+        "cannot compare runs A and B: no cell of one shares a series key with a cell of the other "
+        "(the closest cells differ in: workload.rate_per_s); a comparison pairs cells that differ at most in version"
+    )
+    assert raised.value.exit_code == 2
+
+
+def test_ratio_is_missing_where_either_side_is_unsupported() -> None:
+    a = {"50": 1.0, "90": 2.0, "99": None, "max": 4.0}
+    b = {"50": 1.5, "90": None, "99": 3.0, "max": 2.0}
+    r = ratios(a, b)
+    assert (r["50"], r["90"], r["99"], r["99.9"], r["max"]) == (1.5, None, None, None, 0.5)
+
+
+def test_spectrum_chart_is_inline_svg_with_named_series() -> None:
+    s = spectrum(np.arange(1, 201, dtype=np.int64) * 1_000_000)
+    svg = spectrum_chart("e2e", [Curve("response time", "spectrum-e2e-intended", s, "#c00")])
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert 'id="spectrum-e2e-intended"' in svg and 'id="spectrum-e2e-intended-max"' in svg
+    assert "response time (n=200)" in svg and "99 %" in svg and "99.99 %" not in svg  # axis ends at 99.9 %
+    assert "http://" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
+        'xmlns:xlink="http://www.w3.org/1999/xlink"', ""
+    )
