@@ -256,3 +256,27 @@ def ratio_chart(title: str, keys: Sequence[str], lines: Sequence[RatioLine]) -> 
     if lines:
         ax.legend(loc="upper left", fontsize=7.5)
     return to_svg(fig)
+
+
+def history_chart(
+    title: str, run_labels: Sequence[str], values_ms: Sequence[float], change_index: int, gid: str
+) -> str:
+    """One regressed series over its runs, the change point marked and each side's mean drawn: the alert as a
+    picture, so a reader can judge the shift against the night-to-night noise."""
+    fig = Figure(figsize=(9, 3.4))
+    ax = fig.add_subplot()
+    x = np.arange(len(values_ms))
+    ax.plot(x, values_ms, marker="o", ms=3, lw=1.2, color=CYCLE[1], gid=gid, label="latency per run")
+    ax.axvline(change_index - 0.5, color=CYCLE[0], lw=1.5, ls="--", label="change point")
+    for start, end in ((0, change_index), (change_index, len(values_ms))):
+        if end > start:
+            mean = float(np.mean(values_ms[start:end]))
+            ax.hlines(mean, start, end - 1, color="#333", lw=1.2, alpha=0.7)
+    step = max(1, len(run_labels) // 12)
+    ax.set_xticks(x[::step], [run_labels[i] for i in range(0, len(run_labels), step)], rotation=30, fontsize=7)
+    ax.set_ylabel("latency (ms)")
+    ax.set_xlabel("run (oldest → newest; means of each side drawn)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    return to_svg(fig)

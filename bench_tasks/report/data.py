@@ -53,6 +53,7 @@ class RunData:
     tables: dict[str, pa.Table] = field(default_factory=dict)
     validation: Any = None
     regressions: Any = None
+    history_series: list[Any] = field(default_factory=list)  # bench_tasks.regressions Series, when alerts exist
     notes: list[str] = field(default_factory=list)  # files that exist but could not be read
 
 
@@ -166,6 +167,13 @@ def _load_pipeline_outputs(run: RunData) -> None:
     alerts = run.lake_root / "regressions" / part / "alerts.json"
     if alerts.exists():
         run.regressions = _read_json(alerts, run)
+        try:  # the alerted series themselves, so the report can plot them
+            from ..regressions.history import read_history
+            from ..regressions.series import build_series
+
+            run.history_series = build_series(read_history(run.lake_root))[0]
+        except Exception as exc:
+            run.notes.append(f"history could not be read for the regression plots: {exc}")
 
 
 def _read_json(path: Path, run: RunData) -> Any:

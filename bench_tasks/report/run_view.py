@@ -7,7 +7,7 @@ from typing import Any
 
 from . import page
 from .cell_view import BASES, anchor, cell_section, measure_values
-from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, ratio_chart, spectrum_chart
+from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_chart, spectrum_chart
 from .data import CellData, RunData
 from .pairing import RATIO_KEYS, Pair, pairs_within_run, ratios
 from .spectrum import spectrum
@@ -140,7 +140,22 @@ def regressions_section(run: RunData) -> str:
     if isinstance(data, dict):
         meta = page.key_values((k, v) for k, v in data.items() if k not in ("alerts", "change_points"))
     body = meta + (page.records_table(alerts, caption="alerts") if alerts else page.note("checked: no regression"))
+    body += "".join(_alert_chart(alert, run.history_series, i) for i, alert in enumerate(alerts))
     return page.section("regressions", "Regressions", body)
+
+
+def _alert_chart(alert: dict, series: list, index: int) -> str:
+    """The alerted series over its runs with the change point marked; nothing when its history is not found."""
+    wanted = tuple(alert.get(k) for k in ("series_key", "metric", "basis", "percentile", "view"))
+    match = next((s for s in series if (s.series_key, s.metric, s.basis, s.percentile, s.view) == wanted), None)
+    if match is None:
+        return page.note(f"history of {' '.join(map(str, wanted))} not found")
+    runs = [p.run_id for p in match.points]
+    at = runs.index(alert["run_id"]) if alert.get("run_id") in runs else alert.get("index", 0)
+    title = f"{alert.get('label', '')} {match.metric}/{match.basis} p{match.percentile}: {alert.get('summary', '')}"
+    values = [p.value_ns / 1e6 for p in match.points]
+    labels = [p.run_date for p in match.points]
+    return history_chart(title[:140], labels, values, at, f"regression-{index}")
 
 
 def pipeline_section(run: RunData) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -101,3 +103,26 @@ def test_spectrum_chart_is_inline_svg_with_named_series() -> None:
     assert "http://" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
         'xmlns:xlink="http://www.w3.org/1999/xlink"', ""
     )
+
+
+def test_regressions_section_plots_each_alerted_series_with_its_change_point(tmp_path: Path) -> None:
+    """A synthetic 40-night history with a 20 % p99 rise from night 30: the report shows the alert and the
+    series it came from, change point marked."""
+    from bench_tasks.regressions import detect
+    from bench_tasks.regressions.history import read_history
+    from bench_tasks.regressions.output import write_results
+    from bench_tasks.regressions.series import build_series
+    from bench_tasks.report.data import RunData
+    from bench_tasks.report.run_view import regressions_section
+
+    from .test_regressions import make_lake, step
+
+    lake = make_lake(tmp_path, 40, step(1.2, 30))
+    result = detect(lake)
+    write_results(lake, result)
+    run = RunData(tmp_path, result.run_id, result.run_date, [])
+    run.regressions = result.to_dict()
+    run.history_series = build_series(read_history(lake))[0]
+    html = regressions_section(run)
+    assert html.count('id="regression-0"') == 1 and 'id="regression-1"' not in html
+    assert "change point" in html and "+21.3%" in html
