@@ -119,6 +119,30 @@ def read_cells(spark: SparkSession, lake: Path, runs: list[RunRef]) -> DataFrame
     return out.select(*[F.col(f.name).cast(_SPARK_TYPES[f.type]) for f in CELLS_SCHEMA])
 
 
+@dataclass
+class Raw:
+    """A set of runs' raw inputs, read once and shared by the jobs of one pipeline run."""
+
+    runs: list[RunRef]
+    sent: DataFrame
+    received: DataFrame
+    cells: DataFrame
+
+    def cache(self) -> Raw:
+        """Keep the inputs in memory (spilling to disk) while several jobs read them."""
+        self.sent, self.received, self.cells = self.sent.cache(), self.received.cache(), self.cells.cache()
+        return self
+
+    def unpersist(self) -> None:
+        for frame in (self.sent, self.received, self.cells):
+            frame.unpersist()
+
+
+def read_raw(spark: SparkSession, lake: Path, run_ids: list[str]) -> Raw:
+    runs = [find_run(lake, r) for r in run_ids]
+    return Raw(runs, read_sent(spark, lake, runs), read_received(spark, lake, runs), read_cells(spark, lake, runs))
+
+
 def write_table(df: DataFrame, lake: Path, table: str, run: RunRef) -> Path:
     """Write one run's partition of `table`, replacing an earlier one atomically (rename into place)."""
     final = table_dir(lake, table, run)

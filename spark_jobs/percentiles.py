@@ -77,17 +77,20 @@ def compute(sent: DataFrame, received: DataFrame, cells: DataFrame) -> tuple[Dat
     return accounting_table(acc, facts), percentile_table(samples, acc, facts)
 
 
-def run(spark: SparkSession, lake: Path, run_ids: Sequence[str]) -> dict[str, list[Path]]:
-    """Read the runs, compute, write both tables per run. Returns the written partitions by table."""
-    runs = [lakeio.find_run(lake, r) for r in run_ids]
-    sent, received = lakeio.read_sent(spark, lake, runs), lakeio.read_received(spark, lake, runs)
-    acc, pct = compute(sent, received, lakeio.read_cells(spark, lake, runs))
-    pct = pct.cache()
+def run(
+    spark: SparkSession, lake: Path, run_ids: Sequence[str], raw: lakeio.Raw | None = None
+) -> dict[str, list[Path]]:
+    """Compute both tables of the runs (from `raw` when the caller has read it already) and write them per
+    run. Returns the written partitions by table."""
+    raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
+    acc, pct = compute(raw.sent, raw.received, raw.cells)
+    acc, pct = acc.cache(), pct.cache()
     written: dict[str, list[Path]] = {"accounting": [], "percentiles": []}
-    for ref in runs:
+    for ref in raw.runs:
         mine = F.col("run_id") == ref.run_id
         written["accounting"].append(lakeio.write_table(acc.where(mine), lake, "accounting", ref))
         written["percentiles"].append(lakeio.write_table(pct.where(mine), lake, "percentiles", ref))
+    acc.unpersist()
     pct.unpersist()
     return written
 

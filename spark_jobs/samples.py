@@ -135,20 +135,14 @@ def accounting(sent: DataFrame, received: DataFrame, facts: DataFrame) -> DataFr
 
     Columns: run_id, cell_id, scheduled, sent, send_errors, acknowledged, received, duplicated, lost,
     acknowledged_but_lost."""
-    e2e_cells = facts.where("measurement = 'e2e'").select(*CELL_KEYS)
-    got = first_receipts(receipts(received).where("metric = 'e2e'").join(e2e_cells, list(CELL_KEYS))).select(
-        *MESSAGE_KEYS, "receipts"
-    )
+    first = first_receipts(receipts(received).where("metric = 'e2e'")).select(*MESSAGE_KEYS, "receipts")
     rows = (
         in_phases(sent, (MEASURE,))
         .join(F.broadcast(facts.select(*CELL_KEYS, "measurement")), list(CELL_KEYS), "right")
-        .join(got, list(MESSAGE_KEYS), "left")
+        .join(first, list(MESSAGE_KEYS), "left")
     )
-    is_sent, is_acked, is_got = (
-        F.col("sent_ns").isNotNull(),
-        F.col("acked_ns").isNotNull(),
-        F.col("receipts").isNotNull(),
-    )
+    is_sent, is_acked = F.col("sent_ns").isNotNull(), F.col("acked_ns").isNotNull()
+    is_got = F.col("receipts").isNotNull()
     counts = rows.groupBy(*CELL_KEYS, "measurement").agg(
         F.count("seq").alias("scheduled"),
         F.count("sent_ns").alias("sent"),
@@ -157,11 +151,7 @@ def accounting(sent: DataFrame, received: DataFrame, facts: DataFrame) -> DataFr
         F.sum(F.when(is_sent & ~is_got, 1).otherwise(0)).alias("_sent_not_got"),
         F.sum(F.when(is_acked & ~is_got, 1).otherwise(0)).alias("_acked_not_got"),
     )
-    dupes = (
-        first_receipts(receipts(received).where("metric = 'e2e'"))
-        .groupBy(*CELL_KEYS)
-        .agg(F.sum(F.col("receipts") - 1).alias("_dupes"))
-    )
+    dupes = first.groupBy(*CELL_KEYS).agg(F.sum(F.col("receipts") - 1).alias("_dupes"))
     e2e = F.col("measurement") == "e2e"
     return counts.join(dupes, list(CELL_KEYS), "left").select(
         *CELL_KEYS,
