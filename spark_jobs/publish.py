@@ -2,8 +2,10 @@
 quarantine for tables that failed the gate. Pure rendering plus atomic writes; no Spark needed past collect.
 
   published/run_date=D/run_id=R/{percentiles.md, percentiles.csv}
-  history/percentiles/run_date=D/run_id=R/part-0.parquet   (the published rows; re-publishing a run replaces
-                                                            its partition, so history never holds a run twice)
+  history/percentiles/D__R.parquet   the published rows of run R (landed on date D), keyed inside by run_id,
+                                     run_date, cell_id, series_key, system, version; re-publishing a run
+                                     replaces its one file, so history never holds a run twice. Flat files
+                                     (no key=value folders) so readers never see a key twice.
   quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, validation.json}
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import uuid
 from collections.abc import Sequence
@@ -82,6 +85,10 @@ def _write_folder(final: Path, files: dict[str, str]) -> Path:
     return final
 
 
+def history_path(lake: Path, run: RunRef) -> Path:
+    return Path(lake) / "history" / "percentiles" / f"{run.run_date}__{run.run_id}.parquet"
+
+
 def _run_folder(lake: Path, area: str, run: RunRef) -> Path:
     return Path(lake) / area / f"run_date={run.run_date}" / f"run_id={run.run_id}"
 
@@ -94,11 +101,11 @@ def publish(lake: Path, run: RunRef, table: pa.Table, accounting: list[dict[str,
         _run_folder(lake, "published", run),
         {"percentiles.md": markdown(rows, accounting), "percentiles.csv": to_csv(rows)},
     )
-    history = _run_folder(lake, "history/percentiles", run)
-    staging = history.parent / f".staging-{history.name}-{uuid.uuid4().hex[:8]}"
-    staging.mkdir(parents=True)
-    pq.write_table(table, staging / "part-0.parquet", compression="zstd")
-    replace_dir(staging, history)
+    history = history_path(lake, run)
+    history.parent.mkdir(parents=True, exist_ok=True)
+    staging = history.with_name(f".{history.name}.{uuid.uuid4().hex[:8]}.tmp")
+    pq.write_table(table, staging, compression="zstd")
+    os.replace(staging, history)
     shutil.rmtree(_run_folder(lake, "quarantine", run), ignore_errors=True)
     return folder
 
@@ -109,7 +116,7 @@ def quarantine(
     """Keep the tables that failed the gate, with the validation result that failed them. An earlier
     publication of the same run is withdrawn: what the lake holds for it now does not pass."""
     shutil.rmtree(_run_folder(lake, "published", run), ignore_errors=True)
-    shutil.rmtree(_run_folder(lake, "history/percentiles", run), ignore_errors=True)
+    history_path(lake, run).unlink(missing_ok=True)
     return _write_folder(
         _run_folder(lake, "quarantine", run),
         {
