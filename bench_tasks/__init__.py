@@ -6,15 +6,18 @@ What DAGs, Spark jobs and tests may import is named here; the rest is private (S
 from .analysis import Accounting, CellAnalysis, analyze
 from .cell_runner import Fault
 from .errors import BrokerError, CellError, MatrixError, PayloadError, SixninesError
-from .lake import Lake, RunInfo
+from .lake import CELLS_SCHEMA, Lake, RunInfo
 from .matrix import Cell, Matrix, load_matrix, parse_matrix
 from .percentiles import PERCENTILES, LatencySummary, is_supported, required_samples, summarize
-from .records import SCHEMA_VERSION
+from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, read_schema_version
 from .runner import CellReport, run_cell, run_matrix
 
 __all__ = [
+    "CELLS_SCHEMA",
     "PERCENTILES",
+    "RECEIVED_SCHEMA",
     "SCHEMA_VERSION",
+    "SENT_SCHEMA",
     "Accounting",
     "BrokerError",
     "Cell",
@@ -33,6 +36,7 @@ __all__ = [
     "is_supported",
     "load_matrix",
     "parse_matrix",
+    "read_schema_version",
     "required_samples",
     "run_cell",
     "run_matrix",

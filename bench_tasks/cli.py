@@ -457,3 +457,24 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+
+
+@app.command()
+def analyze(
+    run_id: Annotated[str, typer.Argument(help="run id, as printed by `sixnines run`")],
+    lake: LakeOption = Path("lake"),
+    master: Annotated[Optional[str], typer.Option(help="Spark master (default local[*])")] = None,  # noqa: UP045
+    measure_tolerance: Annotated[float, typer.Option(help="gate: measure-phase sends vs rate × seconds")] = 0.01,
+    allowed_loss_ratio: Annotated[float, typer.Option(help="gate: loss allowed where not guaranteed")] = 0.0,
+) -> None:
+    """Spark percentile/timeline/histogram tables for a run, the Great Expectations gate, then publish
+    (exit 1 and quarantine, naming the failed expectations, when the gate fails)."""
+    from spark_jobs.pipeline import GateThresholds, run_analysis  # pyspark and GX load only for this command
+    from spark_jobs.session import get_spark
+
+    spark = get_spark("sixnines-analyze", master)
+    try:
+        folder = run_analysis(spark, lake, run_id, GateThresholds(measure_tolerance, allowed_loss_ratio))
+    finally:
+        spark.stop()
+    out.print(f"published {run_id}: {folder}")

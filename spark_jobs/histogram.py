@@ -1,0 +1,68 @@
+"""Histogram job: log-spaced latency buckets per cell × metric × basis (measure phase), for plots.
+
+Bucket b holds latencies in [2^(b/16), 2^((b+1)/16)) ns — 16 buckets per doubling, each about 4.4 % wide,
+the same relative resolution from microseconds to seconds; latencies below 1 ns (0) go to bucket -1, whose
+bounds are [0, 1). A plain aggregation, so it merges across runs by summing counts. Plots only: the
+percentile tables are exact and never read from here.
+Run alone: `spark-submit spark_jobs/histogram.py --lake LAKE --run-id RUN`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from spark_jobs import jobargs, lakeio
+from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
+from spark_jobs.samples import CELL_KEYS, cell_facts, latency_samples
+
+BUCKETS_PER_DOUBLING = 16
+
+
+def histogram_table(samples: DataFrame, buckets_per_doubling: int = BUCKETS_PER_DOUBLING) -> DataFrame:
+    """Counts per bucket, with each bucket's bounds and the cumulative fraction up to its upper bound."""
+    keys = [*CELL_KEYS, "metric", "basis"]
+    k = float(buckets_per_doubling)
+    bucket = (
+        F.when(F.col("value_ns") < 1, F.lit(-1)).otherwise(F.floor(F.log2(F.col("value_ns")) * F.lit(k))).cast("int")
+    )
+    counts = samples.withColumn("bucket", bucket).groupBy(*keys, "bucket").agg(F.count(F.lit(1)).alias("count"))
+    group = Window.partitionBy(*keys)
+    running = group.orderBy("bucket").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    return counts.select(
+        F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
+        *keys,
+        "bucket",
+        F.when(F.col("bucket") < 0, F.lit(0.0))
+        .otherwise(F.pow(F.lit(2.0), F.col("bucket") / F.lit(k)))
+        .alias("lower_ns"),
+        F.when(F.col("bucket") < 0, F.lit(1.0))
+        .otherwise(F.pow(F.lit(2.0), (F.col("bucket") + 1) / F.lit(k)))
+        .alias("upper_ns"),
+        "count",
+        (F.sum("count").over(running) / F.sum("count").over(group)).alias("cumulative_fraction"),
+    )
+
+
+def run(spark: SparkSession, lake: Path, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
+    """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
+    raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
+    table = histogram_table(latency_samples(raw.sent, raw.received, cell_facts(raw.cells)))
+    return [lakeio.write_table(table.where(F.col("run_id") == r.run_id), lake, "histogram", r) for r in raw.runs]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from spark_jobs.session import get_spark
+
+    args = jobargs.parse(__doc__.splitlines()[0], argv)
+    for path in run(get_spark("sixnines-histogram", args.master), args.lake, args.run_ids):
+        print(f"histogram: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""The jobs' I/O edge: read a run's raw samples and cells table from the lake, write tables atomically.
+
+Layout (DESIGN.md, "Data model"; bench_tasks.lake writes the raw side):
+  raw/run_date=D/run_id=R/cell_id=C/{sent-p*,received-c*}.parquet
+  runs/run_date=D/run_id=R/cells.parquet
+  tables/<table>/run_date=D/run_id=R/part-*.parquet          (written here)
+A table partition is written under a hidden staging name and renamed into place, so a reader never sees
+half of it and a re-run replaces it instead of adding to it. Only a local (or mounted) lake is handled;
+an object store would commit through its own committer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version
+
+from .errors import AnalyticsError
+
+# Raw schema versions these readers understand (bench_tasks.records.SCHEMA_VERSION history).
+SUPPORTED_RAW_VERSIONS = frozenset({1})
+
+_SPARK_TYPES = {pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "bigint", pa.string(): "string"}
+
+
+def spark_ddl(schema: pa.Schema) -> str:
+    """The Spark DDL of one of the harness's Arrow schemas, so an empty input still has typed columns."""
+    return ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}" for f in schema)
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """One run in the lake: its id and the date partition it was landed under."""
+
+    run_id: str
+    run_date: str
+
+
+def find_run(lake: Path, run_id: str) -> RunRef:
+    """Locate a run by id alone: its date is only known from the folder it landed in."""
+    hits = sorted((Path(lake) / "runs").glob(f"run_date=*/run_id={run_id}/cells.parquet"))
+    if not hits:
+        raise AnalyticsError(f"run {run_id}: no runs/run_date=*/run_id={run_id}/cells.parquet under {lake}")
+    if len(hits) > 1:
+        raise AnalyticsError(f"run {run_id}: landed under several dates: {[str(h.parent.parent) for h in hits]}")
+    return RunRef(run_id, hits[0].parent.parent.name.removeprefix("run_date="))
+
+
+def raw_dir(lake: Path, run: RunRef) -> Path:
+    return Path(lake) / "raw" / f"run_date={run.run_date}" / f"run_id={run.run_id}"
+
+
+def cells_path(lake: Path, run: RunRef) -> Path:
+    return Path(lake) / "runs" / f"run_date={run.run_date}" / f"run_id={run.run_id}" / "cells.parquet"
+
+
+def table_dir(lake: Path, table: str, run: RunRef) -> Path:
+    return Path(lake) / "tables" / table / f"run_date={run.run_date}" / f"run_id={run.run_id}"
+
+
+def _check_versions(files: list[Path]) -> None:
+    """Refuse files written by a schema this reader does not know (STYLE 5) instead of misreading them."""
+    for path in files:
+        version = read_schema_version(path)
+        if version not in SUPPORTED_RAW_VERSIONS:
+            raise AnalyticsError(
+                f"{path}: raw schema version {version}; this job reads {sorted(SUPPORTED_RAW_VERSIONS)}"
+            )
+
+
+def _read_raw(spark: SparkSession, lake: Path, runs: list[RunRef], pattern: str, schema: pa.Schema) -> DataFrame:
+    frames = []
+    for run in runs:
+        base = raw_dir(lake, run)
+        files = sorted(base.glob(f"cell_id=*/{pattern}"))
+        if not files:
+            continue
+        _check_versions(files)
+        df = spark.read.option("basePath", str(base)).parquet(*[str(f) for f in files])
+        frames.append(
+            df.select(
+                F.lit(run.run_id).alias("run_id"),
+                F.col("cell_id").cast("string"),
+                *[F.col(f.name).cast(_SPARK_TYPES[f.type]) for f in schema],
+            )
+        )
+    if not frames:
+        return spark.createDataFrame([], f"run_id string, cell_id string, {spark_ddl(schema)}")
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def read_sent(spark: SparkSession, lake: Path, runs: list[RunRef]) -> DataFrame:
+    """Every producer's sent rows of `runs`, with run_id and cell_id."""
+    return _read_raw(spark, lake, runs, "sent-p*.parquet", SENT_SCHEMA)
+
+
+def read_received(spark: SparkSession, lake: Path, runs: list[RunRef]) -> DataFrame:
+    """Every consumer's received rows of `runs`, with run_id and cell_id."""
+    return _read_raw(spark, lake, runs, "received-c*.parquet", RECEIVED_SCHEMA)
+
+
+def read_cells(spark: SparkSession, lake: Path, runs: list[RunRef]) -> DataFrame:
+    """The runs' cells tables (one row per cell: spec, status, phase boundaries, counts, context)."""
+    frames = [spark.read.parquet(str(cells_path(lake, run))) for run in runs]
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame, allowMissingColumns=True)
+    return out.select(*[F.col(f.name).cast(_SPARK_TYPES[f.type]) for f in CELLS_SCHEMA])
+
+
+@dataclass
+class Raw:
+    """A set of runs' raw inputs, read once and shared by the jobs of one pipeline run."""
+
+    runs: list[RunRef]
+    sent: DataFrame
+    received: DataFrame
+    cells: DataFrame
+
+    def cache(self) -> Raw:
+        """Keep the inputs in memory (spilling to disk) while several jobs read them."""
+        self.sent, self.received, self.cells = self.sent.cache(), self.received.cache(), self.cells.cache()
+        return self
+
+    def unpersist(self) -> None:
+        for frame in (self.sent, self.received, self.cells):
+            frame.unpersist()
+
+
+def read_raw(spark: SparkSession, lake: Path, run_ids: list[str]) -> Raw:
+    runs = [find_run(lake, r) for r in run_ids]
+    return Raw(runs, read_sent(spark, lake, runs), read_received(spark, lake, runs), read_cells(spark, lake, runs))
+
+
+def write_table(df: DataFrame, lake: Path, table: str, run: RunRef) -> Path:
+    """Write one run's partition of `table`, replacing an earlier one atomically (rename into place)."""
+    final = table_dir(lake, table, run)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = final.parent / f".staging-{run.run_id}-{uuid.uuid4().hex[:8]}"
+    df.coalesce(1).write.mode("overwrite").parquet(str(staging))
+    replace_dir(staging, final)
+    return final
+
+
+def replace_dir(staging: Path, final: Path) -> None:
+    """Move a finished folder into place; an earlier version is renamed away first, then removed."""
+    old = None
+    if final.exists():
+        old = final.with_name(f".replaced-{final.name}-{uuid.uuid4().hex[:8]}")
+        os.replace(final, old)
+    os.replace(staging, final)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def read_table(spark: SparkSession, lake: Path, table: str, runs: list[RunRef]) -> DataFrame:
+    """A table's partitions for `runs` (as written by write_table)."""
+    paths = [str(table_dir(lake, table, run)) for run in runs]
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise AnalyticsError(f"table {table}: not computed yet for {missing}; run the {table} job first")
+    return spark.read.parquet(*paths)

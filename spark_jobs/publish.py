@@ -1,0 +1,127 @@
+"""Publishing: human-readable tables (Markdown, CSV), the history the regression detector reads, and the
+quarantine for tables that failed the gate. Pure rendering plus atomic writes; no Spark needed past collect.
+
+  published/run_date=D/run_id=R/{percentiles.md, percentiles.csv}
+  history/percentiles/D__R.parquet   the published rows of run R (landed on date D), keyed inside by run_id,
+                                     run_date, cell_id, series_key, system, version; re-publishing a run
+                                     replaces its one file, so history never holds a run twice. Flat files
+                                     (no key=value folders) so readers never see a key twice.
+  quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, validation.json}
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench_tasks import PERCENTILES
+from spark_jobs.exact import percentile_column
+from spark_jobs.lakeio import RunRef, replace_dir
+
+NS_PER_MS = 1e6
+
+
+def _ms(value: Any) -> str:
+    return "unsup." if value is None else f"{value / NS_PER_MS:.3f}"
+
+
+def markdown(rows: Sequence[dict[str, Any]], accounting: Sequence[dict[str, Any]]) -> str:
+    """One section per cell: the percentile table in milliseconds (unsupported shown as `unsup.`, never as a
+    number) and the message accounting below it."""
+    out = ["# Latency percentiles (ms, measure phase)", ""]
+    header = ["metric", "basis", "leader", "count", "min", *[f"p{p}" for p in PERCENTILES], "max", "mean"]
+    for acc in sorted(accounting, key=lambda a: (a["run_id"], a["label"] or "", a["cell_id"])):
+        mine = [r for r in rows if r["run_id"] == acc["run_id"] and r["cell_id"] == acc["cell_id"]]
+        out += [f"## {acc['label']} — `{acc['cell_id']}` [{acc['status']}]", ""]
+        out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for r in sorted(mine, key=lambda r: (r["metric"], r["basis"], -1 if r["leader"] is None else r["leader"])):
+            cells = [
+                r["metric"],
+                "response" if r["basis"] == "intended" else "service",
+                "all" if r["leader"] is None else str(r["leader"]),
+                str(r["count"]),
+                _ms(r["min_ns"]),
+                *[_ms(r[percentile_column(p)]) for p in PERCENTILES],
+                _ms(r["max_ns"]),
+                _ms(r["mean_ns"]),
+            ]
+            out.append("| " + " | ".join(cells) + " |")
+        counts = ", ".join(
+            f"{k.replace('_', ' ')} {acc[k]}"
+            for k in ("scheduled", "sent", "acknowledged", "received", "lost", "duplicated", "acknowledged_but_lost")
+        )
+        out += ["", f"Messages: {counts}.", ""]
+    return "\n".join(out)
+
+
+def to_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """Every column of the percentile table, ns integers; `unsupported` as `;`-joined percentiles."""
+    if not rows:
+        return ""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: ";".join(v) if isinstance(v, list) else ("" if v is None else v) for k, v in r.items()})
+    return buffer.getvalue()
+
+
+def _write_folder(final: Path, files: dict[str, str]) -> Path:
+    staging = final.parent / f".staging-{final.name}-{uuid.uuid4().hex[:8]}"
+    staging.mkdir(parents=True)
+    for name, text in files.items():
+        (staging / name).write_text(text)
+    replace_dir(staging, final)
+    return final
+
+
+def history_path(lake: Path, run: RunRef) -> Path:
+    return Path(lake) / "history" / "percentiles" / f"{run.run_date}__{run.run_id}.parquet"
+
+
+def _run_folder(lake: Path, area: str, run: RunRef) -> Path:
+    return Path(lake) / area / f"run_date={run.run_date}" / f"run_id={run.run_id}"
+
+
+def publish(lake: Path, run: RunRef, table: pa.Table, accounting: list[dict[str, Any]]) -> Path:
+    """Write the published tables and replace this run's partition of the history; an earlier quarantine
+    of the run is withdrawn."""
+    rows = table.to_pylist()
+    folder = _write_folder(
+        _run_folder(lake, "published", run),
+        {"percentiles.md": markdown(rows, accounting), "percentiles.csv": to_csv(rows)},
+    )
+    history = history_path(lake, run)
+    history.parent.mkdir(parents=True, exist_ok=True)
+    staging = history.with_name(f".{history.name}.{uuid.uuid4().hex[:8]}.tmp")
+    pq.write_table(table, staging, compression="zstd")
+    os.replace(staging, history)
+    shutil.rmtree(_run_folder(lake, "quarantine", run), ignore_errors=True)
+    return folder
+
+
+def quarantine(
+    lake: Path, run: RunRef, rows: list[dict[str, Any]], accounting: list[dict[str, Any]], validation: dict[str, Any]
+) -> Path:
+    """Keep the tables that failed the gate, with the validation result that failed them. An earlier
+    publication of the same run is withdrawn: what the lake holds for it now does not pass."""
+    shutil.rmtree(_run_folder(lake, "published", run), ignore_errors=True)
+    history_path(lake, run).unlink(missing_ok=True)
+    return _write_folder(
+        _run_folder(lake, "quarantine", run),
+        {
+            "percentiles.md": markdown(rows, accounting),
+            "percentiles.csv": to_csv(rows),
+            "validation.json": json.dumps(validation, indent=2, sort_keys=True, default=str),
+        },
+    )

@@ -1,0 +1,154 @@
+"""Accounting, metrics, hops and leaders from tiny literal raw rows with known answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from bench_tasks import RECEIVED_SCHEMA, SENT_SCHEMA, load_matrix
+from bench_tasks.runner import acked_metric as harness_acked_metric
+from spark_jobs.lakeio import spark_ddl
+from spark_jobs.percentiles import compute
+from spark_jobs.samples import cell_facts
+
+REPO = Path(__file__).resolve().parents[2]
+M = 1_000  # the measure phase is intended in [1000, 2000)
+
+
+def _cells(spark: SparkSession, *rows: tuple[str, str, str]) -> DataFrame:
+    """(cell_id, measurement, spec_json) rows of a cells table, the rest of the columns filler."""
+    data = [
+        ("r", "2026-01-02", c, f"s{c}", "nats", "2.15.1", meas, c, "ok", 0, M, 2 * M, 3 * M, spec)
+        for c, meas, spec in rows
+    ]
+    return spark.createDataFrame(
+        data,
+        "run_id string, run_date string, cell_id string, series_key string, system string, version string, "
+        "measurement string, label string, status string, t0_ns long, measure_start_ns long, measure_end_ns long, "
+        "end_ns long, spec_json string",
+    )
+
+
+def _sent(spark: SparkSession, cell: str, rows: list[tuple]) -> DataFrame:
+    """rows: (producer_id, seq, intended_ns, sent_ns, acked_ns, phase)."""
+    full = [(("r", cell, p, s, i, sn, a, None, None, ph, None)) for p, s, i, sn, a, ph in rows]
+    return spark.createDataFrame(full, f"run_id string, cell_id string, {spark_ddl(SENT_SCHEMA)}")
+
+
+def _received(spark: SparkSession, cell: str, rows: list[tuple]) -> DataFrame:
+    """rows: (producer_id, seq, intended_ns, sent_ns, received_ns, leader, hop, phase)."""
+    full = [("r", cell, 0, p, s, i, sn, r, None, None, ld, h, ph) for p, s, i, sn, r, ld, h, ph in rows]
+    return spark.createDataFrame(full, f"run_id string, cell_id string, {spark_ddl(RECEIVED_SCHEMA)}")
+
+
+JETSTREAM = '{"system": "nats", "broker": {"mode": "jetstream"}, "workload": {"rate_per_s": 1000, "measure_s": 1}}'
+
+
+def test_accounting_and_e2e_metrics(spark: SparkSession) -> None:
+    """Five messages in measure: one lost after its ack, one received twice; warmup rows do not count."""
+    sent = _sent(
+        spark,
+        "a",
+        [
+            (0, 0, 500, 510, 600, "warmup"),
+            (0, 1, 1000, 1010, 1100, "measure"),
+            (0, 2, 1200, 1210, 1300, "measure"),
+            (0, 3, 1400, 1420, 1500, "measure"),  # acked, never received
+            (0, 4, 1600, None, None, "measure"),  # the client refused it
+            (0, 5, 1800, 1805, None, "measure"),  # never acked, received
+        ],
+    )
+    received = _received(
+        spark,
+        "a",
+        [
+            (0, 0, 500, 510, 700, None, 0, "warmup"),
+            (0, 1, 1000, 1010, 1150, None, 0, "measure"),
+            (0, 2, 1200, 1210, 1290, None, 0, "measure"),
+            (0, 2, 1200, 1210, 1250, None, 0, "measure"),  # the earlier receipt counts, the other is a duplicate
+            (0, 5, 1800, 1805, 1900, None, 0, "measure"),
+        ],
+    )
+    acc, pct = compute(sent, received, _cells(spark, ("a", "e2e", JETSTREAM)))
+    a = acc.collect()[0].asDict()
+    assert {k: a[k] for k in ("scheduled", "sent", "send_errors", "acknowledged", "received")} == {
+        "scheduled": 5,
+        "sent": 4,
+        "send_errors": 1,
+        "acknowledged": 3,
+        "received": 3,
+    }
+    assert (a["duplicated"], a["lost"], a["acknowledged_but_lost"]) == (1, 1, 1)
+    rows = {(r.metric, r.basis): r for r in pct.collect()}
+    assert set(rows) == {("e2e", "intended"), ("e2e", "sent"), ("publish", "intended"), ("publish", "sent")}
+    e2e = rows[("e2e", "intended")]
+    assert (e2e["count"], e2e.min_ns, e2e.max_ns, e2e.p50_ns) == (3, 50, 150, 100)  # 150, 50, 100
+    assert rows[("e2e", "sent")].max_ns == 140
+    publish = rows[("publish", "sent")]
+    assert (publish["count"], publish.min_ns, publish.max_ns) == (3, 80, 90)
+    assert e2e.leader is None and e2e.lost == 1 and e2e.unsupported[0] == "90"
+
+
+def test_service_chain_hops_are_metrics(spark: SparkSession) -> None:
+    """Rows at hop 1 and 2: `e2e` is the end of the chain (hop 2), and each hop is its own metric."""
+    sent = _sent(spark, "h", [(0, s, 1000 + 100 * s, 1000 + 100 * s, None, "measure") for s in range(3)])
+    hop1 = [(0, s, 1000 + 100 * s, 1000 + 100 * s, 1000 + 100 * s + 10, None, 1, "measure") for s in range(3)]
+    hop2 = [(0, s, 1000 + 100 * s, 1000 + 100 * s, 1000 + 100 * s + 30, None, 2, "measure") for s in range(2)]
+    core = '{"system": "nats", "broker": {"mode": "core"}}'
+    acc, pct = compute(sent, _received(spark, "h", hop1 + hop2), _cells(spark, ("h", "e2e", core)))
+    rows = {r.metric: r for r in pct.where("basis = 'intended'").collect()}
+    assert set(rows) == {"e2e", "hop1", "hop2"}
+    assert (rows["e2e"]["count"], rows["e2e"].max_ns) == (2, 30)
+    assert (rows["hop1"]["count"], rows["hop1"].max_ns) == (3, 10)
+    a = acc.collect()[0]
+    assert (a.received, a.lost) == (2, 1)  # the third message never reached the end of the chain
+
+
+def test_kafka_leader_breakdown(spark: SparkSession) -> None:
+    """Receipts credited to leaders 1 and 2 give one overall row and one row per leader."""
+    sent = _sent(spark, "k", [(0, s, 1000 + s, 1000 + s, 1000 + s + 5, "measure") for s in range(4)])
+    received = _received(
+        spark,
+        "k",
+        [(0, s, 1000 + s, 1000 + s, 1000 + s + 10 * (s + 1), 1 if s < 2 else 2, 0, "measure") for s in range(4)],
+    )
+    kafka = '{"system": "kafka", "client": {"producer": {"acks": "all"}}}'
+    cells = _cells(spark, ("k", "e2e", kafka)).withColumn("system", F.lit("kafka"))
+    _, pct = compute(sent, received, cells)
+    rows = {(r.metric, r.leader): r for r in pct.where("basis = 'intended'").collect()}
+    assert set(rows) == {("e2e", None), ("e2e", 1), ("e2e", 2), ("publish", None)}
+    assert (rows[("e2e", 1)]["count"], rows[("e2e", 1)].max_ns) == (2, 20)
+    assert (rows[("e2e", 2)]["count"], rows[("e2e", 2)].min_ns) == (2, 30)
+    assert rows[("e2e", None)]["count"] == 4
+    facts = cell_facts(cells).collect()[0]
+    assert facts.delivery_guaranteed and facts.acked_metric == "publish"
+
+
+def test_acked_metric_agrees_with_the_harness(spark: SparkSession) -> None:
+    """The Spark reading of spec_json decides `publish`/`rtt`/none exactly as bench_tasks.runner does."""
+    cells = [c for name in ("quick", "kafka_durability") for c in load_matrix(REPO / "matrices" / f"{name}.yaml").cells]
+    rows = [
+        (
+            "r",
+            "d",
+            c.id,
+            c.series_key,
+            c.spec.system,
+            c.spec.version,
+            c.spec.measurement,
+            c.label,
+            "ok",
+            0,
+            0,
+            0,
+            0,
+            c.spec.model_dump_json(),
+        )
+        for c in cells
+    ]
+    frame = spark.createDataFrame(rows, _cells(spark, ("x", "e2e", "{}")).schema)
+    got = {r.cell_id: r.acked_metric for r in cell_facts(frame).collect()}
+    assert got == {c.id: harness_acked_metric(c) for c in cells}
+    assert set(got.values()) >= {"publish", "rtt", None}
