@@ -439,26 +439,6 @@ def report(
     out.print(f"report: {path}  ({path.stat().st_size / 1024:.0f} KiB)")
 
 
-def main() -> None:
-    """Console entry point: map harness errors to a message and an exit code, never a traceback."""
-    try:
-        # Without standalone mode click returns (not raises) the code of a typer.Exit; pass it on.
-        code = app(standalone_mode=False)
-        if isinstance(code, int) and code != 0:
-            sys.exit(code)
-    except SixninesError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-
-
 @app.command()
 def analyze(
     run_id: Annotated[str, typer.Argument(help="run id, as printed by `sixnines run`")],
@@ -478,3 +458,23 @@ def analyze(
     finally:
         spark.stop()
     out.print(f"published {run_id}: {folder}")
+
+
+def main() -> None:
+    """Console entry point: map harness errors to a message and an exit code, never a traceback."""
+    try:
+        # Without standalone mode click returns (not raises) the code of a typer.Exit; pass it on.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code != 0:
+            sys.exit(code)
+    except SixninesError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)

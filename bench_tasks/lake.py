@@ -58,6 +58,20 @@ CELLS_SCHEMA = pa.schema(
 )
 
 
+# The published percentile rows of every run, one flat file per run named so that sorting the names orders
+# the runs by date (written by spark_jobs.publish, read by the regression detector).
+HISTORY_DIR = Path("history") / "percentiles"
+
+
+def history_file(lake_root: str | Path, run_date: str, run_id: str) -> Path:
+    return Path(lake_root) / HISTORY_DIR / f"{run_date}__{run_id}.parquet"
+
+
+def history_files(lake_root: str | Path) -> list[Path]:
+    """Every run's history file, oldest run date first; temporary files (`.name.tmp`) never match."""
+    return sorted(p for p in (Path(lake_root) / HISTORY_DIR).glob("*__*.parquet") if not p.name.startswith("."))
+
+
 @dataclass(frozen=True)
 class RunInfo:
     run_id: str

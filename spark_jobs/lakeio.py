@@ -25,8 +25,9 @@ from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_
 
 from .errors import AnalyticsError
 
-# Raw schema versions these readers understand (bench_tasks.records.SCHEMA_VERSION history).
-SUPPORTED_RAW_VERSIONS = frozenset({1})
+# Raw schema versions these readers understand (bench_tasks.records.SCHEMA_VERSION history); a column a
+# version 1 file lacks (the relay times of version 2) is read as null.
+SUPPORTED_RAW_VERSIONS = frozenset({1, 2})
 
 _SPARK_TYPES = {pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "bigint", pa.string(): "string"}
 
@@ -84,12 +85,15 @@ def _read_raw(spark: SparkSession, lake: Path, runs: list[RunRef], pattern: str,
         if not files:
             continue
         _check_versions(files)
-        df = spark.read.option("basePath", str(base)).parquet(*[str(f) for f in files])
+        df = spark.read.option("basePath", str(base)).option("mergeSchema", "true").parquet(*[str(f) for f in files])
         frames.append(
             df.select(
                 F.lit(run.run_id).alias("run_id"),
                 F.col("cell_id").cast("string"),
-                *[F.col(f.name).cast(_SPARK_TYPES[f.type]) for f in schema],
+                *[
+                    (F.col(f.name) if f.name in df.columns else F.lit(None)).cast(_SPARK_TYPES[f.type]).alias(f.name)
+                    for f in schema
+                ],
             )
         )
     if not frames:

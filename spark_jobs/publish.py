@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench_tasks import PERCENTILES
+from bench_tasks.lake import history_file
 from spark_jobs.exact import percentile_column
 from spark_jobs.lakeio import RunRef, replace_dir
 
@@ -86,7 +87,7 @@ def _write_folder(final: Path, files: dict[str, str]) -> Path:
 
 
 def history_path(lake: Path, run: RunRef) -> Path:
-    return Path(lake) / "history" / "percentiles" / f"{run.run_date}__{run.run_id}.parquet"
+    return history_file(lake, run.run_date, run.run_id)
 
 
 def _run_folder(lake: Path, area: str, run: RunRef) -> Path:

@@ -8,23 +8,24 @@ on the same data (tests/spark cross-checks them):
   time), both from the header the consumer read; acknowledged metrics (`publish`: JetStream PubAck or
   Kafka delivery report, `rtt`: the reply) = acked − intended and acked − sent from the sent rows.
 
-Service chains (data-driven): received rows carry a `hop`. When a cell's rows hold more than one hop value,
-each value h also yields a metric `hop<h>` from the rows of that hop (latency to reaching hop h, on the
-same two bases as recorded in those rows), and `e2e` and the message accounting use the highest hop (the
-end of the chain). A cell whose rows are all hop 0 — every cell today — gets `e2e` only.
+Service chains (measurement `chain`, bench_tasks.generator's relays): the final consumer's rows (hop 2) carry
+the relay's receive and send times. Beside `e2e` (the total), each message's first final receipt yields
+`hop1` = relay receipt − intended / − sent and `hop2` = final receipt − relay receipt / − relay send, as
+bench_tasks.analysis computes them. The relays' own receipts (relayed-r*.parquet) are not read here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 MEASURE = "measure"
 BASES = ("intended", "sent")
 CELL_KEYS = ("run_id", "cell_id")
 MESSAGE_KEYS = (*CELL_KEYS, "producer_id", "seq")
+RECEIVED_MEASUREMENTS = "measurement IN ('e2e', 'chain')"  # cells whose consumers' receipts are measured
 
 
 def _spec(path: str) -> Column:
@@ -80,24 +81,45 @@ def in_phases(df: DataFrame, phases: Sequence[str] | None) -> DataFrame:
 
 
 def receipts(received: DataFrame, phases: Sequence[str] | None = (MEASURE,)) -> DataFrame:
-    """Received rows labelled with the metric they feed (`e2e`, and `hop<h>` for service chains)."""
-    rows = in_phases(received, phases).withColumn("hop", F.coalesce(F.col("hop").cast("int"), F.lit(0)))
-    cell = Window.partitionBy(*CELL_KEYS)
-    rows = rows.withColumn("_top", F.max("hop").over(cell)).withColumn(
-        "_chain", F.min("hop").over(cell) < F.col("_top")
-    )
-    final = rows.where(F.col("hop") == F.col("_top")).withColumn("metric", F.lit("e2e"))
-    hops = rows.where("_chain").withColumn("metric", F.concat(F.lit("hop"), F.col("hop").cast("string")))
-    return final.unionByName(hops).drop("_top", "_chain")
+    """Received rows of the measured (final) consumers, labelled with the metric they feed: `e2e`."""
+    return in_phases(received, phases).withColumn("metric", F.lit("e2e"))
 
 
 def first_receipts(labelled: DataFrame) -> DataFrame:
     """Each message once per metric, at its earliest receipt, with how many times it was received."""
-    first = F.min(F.struct("received_ns", "intended_ns", "sent_ns", "leader")).alias("first")
+    first = F.min(
+        F.struct("received_ns", "intended_ns", "sent_ns", "leader", "relay_received_ns", "relay_sent_ns")
+    ).alias("first")
     return (
         labelled.groupBy(*MESSAGE_KEYS, "metric")
         .agg(first, F.count(F.lit(1)).alias("receipts"))
         .select(*MESSAGE_KEYS, "metric", "receipts", "first.*")
+    )
+
+
+def chain_hops(first: DataFrame) -> DataFrame:
+    """`hop1` and `hop2` samples of relayed messages, from their first final receipt (two rows per basis)."""
+    relayed = first.where(F.col("relay_received_ns").isNotNull())
+    common = [*CELL_KEYS, "leader", F.col("intended_ns").alias("at_ns")]
+
+    def hop(metric: str, done: str, start: dict[str, str]) -> DataFrame:
+        return relayed.select(
+            *common,
+            F.lit(metric).alias("metric"),
+            F.col(done).alias("done_ns"),
+            F.array(
+                *(
+                    F.struct(F.lit(basis).alias("basis"), (F.col(done) - F.col(col)).alias("value_ns"))
+                    for basis, col in start.items()
+                )
+            ).alias("_b"),
+        )
+
+    both = hop("hop1", "relay_received_ns", {"intended": "intended_ns", "sent": "sent_ns"}).unionByName(
+        hop("hop2", "received_ns", {"intended": "relay_received_ns", "sent": "relay_sent_ns"})
+    )
+    return both.select(*CELL_KEYS, "metric", "leader", "at_ns", "done_ns", F.explode("_b").alias("b")).select(
+        *CELL_KEYS, "metric", "leader", "at_ns", "done_ns", "b.basis", "b.value_ns"
     )
 
 
@@ -118,7 +140,7 @@ def latency_samples(
 
     `leader` is the partition leader at receipt (Kafka e2e); null where the data has none."""
     e2e = first_receipts(
-        receipts(received, phases).join(facts.where("measurement = 'e2e'").select(*CELL_KEYS), list(CELL_KEYS))
+        receipts(received, phases).join(facts.where(RECEIVED_MEASUREMENTS).select(*CELL_KEYS), list(CELL_KEYS))
     )
     acked = (
         in_phases(sent, phases)
@@ -127,7 +149,8 @@ def latency_samples(
         .select(*MESSAGE_KEYS, "intended_ns", "sent_ns", "acked_ns", F.col("acked_metric").alias("metric"))
         .withColumn("leader", F.lit(None).cast("int"))
     )
-    return _bases(e2e, "received_ns").unionByName(_bases(acked, "acked_ns"))
+    samples = _bases(e2e, "received_ns").unionByName(_bases(acked, "acked_ns"))
+    return samples.unionByName(chain_hops(e2e).select(*samples.columns))
 
 
 def accounting(sent: DataFrame, received: DataFrame, facts: DataFrame) -> DataFrame:
@@ -152,7 +175,7 @@ def accounting(sent: DataFrame, received: DataFrame, facts: DataFrame) -> DataFr
         F.sum(F.when(is_acked & ~is_got, 1).otherwise(0)).alias("_acked_not_got"),
     )
     dupes = first.groupBy(*CELL_KEYS).agg(F.sum(F.col("receipts") - 1).alias("_dupes"))
-    e2e = F.col("measurement") == "e2e"
+    e2e = F.col("measurement").isin("e2e", "chain")
     return counts.join(dupes, list(CELL_KEYS), "left").select(
         *CELL_KEYS,
         F.col("scheduled").cast("long"),

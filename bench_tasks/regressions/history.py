@@ -12,10 +12,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from ..lake import HISTORY_DIR
+from ..lake import history_files as lake_history_files
 from ..percentiles import PERCENTILES
 from .model import RegressionError
 
-HISTORY_AREA = Path("history") / "percentiles"
+HISTORY_AREA = HISTORY_DIR
 # Schema versions of the analytics tables this reader understands (spark_jobs.percentiles.TABLES_SCHEMA_VERSION).
 SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
 
@@ -45,9 +47,8 @@ REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, *VALUE_COLUMNS.values())
 
 
 def history_files(lake_root: Path) -> list[Path]:
-    """The history's part files in (run_date, run_id) folder order; staging folders (`.staging-…`) never match."""
-    root = Path(lake_root) / HISTORY_AREA
-    return sorted(root.glob("run_date=*/run_id=*/part-*.parquet"))
+    """The history's files (one per published run, see bench_tasks.lake.HISTORY_DIR) in run date order."""
+    return lake_history_files(lake_root)
 
 
 def read_file(path: Path) -> list[dict[str, Any]]:
@@ -73,5 +74,5 @@ def read_history(lake_root: Path) -> list[dict[str, Any]]:
     """Every overall row of every published run. An empty history is an error: there is nothing to check."""
     files = history_files(lake_root)
     if not files:
-        raise RegressionError(f"{Path(lake_root) / HISTORY_AREA}: no published history (run_date=*/run_id=*/part-*)")
+        raise RegressionError(f"{Path(lake_root) / HISTORY_AREA}: no published history (<run_date>__<run_id>.parquet)")
     return [row for path in files for row in read_file(path)]

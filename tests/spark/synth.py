@@ -139,6 +139,8 @@ def received_rows(
             "offset": pa.nulls(n, pa.int64()),
             "leader": pa.nulls(n, pa.int32()) if leader is None else pa.array(np.asarray(leader, np.int32)),
             "hop": pa.array(np.zeros(n, np.int8) if hop is None else np.asarray(hop, np.int8)),
+            "relay_received_ns": pa.nulls(n, pa.int64()),
+            "relay_sent_ns": pa.nulls(n, pa.int64()),
             "phase": pa.array(phase_of(np.asarray(intended), cell), pa.string()),
         },
         schema=RECEIVED_SCHEMA,

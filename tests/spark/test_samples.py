@@ -38,8 +38,11 @@ def _sent(spark: SparkSession, cell: str, rows: list[tuple]) -> DataFrame:
 
 
 def _received(spark: SparkSession, cell: str, rows: list[tuple]) -> DataFrame:
-    """rows: (producer_id, seq, intended_ns, sent_ns, received_ns, leader, hop, phase)."""
-    full = [("r", cell, 0, p, s, i, sn, r, None, None, ld, h, ph) for p, s, i, sn, r, ld, h, ph in rows]
+    """rows: (producer_id, seq, intended_ns, sent_ns, received_ns, leader, hop, phase[, relay_received, relay_sent])."""
+    full = []
+    for p, s, i, sn, r, ld, h, ph, *relay in rows:
+        relay_received, relay_sent = relay or (None, None)
+        full.append(("r", cell, 0, p, s, i, sn, r, None, None, ld, h, relay_received, relay_sent, ph))
     return spark.createDataFrame(full, f"run_id string, cell_id string, {spark_ddl(RECEIVED_SCHEMA)}")
 
 
@@ -92,16 +95,25 @@ def test_accounting_and_e2e_metrics(spark: SparkSession) -> None:
 
 
 def test_service_chain_hops_are_metrics(spark: SparkSession) -> None:
-    """Rows at hop 1 and 2: `e2e` is the end of the chain (hop 2), and each hop is its own metric."""
-    sent = _sent(spark, "h", [(0, s, 1000 + 100 * s, 1000 + 100 * s, None, "measure") for s in range(3)])
-    hop1 = [(0, s, 1000 + 100 * s, 1000 + 100 * s, 1000 + 100 * s + 10, None, 1, "measure") for s in range(3)]
-    hop2 = [(0, s, 1000 + 100 * s, 1000 + 100 * s, 1000 + 100 * s + 30, None, 2, "measure") for s in range(2)]
-    core = '{"system": "nats", "broker": {"mode": "core"}}'
-    acc, pct = compute(sent, _received(spark, "h", hop1 + hop2), _cells(spark, ("h", "e2e", core)))
-    rows = {r.metric: r for r in pct.where("basis = 'intended'").collect()}
-    assert set(rows) == {"e2e", "hop1", "hop2"}
-    assert (rows["e2e"]["count"], rows["e2e"].max_ns) == (2, 30)
-    assert (rows["hop1"]["count"], rows["hop1"].max_ns) == (3, 10)
+    """A chain's final receipts carry the relay's times: `e2e` is the total, `hop1` ends at the relay's receipt,
+    `hop2` starts there (response) or at the relay's send (service) — as bench_tasks.analysis computes them."""
+    sent = _sent(spark, "h", [(0, s, 1000 + 100 * s, 1005 + 100 * s, None, "measure") for s in range(3)])
+    # message s: relay got it 10 ns after intended, forwarded 4 ns later, final receipt 30 ns after intended
+    final = [
+        (0, s, 1000 + 100 * s, 1005 + 100 * s, 1030 + 100 * s, None, 2, "measure", 1010 + 100 * s, 1014 + 100 * s)
+        for s in range(2)
+    ]
+    chain = '{"system": "nats", "broker": {"mode": "core"}}'
+    acc, pct = compute(sent, _received(spark, "h", final), _cells(spark, ("h", "chain", chain)))
+    rows = {(r.metric, r.basis): r for r in pct.collect()}
+    assert set(rows) == {(m, b) for m in ("e2e", "hop1", "hop2") for b in ("intended", "sent")}
+    assert (rows[("e2e", "intended")]["count"], rows[("e2e", "intended")].max_ns) == (2, 30)
+    assert (rows[("e2e", "sent")].max_ns, rows[("hop1", "intended")].max_ns, rows[("hop1", "sent")].max_ns) == (
+        25,
+        10,
+        5,
+    )
+    assert (rows[("hop2", "intended")].max_ns, rows[("hop2", "sent")].max_ns) == (20, 16)
     a = acc.collect()[0]
     assert (a.received, a.lost) == (2, 1)  # the third message never reached the end of the chain
 

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench_tasks import PERCENTILES
+from bench_tasks.lake import history_file
 from bench_tasks.regressions import RegressionError, Settings, analyse, detect, write_results
 from bench_tasks.regressions.history import read_history
 from bench_tasks.regressions.series import build_series, release_key
@@ -83,10 +84,10 @@ def history_row(night: int, metric: str, basis: str, values_ns: dict[str, int | 
 
 def write_night(lake: Path, rows: list[dict]) -> Path:
     first = rows[0]
-    folder = lake / "history" / "percentiles" / f"run_date={first['run_date']}" / f"run_id={first['run_id']}"
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), folder / "part-0.parquet")
-    return folder / "part-0.parquet"
+    path = history_file(lake, first["run_date"], first["run_id"])  # where spark_jobs.publish writes it
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
 
 
 def make_lake(lake: Path, nights: int, shape: Shape = flat, seed: int = 6, **over: object) -> Path:
@@ -229,7 +230,7 @@ def test_two_versions_in_one_run_keep_separate_nightly_series(tmp_path: Path) ->
 def test_unsupported_percentiles_are_left_out_never_numbers(tmp_path: Path) -> None:
     lake = make_lake(tmp_path, 12)
     # The newest night had too few samples for p99.99 and beyond: null, as the analytics job writes them.
-    path = next((lake / "history" / "percentiles" / f"run_date={night_date(11)}").glob("*/part-0.parquet"))
+    path = history_file(lake, night_date(11), run_id(11))
     rows = pq.read_table(path).to_pylist()
     for r in rows:
         r.update({column("99.99"): None, column("99.999"): None, "count": 5_000})
@@ -243,10 +244,9 @@ def test_unsupported_percentiles_are_left_out_never_numbers(tmp_path: Path) -> N
 
 
 def test_a_missing_column_names_the_file_and_the_column(tmp_path: Path) -> None:
-    path = make_lake(tmp_path, 2) / "history" / "percentiles" / f"run_date={night_date(1)}"
-    part = next(path.glob("*/part-0.parquet"))
+    part = history_file(make_lake(tmp_path, 2), night_date(1), run_id(1))
     pq.write_table(pq.read_table(part).drop_columns(["p99_ns"]), part)
-    with pytest.raises(RegressionError, match=r"part-0\.parquet: missing column\(s\) p99_ns"):
+    with pytest.raises(RegressionError, match=rf"{run_id(1)}\.parquet: missing column\(s\) p99_ns"):
         detect(tmp_path)
 
 
