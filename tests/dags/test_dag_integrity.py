@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ def test_each_cell_is_a_group_with_setup_and_teardown(dagbag: Any, path: Path) -
         tasks = {name: dag.get_task(f"{group}.{name}") for name in CELL_TASKS}
         assert tasks["provision"].is_setup and tasks["teardown"].is_teardown
         chain = [tasks[n] for n in CELL_TASKS]
-        for upstream, downstream in zip(chain, chain[1:], strict=False):
+        for upstream, downstream in itertools.pairwise(chain):
             assert upstream.task_id in downstream.upstream_task_ids
         assert tasks["provision"].task_id in tasks["teardown"].upstream_task_ids
         assert tasks["land"].trigger_rule == "all_done"  # a failed cell still lands
@@ -73,7 +74,7 @@ def test_each_cell_is_a_group_with_setup_and_teardown(dagbag: Any, path: Path) -
 def test_cells_are_chained_one_at_a_time(dagbag: Any, path: Path) -> None:
     dag = sweep(dagbag, path)
     names = groups(dag)
-    for previous, current in zip(names, names[1:], strict=False):
+    for previous, current in itertools.pairwise(names):
         provision = dag.get_task(f"{current}.provision")
         assert provision.upstream_task_ids == {f"{previous}.teardown"}
         assert provision.trigger_rule == "all_done"  # a failed cell never stops the sweep
