@@ -6,15 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: bench test lint venv tools clean airflow-init airflow airflow-stop
 
-# Airflow with its embedded defaults, kept inside the clone: SQLite metadata DB and config in .airflow/
-# (ignored), DAGs and plugins from this checkout, the lake in lake/. The venv's bin goes first on PATH for
-# Airflow's own subprocesses and spark-submit.
-AIRFLOW_HOME := $(CURDIR)/.airflow
-SIXNINES_CACHE ?= $(CURDIR)/.cache
-AIRFLOW_ENV := AIRFLOW_HOME=$(AIRFLOW_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags \
-	AIRFLOW__CORE__PLUGINS_FOLDER=$(CURDIR)/plugins AIRFLOW__CORE__LOAD_EXAMPLES=False \
-	SIXNINES_LAKE=$(CURDIR)/lake SIXNINES_CACHE=$(SIXNINES_CACHE) PATH=$(CURDIR)/$(BIN):$$PATH
-AIRFLOW := env $(AIRFLOW_ENV) $(BIN)/airflow
+# Airflow with its embedded defaults kept inside the clone (tools/airflow: .airflow/ home with SQLite, this
+# checkout's DAGs and plugins, lake/, the venv first on PATH).
+AIRFLOW := tools/airflow
 
 venv: $(STAMP) tools
 
@@ -32,8 +26,8 @@ $(STAMP): pyproject.toml
 
 # Idempotent: migrate (or create) the metadata DB and the one-slot pool every benchmark task runs in.
 airflow-init: $(STAMP)
-	@mkdir -p $(AIRFLOW_HOME)
-	$(AIRFLOW) db migrate >$(AIRFLOW_HOME)/db-migrate.log 2>&1 || { tail -20 $(AIRFLOW_HOME)/db-migrate.log; exit 1; }
+	@mkdir -p .airflow
+	$(AIRFLOW) db migrate >.airflow/db-migrate.log 2>&1 || { tail -20 .airflow/db-migrate.log; exit 1; }
 	$(AIRFLOW) pools set sixnines_bench 1 "one benchmark at a time on this host" >/dev/null
 
 # The default sweep through Airflow (in-process `airflow dags test`); exits non-zero if any cell failed.
@@ -47,16 +41,16 @@ bench: $(STAMP) tools airflow-init
 # group, sized for 2 cores; `make airflow-stop` ends the whole group (a plain SIGTERM to the parent leaves
 # its scheduler and workers running). The admin password is in .airflow/simple_auth_manager_passwords.json*.
 airflow: $(STAMP) tools airflow-init
-	@test ! -s $(AIRFLOW_HOME)/standalone.pid || ! kill -0 $$(cat $(AIRFLOW_HOME)/standalone.pid) 2>/dev/null || \
-		{ echo "already running (pid $$(cat $(AIRFLOW_HOME)/standalone.pid))"; exit 1; }
-	env $(AIRFLOW_ENV) AIRFLOW__CORE__PARALLELISM=2 AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG=1 \
-		AIRFLOW__SCHEDULER__PARSING_PROCESSES=1 AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES=1 \
-		setsid $(BIN)/airflow standalone >$(AIRFLOW_HOME)/standalone.log 2>&1 & echo $$! >$(AIRFLOW_HOME)/standalone.pid
-	@echo "airflow standalone: http://localhost:8080 (log $(AIRFLOW_HOME)/standalone.log; stop: make airflow-stop)"
+	@test ! -s .airflow/standalone.pid || ! kill -0 $$(cat .airflow/standalone.pid) 2>/dev/null || \
+		{ echo "already running (pid $$(cat .airflow/standalone.pid))"; exit 1; }
+	AIRFLOW__CORE__PARALLELISM=2 AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG=1 \
+		AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES=1 AIRFLOW__API__WORKERS=1 \
+		setsid $(AIRFLOW) standalone >.airflow/standalone.log 2>&1 & echo $$! >.airflow/standalone.pid
+	@echo "airflow standalone: http://localhost:8080 (log .airflow/standalone.log; stop: make airflow-stop)"
 
 airflow-stop:
-	@test -s $(AIRFLOW_HOME)/standalone.pid && kill -TERM -- -$$(cat $(AIRFLOW_HOME)/standalone.pid) && \
-		rm $(AIRFLOW_HOME)/standalone.pid && echo stopped || echo "not running"
+	@test -s .airflow/standalone.pid && kill -TERM -- -$$(cat .airflow/standalone.pid) && \
+		rm .airflow/standalone.pid && echo stopped || echo "not running"
 
 test: $(STAMP) tools
 	$(BIN)/ruff check .
