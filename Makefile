@@ -32,10 +32,11 @@ airflow-init: $(STAMP)
 
 # The default sweep through Airflow (in-process `airflow dags test`); exits non-zero if any cell failed.
 bench: $(STAMP) tools airflow-init
-	$(AIRFLOW) dags test sixnines_quick
-	@run=$$(ls -td lake/runs/run_date=*/run_id=sixnines_quick__* | head -1); \
-		echo "percentile tables: in the log of task 'tables' above; cells table: $$run/cells.parquet"; \
-		echo "raw samples, hlog and result.json per cell: $$(echo $$run | sed 's|lake/runs/|lake/raw/|')/"
+	@$(AIRFLOW) dags test sixnines_quick; code=$$?; \
+		run=$$(ls -td lake/runs/run_date=*/run_id=sixnines_quick__* 2>/dev/null | head -1); \
+		echo "percentile tables: in the log of task 'tables' above; cells table: $(CURDIR)/$$run/cells.parquet"; \
+		echo "raw samples, cell.hlog, result.json: $(CURDIR)/$$(echo $$run | sed 's|lake/runs/|lake/raw/|')/"; \
+		exit $$code
 
 # Optional UI: `airflow standalone` (scheduler, API server, DAG processor, triggerer) in its own process
 # group, sized for 2 cores; `make airflow-stop` ends the whole group (a plain SIGTERM to the parent leaves

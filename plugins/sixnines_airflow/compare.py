@@ -53,20 +53,15 @@ def build_compare_dag(matrices: Path) -> DAG:
         },
     )
     def compare_versions() -> None:
-        ran = run_version.expand(version=plan())
+        folder = str(matrices)
+        ran = run_version.partial(matrices=folder).expand(version=plan(folder))
         compare(ran)
 
     return compare_versions()
 
 
-def _matrix_path(name: str) -> Path:
-    from .runtime import MATRICES
-
-    return MATRICES / f"{name}.yaml"
-
-
 @task(retries=0)
-def plan() -> list[str]:
+def plan(matrices: str) -> list[str]:
     """Check the versions against what the harness knows before any broker starts."""
     from bench_tasks.errors import MatrixError
 
@@ -77,14 +72,14 @@ def plan() -> list[str]:
         raise MatrixError(
             "params.versions", [f"{v!r}: unknown {params['system']} version; known: {known}" for v in unknown]
         )
-    matrix = load_matrix(_matrix_path(params["matrix"]))
+    matrix = load_matrix(Path(matrices) / f"{params['matrix']}.yaml")
     if not any(c.spec.system == params["system"] for c in matrix.cells):
         raise MatrixError(str(matrix.source), [f"no {params['system']} cell to compare"])
     return list(params["versions"])
 
 
 @task(pool=POOL, retries=0, max_active_tis_per_dag=1)
-def run_version(version: str) -> list[dict[str, Any]]:
+def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
     """Run the matrix's cells of the system at `version`, one at a time (in-process `run_cell`)."""
     from rich.console import Console
 
@@ -94,7 +89,7 @@ def run_version(version: str) -> list[dict[str, Any]]:
 
     context = get_current_context()
     params, run = context["params"], run_info(context)
-    matrix = load_matrix(_matrix_path(params["matrix"]))
+    matrix = load_matrix(Path(matrices) / f"{params['matrix']}.yaml")
     console = Console(width=120, force_terminal=False, no_color=True)
     reports = []
     for base in matrix.cells:

@@ -49,6 +49,7 @@ def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "dags").mkdir()
     (root / "matrices").mkdir()
     shutil.copy(REPO / "dags" / "sixnines_sweeps.py", root / "dags")
+    shutil.copy(REPO / "dags" / "sixnines_compare_versions.py", root / "dags")
     (root / "matrices" / "itest_airflow.yaml").write_text(TINY)
     env = {
         **os.environ,
@@ -139,3 +140,34 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
 
     # the analysis tail printed the landed cells' percentile tables
     assert "e2e resp" in log and "send lag" in log
+
+
+def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, str], no_orphans: None) -> None:
+    """Two nats-server releases, the tiny matrix at half length: four cells in one lake run, compared by series.
+    The older release is fetched into the shared cache once (as the CLI test does)."""
+    root = Path(airflow_env["ROOT"])
+    conf = {"system": "nats", "versions": ["2.15.1", "2.10.26"], "matrix": "itest_airflow", "phase_scale": 0.5}
+    done = subprocess.run(
+        [str(BIN / "airflow"), "dags", "test", "sixnines_compare_versions", "2026-01-16", "-c", json.dumps(conf)],
+        env={**airflow_env, "SIXNINES_CACHE": os.environ["SIXNINES_CACHE"]},
+        capture_output=True,
+        text=True,
+        timeout=540,
+        cwd=root,
+    )
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    (cells_path,) = (root / "lake" / "runs" / "run_date=2026-01-16").glob("run_id=*/cells.parquet")
+    rows = pq.read_table(cells_path).to_pylist()
+    assert sorted(r["version"] for r in rows) == ["2.10.26", "2.10.26", "2.15.1", "2.15.1"]
+    assert {r["status"] for r in rows} == {"ok"}
+    # each version reports its own server version, and the two versions of a series pair up
+    assert {json.loads(r["context_json"])["broker"]["version"] for r in rows} == {"2.15.1", "2.10.26"}
+    assert len({r["series_key"] for r in rows}) == 2
+    (out,) = (root / "lake" / "tables" / "comparisons" / "run_date=2026-01-16").glob("run_id=*/versions.json")
+    comparison = json.loads(out.read_text())
+    assert comparison["versions"] == ["2.15.1", "2.10.26"]
+    e2e = [e for e in comparison["entries"] if e["metric"] == "e2e" and e["basis"] == "intended"]
+    assert len(e2e) == 2 and all(set(e["versions"]) == {"2.15.1", "2.10.26"} for e in e2e)
+    assert all(e["versions"][v]["count"] == 1250 for e in e2e for v in e["versions"])
+    assert "versions compared (ms)" in log

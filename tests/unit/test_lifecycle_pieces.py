@@ -163,3 +163,26 @@ def test_progress_line_and_phase_summary() -> None:
     s = phase_summary(STATUS, "measure")
     assert (s["start_ns"], s["end_ns"], s["send_lag_p999_ms"], s["send_lag_max_ms"]) == (200, 300, 0.25, 0.9)
     assert phase_summary(STATUS, "warmup")["send_lag_p999_ms"] is None
+
+
+def test_only_a_sustained_lag_means_the_generator_fell_behind() -> None:
+    from bench_tasks.watch import SUSTAINED_S, _Behind
+
+    (cell,) = cells()  # max_schedule_lag_ms defaults to 100
+
+    def status(at: int, lag_ms: float, phase: str = "measure") -> dict:
+        return {"updated_ns": at, "phase": phase, "lag_ns": {"99.9": int(lag_ms * 1e6)}}
+
+    behind = _Behind(cell)
+    assert behind.check(status(1, 500, "warmup")) is None  # warmup is not gated
+    assert [behind.check(status(t, 150)) for t in (2, 2, 3)] == [None, None, None]  # a repeated status counts once
+    assert behind.check(status(4, 50)) is None  # back on schedule: the count starts again
+    verdicts = [behind.check(status(t, 120 + t)) for t in range(5, 5 + SUSTAINED_S)]
+    assert verdicts[:-1] == [None] * (SUSTAINED_S - 1)
+    assert (
+        verdicts[-1] is not None and f"for {SUSTAINED_S} s in a row" in verdicts[-1] and "worst 127.00" in verdicts[-1]
+    )
+    (rtt,) = cells()
+    rtt = rtt.model_copy(update={"spec": rtt.spec.model_copy(update={"measurement": "rtt"})})
+    exempt = _Behind(rtt)
+    assert all(exempt.check(status(t, 900)) is None for t in range(10))
