@@ -54,7 +54,7 @@ airflow: $(STAMP) tools airflow-init
 	@echo "airflow standalone: http://localhost:8080 (log .airflow/standalone.log; stop: make airflow-stop)"
 
 airflow-stop:
-	@test -s .airflow/standalone.pid && kill -TERM -- -$$(cat .airflow/standalone.pid) && \
+	@test -s .airflow/standalone.pid && kill -TERM -$$(cat .airflow/standalone.pid) && \
 		rm .airflow/standalone.pid && echo stopped || echo "not running"
 
 test: $(STAMP) tools

@@ -13,15 +13,16 @@ schedule that has passed cannot be watched again (retrying the cell means re-run
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import get_current_context, setup, task, teardown
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
-from bench_tasks.lifecycle import land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.lifecycle import HostBusy, land_step, prepare_cell, provision_step, start_generator, teardown_step
 from bench_tasks.matrix import Cell
 from bench_tasks.watch import watch_phase
 
@@ -31,6 +32,8 @@ from .runtime import POOL, clusters_for, lake_root, run_info, work_for
 log = logging.getLogger("sixnines")
 MAX_PHASE_SCALE = 10.0
 _STARTUP_S = 300  # worker start, topic creation, drain: on top of a phase's scheduled length
+HOST_WAIT = timedelta(hours=6)  # how long a cell waits for another DAG's cell to leave the host
+HOST_POLL = timedelta(seconds=15)
 
 
 def _skipped(work: Any) -> bool:
@@ -42,7 +45,9 @@ def _skipped(work: Any) -> bool:
 def provision(cell: dict[str, Any]) -> dict[str, Any]:
     """Start this cell's brokers (detached) or reuse identical running ones, per the run's params.
 
-    Runs whatever the previous cell's outcome (trigger rule all_done): a failed cell never stops the sweep."""
+    Runs whatever the previous cell's outcome (trigger rule all_done): a failed cell never stops the sweep.
+    While another cell (of any DAG or run) holds the host, the task is rescheduled, which frees its pool
+    slot and worker for the cell that is running."""
     context = get_current_context()
     params = context["params"]
     work = work_for(context)
@@ -58,11 +63,27 @@ def provision(cell: dict[str, Any]) -> dict[str, Any]:
         work.root.mkdir(parents=True, exist_ok=True)
         (work.root / "skipped.json").write_text(json.dumps({"selected": sorted(wanted)}))
         raise AirflowSkipException(f"cell {prepared.id} ({work.root.name}) is not among the selected cells")
-    info = provision_step(
-        prepared, run_info(context), lake_root(), work, params["broker_policy"], clusters_for(context)
-    )
+    try:
+        info = provision_step(
+            prepared, run_info(context), lake_root(), work, params["broker_policy"], clusters_for(context)
+        )
+    except HostBusy as busy:
+        _wait_for_host(work, str(busy))
     log.info("provisioned %s", json.dumps(info))
     return info
+
+
+def _wait_for_host(work: Any, why: str) -> None:
+    """Reschedule provision until the host is free (or fail after HOST_WAIT)."""
+    marker = work.root.parent / f"{work.root.name}.waiting"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    if not marker.exists():
+        marker.write_text(dt.datetime.now(dt.UTC).isoformat())
+    waited = dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(marker.read_text())
+    if waited > HOST_WAIT:
+        raise AirflowFailException(f"{why}; gave up after waiting {waited}")
+    log.info("%s; checking again in %s (waiting for %s)", why, HOST_POLL, waited)
+    raise AirflowRescheduleException(dt.datetime.now(dt.UTC) + HOST_POLL)
 
 
 def _watch(phase: str) -> dict[str, Any]:
