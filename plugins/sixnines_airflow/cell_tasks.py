@@ -17,7 +17,7 @@ import datetime as dt
 import json
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from airflow.sdk import get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
@@ -73,7 +73,7 @@ def provision(cell: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-def _wait_for_host(work: Any, why: str) -> None:
+def _wait_for_host(work: Any, why: str) -> NoReturn:
     """Reschedule provision until the host is free (or fail after HOST_WAIT)."""
     marker = work.root.parent / f"{work.root.name}.waiting"
     marker.parent.mkdir(parents=True, exist_ok=True)
