@@ -85,7 +85,8 @@ def _problem(
         return None
     if not generator_alive(work, known):
         return f"the generator (pid {known['pid']}) died during {phase}:\n{work.log_tail()}"
-    if status is not None and time.monotonic_ns() - status["updated_ns"] > STALE_S * NS_PER_S:
+    running = status is not None and status["state"] == "running"  # before t0 (topic, prefill) the start timeout rules
+    if running and time.monotonic_ns() - status["updated_ns"] > STALE_S * NS_PER_S:
         return f"the generator stopped reporting for more than {STALE_S:.0f} s"
     killed = any(f["kind"] == "kill" for f in (status or {}).get("faults", []))
     dead = [f"node {n} (pid {brokers.nodes[n]})" for n, alive in brokers.alive().items() if not alive]
