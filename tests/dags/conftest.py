@@ -18,7 +18,6 @@ os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="sixnines-airflow-home-")
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
 os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(REPO / "plugins")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
 
 
 @pytest.fixture(scope="session")
