@@ -7,10 +7,21 @@ from .analysis import Accounting, CellAnalysis, analyze
 from .cell_runner import Fault
 from .errors import BrokerError, CellError, MatrixError, PayloadError, SixninesError
 from .lake import CELLS_SCHEMA, Lake, RunInfo
+from .lifecycle import (
+    CellWork,
+    land_step,
+    landed_summary,
+    prepare_cell,
+    provision_step,
+    release_clusters,
+    start_generator,
+    teardown_step,
+)
 from .matrix import Cell, Matrix, load_matrix, parse_matrix
 from .percentiles import PERCENTILES, LatencySummary, is_supported, required_samples, summarize
 from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, read_schema_version
 from .runner import CellReport, run_cell, run_matrix
+from .watch import watch_phase
 
 __all__ = [
     "CELLS_SCHEMA",
@@ -24,6 +35,7 @@ __all__ = [
     "CellAnalysis",
     "CellError",
     "CellReport",
+    "CellWork",
     "Fault",
     "Lake",
     "LatencySummary",
@@ -34,11 +46,19 @@ __all__ = [
     "SixninesError",
     "analyze",
     "is_supported",
+    "land_step",
+    "landed_summary",
     "load_matrix",
     "parse_matrix",
+    "prepare_cell",
+    "provision_step",
     "read_schema_version",
+    "release_clusters",
     "required_samples",
     "run_cell",
     "run_matrix",
+    "start_generator",
     "summarize",
+    "teardown_step",
+    "watch_phase",
 ]

@@ -12,13 +12,19 @@ found again through files in the cell's work folder (`CellWork`):
     landed.json       what `land` committed: a retried land returns it instead of landing twice
     teardown.json     what teardown stopped and kept
 
+Cells never overlap on a host, whichever DAG or run they belong to: `provision_step` takes the host lease
+(`host.lease` in the cache) before starting anything and `teardown_step` gives it back. A lease whose cell
+was torn down, or whose processes are all gone, is stale and taken over.
+
 Brokers started for Airflow are detached (`tie_to_parent=False`): PR_SET_PDEATHSIG ties a child to the
 *thread* that started it, and a task's thread ends with the task.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
@@ -27,7 +33,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .cell_runner import CellRun, FiredFault, check_cpus
-from .errors import BrokerError, CellError, MatrixError
+from .errors import BrokerError, CellError, MatrixError, SixninesError
 from .lake import Lake, RunInfo, write_json
 from .landing import CellReport, describe, keep_broker_logs, land_cell
 from .matrix import CELL_ADAPTER, Cell, cell_id, series_key
@@ -159,6 +165,65 @@ def broker_key(cell: Cell) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
 
 
+class HostBusy(SixninesError):
+    """Another cell holds the host: starting brokers or load now would overlap two benchmarks."""
+
+
+def _lease_path() -> Path:
+    return cache_dir() / "host.lease"
+
+
+def acquire_host(work: CellWork) -> None:
+    """Take the host for this cell, or raise HostBusy naming the cell that has it."""
+    with _lease_lock():
+        holder = _lease_holder()
+        if holder is not None and holder["work"] != str(work.root) and not _lease_stale(holder):
+            raise HostBusy(f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})")
+        write_json(_lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now()})
+
+
+def release_host(work: CellWork) -> None:
+    """Give the host back if this cell holds it."""
+    with _lease_lock():
+        holder = _lease_holder()
+        if holder is not None and holder["work"] == str(work.root):
+            _lease_path().unlink()
+
+
+@contextlib.contextmanager
+def _lease_lock() -> Iterator[None]:
+    """flock around reading and writing the lease, so two provisions cannot both take a free host."""
+    with open(_lease_path().with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _lease_holder() -> dict[str, Any] | None:
+    try:
+        return json.loads(_lease_path().read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _lease_stale(holder: dict[str, Any]) -> bool:
+    """The holder was torn down, never provisioned, or none of its processes runs any more."""
+    work = CellWork(Path(holder["work"]))
+    state = work.read(work.state)
+    if state is None or (work.root / "teardown.json").exists():
+        return True
+    known = work.read(work.generator)
+    if known is not None and generator_alive(work, known):
+        return False
+    return not (state.get("brokers") and any(DetachedBrokers(state["brokers"]).alive().values()))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
 # -- Airflow's steps --------------------------------------------------------------------------------------
 def provision_step(
     cell: Cell,
@@ -177,6 +242,7 @@ def provision_step(
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
     if work.state.exists():
         teardown_step(work, keep_reused=False)
+    acquire_host(work)
     shutil.rmtree(work.root, ignore_errors=True)
     work.root.mkdir(parents=True)
     staging = Lake(lake_root).staging_dir(run, cell.id)
@@ -377,9 +443,10 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
         raise BrokerError(f"teardown of {work.root}: processes still running: {sorted(survivors)}")
     if not kept:
         shutil.rmtree(work.brokers_dir, ignore_errors=True)
-    report = {"stopped": sorted(set(stopped)), "kept": kept, "at": dt.datetime.now(dt.UTC).isoformat()}
+    report = {"stopped": sorted(set(stopped)), "kept": kept, "at": _now()}
     if work.root.exists():
         write_json(work.root / "teardown.json", report)
+    release_host(work)
     return report
 
 

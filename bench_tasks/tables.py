@@ -5,9 +5,14 @@ Unsupported percentiles are shown as such, never as numbers.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
+from .analysis import Accounting, CellAnalysis
+from .matrix import Cell
 from .percentiles import PERCENTILES, LatencySummary
 from .runner import CellReport
 
@@ -98,3 +103,30 @@ def report_json(report: CellReport) -> dict:
         }
         out["schedule_lag_ms"] = {"count": report.analysis.lag.count, **report.analysis.lag.as_ms()}
     return out
+
+
+def report_from_row(row: dict, path: Path | None = None) -> CellReport:
+    """A landed cell's report rebuilt from its cells row, so the tables of a run can be printed again
+    (Airflow's analysis tail) from exactly what was landed."""
+    results = json.loads(row["results_json"] or "null")
+    cell = Cell(
+        id=row["cell_id"], series_key=row["series_key"], matrix=row["matrix"], spec=json.loads(row["spec_json"])
+    )
+    analysis = None
+    if results:
+
+        def summary(d: dict) -> LatencySummary:
+            return LatencySummary(
+                d["count"], d["min_ns"], d["max_ns"], d["mean_ns"], d["stddev_ns"], dict(d["percentiles_ns"])
+            )
+
+        gen = results["generator"]
+        analysis = CellAnalysis(
+            accounting=Accounting(**results["accounting"]),
+            accounting_all_phases=Accounting(**results["accounting_all_phases"]),
+            metrics={m: {b: summary(s) for b, s in by.items()} for m, by in results["metrics"].items()},
+            lag=summary(gen["schedule_lag"]),
+            target_rate_per_s=gen["target_rate_per_s"],
+            achieved_rate_per_s=gen["achieved_rate_per_s"],
+        )
+    return CellReport(cell, row["status"], row["reason"], analysis, path, json.loads(row["faults_json"] or "[]"))

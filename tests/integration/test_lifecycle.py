@@ -85,3 +85,47 @@ def test_broker_killed_mid_measure_fails_the_cell_and_lands_it(tmp_path: Path, n
     teardown_step(work)
     (row,) = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
     assert row["status"] == "failed" and row["sent"] is not None
+
+
+def test_reuse_policy_shares_a_cluster_and_records_it(tmp_path: Path, no_orphans: None) -> None:
+    from bench_tasks.lifecycle import release_clusters
+
+    first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
+    run, lake, clusters = RunInfo.new(), tmp_path / "lake", tmp_path / "clusters"
+    one, two = CellWork(tmp_path / "one"), CellWork(tmp_path / "two")
+    assert not provision_step(first, run, lake, one, "reuse", clusters)["reused"]
+    kept = teardown_step(one)["kept"]
+    assert kept and all(_alive(pid) for pid in kept)  # kept for the next cell with the same broker spec
+    assert provision_step(second, run, lake, two, "reuse", clusters)["reused"]
+    start_generator(two)
+    for phase in PHASES:
+        watch_phase(two, phase, log=lambda _: None, poll_s=0.2)
+    assert land_step(two)["status"] == "ok"
+    assert teardown_step(two)["kept"] == kept
+    (row,) = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
+    assert '"reused": true' in row["context_json"] and '"policy": "reuse"' in row["context_json"]
+    assert release_clusters(clusters) == kept
+    assert not any(_alive(pid) for pid in kept)
+
+
+def test_cells_never_share_the_host(tmp_path: Path, no_orphans: None) -> None:
+    """Whatever DAG or run they belong to: a second cell cannot provision while the first holds the host."""
+    from bench_tasks.lifecycle import HostBusy
+
+    first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
+    run, lake = RunInfo.new(), tmp_path / "lake"
+    one, two = CellWork(tmp_path / "one"), CellWork(tmp_path / "two")
+    provision_step(first, run, lake, one)
+    with pytest.raises(HostBusy, match=f"busy with cell one \\({one.root}"):
+        provision_step(second, run, lake, two)
+    assert not two.state.exists()  # nothing started
+    teardown_step(one)
+    provision_step(second, run, lake, two)  # free again
+    state = one.read(one.state)
+    assert state is not None
+    # a holder whose processes are all gone without a teardown (a crashed worker) is stale and taken over
+    broker = int(next(iter(two.read(two.state)["brokers"]["nodes"].values())))  # type: ignore[index]
+    os.kill(broker, signal.SIGKILL)
+    provision_step(first, run, lake, one)
+    teardown_step(one)
+    teardown_step(two)

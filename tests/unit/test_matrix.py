@@ -425,8 +425,16 @@ def test_version_matrix_pairs_each_cell_across_a_3x_and_a_4x_release() -> None:
 def test_quick_matrix_loads() -> None:
     matrix = load_matrix(REPO / "matrices" / "quick.yaml")
     assert matrix.name == "quick"
-    combos = sorted((c.spec.broker.mode, c.spec.measurement) for c in matrix.cells)
-    assert combos == [("core", "e2e"), ("core", "rtt"), ("jetstream", "e2e"), ("jetstream", "publish")]
+    combos = sorted((getattr(c.spec.broker, "mode", "kafka"), c.spec.measurement) for c in matrix.cells)
+    assert combos == [
+        ("core", "e2e"),
+        ("core", "rtt"),
+        ("jetstream", "e2e"),
+        ("jetstream", "publish"),
+        ("kafka", "e2e"),
+    ]
+    (kafka,) = [c.spec for c in matrix.cells if c.spec.system == "kafka"]
+    assert kafka.broker.brokers == 1 and kafka.client.producer["acks"] == "1"  # one broker acknowledging alone
 
 
 # --- CLI -----------------------------------------------------------------------------------------------
@@ -477,17 +485,17 @@ def test_cli_error_text_is_not_parsed_as_markup(tmp_path: Path) -> None:
     assert "workload.[/oops]" in result.stderr
 
 
-def test_cli_cells_quick_matrix_lists_four_cells() -> None:
+def test_cli_cells_quick_matrix_lists_five_cells() -> None:
     result = run_cli("cells", "matrices/quick.yaml")
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 4
+    assert len(lines) == 5
     for line in lines:
         cell_id, series, label = line.split(maxsplit=2)
         assert HEX12.match(cell_id)
         assert HEX12.match(series)
-        assert label.startswith("nats/")
-    assert len({line.split()[0] for line in lines}) == 4
+        assert label.startswith(("nats/", "kafka b1 "))
+    assert len({line.split()[0] for line in lines}) == 5
 
 
 def test_lagging_consumers_are_kafka_only_and_need_a_backlog() -> None:

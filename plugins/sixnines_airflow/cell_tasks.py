@@ -1,0 +1,148 @@
+"""The tasks of one cell's TaskGroup: thin wrappers over `bench_tasks.lifecycle`, one step each.
+
+    provision (setup) → warmup → measure → cooldown → land → teardown (teardown)
+
+`warmup` starts the detached generator, which drives the whole schedule without a gap; the three phase tasks
+only watch it. `land` runs whatever happened before it (trigger rule all_done): a failed cell is landed with
+its reason, then fails the task so the notifier fires. Every task finds the cell through its work folder
+(`runtime.work_for`), so none depends on another's XCom to clean up.
+
+Retries: provision, land and teardown are idempotent and retried; a phase watcher is not, because a
+schedule that has passed cannot be watched again (retrying the cell means re-running its group).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from datetime import timedelta
+from typing import Any, NoReturn
+
+from airflow.sdk import get_current_context, setup, task, teardown
+from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
+
+from bench_tasks.lifecycle import HostBusy, land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.matrix import Cell
+from bench_tasks.watch import watch_phase
+
+from .notifier import CellFailureNotifier
+from .runtime import POOL, clusters_for, lake_root, run_info, work_for
+
+log = logging.getLogger("sixnines")
+MAX_PHASE_SCALE = 10.0
+_STARTUP_S = 300  # worker start, topic creation, drain: on top of a phase's scheduled length
+HOST_WAIT = timedelta(hours=6)  # how long a cell waits for another DAG's cell to leave the host
+HOST_POLL = timedelta(seconds=15)
+
+
+def _skipped(work: Any) -> bool:
+    return (work.root / "skipped.json").exists()
+
+
+@setup
+@task(pool=POOL, retries=1, retry_delay=timedelta(seconds=10), trigger_rule="all_done")
+def provision(cell: dict[str, Any]) -> dict[str, Any]:
+    """Start this cell's brokers (detached) or reuse identical running ones, per the run's params.
+
+    Runs whatever the previous cell's outcome (trigger rule all_done): a failed cell never stops the sweep.
+    While another cell (of any DAG or run) holds the host, the task is rescheduled, which frees its pool
+    slot and worker for the cell that is running."""
+    context = get_current_context()
+    params = context["params"]
+    work = work_for(context)
+    base = Cell.model_validate(cell)
+    try:
+        prepared = prepare_cell(base, params["versions"], params["phase_scale"])
+    except Exception as exc:
+        work.root.mkdir(parents=True, exist_ok=True)
+        (work.root / "failure.json").write_text(json.dumps({"reason": f"provision: {exc}"}))
+        raise
+    wanted = set(params["cells"])
+    if wanted and not wanted & {work.root.name, base.id, prepared.id}:
+        work.root.mkdir(parents=True, exist_ok=True)
+        (work.root / "skipped.json").write_text(json.dumps({"selected": sorted(wanted)}))
+        raise AirflowSkipException(f"cell {prepared.id} ({work.root.name}) is not among the selected cells")
+    try:
+        info = provision_step(
+            prepared, run_info(context), lake_root(), work, params["broker_policy"], clusters_for(context)
+        )
+    except HostBusy as busy:
+        _wait_for_host(work, str(busy))
+    log.info("provisioned %s", json.dumps(info))
+    return info
+
+
+def _wait_for_host(work: Any, why: str) -> NoReturn:
+    """Reschedule provision until the host is free (or fail after HOST_WAIT)."""
+    marker = work.root.parent / f"{work.root.name}.waiting"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    if not marker.exists():
+        marker.write_text(dt.datetime.now(dt.UTC).isoformat())
+    waited = dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(marker.read_text())
+    if waited > HOST_WAIT:
+        raise AirflowFailException(f"{why}; gave up after waiting {waited}")
+    log.info("%s; checking again in %s (waiting for %s)", why, HOST_POLL, waited)
+    raise AirflowRescheduleException(dt.datetime.now(dt.UTC) + HOST_POLL)
+
+
+def _watch(phase: str) -> dict[str, Any]:
+    work = work_for(get_current_context())
+    if phase == "warmup":
+        log.info("generator pid %s (log: %s)", start_generator(work), work.log)
+    return watch_phase(work, phase, log=log.info)
+
+
+@task(pool=POOL, retries=0)
+def warmup() -> dict[str, Any]:
+    """Start the generator for the whole schedule, then watch the warmup phase."""
+    return _watch("warmup")
+
+
+@task(pool=POOL, retries=0)
+def measure() -> dict[str, Any]:
+    """Watch the measure phase: progress, live percentiles, schedule lag; fail if the generator or a broker dies."""
+    return _watch("measure")
+
+
+@task(pool=POOL, retries=0)
+def cooldown() -> dict[str, Any]:
+    """Watch the cooldown phase and wait for the generator to drain and exit."""
+    return _watch("cooldown")
+
+
+@task(
+    pool=POOL,
+    retries=1,
+    retry_delay=timedelta(seconds=10),
+    trigger_rule="all_done",
+    on_failure_callback=CellFailureNotifier(),
+)
+def land() -> dict[str, Any]:
+    """Commit the cell's samples, tables and row atomically, whatever happened before; fail if the cell failed."""
+    context = get_current_context()
+    work = work_for(context)
+    if _skipped(work):
+        raise AirflowSkipException("cell not selected")
+    failure = work.read(work.root / "failure.json")
+    if work.read(work.state) is None and failure is not None:
+        raise AirflowFailException(failure["reason"])
+    summary = land_step(work)
+    log.info("landed %s", json.dumps(summary))
+    if summary["status"] != "ok":
+        raise AirflowFailException(f"cell {summary['cell_id']} failed: {summary['reason']}")
+    return summary
+
+
+@teardown
+@task(pool=POOL, retries=2, retry_delay=timedelta(seconds=5))
+def stop() -> dict[str, Any]:
+    """Stop the generator and brokers and verify no process of the cell survives (safe to run twice)."""
+    report = teardown_step(work_for(get_current_context()))
+    log.info("teardown %s", json.dumps(report))
+    return report
+
+
+def phase_timeout(seconds: float) -> timedelta:
+    """A phase task's execution timeout: its longest scaled length plus start-up and drain."""
+    return timedelta(seconds=seconds * MAX_PHASE_SCALE + _STARTUP_S)

@@ -1,0 +1,53 @@
+"""Where a task's run and cell live: run identity from the DAG run, the lake, the cell's work folder.
+
+Resolved when a task runs, never at parse time. A run is stamped with its logical date (a backfill's runs
+land under the dates they stand for) and an id derived from the DAG run, so re-running a DAG run replaces
+its cells instead of adding a second copy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from bench_tasks.lake import RunInfo
+from bench_tasks.lifecycle import CellWork
+from bench_tasks.paths import cache_dir
+
+REPO = Path(__file__).resolve().parents[2]
+MATRICES = REPO / "matrices"
+POOL = "sixnines_bench"
+
+
+def lake_root() -> Path:
+    """`SIXNINES_LAKE`, or `lake/` beside the DAGs (the Makefile sets it)."""
+    return Path(os.environ.get("SIXNINES_LAKE", REPO / "lake")).resolve()
+
+
+def run_info(context: Any) -> RunInfo:
+    """The lake's run identity: the logical date (a manual run without one: when it was due) and
+    `<dag_id>__<dag run id>` with unsafe path characters replaced."""
+    run = context["dag_run"]
+    when = run.logical_date or run.run_after
+    return RunInfo(run_id=f"{run.dag_id}__{re.sub(r'[^A-Za-z0-9_.-]', '_', run.run_id)}", run_date=f"{when:%Y-%m-%d}")
+
+
+def run_dir(context: Any) -> Path:
+    return cache_dir() / "airflow" / run_info(context).run_id
+
+
+def group_of(context: Any) -> str:
+    """The TaskGroup (cell) a task belongs to: its task id without the last part."""
+    return context["ti"].task_id.rsplit(".", 1)[0]
+
+
+def work_for(context: Any) -> CellWork:
+    """The cell's work folder, the same for every task of the cell (so no task needs another's XCom)."""
+    return CellWork(run_dir(context) / group_of(context))
+
+
+def clusters_for(context: Any) -> Path:
+    """Brokers kept for reuse in this run (policy `reuse`)."""
+    return run_dir(context) / "clusters"

@@ -1,0 +1,225 @@
+"""One sweep DAG per matrix file: `sixnines_<matrix name>`, cells chained one at a time, then the analysis tail.
+
+Built at parse time from the validated matrix only: no network, database or Variable access; the matrix's
+`latest` versions, version overrides and phase scaling are resolved by each cell's provision task when it
+runs. With `get_parsing_context()` naming a DAG (a task being run), only that DAG is built.
+
+A matrix file that fails validation must not take the other matrices' DAGs with it. The DagBag validates each
+DAG it collects and records a failing one as an import error of its file while keeping the file's other DAGs,
+so the broken matrices become one placeholder whose validation raises the matrix errors (file and field).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import DAG, Asset, Param, TaskGroup, dag, get_current_context, task
+
+from bench_tasks.errors import MatrixError, SixninesError
+from bench_tasks.matrix import Cell, Matrix, load_matrix
+from bench_tasks.systems import SYSTEM_VERSIONS
+
+from . import cell_tasks
+from .runtime import POOL, clusters_for, lake_root, run_dir, run_info
+
+log = logging.getLogger("sixnines")
+APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", *SYSTEM_VERSIONS})
+START_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+DEFAULT_ARGS: dict[str, Any] = {"owner": "sixnines", "retries": 1, "retry_delay": dt.timedelta(seconds=30)}
+
+
+def build_sweep_dags(folder: Path, only: str | None = None) -> dict[str, DAG]:
+    """Every `*.yaml` in `folder` as a DAG, in sorted order, keyed by DAG id (for the DAG file's globals).
+    `only`: the DAG id from `get_parsing_context()`, when a task of one DAG is being run."""
+    dags: dict[str, DAG] = {}
+    broken: list[str] = []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            matrix = load_matrix(path)
+            dag_id = f"sixnines_{matrix.name}"
+            if only is None or only == dag_id:
+                dags[dag_id] = build_sweep_dag(matrix, path)
+        except SixninesError as exc:
+            broken.append(str(exc))
+        except Exception as exc:  # e.g. a schedule Airflow cannot read: still this file's problem, not the others'
+            broken.append(f"{path}: {type(exc).__name__}: {exc}")
+    if broken and only is None:
+        dags["sixnines_broken_matrices"] = BrokenMatrices(broken)
+    return dags
+
+
+class BrokenMatrices(DAG):
+    """Never bagged: its `validate()` raises the matrix errors, which the DagBag records as an import error of
+    the DAG file, naming each broken matrix file and field."""
+
+    def __init__(self, problems: Sequence[str]):
+        super().__init__(dag_id="sixnines_broken_matrices", schedule=None, start_date=START_DATE, tags=["sixnines"])
+        self.doc_md = "\n\n".join(problems)
+
+    def validate(self) -> None:
+        raise MatrixError("matrices", [p.replace("\n", " ") for p in (self.doc_md or "").split("\n\n")])
+
+
+def group_id(index: int, cell: Cell) -> str:
+    """Stable at parse time (the cell id may change when `latest` or an override resolves): position + shape."""
+    s = cell.spec
+    setup = s.broker.mode if s.system == "nats" else f"b{s.broker.brokers}"  # type: ignore[union-attr]
+    return f"c{index:02d}_{s.system}_{setup}_{s.measurement}"
+
+
+def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
+    systems = sorted({c.spec.system for c in matrix.cells})
+    asset = Asset(name=f"sixnines_{matrix.name}_landed", uri=f"sixnines://lake/runs/{matrix.name}")
+
+    @dag(
+        dag_id=f"sixnines_{matrix.name}",
+        description=matrix.description or None,
+        schedule=matrix.schedule,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,  # a benchmark sharing its host with another benchmark is worthless
+        auto_register=False,  # only DAGs that were built completely are published (through the file's globals)
+        tags=["sixnines", "sweep", *systems],
+        default_args=DEFAULT_ARGS,
+        doc_md=_doc(matrix, source),
+        params=_params(),
+    )
+    def sweep() -> None:
+        previous = None
+        for index, cell in enumerate(matrix.cells, 1):
+            previous = _cell_group(index, cell, previous)
+        released = release_brokers()
+        if previous is not None:
+            previous >> released
+        groups = [group_id(i, c) for i, c in enumerate(matrix.cells, 1)]
+        released >> tables.override(outlets=[asset])() >> verdict(groups)
+
+    return sweep()
+
+
+def _cell_group(index: int, cell: Cell, previous: Any) -> Any:
+    """One cell's TaskGroup; returns its teardown, which the next cell's provision waits for."""
+    w = cell.spec.workload
+    with TaskGroup(group_id=group_id(index, cell), tooltip=cell.label):
+        provisioned = cell_tasks.provision(cell.model_dump(mode="json"))
+        phases = [
+            getattr(cell_tasks, name).override(execution_timeout=cell_tasks.phase_timeout(seconds))()
+            for name, seconds in (("warmup", w.warmup_s), ("measure", w.measure_s), ("cooldown", w.cooldown_s))
+        ]
+        landed = cell_tasks.land()
+        stopped = cell_tasks.stop.override(task_id="teardown")()  # a fresh copy: teardown decorators mutate
+        provisioned >> phases[0] >> phases[1] >> phases[2] >> landed >> stopped
+        provisioned >> stopped
+    if previous is not None:
+        previous >> provisioned  # brokers of the previous cell are gone before these start
+    return stopped
+
+
+def _params() -> dict[str, Param]:
+    return {
+        "versions": Param(
+            {},
+            type="object",
+            additionalProperties={"type": "string"},
+            propertyNames={"enum": sorted(SYSTEM_VERSIONS)},
+            description='Override the version of a system in every cell, e.g. {"nats": "2.10.26"}.',
+        ),
+        "phase_scale": Param(
+            1.0,
+            type="number",
+            exclusiveMinimum=0,
+            maximum=cell_tasks.MAX_PHASE_SCALE,
+            description="Multiply warmup, measure and cooldown (0.2 for a quick smoke run). Changes the cell ids.",
+        ),
+        "cells": Param(
+            [],
+            type="array",
+            items={"type": "string"},
+            description="Run only these cells (TaskGroup ids such as c01_nats_core_e2e, or cell ids); empty: all.",
+        ),
+        "broker_policy": Param(
+            "fresh",
+            enum=["fresh", "reuse"],
+            description="fresh: new brokers per cell. reuse: keep a cluster for the next cell with an identical "
+            "broker spec (recorded in each cell's context as provisioning.reused).",
+        ),
+    }
+
+
+def _doc(matrix: Matrix, source: Path) -> str:
+    rows = "\n".join(f"| `{group_id(i, c)}` | `{c.id}` | {c.label} |" for i, c in enumerate(matrix.cells, 1))
+    return (
+        f"# sixnines sweep: {matrix.name}\n\n{matrix.description}\n\n"
+        f"Cells run one at a time, each a TaskGroup provision → warmup → measure → cooldown → land → teardown; "
+        f"the lake gets one row per cell under the run's logical date.\n\n"
+        f"| group | cell id (before `latest` resolves) | cell |\n|---|---|---|\n{rows}\n\n"
+        f"Matrix file `{source.name}`:\n\n```yaml\n{source.read_text()}```\n"
+    )
+
+
+@task(pool=POOL, retries=1, trigger_rule="all_done")
+def release_brokers() -> list[int]:
+    """Stop the clusters kept for reuse (policy `reuse`); nothing to do with policy `fresh`."""
+    from bench_tasks.lifecycle import release_clusters
+
+    return release_clusters(clusters_for(get_current_context()))
+
+
+@task(retries=1, trigger_rule="all_done")
+def tables() -> dict[str, Any]:
+    """The analysis tail until the Spark jobs land: print each landed cell's percentile tables (from its row)."""
+    import pyarrow.parquet as pq
+    from rich.console import Console
+
+    from bench_tasks.lake import Lake
+    from bench_tasks.tables import print_report, report_from_row
+
+    run = run_info(get_current_context())
+    lake = Lake(lake_root())
+    path = lake.cells_path(run)
+    rows = pq.read_table(path).to_pylist() if path.exists() else []
+    console = Console(width=120, force_terminal=False, no_color=True, record=True)
+    for row in rows:
+        print_report(report_from_row(row, lake.cell_dir(run, row["cell_id"])), console)
+    log.info("percentile tables of run %s:\n%s", run.run_id, console.export_text())
+    log.info("cells: %s  raw: %s", path, lake.run_dir(run))
+    return {
+        "run_id": run.run_id,
+        "run_date": run.run_date,
+        "cells_path": str(path),
+        "cells": len(rows),
+        "failed": sorted(r["cell_id"] for r in rows if r["status"] != "ok"),
+    }
+
+
+@task(retries=0, trigger_rule="all_done")
+def verdict(groups: list[str]) -> dict[str, Any]:
+    """Fail the run unless every selected cell landed ok, so a bad night is never green (the run's state
+    follows this last task; teardowns and the tail do not decide it)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from bench_tasks.lifecycle import CellWork
+
+    base = run_dir(get_current_context())
+    outcome: dict[str, str] = {}
+    for group in groups:
+        work = CellWork(base / group)
+        landed = work.read(work.landed)
+        if (work.root / "skipped.json").exists():
+            outcome[group] = "skipped"
+        elif landed is None:
+            failure = work.read(work.root / "failure.json") or {}
+            outcome[group] = f"not landed: {failure.get('reason', 'see the task log of its land task')}"
+        else:
+            outcome[group] = "ok" if landed["status"] == "ok" else f"failed: {landed['reason']}"
+    bad = {g: o for g, o in outcome.items() if o not in ("ok", "skipped")}
+    if bad:
+        raise AirflowFailException(
+            f"{len(bad)} of {len(groups)} cell(s) failed: " + "; ".join(f"{g}: {o}" for g, o in bad.items())
+        )
+    log.info("cells: %s", outcome)
+    return outcome

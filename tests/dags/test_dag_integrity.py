@@ -1,0 +1,108 @@
+"""DAG integrity: every matrix file yields its sweep DAG, shaped the way the issue and DESIGN.md say."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bench_tasks.matrix import load_matrix
+
+REPO = Path(__file__).resolve().parents[2]
+MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
+APPROVED_TAGS = {"sixnines", "sweep", "compare", "nats", "kafka"}
+CELL_TASKS = ("provision", "warmup", "measure", "cooldown", "land", "teardown")
+
+
+def sweep(dagbag: Any, path: Path) -> Any:
+    dag = dagbag.dags.get(f"sixnines_{load_matrix(path).name}")
+    assert dag is not None, f"{path.name} yields no DAG; DAGs: {sorted(dagbag.dags)}"
+    return dag
+
+
+def groups(dag: Any) -> list[str]:
+    return sorted({t.task_id.rsplit(".", 1)[0] for t in dag.tasks if "." in t.task_id})
+
+
+def test_no_import_errors(dagbag: Any) -> None:
+    assert dagbag.import_errors == {}
+
+
+def test_every_matrix_and_the_comparison_are_dags(dagbag: Any) -> None:
+    expected = {f"sixnines_{load_matrix(p).name}" for p in MATRICES} | {"sixnines_compare_versions"}
+    assert set(dagbag.dags) == expected
+
+
+def test_tags_retries_and_run_policy(dagbag: Any) -> None:
+    for dag in dagbag.dags.values():
+        assert dag.tags and set(dag.tags) <= APPROVED_TAGS, dag.dag_id
+        assert dag.catchup is False and dag.max_active_runs == 1, dag.dag_id
+        assert dag.doc_md, dag.dag_id
+        for task in dag.tasks:
+            assert isinstance(task.retries, int) and task.retries >= 0, task.task_id
+
+
+@pytest.mark.parametrize("path", MATRICES, ids=lambda p: p.name)
+def test_sweep_follows_the_matrix(dagbag: Any, path: Path) -> None:
+    matrix, dag = load_matrix(path), sweep(dagbag, path)
+    assert dag.timetable.expression == matrix.schedule
+    assert len(groups(dag)) == len(matrix.cells)
+    assert path.read_text() in dag.doc_md
+    assert set(dag.params) == {"versions", "phase_scale", "cells", "broker_policy"}
+
+
+@pytest.mark.parametrize("path", MATRICES, ids=lambda p: p.name)
+def test_each_cell_is_a_group_with_setup_and_teardown(dagbag: Any, path: Path) -> None:
+    dag = sweep(dagbag, path)
+    for group in groups(dag):
+        tasks = {name: dag.get_task(f"{group}.{name}") for name in CELL_TASKS}
+        assert tasks["provision"].is_setup and tasks["teardown"].is_teardown
+        chain = [tasks[n] for n in CELL_TASKS]
+        for upstream, downstream in itertools.pairwise(chain):
+            assert upstream.task_id in downstream.upstream_task_ids
+        assert tasks["provision"].task_id in tasks["teardown"].upstream_task_ids
+        assert tasks["land"].trigger_rule == "all_done"  # a failed cell still lands
+        assert {t.pool for t in chain} == {"sixnines_bench"}
+        assert {t.retries for t in chain[1:4]} == {0}  # a passed schedule cannot be watched again
+
+
+@pytest.mark.parametrize("path", MATRICES, ids=lambda p: p.name)
+def test_cells_are_chained_one_at_a_time(dagbag: Any, path: Path) -> None:
+    dag = sweep(dagbag, path)
+    names = groups(dag)
+    for previous, current in itertools.pairwise(names):
+        provision = dag.get_task(f"{current}.provision")
+        assert provision.upstream_task_ids == {f"{previous}.teardown"}
+        assert provision.trigger_rule == "all_done"  # a failed cell never stops the sweep
+    last = dag.get_task("release_brokers")
+    assert last.upstream_task_ids == {f"{names[-1]}.teardown"}
+    assert [t.task_id for t in dag.leaves] == ["verdict"]
+    assert dag.get_task("tables").outlets
+
+
+def test_compare_versions_dag(dagbag: Any) -> None:
+    dag = dagbag.dags["sixnines_compare_versions"]
+    assert set(dag.params) == {"system", "versions", "matrix", "phase_scale"}
+    run = dag.get_task("run_version")
+    assert run.pool == "sixnines_bench" and run.max_active_tis_per_dag == 1
+    assert "run_version" in dag.get_task("compare").upstream_task_ids
+
+
+def test_broken_matrix_is_an_import_error_naming_file_and_field(tmp_path: Path) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    (tmp_path / "dags").mkdir()
+    (tmp_path / "matrices").mkdir()
+    shutil.copy(REPO / "dags" / "sixnines_sweeps.py", tmp_path / "dags")
+    shutil.copy(REPO / "matrices" / "quick.yaml", tmp_path / "matrices" / "quick.yaml")
+    raw = yaml.safe_load((REPO / "matrices" / "quick.yaml").read_text())
+    raw["name"], raw["workload"]["rate_per_s"] = "broken", -5
+    (tmp_path / "matrices" / "broken.yaml").write_text(yaml.safe_dump(raw))
+    bag = DagBag(dag_folder=str(tmp_path / "dags"))
+    assert set(bag.dags) == {"sixnines_quick"}  # the good matrix still loads
+    (error,) = bag.import_errors.values()
+    assert "broken.yaml" in error and "workload.rate_per_s" in error and "-5" in error

@@ -1,0 +1,173 @@
+"""A real `airflow dags test` of a tiny NATS sweep (SQLite, in-process), with the failure path: the first
+cell's broker is killed mid-measure. That cell must end failed and landed, its teardown must have run, no
+broker or generator may survive, the second cell must still run and land, and the notifier must have
+written its record. The run is stamped with the logical date it was given, as a backfill's runs are."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+TINY = """
+name: itest_airflow
+description: two tiny core NATS cells
+schedule: "0 2 * * *"
+systems:
+  - system: nats
+    versions: [latest]
+    broker: {mode: core}
+workload:
+  message_size_bytes: 256
+  rate_per_s: 500
+  warmup_s: 2
+  measure_s: 5
+  cooldown_s: 1
+  drain_timeout_s: 2
+measurements: [e2e]
+axes:
+  workload.producers: [1, 2]
+"""
+
+
+@pytest.fixture(scope="module")
+def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A project folder with the DAG file and the tiny matrix, and a migrated SQLite Airflow home for it."""
+    root = tmp_path_factory.mktemp("airflow-project")
+    (root / "dags").mkdir()
+    (root / "matrices").mkdir()
+    shutil.copy(REPO / "dags" / "sixnines_sweeps.py", root / "dags")
+    shutil.copy(REPO / "dags" / "sixnines_compare_versions.py", root / "dags")
+    (root / "matrices" / "itest_airflow.yaml").write_text(TINY)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},  # e.g. tests/dags' own home
+        "AIRFLOW_HOME": str(root / "airflow-home"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "SIXNINES_LAKE": str(root / "lake"),
+        "SIXNINES_CACHE": str(root / "cache"),
+        "PATH": f"{BIN}:{os.environ['PATH']}",
+        "ROOT": str(root),
+    }
+    for cmd in (["db", "migrate"], ["pools", "set", "sixnines_bench", "1", "itest"]):
+        done = subprocess.run([str(BIN / "airflow"), *cmd], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return env
+
+
+def _kill_broker_mid_measure(cache: Path, group: str, killed: list[int], stop: threading.Event) -> None:
+    """Watch the first cell's status; one second into its measure phase, SIGKILL its nats-server."""
+    while not stop.is_set():
+        for status_path in cache.glob(f"airflow/*/{group}/status.json"):
+            try:
+                status = json.loads(status_path.read_text())
+                state = json.loads((status_path.parent / "state.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if status.get("phase") == "measure" and status["elapsed_s"] > 3:
+                pid = int(next(iter(state["brokers"]["nodes"].values())))
+                assert "nats-server" in " ".join(psutil.Process(pid).cmdline())
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+        time.sleep(0.2)
+
+
+def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[str, str], no_orphans: None) -> None:
+    root = Path(airflow_env["ROOT"])
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(
+        target=_kill_broker_mid_measure, args=(root / "cache", "c01_nats_core_e2e", killed, stop), daemon=True
+    )
+    killer.start()
+    try:
+        done = subprocess.run(
+            [str(BIN / "airflow"), "dags", "test", "sixnines_itest_airflow", "2026-01-15"],
+            env=airflow_env,
+            capture_output=True,
+            text=True,
+            timeout=540,
+            cwd=root,
+        )
+    finally:
+        stop.set()
+        killer.join(5)
+    log = done.stdout + done.stderr
+    assert killed, "the broker was never killed: " + log[-3000:]
+    assert done.returncode != 0, "a run with a failed cell must not exit 0"
+
+    # landed under the logical date given, one row per cell, the killed one failed with its reason
+    (cells_path,) = (root / "lake" / "runs" / "run_date=2026-01-15").glob(
+        "run_id=sixnines_itest_airflow__*/cells.parquet"
+    )
+    rows = {r["label"].split(" p")[-1]: r for r in pq.read_table(cells_path).to_pylist()}
+    assert len(rows) == 2, rows.keys()
+    first, second = sorted(rows.values(), key=lambda r: r["started_at"])
+    assert first["status"] == "failed" and "died during measure" in first["reason"], first["reason"]
+    assert second["status"] == "ok", second["reason"]
+    assert second["received"] == second["scheduled"] == 2500 and second["lost"] == 0
+    assert (cells_path.parent.parent.parent.parent / "raw").exists()
+
+    # the first cell's teardown ran, and nothing of either cell survives
+    (work,) = (root / "cache" / "airflow").glob("sixnines_itest_airflow__*/c01_nats_core_e2e")
+    assert (work / "teardown.json").exists()
+    generator = json.loads((work / "generator.json").read_text())["pid"]
+    for pid in (*killed, generator):
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    survivors = [p.pid for p in psutil.process_iter(["cmdline"]) if str(root) in " ".join(p.info["cmdline"] or ())]
+    assert survivors == [], survivors
+
+    # the notifier wrote its record for the failed cell (and only for it)
+    records = list((root / "lake" / "notifications" / "run_date=2026-01-15").glob("run_id=*/*.json"))
+    assert [r.name for r in records] == ["c01_nats_core_e2e.json"]
+    record = json.loads(records[0].read_text())
+    assert record["cell_id"] == first["cell_id"] and "died during measure" in record["reason"]
+    assert "sixnines.cell_failed" in log
+
+    # the analysis tail printed the landed cells' percentile tables
+    assert "e2e resp" in log and "send lag" in log
+
+
+def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, str], no_orphans: None) -> None:
+    """Two nats-server releases, the tiny matrix at half length: four cells in one lake run, compared by series.
+    The older release is fetched into the shared cache once (as the CLI test does)."""
+    root = Path(airflow_env["ROOT"])
+    conf = {"system": "nats", "versions": ["2.15.1", "2.10.26"], "matrix": "itest_airflow", "phase_scale": 0.5}
+    done = subprocess.run(
+        [str(BIN / "airflow"), "dags", "test", "sixnines_compare_versions", "2026-01-16", "-c", json.dumps(conf)],
+        env={**airflow_env, "SIXNINES_CACHE": os.environ["SIXNINES_CACHE"]},
+        capture_output=True,
+        text=True,
+        timeout=540,
+        cwd=root,
+    )
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    (cells_path,) = (root / "lake" / "runs" / "run_date=2026-01-16").glob("run_id=*/cells.parquet")
+    rows = pq.read_table(cells_path).to_pylist()
+    assert sorted(r["version"] for r in rows) == ["2.10.26", "2.10.26", "2.15.1", "2.15.1"]
+    assert {r["status"] for r in rows} == {"ok"}
+    # each version reports its own server version, and the two versions of a series pair up
+    assert {json.loads(r["context_json"])["broker"]["version"] for r in rows} == {"2.15.1", "2.10.26"}
+    assert len({r["series_key"] for r in rows}) == 2
+    (out,) = (root / "lake" / "tables" / "comparisons" / "run_date=2026-01-16").glob("run_id=*/versions.json")
+    comparison = json.loads(out.read_text())
+    assert comparison["versions"] == ["2.15.1", "2.10.26"]
+    e2e = [e for e in comparison["entries"] if e["metric"] == "e2e" and e["basis"] == "intended"]
+    assert len(e2e) == 2 and all(set(e["versions"]) == {"2.15.1", "2.10.26"} for e in e2e)
+    assert all(e["versions"][v]["count"] == 1250 for e in e2e for v in e["versions"])
+    assert "versions compared (ms)" in log
