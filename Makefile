@@ -60,9 +60,10 @@ airflow-stop:
 	@test -s .airflow/standalone.pid && kill -TERM -$$(cat .airflow/standalone.pid) && \
 		rm .airflow/standalone.pid && echo stopped || echo "not running"
 
+# The venv's bin first on PATH: Airflow's subprocesses and spark-submit (from the pyspark wheel) need it.
 test: $(STAMP) tools
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -ra
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

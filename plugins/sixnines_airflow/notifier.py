@@ -42,38 +42,72 @@ class CellFailureNotifier(BaseNotifier):
         path = record_path(lake_root(), record)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, record)
-        self._deliver(record)
-
-    def _deliver(self, record: dict[str, Any]) -> None:
-        from airflow.sdk import BaseHook
-
-        try:
-            conn = BaseHook.get_connection(self.conn_id)
-        except Exception:  # no such connection: the log line and the file are the notification
-            return
         text = f"sixnines: cell {record.get('cell_id')} failed in {record['dag_id']} ({record['run_id']}): " + str(
             record.get("reason")
         )
-        try:
-            if conn.conn_type in ("http", "https"):
-                url = conn.host if "://" in (conn.host or "") else f"{conn.conn_type}://{conn.host}"
-                body = json.dumps({"text": text, "record": record}, default=str).encode()
-                req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-                urllib.request.urlopen(req, timeout=10).close()
-            elif conn.conn_type in ("smtp", "email"):
-                msg = EmailMessage()
-                msg["Subject"], msg["From"] = text[:120], conn.login or "sixnines@localhost"
-                msg["To"] = conn.extra_dejson["to"]
-                msg.set_content(json.dumps(record, indent=2, default=str))
-                with smtplib.SMTP(conn.host, conn.port or 25, timeout=10) as smtp:
-                    if conn.login:
-                        smtp.starttls()
-                        smtp.login(conn.login, conn.password or "")
-                    smtp.send_message(msg)
-            else:
-                log.warning("connection %s has type %s; expected http(s) or smtp", self.conn_id, conn.conn_type)
-        except Exception:
-            log.exception("could not deliver the failure of cell %s to %s", record.get("cell_id"), self.conn_id)
+        deliver(self.conn_id, text, record)
+
+
+class RegressionAlertNotifier(BaseNotifier):
+    """`on_success_callback` of a sweep's `regressions` task: every alert the check raised for this run is
+    reported the way a failed cell is — a structured log line, a JSON record under the lake, and the optional
+    webhook/SMTP connection."""
+
+    template_fields = ()
+
+    def __init__(self, conn_id: str = "sixnines_notify"):
+        super().__init__()
+        self.conn_id = conn_id
+
+    def notify(self, context: Any) -> None:
+        run = run_info(context)
+        part = Path(f"run_date={run.run_date}") / f"run_id={run.run_id}"
+        found = lake_root() / "regressions" / part / "alerts.json"
+        alerts = json.loads(found.read_text()).get("alerts", []) if found.exists() else []
+        for index, alert in enumerate(alerts):
+            record = {
+                "schema_version": RECORD_SCHEMA_VERSION,
+                "event": "regression",
+                "at": dt.datetime.now(dt.UTC).isoformat(),
+                "dag_id": context["ti"].dag_id,
+                "run_id": run.run_id,
+                "run_date": run.run_date,
+                **alert,
+            }
+            log.error("sixnines.regression %s", json.dumps(record, sort_keys=True, default=str))
+            write_json(lake_root() / "notifications" / part / f"regression-{index:03d}.json", record)
+            deliver(self.conn_id, f"sixnines regression in {record['dag_id']}: {alert.get('summary')}", record)
+
+
+def deliver(conn_id: str, text: str, record: dict[str, Any]) -> None:
+    """Send `text` and `record` over the optional connection `conn_id` (http(s) webhook or SMTP); without one,
+    the log line and the JSON file already written are the notification."""
+    from airflow.sdk import BaseHook
+
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except Exception:  # no such connection: the log line and the file are the notification
+        return
+    try:
+        if conn.conn_type in ("http", "https"):
+            url = conn.host if "://" in (conn.host or "") else f"{conn.conn_type}://{conn.host}"
+            body = json.dumps({"text": text, "record": record}, default=str).encode()
+            req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=10).close()
+        elif conn.conn_type in ("smtp", "email"):
+            msg = EmailMessage()
+            msg["Subject"], msg["From"] = text[:120], conn.login or "sixnines@localhost"
+            msg["To"] = conn.extra_dejson["to"]
+            msg.set_content(json.dumps(record, indent=2, default=str))
+            with smtplib.SMTP(conn.host, conn.port or 25, timeout=10) as smtp:
+                if conn.login:
+                    smtp.starttls()
+                    smtp.login(conn.login, conn.password or "")
+                smtp.send_message(msg)
+        else:
+            log.warning("connection %s has type %s; expected http(s) or smtp", conn_id, conn.conn_type)
+    except Exception:
+        log.exception("could not deliver %s to %s", record.get("event"), conn_id)
 
 
 def failure_record(context: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from bench_tasks.errors import MatrixError, SixninesError
 from bench_tasks.matrix import Cell, Matrix, load_matrix
 from bench_tasks.systems import SYSTEM_VERSIONS
 
-from . import cell_tasks
+from . import cell_tasks, tail
 from .runtime import POOL, clusters_for, lake_root, run_dir, run_info
 
 log = logging.getLogger("sixnines")
@@ -96,7 +96,8 @@ def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
         if previous is not None:
             previous >> released
         groups = [group_id(i, c) for i, c in enumerate(matrix.cells, 1)]
-        released >> tables.override(outlets=[asset])() >> verdict(groups)
+        landed = tables.override(outlets=[asset])()
+        released >> landed >> tail.analysis() >> tail.regressions() >> tail.report() >> verdict(groups)
 
     return sweep()
 
@@ -171,7 +172,8 @@ def release_brokers() -> list[int]:
 
 @task(retries=1, trigger_rule="all_done")
 def tables() -> dict[str, Any]:
-    """The analysis tail until the Spark jobs land: print each landed cell's percentile tables (from its row)."""
+    """Print each landed cell's percentile tables (the generator's own, from its row) into the task log, and
+    hand the run's identity to the analysis tail."""
     import pyarrow.parquet as pq
     from rich.console import Console
 
@@ -190,6 +192,7 @@ def tables() -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "run_date": run.run_date,
+        "lake": str(lake.root),
         "cells_path": str(path),
         "cells": len(rows),
         "failed": sorted(r["cell_id"] for r in rows if r["status"] != "ok"),

@@ -60,6 +60,7 @@ def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "SIXNINES_LAKE": str(root / "lake"),
         "SIXNINES_CACHE": str(root / "cache"),
         "PATH": f"{BIN}:{os.environ['PATH']}",
+        "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[*]"}',  # as tools/airflow sets it
         "ROOT": str(root),
     }
     for cmd in (["db", "migrate"], ["pools", "set", "sixnines_bench", "1", "itest"]):
@@ -138,8 +139,15 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     assert record["cell_id"] == first["cell_id"] and "died during measure" in record["reason"]
     assert "sixnines.cell_failed" in log
 
-    # the analysis tail printed the landed cells' percentile tables
+    # the analysis tail printed the landed cells' percentile tables, ran Spark and the gate — which refused to
+    # publish a run that lost messages (quarantined with its validation results) — and wrote the report
     assert "e2e resp" in log and "send lag" in log
+    run_part = cells_path.parent.relative_to(root / "lake" / "runs")
+    assert (root / "lake" / "tables" / "percentiles" / run_part).is_dir()
+    assert (root / "lake" / "quarantine" / run_part / "validation.json").exists()
+    assert not (root / "lake" / "published" / run_part).exists()
+    report = (root / "lake" / "reports" / run_part / "report.html").read_text()
+    assert first["cell_id"] in report and second["cell_id"] in report and "died during measure" in report
 
 
 def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, str], no_orphans: None) -> None:

@@ -1,0 +1,72 @@
+"""A sweep's analysis tail, after its cells: the Spark percentile job with its data-quality gate and publishing
+(`spark_jobs/pipeline.py` through `SparkSubmitOperator`), the regression check over the published history, and
+the run's HTML report.
+
+Every step runs whatever happened before it (`all_done`): a run whose gate refuses to publish still gets its
+regression check (of what history it has) and its report, which shows the failed cells and why.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import get_current_context, task
+
+from .notifier import RegressionAlertNotifier
+from .runtime import REPO, lake_root, run_info
+
+log = logging.getLogger("sixnines")
+SPARK_CONN_ID = "spark_default"  # master local[*] by default (tools/airflow); any cluster through the connection
+
+
+def analysis() -> SparkSubmitOperator:
+    """percentiles → Great Expectations gate → publish (or quarantine), for this run, as one Spark application."""
+    summary = "ti.xcom_pull(task_ids='tables')"
+    return SparkSubmitOperator(
+        task_id="analysis",
+        application=str(REPO / "spark_jobs" / "pipeline.py"),
+        conn_id=SPARK_CONN_ID,
+        name="sixnines-analysis",
+        application_args=["--lake", f"{{{{ {summary}['lake'] }}}}", "--run-id", f"{{{{ {summary}['run_id'] }}}}"],
+        conf={"spark.ui.enabled": "false"},
+        retries=0,
+        trigger_rule="all_done",
+    )
+
+
+@task(retries=0, trigger_rule="all_done", on_success_callback=RegressionAlertNotifier())
+def regressions() -> dict[str, Any]:
+    """Check this run against the published history; alerts are reported by the notifier on success. A run
+    that was not published (its gate failed) or an empty history is logged, not an error of the sweep."""
+    from bench_tasks.regressions import RegressionError, detect, write_results
+
+    run = run_info(get_current_context())
+    try:
+        result = detect(lake_root(), run_id=run.run_id)
+    except RegressionError as exc:
+        log.warning("no regression check for run %s: %s", run.run_id, exc)
+        return {"checked": False, "reason": str(exc)}
+    path = write_results(lake_root(), result)
+    for alert in result.alerts:
+        log.error("regression: %s", alert.summary())
+    log.info(
+        "%d series checked, %d change point(s), %d alert(s): %s",
+        result.series_checked,
+        len(result.change_points),
+        len(result.alerts),
+        path,
+    )
+    return {"checked": True, "alerts": len(result.alerts), "change_points": len(result.change_points)}
+
+
+@task(retries=1, trigger_rule="all_done")
+def report() -> str:
+    """The run's self-contained HTML report (lake/reports/run_date=D/run_id=R/report.html)."""
+    from bench_tasks.report import build_run_report
+
+    run = run_info(get_current_context())
+    path = build_run_report(lake_root(), run.run_id)
+    log.info("report: %s", path)
+    return str(path)
