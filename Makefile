@@ -43,6 +43,8 @@ bench: $(STAMP) tools airflow-init
 		run=$$(ls -td lake/runs/run_date=*/run_id=sixnines_quick__* 2>/dev/null | head -1); \
 		echo "percentile tables: in the log of task 'tables' above; cells table: $(CURDIR)/$$run/cells.parquet"; \
 		echo "raw samples, cell.hlog, result.json: $(CURDIR)/$$(echo $$run | sed 's|lake/runs/|lake/raw/|')/"; \
+		echo "report: $(CURDIR)/$$(echo $$run | sed 's|lake/runs/|lake/reports/|')/report.html"; \
+		echo "Spark tables: $(CURDIR)/lake/tables/  published (if the gate passed): $(CURDIR)/lake/published/"; \
 		exit $$code
 
 # Optional UI: `airflow standalone` (scheduler, API server, DAG processor, triggerer) in its own process
