@@ -48,6 +48,37 @@ class CellFailureNotifier(BaseNotifier):
         deliver(self.conn_id, text, record)
 
 
+class AnalysisFailureNotifier(BaseNotifier):
+    """`on_failure_callback` of a sweep's `analysis` task: the gate refused to publish (the Spark job's error
+    names the failed expectations; the validation results are in `lake/quarantine/…/validation.json`) or the
+    job itself failed."""
+
+    template_fields = ()
+
+    def __init__(self, conn_id: str = "sixnines_notify"):
+        super().__init__()
+        self.conn_id = conn_id
+
+    def notify(self, context: Any) -> None:
+        ti, run = context["ti"], run_info(context)
+        part = Path(f"run_date={run.run_date}") / f"run_id={run.run_id}"
+        quarantine = lake_root() / "quarantine" / part / "validation.json"
+        record = {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "event": "analysis_failed",
+            "at": dt.datetime.now(dt.UTC).isoformat(),
+            "dag_id": ti.dag_id,
+            "task_id": ti.task_id,
+            "run_id": run.run_id,
+            "run_date": run.run_date,
+            "reason": str(context.get("exception")),
+            "validation": str(quarantine) if quarantine.exists() else None,
+        }
+        log.error("sixnines.analysis_failed %s", json.dumps(record, sort_keys=True, default=str))
+        write_json(lake_root() / "notifications" / part / "analysis.json", record)
+        deliver(self.conn_id, f"sixnines: analysis of {run.run_id} failed: {record['reason']}"[:500], record)
+
+
 class RegressionAlertNotifier(BaseNotifier):
     """`on_success_callback` of a sweep's `regressions` task: every alert the check raised for this run is
     reported the way a failed cell is — a structured log line, a JSON record under the lake, and the optional

@@ -14,7 +14,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import get_current_context, task
 
-from .notifier import RegressionAlertNotifier
+from .notifier import AnalysisFailureNotifier, RegressionAlertNotifier
 from .runtime import REPO, lake_root, run_info
 
 log = logging.getLogger("sixnines")
@@ -33,6 +33,7 @@ def analysis() -> SparkSubmitOperator:
         conf={"spark.ui.enabled": "false"},
         retries=0,
         trigger_rule="all_done",
+        on_failure_callback=AnalysisFailureNotifier(),
     )
 
 

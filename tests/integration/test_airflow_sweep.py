@@ -133,9 +133,12 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     assert survivors == [], survivors
 
     # the notifier wrote its record for the failed cell (and only for it)
-    records = list((root / "lake" / "notifications" / "run_date=2026-01-15").glob("run_id=*/*.json"))
-    assert [r.name for r in records] == ["c01_nats_core_e2e.json"]
-    record = json.loads(records[0].read_text())
+    records = sorted((root / "lake" / "notifications" / "run_date=2026-01-15").glob("run_id=*/*.json"))
+    # ... and for the analysis, whose gate refused to publish a run that lost messages
+    assert [r.name for r in records] == ["analysis.json", "c01_nats_core_e2e.json"]
+    analysis = json.loads(records[0].read_text())
+    assert analysis["event"] == "analysis_failed" and analysis["validation"].endswith("validation.json")
+    record = json.loads(records[1].read_text())
     assert record["cell_id"] == first["cell_id"] and "died during measure" in record["reason"]
     assert "sixnines.cell_failed" in log
 
