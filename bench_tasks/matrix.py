@@ -70,6 +70,13 @@ class Workload(StrictModel):
         0, ge=0, description="Kafka: unmeasured consumers reading the topic from its oldest message (seed 003)"
     )
     relays: int = Field(1, ge=1, description="chain: relay services (one group) between the two hops")
+    allowed_loss_ratio: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="loss the data-quality gate tolerates where delivery is not guaranteed (Kafka acks=0/1, "
+        "core NATS); cells that guarantee delivery (acks=all, JetStream) tolerate none",
+    )
     cpus: CpuPlacement = CpuPlacement()
 
     @model_validator(mode="after")

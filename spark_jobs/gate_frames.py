@@ -67,6 +67,10 @@ def raw_cells_frame(sent: DataFrame, accounting: DataFrame, facts: DataFrame) ->
         "lost",
         F.when(F.col("delivery_guaranteed"), F.col("lost")).otherwise(F.lit(0)).alias("lost_guaranteed"),
         F.when(F.col("sent") > 0, F.col("lost") / F.col("sent")).otherwise(F.lit(0.0)).alias("loss_ratio"),
+        # how far the loss goes past what the cell's matrix allows (workload.allowed_loss_ratio); <= 0 passes
+        (
+            F.when(F.col("sent") > 0, F.col("lost") / F.col("sent")).otherwise(F.lit(0.0)) - F.col("allowed_loss_ratio")
+        ).alias("loss_over_allowance"),
     )
 
 

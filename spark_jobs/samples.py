@@ -72,6 +72,7 @@ def cell_facts(cells: DataFrame) -> DataFrame:
         _spec("workload.measure_s").cast("double").alias("measure_s"),
         _spec("workload.producers").cast("int").alias("producers"),
         _spec("workload.max_schedule_lag_ms").cast("double").alias("max_schedule_lag_ms"),
+        F.coalesce(_spec("workload.allowed_loss_ratio").cast("double"), F.lit(0.0)).alias("allowed_loss_ratio"),
     )
 
 

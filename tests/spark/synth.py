@@ -40,6 +40,7 @@ class SynthCell:
     lag_ns: int = 50_000
     lost: Sequence[int] = ()
     acks: str | None = None
+    allowed_loss_ratio: float = 0.0
     extra_spec: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -66,6 +67,7 @@ class SynthCell:
                 "measure_s": self.measure_s,
                 "cooldown_s": self.cooldown_s,
                 "max_schedule_lag_ms": 100.0,
+                "allowed_loss_ratio": self.allowed_loss_ratio,
             },
             **self.extra_spec,
         }
