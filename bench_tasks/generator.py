@@ -496,7 +496,7 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
             await asyncio.sleep(REPORT_EVERY_S)
             progress()
         await inbound.close()
-        while not arrivals.empty():  # forward what had already arrived
+        while not arrivals.empty() and not forwarder.done():  # forward what had already arrived
             await asyncio.sleep(0.01)
         forwarder.cancel()
         await outbound.close()

@@ -163,6 +163,11 @@ class KafkaCell(_CellBase):
             raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
         if self.workload.lagging_consumers and not self.workload.prefill_messages:
             raise ValueError("workload.lagging_consumers need a backlog to lag behind: set workload.prefill_messages")
+        if self.client.consumer_mode == "assigned" and self.measurement == "chain":
+            raise ValueError(
+                "measurement 'chain' splits its relays and consumers in consumer groups; "
+                "use client.consumer_mode 'group'"
+            )
         if self.client.consumer_mode == "assigned" and self.workload.consumers > self.broker.partitions:
             raise ValueError(
                 f"consumer_mode 'assigned' with {self.workload.consumers} consumers needs at least as many "

@@ -585,3 +585,11 @@ def test_chain_needs_room_for_the_relay_stamp_and_relays_belong_to_chains() -> N
     raw["measurements"] = ["e2e"]
     with pytest.raises(MatrixError, match="relays applies to measurement 'chain' only"):
         parse(raw)
+
+
+def test_kafka_chain_refuses_hand_assigned_consumers() -> None:
+    raw = kafka_raw()
+    raw["measurements"] = ["chain"]
+    raw["systems"][0]["client"] = {"consumer_mode": "assigned"}
+    with pytest.raises(MatrixError, match="consumer_mode 'group'"):
+        parse(raw)
