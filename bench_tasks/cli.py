@@ -87,6 +87,7 @@ def cells(matrix: Annotated[Path, typer.Argument(help="matrix file")], as_json: 
                         "cell_id": c.id,
                         "series_key": c.series_key,
                         "label": c.label,
+                        "repeats": c.repeats,
                         "spec": c.spec.model_dump(mode="json"),
                     }
                     for c in resolved
@@ -96,7 +97,7 @@ def cells(matrix: Annotated[Path, typer.Argument(help="matrix file")], as_json: 
         )
         return
     for c in resolved:
-        out.print(f"{c.id}  {c.series_key}  {c.label}")
+        out.print(f"{c.id}  {c.series_key}  {c.label}" + (f"  (×{c.repeats} repeats)" if c.repeats > 1 else ""))
 
 
 @app.command()

@@ -1,7 +1,8 @@
 """The lake's layout and its atomic writes (DESIGN.md, "Data model").
 
 raw/run_date=D/run_id=R/cell_id=C/{sent-p*,received-c*}.parquet, cell.hlog, result.json
-runs/run_date=D/run_id=R/cells.parquet — one row per cell
+raw/run_date=D/run_id=R/cell_id=C/repeat=K/…  the same, once per repeat, for a cell the matrix repeats
+runs/run_date=D/run_id=R/cells.parquet — one row per cell (per repeat of a repeated cell)
 
 A cell is written into a staging folder and renamed into place when complete, so a reader never sees half
 a cell; a re-run replaces the cell's folder and its row instead of adding to them.
@@ -31,6 +32,8 @@ CELLS_SCHEMA = pa.schema(
         ("matrix", pa.string()),
         ("cell_id", pa.string()),
         ("series_key", pa.string()),
+        ("repeat", pa.int32()),  # 1…repeats; files written before repeats existed lack both (read as 1 of 1)
+        ("repeats", pa.int32()),
         ("system", pa.string()),
         ("version", pa.string()),
         ("measurement", pa.string()),
@@ -90,26 +93,29 @@ class Lake:
     def run_dir(self, run: RunInfo) -> Path:
         return self.root / "raw" / f"run_date={run.run_date}" / f"run_id={run.run_id}"
 
-    def cell_dir(self, run: RunInfo, cell_id: str) -> Path:
-        return self.run_dir(run) / f"cell_id={cell_id}"
+    def cell_dir(self, run: RunInfo, cell_id: str, repeat: int | None = None) -> Path:
+        """`repeat` None: a cell run once (no repeat folder); else the folder of that repeat."""
+        folder = self.run_dir(run) / f"cell_id={cell_id}"
+        return folder if repeat is None else folder / f"repeat={repeat}"
 
     def cells_path(self, run: RunInfo) -> Path:
         return self.root / "runs" / f"run_date={run.run_date}" / f"run_id={run.run_id}" / "cells.parquet"
 
-    def staging_dir(self, run: RunInfo, cell_id: str) -> Path:
-        path = self.root / ".staging" / run.run_id / cell_id
+    def staging_dir(self, run: RunInfo, instance: str) -> Path:
+        """`instance`: the cell id, or for one repeat of a repeated cell its instance name (matrix.Cell)."""
+        path = self.root / ".staging" / run.run_id / instance
         if path.exists():
             shutil.rmtree(path)  # leftovers of a failed attempt: the new attempt starts clean
         path.mkdir(parents=True)
         return path
 
-    def commit_cell(self, run: RunInfo, cell_id: str, staging: Path) -> Path:
+    def commit_cell(self, run: RunInfo, cell_id: str, staging: Path, repeat: int | None = None) -> Path:
         """Move a finished staging folder into place atomically, replacing an earlier attempt."""
-        final = self.cell_dir(run, cell_id)
+        final = self.cell_dir(run, cell_id, repeat)
         final.parent.mkdir(parents=True, exist_ok=True)
         old = None
         if final.exists():
-            old = final.with_name(f".replaced-{cell_id}-{secrets.token_hex(3)}")
+            old = final.with_name(f".replaced-{final.name}-{secrets.token_hex(3)}")
             os.replace(final, old)
         os.replace(staging, final)
         if old is not None:
@@ -117,10 +123,11 @@ class Lake:
         return final
 
     def upsert_cell_row(self, run: RunInfo, row: dict[str, Any]) -> None:
-        """Replace this cell's row in the run's cells table (atomically), keeping the other cells."""
+        """Replace this cell's (repeat's) row in the run's cells table (atomically), keeping the other rows."""
         path = self.cells_path(run)
         rows = pq.read_table(path).to_pylist() if path.exists() else []
-        rows = [r for r in rows if r["cell_id"] != row["cell_id"]] + [row]
+        rows = [{"repeat": 1, "repeats": 1, **r} for r in rows]  # a table written before repeats existed
+        rows = [r for r in rows if (r["cell_id"], r["repeat"]) != (row["cell_id"], row["repeat"])] + [row]
         write_parquet(pa.Table.from_pylist(rows, schema=CELLS_SCHEMA), path)
 
 

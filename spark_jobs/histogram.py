@@ -18,14 +18,14 @@ from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
-from spark_jobs.samples import CELL_KEYS, cell_facts, latency_samples
+from spark_jobs.samples import MERGED_KEYS, cell_facts, latency_samples
 
 BUCKETS_PER_DOUBLING = 16
 
 
 def histogram_table(samples: DataFrame, buckets_per_doubling: int = BUCKETS_PER_DOUBLING) -> DataFrame:
     """Counts per bucket, with each bucket's bounds and the cumulative fraction up to its upper bound."""
-    keys = [*CELL_KEYS, "metric", "basis"]
+    keys = [*MERGED_KEYS, "metric", "basis"]  # a repeated cell's repeats in one histogram: counts add up
     k = float(buckets_per_doubling)
     bucket = (
         F.when(F.col("value_ns") < 1, F.lit(-1)).otherwise(F.floor(F.log2(F.col("value_ns")) * F.lit(k))).cast("int")

@@ -1,7 +1,8 @@
 """The jobs' I/O edge: read a run's raw samples and cells table from the lake, write tables atomically.
 
 Layout (DESIGN.md, "Data model"; bench_tasks.lake writes the raw side):
-  raw/run_date=D/run_id=R/cell_id=C/{sent-p*,received-c*}.parquet
+  raw/run_date=D/run_id=R/cell_id=C/{sent-p*,received-c*}.parquet            a cell run once (repeat 1)
+  raw/run_date=D/run_id=R/cell_id=C/repeat=K/{sent-p*,received-c*}.parquet   repeat K of a repeated cell
   runs/run_date=D/run_id=R/cells.parquet
   tables/<table>/run_date=D/run_id=R/part-*.parquet          (written here)
 A table partition is written under a hidden staging name and renamed into place, so a reader never sees
@@ -78,26 +79,32 @@ def _check_versions(files: list[Path]) -> None:
 
 
 def _read_raw(spark: SparkSession, lake: Path, runs: list[RunRef], pattern: str, schema: pa.Schema) -> DataFrame:
+    """Rows of every cell (and every repeat) of `runs`; the two folder depths are read apart because partition
+    discovery refuses a mix of them, and a cell run once is repeat 1."""
     frames = []
     for run in runs:
         base = raw_dir(lake, run)
-        files = sorted(base.glob(f"cell_id=*/{pattern}"))
-        if not files:
-            continue
-        _check_versions(files)
-        df = spark.read.option("basePath", str(base)).option("mergeSchema", "true").parquet(*[str(f) for f in files])
-        frames.append(
-            df.select(
-                F.lit(run.run_id).alias("run_id"),
-                F.col("cell_id").cast("string"),
-                *[
-                    (F.col(f.name) if f.name in df.columns else F.lit(None)).cast(_SPARK_TYPES[f.type]).alias(f.name)
-                    for f in schema
-                ],
+        for layout in (f"cell_id=*/{pattern}", f"cell_id=*/repeat=*/{pattern}"):
+            files = sorted(base.glob(layout))
+            if not files:
+                continue
+            _check_versions(files)
+            df = spark.read.option("basePath", str(base)).option("mergeSchema", "true").parquet(*map(str, files))
+            frames.append(
+                df.select(
+                    F.lit(run.run_id).alias("run_id"),
+                    F.col("cell_id").cast("string"),
+                    (F.col("repeat") if "repeat" in df.columns else F.lit(1)).cast("int").alias("repeat"),
+                    *[
+                        (F.col(f.name) if f.name in df.columns else F.lit(None))
+                        .cast(_SPARK_TYPES[f.type])
+                        .alias(f.name)
+                        for f in schema
+                    ],
+                )
             )
-        )
     if not frames:
-        return spark.createDataFrame([], f"run_id string, cell_id string, {spark_ddl(schema)}")
+        return spark.createDataFrame([], f"run_id string, cell_id string, repeat int, {spark_ddl(schema)}")
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
@@ -114,9 +121,20 @@ def read_received(spark: SparkSession, lake: Path, runs: list[RunRef]) -> DataFr
     return _read_raw(spark, lake, runs, "received-c*.parquet", RECEIVED_SCHEMA)
 
 
+# Cells-table columns a table written by an older harness lacks, and the value they mean there.
+_CELLS_DEFAULTS = {"repeat": 1, "repeats": 1}
+
+
 def read_cells(spark: SparkSession, lake: Path, runs: list[RunRef]) -> DataFrame:
-    """The runs' cells tables (one row per cell: spec, status, phase boundaries, counts, context)."""
-    frames = [spark.read.parquet(str(cells_path(lake, run))) for run in runs]
+    """The runs' cells tables (one row per cell, or per repeat of a repeated cell: spec, status, phase
+    boundaries, counts, context)."""
+    frames = []
+    for run in runs:
+        frame = spark.read.parquet(str(cells_path(lake, run)))
+        for name, value in _CELLS_DEFAULTS.items():
+            if name not in frame.columns:
+                frame = frame.withColumn(name, F.lit(value))
+        frames.append(frame)
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame, allowMissingColumns=True)

@@ -80,10 +80,11 @@ def publish_run(spark: SparkSession, lake: Path, run: lakeio.RunRef, report: Gat
     """Publish when the gate passed; otherwise quarantine and raise GateError naming what failed."""
     table = lakeio.read_table(spark, lake, "percentiles", [run]).toArrow()
     acc = lakeio.read_table(spark, lake, "accounting", [run]).toArrow().to_pylist()
+    spread = lakeio.read_table(spark, lake, "repeat_spread", [run]).toArrow().to_pylist()
     if report.success:
-        return publish(lake, run, table, acc)
+        return publish(lake, run, table, acc, spread)
     validation = {"run_id": run.run_id, "success": False, "failed": report.failed, "suites": report.suites}
-    folder = quarantine(lake, run, table.to_pylist(), acc, validation)
+    folder = quarantine(lake, run, table.to_pylist(), acc, validation, spread)
     raise GateError(run.run_id, report.failed, str(folder))
 
 

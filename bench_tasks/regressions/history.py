@@ -19,7 +19,7 @@ from .model import RegressionError
 
 HISTORY_AREA = HISTORY_DIR
 # Schema versions of the analytics tables this reader understands (spark_jobs.percentiles.TABLES_SCHEMA_VERSION).
-SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
+SUPPORTED_SCHEMA_VERSIONS = frozenset({1, 2})
 
 
 def percentile_column(percentile: str) -> str:
@@ -46,6 +46,16 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, *VALUE_COLUMNS.values())
 
 
+def variation_column(percentile: str) -> str:
+    """`99.9` → `p99_9_variation_pct`: the run-to-run % variation across a repeated cell's repeats
+    (spark_jobs.repeats.variation_column); `max` → `max_variation_pct`."""
+    return percentile_column(percentile).removesuffix("_ns") + "_variation_pct"
+
+
+# Present from table schema 2 on, and null for cells run once: a history without them has no repeat noise.
+NOISE_COLUMNS: dict[str, str] = {p: variation_column(p) for p in SERIES_PERCENTILES}
+
+
 def history_files(lake_root: Path) -> list[Path]:
     """The history's files (one per published run, see bench_tasks.lake.HISTORY_DIR) in run date order."""
     return lake_history_files(lake_root)
@@ -60,7 +70,8 @@ def read_file(path: Path) -> list[dict[str, Any]]:
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise RegressionError(f"{path}: missing column(s) {', '.join(missing)} needed by regression detection")
-    rows = pq.read_table(path, columns=list(REQUIRED_COLUMNS)).to_pylist()
+    optional = [c for c in NOISE_COLUMNS.values() if c in names]
+    rows = pq.read_table(path, columns=[*REQUIRED_COLUMNS, *optional]).to_pylist()
     versions = {r["schema_version"] for r in rows} - SUPPORTED_SCHEMA_VERSIONS
     if versions:
         raise RegressionError(

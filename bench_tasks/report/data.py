@@ -75,15 +75,24 @@ def load_run(lake_root: Path, run_id: str) -> RunData:
 
 
 def _cell_folders(lake_root: Path, run_dir: Path) -> list[Path]:
-    """Cells in landing order (the cells table's row order), then any folder the table does not list."""
-    folders = sorted(p for p in run_dir.glob("cell_id=*") if (p / "result.json").exists())
+    """Cells (and each repeat of a repeated cell) in landing order (the cells table's row order), then any
+    folder the table does not list."""
+    found = [*run_dir.glob("cell_id=*/result.json"), *run_dir.glob("cell_id=*/repeat=*/result.json")]
+    folders = sorted(p.parent for p in found)
     cells_path = Path(lake_root) / "runs" / run_dir.parent.name / run_dir.name / "cells.parquet"
     try:
-        order = pq.read_table(cells_path, columns=["cell_id"])["cell_id"].to_pylist()
+        rows = pq.read_table(cells_path).to_pylist()
     except Exception:  # absent or unreadable: folder order is as good
-        order = []
-    rank = {cid: i for i, cid in enumerate(order)}
-    return sorted(folders, key=lambda p: rank.get(p.name.removeprefix("cell_id="), len(rank)))
+        rows = []
+    rank = {(row["cell_id"], row.get("repeat") or 1): i for i, row in enumerate(rows)}
+    return sorted(folders, key=lambda p: rank.get(_folder_key(run_dir, p), len(rank)))
+
+
+def _folder_key(run_dir: Path, folder: Path) -> tuple[str, int]:
+    """(cell id, repeat) of a cell folder: `cell_id=C` is repeat 1, `cell_id=C/repeat=K` repeat K."""
+    parts = folder.relative_to(run_dir).parts
+    repeat = int(parts[1].removeprefix("repeat=")) if len(parts) > 1 else 1
+    return parts[0].removeprefix("cell_id="), repeat
 
 
 def load_cell(folder: Path, run_id: str) -> CellData:
@@ -94,6 +103,8 @@ def load_cell(folder: Path, run_id: str) -> CellData:
         series_key=str(result.get("series_key", "")),
         label=str(result.get("label", "")),
         spec=result.get("spec") or {},
+        repeat=int(result.get("repeat") or 1),
+        repeats=int(result.get("repeats") or 1),
     )
     cell = CellData(key, folder, result, None)
     phases = result.get("phases")
