@@ -230,6 +230,13 @@ class S3Path:
     def is_file(self) -> bool:
         return self._info().type == pafs.FileType.File
 
+    def stat(self) -> os.stat_result:
+        """Only `st_size` is meaningful (what the CLI prints); a missing object raises FileNotFoundError."""
+        info = self._info()
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(str(self))
+        return os.stat_result((0, 0, 0, 0, 0, 0, info.size or 0, 0, 0, 0))
+
     def iterdir(self) -> list[S3Path]:
         infos = self.fs.get_file_info(pafs.FileSelector(self.key, allow_not_found=True))
         return sorted(S3Path(i.path, self.fs) for i in infos)
