@@ -183,11 +183,15 @@ class S3Path:
     lake's readers use. `str()` is the `s3://` URI users see; `spark_uri` the `s3a://` one Spark reads."""
 
     key: str
-    fs: pafs.S3FileSystem = field(compare=False, repr=False)
+    settings: S3Settings = field(compare=False, repr=False)
+
+    @property
+    def fs(self) -> pafs.S3FileSystem:
+        return self.settings.filesystem()
 
     def __truediv__(self, part: str | os.PathLike[str]) -> S3Path:
         tail = PurePosixPath(os.fspath(part)).as_posix().strip("/")
-        return S3Path(f"{self.key}/{tail}" if tail else self.key, self.fs)
+        return S3Path(f"{self.key}/{tail}" if tail else self.key, self.settings)
 
     def __str__(self) -> str:
         return f"s3://{self.key}"
@@ -201,7 +205,7 @@ class S3Path:
 
     @property
     def parent(self) -> S3Path:
-        return S3Path(self.key.rsplit("/", 1)[0], self.fs) if "/" in self.key else self
+        return S3Path(self.key.rsplit("/", 1)[0], self.settings) if "/" in self.key else self
 
     @property
     def bucket(self) -> str:
@@ -239,7 +243,7 @@ class S3Path:
 
     def iterdir(self) -> list[S3Path]:
         infos = self.fs.get_file_info(pafs.FileSelector(self.key, allow_not_found=True))
-        return sorted(S3Path(i.path, self.fs) for i in infos)
+        return sorted(S3Path(i.path, self.settings) for i in infos)
 
     def glob(self, pattern: str) -> list[S3Path]:
         """`*`/`?`/`[..]` within path segments (no `**`), one listing per wildcard segment and folder."""
@@ -302,7 +306,7 @@ def lake_path(location: str | os.PathLike[str] | S3Path) -> LakePath:
     key = text.removeprefix("s3://").strip("/")
     if not key:
         raise StorageError(f"lake location {text!r}: expected s3://bucket[/prefix]")
-    return S3Path(key, s3_settings().filesystem())
+    return S3Path(key, s3_settings())
 
 
 def is_s3(path: object) -> bool:
@@ -387,7 +391,7 @@ def mark_committed(final: S3Path, token: str) -> S3Path:
 
 def _walk(folder: S3Path) -> list[S3Path]:
     infos = folder.fs.get_file_info(pafs.FileSelector(folder.key, recursive=True, allow_not_found=True))
-    return [S3Path(i.path, folder.fs) for i in infos if i.type == pafs.FileType.File]
+    return [S3Path(i.path, folder.settings) for i in infos if i.type == pafs.FileType.File]
 
 
 def committed_folder(final: LakePath) -> LakePath | None:

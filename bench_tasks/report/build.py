@@ -33,9 +33,7 @@ def build_run_report(lake_root: str | Path | LakePath, run_id: str, out: Path | 
     return write_atomic(out or run_report_path(lake_root, run.run_date, run.run_id), render_run(run))
 
 
-def build_compare_report(
-    lake_root: str | Path | LakePath, run_a: str, run_b: str, out: Path | None = None
-) -> LakePath:
+def build_compare_report(lake_root: str | Path | LakePath, run_a: str, run_b: str, out: Path | None = None) -> LakePath:
     """Render the comparison of two runs, pairing cells by series key (ReportError when none pair)."""
     a, b = load_run(lake_root, run_a), load_run(lake_root, run_b)
     html = render_compare(a, b)

@@ -93,4 +93,3 @@ def keys(client, lake: S3Path, prefix: str = "") -> list[str]:
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=lake.bucket, Prefix=root + prefix)
     found = (o["Key"] for page in pages for o in page.get("Contents", []))
     return sorted(k.removeprefix(root) for k in found if not k.endswith("/"))
-
