@@ -76,8 +76,8 @@ class S3Settings:
         if self.endpoint_url:
             conf["spark.hadoop.fs.s3a.endpoint"] = self.endpoint_url
             conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(self.endpoint_url.startswith("https")).lower()
-        if self.region:
-            conf["spark.hadoop.fs.s3a.endpoint.region"] = self.region
+        if self.region or self.endpoint_url:  # an S3-compatible endpoint still needs a region to sign with
+            conf["spark.hadoop.fs.s3a.endpoint.region"] = self.region or "us-east-1"
         return conf
 
     def hadoop_secrets(self) -> dict[str, str]:
