@@ -136,3 +136,38 @@ def test_settings_to_spark_and_environment() -> None:
     }
     assert s.filesystem().region == "eu-west-1"
     assert "SK" not in repr(s)
+
+
+def test_credentials_from_the_airflow_connection(
+    s3_lake: S3Path, s3_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `AIRFLOW_CONN_SIXNINES_LAKE_S3` (how a deployment or `airflow dags test` can define it) and no AWS
+    variables, the Amazon provider's hook supplies the keys and the `endpoint_url` extra the endpoint."""
+    connection = {
+        "conn_type": "aws",
+        "login": s3_env["AWS_ACCESS_KEY_ID"],
+        "password": s3_env["AWS_SECRET_ACCESS_KEY"],
+        "extra": {"endpoint_url": s3_env["AWS_ENDPOINT_URL"], "region_name": "eu-west-1"},
+    }
+    for key in s3_env:
+        monkeypatch.delenv(key)
+    monkeypatch.delenv("SIXNINES_LAKE_CONN_ID", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_SIXNINES_LAKE_S3", json.dumps(connection))
+    lake = lake_path(f"s3://{s3_lake.key}")
+    assert isinstance(lake, S3Path)
+    assert lake.settings.source == "connection sixnines_lake_s3"
+    assert (lake.settings.access_key, lake.settings.endpoint_url, lake.settings.region) == (
+        "sixnines-test",
+        s3_env["AWS_ENDPOINT_URL"],
+        "eu-west-1",
+    )
+    assert lake.settings.spark_conf()["spark.hadoop.fs.s3a.endpoint"] == s3_env["AWS_ENDPOINT_URL"]
+    write_json(lake / "x.json", {"via": "connection"})
+    assert json.loads((lake / "x.json").read_text()) == {"via": "connection"}
+
+    # SIXNINES_LAKE_CONN_ID names another connection: that one is used.
+    monkeypatch.setenv("SIXNINES_LAKE_CONN_ID", "other_lake")
+    monkeypatch.setenv("AIRFLOW_CONN_OTHER_LAKE", json.dumps({**connection, "login": "someone-else"}))
+    other = lake_path(f"s3://{s3_lake.key}")
+    assert isinstance(other, S3Path) and other.settings.source == "connection other_lake"
+    assert other.settings.access_key == "someone-else"
