@@ -345,7 +345,7 @@ def land_step(work: CellWork) -> dict[str, Any]:
     run = RunInfo(**state["run"])
     lake = Lake(state["lake"])
     landed = work.read(work.landed)
-    if landed is not None and lake.cell_dir(run, cell.id, cell.lake_repeat).exists():
+    if landed is not None and lake.committed_cell_dir(run, cell.id, cell.lake_repeat) is not None:
         return landed  # a retried land: already committed, never twice
     stop_generator(work)
     facts = work.read(work.cellrun) or {}

@@ -93,7 +93,7 @@ def run_cell(
 
 
 def run_matrix(
-    matrix: Matrix, lake_root: Path, console: Console, only: Sequence[str] = (), run: RunInfo | None = None
+    matrix: Matrix, lake_root: str | Path, console: Console, only: Sequence[str] = (), run: RunInfo | None = None
 ) -> tuple[RunInfo, list[CellReport]]:
     cells = select_cells(matrix, only)
     instances = expand_repeats(cells)

@@ -48,7 +48,7 @@ def histogram_table(samples: DataFrame, buckets_per_doubling: int = BUCKETS_PER_
     )
 
 
-def run(spark: SparkSession, lake: Path, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
+def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
     table = histogram_table(latency_samples(raw.sent, raw.received, cell_facts(raw.cells)))
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_jobs.session import get_spark
 
     args = jobargs.parse(__doc__.splitlines()[0], argv)
-    for path in run(get_spark("sixnines-histogram", args.master), args.lake, args.run_ids):
+    for path in run(get_spark("sixnines-histogram", args.master, lake=args.lake), args.lake, args.run_ids):
         print(f"histogram: {path}")
     return 0
 

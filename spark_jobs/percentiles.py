@@ -155,7 +155,7 @@ def compute(sent: DataFrame, received: DataFrame, cells: DataFrame) -> tuple[Dat
 
 
 def run(
-    spark: SparkSession, lake: Path, run_ids: Sequence[str], raw: lakeio.Raw | None = None
+    spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None
 ) -> dict[str, list[Path]]:
     """Compute the tables of the runs (from `raw` when the caller has read it already) and write them per
     run. Returns the written partitions by table."""
@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_jobs.session import get_spark
 
     args = jobargs.parse(__doc__.splitlines()[0], argv)
-    spark = get_spark("sixnines-percentiles", args.master)
+    spark = get_spark("sixnines-percentiles", args.master, lake=args.lake)
     for table, paths in run(spark, args.lake, args.run_ids).items():
         for path in paths:
             print(f"{table}: {path}")

@@ -9,6 +9,8 @@ quarantine for tables that failed the gate. Pure rendering plus atomic writes; n
                                      replaces its one file, so history never holds a run twice. Flat files
                                      (no key=value folders) so readers never see a key twice.
   quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, validation.json}
+On an S3 lake every file is one PUT (whole or absent): the history file is replaced in one object, and a
+published or quarantined folder is emptied and written file by file.
 """
 
 from __future__ import annotations
@@ -17,10 +19,8 @@ import csv
 import io
 import json
 import os
-import shutil
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -28,8 +28,9 @@ import pyarrow.parquet as pq
 
 from bench_tasks import PERCENTILES
 from bench_tasks.lake import history_file
+from bench_tasks.storage import LakePath, S3Path, lake_path, remove_tree, write_parquet_object, write_text
 from spark_jobs.exact import percentile_column
-from spark_jobs.lakeio import RunRef, replace_dir
+from spark_jobs.lakeio import Lake, RunRef, replace_dir
 from spark_jobs.repeats import STATISTIC_COLUMNS, stat_name, variation_column
 
 NS_PER_MS = 1e6
@@ -109,7 +110,12 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def _write_folder(final: Path, files: dict[str, str]) -> Path:
+def _write_folder(final: LakePath, files: dict[str, str]) -> LakePath:
+    if isinstance(final, S3Path):
+        remove_tree(final)
+        for name, text in files.items():
+            write_text(final / name, text)
+        return final
     staging = final.parent / f".staging-{final.name}-{uuid.uuid4().hex[:8]}"
     staging.mkdir(parents=True)
     for name, text in files.items():
@@ -118,21 +124,21 @@ def _write_folder(final: Path, files: dict[str, str]) -> Path:
     return final
 
 
-def history_path(lake: Path, run: RunRef) -> Path:
+def history_path(lake: Lake, run: RunRef) -> LakePath:
     return history_file(lake, run.run_date, run.run_id)
 
 
-def _run_folder(lake: Path, area: str, run: RunRef) -> Path:
-    return Path(lake) / area / f"run_date={run.run_date}" / f"run_id={run.run_id}"
+def _run_folder(lake: Lake, area: str, run: RunRef) -> LakePath:
+    return lake_path(lake) / area / f"run_date={run.run_date}" / f"run_id={run.run_id}"
 
 
 def publish(
-    lake: Path,
+    lake: Lake,
     run: RunRef,
     table: pa.Table,
     accounting: list[dict[str, Any]],
     spread: Sequence[dict[str, Any]] = (),
-) -> Path:
+) -> LakePath:
     """Write the published tables and replace this run's partition of the history; an earlier quarantine
     of the run is withdrawn."""
     rows = table.to_pylist()
@@ -141,25 +147,28 @@ def publish(
         files["repeats.csv"] = to_csv(list(spread))
     folder = _write_folder(_run_folder(lake, "published", run), files)
     history = history_path(lake, run)
-    history.parent.mkdir(parents=True, exist_ok=True)
-    staging = history.with_name(f".{history.name}.{uuid.uuid4().hex[:8]}.tmp")
-    pq.write_table(table, staging, compression="zstd")
-    os.replace(staging, history)
-    shutil.rmtree(_run_folder(lake, "quarantine", run), ignore_errors=True)
+    if isinstance(history, S3Path):
+        write_parquet_object(table, history, compression="zstd")
+    else:
+        history.parent.mkdir(parents=True, exist_ok=True)
+        staging = history.with_name(f".{history.name}.{uuid.uuid4().hex[:8]}.tmp")
+        pq.write_table(table, staging, compression="zstd")
+        os.replace(staging, history)
+    remove_tree(_run_folder(lake, "quarantine", run))
     return folder
 
 
 def quarantine(
-    lake: Path,
+    lake: Lake,
     run: RunRef,
     rows: list[dict[str, Any]],
     accounting: list[dict[str, Any]],
     validation: dict[str, Any],
     spread: Sequence[dict[str, Any]] = (),
-) -> Path:
+) -> LakePath:
     """Keep the tables that failed the gate, with the validation result that failed them. An earlier
     publication of the same run is withdrawn: what the lake holds for it now does not pass."""
-    shutil.rmtree(_run_folder(lake, "published", run), ignore_errors=True)
+    remove_tree(_run_folder(lake, "published", run))
     history_path(lake, run).unlink(missing_ok=True)
     return _write_folder(
         _run_folder(lake, "quarantine", run),

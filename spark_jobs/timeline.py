@@ -70,7 +70,7 @@ def timeline_table(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Da
     )
 
 
-def run(spark: SparkSession, lake: Path, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
+def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
     table = timeline_table(raw.sent, raw.received, raw.cells)
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_jobs.session import get_spark
 
     args = jobargs.parse(__doc__.splitlines()[0], argv)
-    for path in run(get_spark("sixnines-timeline", args.master), args.lake, args.run_ids):
+    for path in run(get_spark("sixnines-timeline", args.master, lake=args.lake), args.lake, args.run_ids):
         print(f"timeline: {path}")
     return 0
 

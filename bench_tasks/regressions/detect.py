@@ -21,6 +21,7 @@ from typing import Any
 
 from otava.analysis import TTestSignificanceTester, compute_change_points, fill_missing
 
+from ..storage import S3Path
 from .history import read_history
 from .model import NS_PER_MS, Alert, ChangePoint, Point, RegressionError, RegressionResult, Series, Settings
 from .series import build_series, nightly_key, release_key
@@ -216,6 +217,8 @@ def analyse(rows: Sequence[dict[str, Any]], settings: Settings, run_id: str | No
     return RegressionResult(run_date, run, settings, tuple(changes), tuple(alerts), checked, skipped)
 
 
-def detect(lake_root: Path, settings: Settings | None = None, run_id: str | None = None) -> RegressionResult:
+def detect(
+    lake_root: str | Path | S3Path, settings: Settings | None = None, run_id: str | None = None
+) -> RegressionResult:
     """Read the lake's published history and check `run_id` (default: the newest run) for regressions."""
-    return analyse(read_history(Path(lake_root)), settings or Settings(), run_id)
+    return analyse(read_history(lake_root), settings or Settings(), run_id)

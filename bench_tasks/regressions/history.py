@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from ..lake import HISTORY_DIR
 from ..lake import history_files as lake_history_files
 from ..percentiles import PERCENTILES
+from ..storage import LakePath, lake_path, read_parquet, read_parquet_schema
 from .model import RegressionError
 
 HISTORY_AREA = HISTORY_DIR
@@ -56,22 +55,22 @@ def variation_column(percentile: str) -> str:
 NOISE_COLUMNS: dict[str, str] = {p: variation_column(p) for p in SERIES_PERCENTILES}
 
 
-def history_files(lake_root: Path) -> list[Path]:
+def history_files(lake_root: str | Path | LakePath) -> list[LakePath]:
     """The history's files (one per published run, see bench_tasks.lake.HISTORY_DIR) in run date order."""
     return lake_history_files(lake_root)
 
 
-def read_file(path: Path) -> list[dict[str, Any]]:
+def read_file(path: LakePath) -> list[dict[str, Any]]:
     """The overall rows (leader null) of one part file, only the required columns."""
     try:
-        names = set(pq.read_schema(path).names)
+        names = set(read_parquet_schema(path).names)
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise RegressionError(f"{path}: not a readable Parquet file ({exc})") from exc
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise RegressionError(f"{path}: missing column(s) {', '.join(missing)} needed by regression detection")
     optional = [c for c in NOISE_COLUMNS.values() if c in names]
-    rows = pq.read_table(path, columns=[*REQUIRED_COLUMNS, *optional]).to_pylist()
+    rows = read_parquet(path, columns=[*REQUIRED_COLUMNS, *optional]).to_pylist()
     versions = {r["schema_version"] for r in rows} - SUPPORTED_SCHEMA_VERSIONS
     if versions:
         raise RegressionError(
@@ -81,9 +80,10 @@ def read_file(path: Path) -> list[dict[str, Any]]:
     return [r for r in rows if r["leader"] is None]
 
 
-def read_history(lake_root: Path) -> list[dict[str, Any]]:
+def read_history(lake_root: str | Path | LakePath) -> list[dict[str, Any]]:
     """Every overall row of every published run. An empty history is an error: there is nothing to check."""
     files = history_files(lake_root)
     if not files:
-        raise RegressionError(f"{Path(lake_root) / HISTORY_AREA}: no published history (<run_date>__<run_id>.parquet)")
+        area = lake_path(lake_root) / HISTORY_AREA
+        raise RegressionError(f"{area}: no published history (<run_date>__<run_id>.parquet)")
     return [row for path in files for row in read_file(path)]

@@ -183,20 +183,21 @@ def release_brokers() -> list[int]:
 def tables() -> dict[str, Any]:
     """Print each landed cell's percentile tables (the generator's own, from its row) into the task log, and
     hand the run's identity to the analysis tail."""
-    import pyarrow.parquet as pq
     from rich.console import Console
 
     from bench_tasks.lake import Lake
+    from bench_tasks.storage import read_parquet
     from bench_tasks.tables import print_report, report_from_row
 
     run = run_info(get_current_context())
     lake = Lake(lake_root())
     path = lake.cells_path(run)
-    rows = pq.read_table(path).to_pylist() if path.exists() else []
+    rows = read_parquet(path).to_pylist() if path.exists() else []
     console = Console(width=120, force_terminal=False, no_color=True, record=True)
     for row in rows:
         repeat = row["repeat"] if (row.get("repeats") or 1) > 1 else None
-        print_report(report_from_row(row, lake.cell_dir(run, row["cell_id"], repeat)), console)
+        folder = lake.committed_cell_dir(run, row["cell_id"], repeat) or lake.cell_dir(run, row["cell_id"], repeat)
+        print_report(report_from_row(row, folder), console)
     log.info("percentile tables of run %s:\n%s", run.run_id, console.export_text())
     log.info("cells: %s  raw: %s", path, lake.run_dir(run))
     return {
