@@ -132,6 +132,7 @@ class Lake:
         """Replace this cell's (repeat's) row in the run's cells table (atomically), keeping the other rows."""
         path = self.cells_path(run)
         rows = read_parquet(path).to_pylist() if path.exists() else []
+        row = {"repeat": 1, "repeats": 1, **row}  # a cell run once
         rows = [{"repeat": 1, "repeats": 1, **r} for r in rows]  # a table written before repeats existed
         rows = [r for r in rows if (r["cell_id"], r["repeat"]) != (row["cell_id"], row["repeat"])] + [row]
         write_parquet(pa.Table.from_pylist(rows, schema=CELLS_SCHEMA), path)
