@@ -42,9 +42,11 @@ from pydantic import ValidationError
 
 from .cell_runner import CellRun, FiredFault, check_cpus
 from .errors import BrokerError, CellError, MatrixError, SixninesError
+from .hosts import broker_site
 from .lake import Lake, RunInfo, write_json
 from .landing import CellReport, describe, keep_broker_logs, land_cell
 from .matrix import CELL_ADAPTER, Cell, cell_id, series_key
+from .netns import Topology, inside
 from .paths import cache_dir
 from .provision import DetachedBrokers, Provisioned, detached_state, provision, reap_if_child
 from .schedule import PhasePlan
@@ -113,10 +115,15 @@ class CellWork:
 
 
 # -- steps shared with the CLI runner ---------------------------------------------------------------------
-def provision_brokers(cell: Cell, workdir: Path, tie_to_parent: bool = True) -> Provisioned:
-    """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says."""
+def provision_brokers(
+    cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None
+) -> Provisioned:
+    """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
+    topology, in the broker host's network namespace, listening on its address."""
     check_cpus(cell)
-    brokers = provision(cell, workdir, tie_to_parent)
+    namespace, address = broker_site(cell, topology)
+    with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
+        brokers = provision(cell, workdir, tie_to_parent, address)
     if cell.spec.workload.cpus.broker:
         for pid in brokers.pids():
             os.sched_setaffinity(pid, cell.spec.workload.cpus.broker)
