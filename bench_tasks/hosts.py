@@ -106,3 +106,30 @@ def hosts_context(
         "link_stats": stats or {},
         "clock_offsets": clock_offsets or [],
     }
+
+
+def generator_queue(cell: Cell) -> str | None:
+    """The Airflow queue of the tasks that start and watch the cell's generator: its load hosts' queue (the
+    first producer host's, when namespace hosts of one machine name several); None leaves the default queue.
+    Real hosts on several queues would need one generator per host, which does not exist yet: `check_runnable`
+    refuses such a cell when it starts."""
+    placement, known = cell.spec.workload.placement, cell.spec.hosts or {}
+    if placement is None or not placement.load_hosts():
+        return None
+    return known[placement.load_hosts()[0]].queue
+
+
+def check_runnable(cell: Cell) -> None:
+    """Refuse a placement this harness cannot realise yet: load roles on several real (non-namespace) hosts."""
+    placement, known = cell.spec.workload.placement, cell.spec.hosts or {}
+    if placement is None or uses_netns(cell):
+        return
+    queues = {known[h].queue for h in placement.load_hosts()}
+    if len(queues) > 1:
+        from .errors import CellError
+
+        raise CellError(
+            cell.id,
+            f"workload.placement: load roles on hosts of several queues ({', '.join(sorted(queues))}) need one "
+            "generator per host, which is not implemented yet; place the load on one host, or use netns hosts",
+        )

@@ -40,6 +40,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import hosts, netns
 from .cell_runner import CellRun, FiredFault, check_cpus
 from .errors import BrokerError, CellError, MatrixError, SixninesError
 from .hosts import broker_site
@@ -247,6 +248,7 @@ def provision_step(
     A retried provision first stops what an earlier attempt left."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
+    hosts.check_runnable(cell)
     if work.state.exists():
         teardown_step(work, keep_reused=False)
     acquire_host(work)
@@ -263,11 +265,17 @@ def provision_step(
         "faults": faults or [],
         "provisioning": {"policy": policy, "reused": False, "cluster_key": broker_key(cell)},
         "brokers": None,
+        "topology": None,
         "failure": None,
     }
+    if hosts.uses_netns(cell):  # its broker lives in the cell's own namespace, which teardown removes
+        record["provisioning"]["policy"] = "fresh"
     write_json(work.state, record)
     try:
-        record["brokers"] = _brokers_for(cell, work, record["provisioning"], clusters)
+        topology = hosts.build(cell, work_token(work))
+        record["topology"] = topology.to_dict() if topology else None
+        write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it
+        record["brokers"] = _brokers_for(cell, work, record["provisioning"], clusters, topology)
     except Exception as exc:
         record["failure"] = f"provision: {describe(cell, exc)}"
         write_json(work.state, record)
@@ -281,19 +289,32 @@ def provision_step(
     }
 
 
-def _brokers_for(cell: Cell, work: CellWork, provisioning: dict[str, Any], clusters: Path | None) -> dict[str, Any]:
+def _brokers_for(
+    cell: Cell, work: CellWork, provisioning: dict[str, Any], clusters: Path | None, topology: Topology | None = None
+) -> dict[str, Any]:
     entry = clusters / f"{provisioning['cluster_key']}.json" if clusters is not None else None
     if provisioning["policy"] == "reuse" and entry is not None and entry.exists():
         known = json.loads(entry.read_text())
         if all(DetachedBrokers(known).alive().values()):
             provisioning["reused"] = True
             return {**known, "topic": _topic(cell)}
-    brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=False)
+    brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=False, topology=topology)
     state = detached_state(brokers)
     if provisioning["policy"] == "reuse" and entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)
         write_json(entry, state)
     return state
+
+
+def work_token(work: CellWork) -> str:
+    """A short token unique to this cell's work folder (run and group): names its network namespaces."""
+    return hashlib.sha256(str(work.root.resolve()).encode()).hexdigest()[:8]
+
+
+def topology_of(state: dict[str, Any] | None) -> Topology | None:
+    """The cell's namespaces as provision recorded them (None: the cell runs in the root namespace)."""
+    data = (state or {}).get("topology")
+    return Topology.from_dict(data) if data else None
 
 
 def _topic(cell: Cell) -> str | None:
@@ -363,6 +384,9 @@ def land_step(work: CellWork) -> dict[str, Any]:
         broker_context.update(brokers.context())
         keep_broker_logs(brokers.logs(), staging)
     broker_context["leader_changes"] = facts.get("leader_changes", [])
+    topology = topology_of(state)
+    stats = netns.link_stats(topology) if topology is not None else {}
+    where = hosts.hosts_context(cell, topology, stats, facts.get("clock_offsets"))
     report = land_cell(
         cell,
         lake,
@@ -373,6 +397,7 @@ def land_step(work: CellWork) -> dict[str, Any]:
         "failed" if reason else "ok",
         reason,
         state["started_at"],
+        hosts=where,
     )
     summary = landed_summary(report, run)
     write_json(work.landed, summary)
@@ -405,6 +430,7 @@ def _cell_run(facts: dict[str, Any], staging: Path) -> CellRun | None:
         facts.get("lagging_consumed", 0),
         facts.get("background", {}),
         facts.get("relayed", 0),
+        facts.get("clock_offsets", []),
     )
 
 
@@ -450,7 +476,9 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
         raise BrokerError(f"teardown of {work.root}: processes still running: {sorted(survivors)}")
     if not kept:
         shutil.rmtree(work.brokers_dir, ignore_errors=True)
-    report = {"stopped": sorted(set(stopped)), "kept": kept, "at": _now()}
+    topology = topology_of(state)
+    removed = netns.destroy(topology) if topology is not None else []
+    report = {"stopped": sorted(set(stopped)), "kept": kept, "namespaces_removed": removed, "at": _now()}
     if work.root.exists():
         write_json(work.root / "teardown.json", report)
     release_host(work)

@@ -119,16 +119,24 @@ def build(hosts: dict[str, Host], used: list[str], network: Network | None, toke
     return topo
 
 
-def link_stats(topo: Topology) -> dict[str, dict[str, dict[str, int]]]:
-    """Per host, what each end of its link sent and dropped (tbf's counters: proof that a cap bit)."""
-    out: dict[str, dict[str, dict[str, int]]] = {}
+def link_stats(topo: Topology) -> dict[str, dict[str, Any]]:
+    """Per host, what crossed its link (the host end's interface counters: `tx`/`rx` bytes and packets) and,
+    when capped, each shaper's counters (`shaper.out` on the host end, `shaper.in` on the bridge end: bytes,
+    packets, drops, overlimits), which show whether the cap bit."""
+    out: dict[str, dict[str, Any]] = {}
     for name, node in topo.hosts.items():
-        ends = {"host_out": (node.netns, HOST_IF), "host_in": (topo.switch, node.port)}
-        out[name] = {}
-        for end, (ns, dev) in ends.items():
-            with contextlib.suppress(NetworkError, ValueError, IndexError):
-                q = json.loads(_ip("tc", "-n", ns, "-j", "-s", "qdisc", "show", "dev", dev))[0]
-                out[name][end] = {k: int(q.get(k, 0)) for k in ("bytes", "packets", "drops", "overlimits")}
+        entry: dict[str, Any] = {}
+        with contextlib.suppress(NetworkError, ValueError, IndexError, KeyError):
+            link = json.loads(_ip("ip", "-n", node.netns, "-j", "-s", "link", "show", "dev", HOST_IF))[0]["stats64"]
+            for way in ("tx", "rx"):
+                entry[f"{way}_bytes"], entry[f"{way}_packets"] = link[way]["bytes"], link[way]["packets"]
+        if topo.network is not None:
+            entry["shaper"] = {}
+            for end, (ns, dev) in {"out": (node.netns, HOST_IF), "in": (topo.switch, node.port)}.items():
+                with contextlib.suppress(NetworkError, ValueError, IndexError):
+                    q = json.loads(_ip("tc", "-n", ns, "-j", "-s", "qdisc", "show", "dev", dev))[0]
+                    entry["shaper"][end] = {k: int(q.get(k, 0)) for k in ("bytes", "packets", "drops", "overlimits")}
+        out[name] = entry
     return out
 
 
@@ -144,7 +152,7 @@ def destroy(topo: Topology) -> list[str]:
         if ns in existing:
             _ip("ip", "netns", "del", ns)
             removed.append(ns)
-    left = leftovers(topo.token)
+    left = sorted(set(topo.namespaces()) & set(list_namespaces()))
     if left:
         raise NetworkError(f"namespaces still present after removal: {', '.join(left)}")
     return removed

@@ -75,6 +75,7 @@ def run_cell(
     cell_run: CellRun | None = None
     status, reason = "ok", None
     try:
+        hosts.check_runnable(cell)
         topology = hosts.build(cell)  # namespaces for the cell's hosts, if it places roles on netns hosts
         brokers = provision_brokers(cell, broker_dir, topology=topology)
         broker_context = brokers.context()
