@@ -23,7 +23,7 @@ from rich.console import Console
 from .drivers import MEASURED, driver_for, final_route, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
-from .hosts import broker_site, cell_routes, worker_netns, worker_route
+from .hosts import broker_site, cell_routes, measure_clock_offsets, worker_netns, worker_route
 from .live import LiveMonitor
 from .loop import run_precise
 from .matrix import Cell
@@ -116,6 +116,7 @@ def drive_cell(
 
     with inside(broker_site(cell, topology)[0]):
         run_precise(prepare())
+    clock_offsets = measure_clock_offsets(cell, topology)  # only where the matrix accepts cross-domain e2e
     cell_json = spec.model_dump_json()
 
     def process(role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
@@ -152,7 +153,7 @@ def drive_cell(
             t0 = time.monotonic_ns() + _START_MARGIN_NS
             wall_t0_s = time.time() + _START_MARGIN_NS / 1e9
             channels.start_at_ns.value = t0
-            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging)
+            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging, clock_offsets=clock_offsets)
             monitor.plan = run.plan
             pending = sorted(faults, key=lambda f: f.at_s)
             finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)

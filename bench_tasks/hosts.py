@@ -8,6 +8,7 @@ and the `hosts` context landed with the result (placement, addresses, clock doma
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from . import netns
@@ -133,3 +134,37 @@ def check_runnable(cell: Cell) -> None:
             f"workload.placement: load roles on hosts of several queues ({', '.join(sorted(queues))}) need one "
             "generator per host, which is not implemented yet; place the load on one host, or use netns hosts",
         )
+
+
+def measure_clock_offsets(cell: Cell, topo: netns.Topology | None) -> list[dict[str, Any]]:
+    """Where the matrix accepts one-way latency across clock domains: the offset of every consumer host's
+    clock from every producer host's in another domain, measured over the hosts' own network (a UDP clock
+    server in the consumer host, a client in the producer host). Empty otherwise."""
+    spec = cell.spec
+    placement, known = spec.workload.placement, spec.hosts or {}
+    if placement is None or placement.cross_host_clock != "measure_offset" or spec.measurement not in ("e2e", "chain"):
+        return []
+    from .clock import ClockServer, measure
+
+    out = []
+    for to_host in dict.fromkeys(placement.consumers):
+        with netns.inside(topo.netns_of(to_host) if topo else ""):
+            server_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            server_sock.bind((_address(topo, to_host), 0))
+        server = ClockServer(server_sock).start()
+        try:
+            for from_host in dict.fromkeys(placement.producers):
+                if domain_of(known, from_host) == domain_of(known, to_host):
+                    continue
+                with netns.inside(topo.netns_of(from_host) if topo else ""):
+                    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                    client.bind((_address(topo, from_host), 0))
+                with client:
+                    out.append(measure(client, server.address, from_host, to_host).to_dict())
+        finally:
+            server.stop()
+    return out
+
+
+def _address(topo: netns.Topology | None, host: str) -> str:
+    return topo.address_of(host) if topo is not None and host in topo.hosts else LOOPBACK

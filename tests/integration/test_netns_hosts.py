@@ -122,6 +122,19 @@ def test_producers_on_two_hosts_each_with_own_consumers(tmp_path: Path, console:
     assert latency.size == 1000 and 0 < np.median(latency) < 50
 
 
+def test_cross_domain_e2e_with_a_measured_clock_offset(tmp_path: Path, console: Console) -> None:
+    """Producers on loadgen1, consumers on loadgen2: allowed only because the matrix accepts a measured offset,
+    which is measured between the two namespaces and recorded. One kernel clock: the true offset is 0."""
+    placement = {"producers": ["loadgen1"], "consumers": ["loadgen2"], "cross_host_clock": "measure_offset"}
+    report = run_cell(netns_cell(placement), Lake(tmp_path), RunInfo.new(), console)
+    assert report.status == "ok", report.reason
+    assert report.analysis.accounting.received == report.analysis.accounting.sent == 1000
+    (offset,) = json.loads((report.path / "result.json").read_text())["context"]["hosts"]["clock_offsets"]
+    assert (offset["from_host"], offset["to_host"]) == ("loadgen1", "loadgen2")
+    assert offset["exchanges"] == 50 and 0 < offset["min_rtt_ns"] < 50_000_000
+    assert abs(offset["offset_ns"]) <= offset["uncertainty_ns"] + 1
+
+
 def test_tbf_cap_bites(tmp_path: Path, console: Console) -> None:
     """1 KiB × 1000/s (~8.5 Mbit/s with headers) through links capped at 3 Mbit/s: messages queue behind the
     shaper (and in the TCP send buffers behind it), so response time keeps growing through the measure phase;
