@@ -177,3 +177,22 @@ def test_real_hosts_on_two_queues_are_refused_when_the_cell_starts() -> None:
         check_runnable(cell)
     raw["hosts"]["b"]["queue"] = "loadgen_1"
     check_runnable(parse(raw).cells[0])  # one worker runs both: fine
+
+
+def test_readme_hosts_example_is_the_shipped_matrix() -> None:
+    """The README's abridged matrices/netns_hosts.yaml says what the file says, and completed by the file's
+    other keys it is a valid matrix."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[2]
+    (block,) = re.findall(r"```yaml\n(# matrices/netns_hosts\.yaml.*?)```", (repo / "README.md").read_text(), re.S)
+    shown = yaml.safe_load(block)
+    shipped = yaml.safe_load((repo / "matrices/netns_hosts.yaml").read_text())
+    assert shown["hosts"] == shipped["hosts"]
+    assert shown["network"] == shipped["network"] and shown["axes"] == shipped["axes"]
+    assert shown["workload"]["placement"] == {"cross_host_clock": "refuse", **shipped["workload"]["placement"]}
+    merged = {**shipped, **shown, "workload": {**shipped["workload"], **shown["workload"]}}
+    assert len(parse(merged).cells) == len(parse(shipped).cells)
