@@ -34,11 +34,13 @@ HOSTS = {
 }
 
 
-def netns_cell(placement: dict[str, Any], network: dict[str, Any] | None = None, **workload: Any) -> Cell:
+def netns_cell(
+    placement: dict[str, Any], network: dict[str, Any] | None = None, mode: str = "core", **workload: Any
+) -> Cell:
     raw: dict[str, Any] = {
         "name": "itest_hosts",
         "hosts": HOSTS,
-        "systems": [{"system": "nats", "versions": ["latest"], "broker": {"mode": "core"}}],
+        "systems": [{"system": "nats", "versions": ["latest"], "broker": {"mode": mode}}],
         "workload": {
             "message_size_bytes": 256,
             "rate_per_s": 500,
@@ -120,6 +122,19 @@ def test_producers_on_two_hosts_each_with_own_consumers(tmp_path: Path, console:
         assert first_sent - first_intended < 50_000_000  # both hosts started on time
     latency = measure_latency_ms(report)
     assert latency.size == 1000 and 0 < np.median(latency) < 50
+
+
+def test_jetstream_gets_one_stream_per_clock_domain(tmp_path: Path, console: Console) -> None:
+    """JetStream across two generator hosts: the stream of each domain is created from the broker's namespace,
+    every publish is acknowledged, and each host's consumer reads only its own host's stream."""
+    placement = {"producers": ["loadgen1", "loadgen2"], "consumers": ["loadgen1", "loadgen2"]}
+    cell = netns_cell(placement, mode="jetstream", producers=2, consumers=2)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.acknowledged == acc.received == 1000 and acc.lost == 0
+    table = received(report)
+    assert set(zip(table["consumer_id"].to_pylist(), table["producer_id"].to_pylist(), strict=True)) == {(0, 0), (1, 1)}
 
 
 def test_cross_domain_e2e_with_a_measured_clock_offset(tmp_path: Path, console: Console) -> None:
