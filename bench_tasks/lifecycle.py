@@ -248,7 +248,6 @@ def provision_step(
     A retried provision first stops what an earlier attempt left."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
-    hosts.check_runnable(cell)
     if work.state.exists():
         teardown_step(work, keep_reused=False)
     acquire_host(work)
@@ -272,6 +271,7 @@ def provision_step(
         record["provisioning"]["policy"] = "fresh"
     write_json(work.state, record)
     try:
+        hosts.check_runnable(cell)
         topology = hosts.build(cell, work_token(work))
         record["topology"] = topology.to_dict() if topology else None
         write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it
@@ -472,11 +472,13 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
     survivors = [p.pid for p in _generator_group(work.read(work.generator))]
     if brokers is not None and not kept:
         survivors += [brokers.nodes[n] for n, alive in brokers.alive().items() if alive]
+    topology = topology_of(state)
     if survivors:
+        if topology is not None:  # the namespaces go even so; a survivor keeps running, but named nowhere
+            netns.destroy(topology)
         raise BrokerError(f"teardown of {work.root}: processes still running: {sorted(survivors)}")
     if not kept:
         shutil.rmtree(work.brokers_dir, ignore_errors=True)
-    topology = topology_of(state)
     removed = netns.destroy(topology) if topology is not None else []
     report = {"stopped": sorted(set(stopped)), "kept": kept, "namespaces_removed": removed, "at": _now()}
     if work.root.exists():
