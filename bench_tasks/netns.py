@@ -214,3 +214,30 @@ def permitted() -> str | None:
         return str(exc)
     _ip("ip", "netns", "del", probe)
     return None
+
+
+def pids_in(name: str) -> list[int]:
+    """Processes running in a namespace (`ip netns pids`)."""
+    return [int(p) for p in _ip("ip", "netns", "pids", name).split()]
+
+
+def stale_tokens() -> dict[str, list[str]]:
+    """Namespaces of ours (by run token) in which no process runs any more: what a hard-killed run left.
+    A cell that is just being built has idle namespaces for a moment too: clean only when no cell starts."""
+    tokens: dict[str, list[str]] = {}
+    for name in list_namespaces():
+        parts = name.split("-", 2)
+        if len(parts) == 3 and parts[0] == PREFIX:
+            tokens.setdefault(parts[1], []).append(name)
+    return {token: names for token, names in tokens.items() if not any(pids_in(n) for n in names)}
+
+
+def clean_stale() -> list[str]:
+    """Remove every namespace of a stale token (and with it its links); returns their names."""
+    removed = []
+    for names in stale_tokens().values():
+        for name in names:
+            with contextlib.suppress(NetworkError):  # another cleaner, or the kernel, was quicker
+                _ip("ip", "netns", "del", name)
+                removed.append(name)
+    return removed

@@ -5,6 +5,9 @@ tests skip, saying why, where namespaces cannot be created."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +225,27 @@ def test_half_built_topology_is_removed(tmp_path: Path) -> None:
     finally:
         netns._ip("ip", "netns", "del", blocker)
     assert netns.leftovers(token) == []
+
+
+def test_netns_clean_removes_only_idle_leftovers() -> None:
+    """What a hard-killed run leaves (namespaces nobody runs in) goes; a namespace with a process stays."""
+    idle, busy = "i" + netns.secrets.token_hex(3), "b" + netns.secrets.token_hex(3)
+    for token in (idle, busy):
+        for suffix in ("lg1", "sw"):
+            netns._ip("ip", "netns", "add", f"{netns.PREFIX}-{token}-{suffix}")
+    sleeper = subprocess.Popen(["ip", "netns", "exec", f"{netns.PREFIX}-{busy}-lg1", "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while not netns.pids_in(f"{netns.PREFIX}-{busy}-lg1") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        done = subprocess.run(
+            [sys.executable, "-m", "bench_tasks", "netns-clean"], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert netns.leftovers(idle) == []
+        assert sorted(netns.leftovers(busy)) == [f"{netns.PREFIX}-{busy}-lg1", f"{netns.PREFIX}-{busy}-sw"]
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
+        for name in netns.leftovers(busy) + netns.leftovers(idle):
+            netns._ip("ip", "netns", "del", name)
