@@ -51,6 +51,9 @@ def netns_cell(
             "measure_s": 2,
             "cooldown_s": 0.5,
             "drain_timeout_s": 3,
+            # these tests are about where traffic flows, not the generator's precision: on a shared 2-core host
+            # under other load, the default 100 ms lag gate would fail cells for reasons that are not theirs
+            "max_schedule_lag_ms": 1000,
             "placement": {"broker": "brokerhost", **placement},
             **workload,
         },
