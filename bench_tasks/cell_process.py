@@ -23,7 +23,7 @@ from .errors import CellError
 from .hdr import new_histogram
 from .lake import write_json
 from .landing import describe
-from .lifecycle import CellWork
+from .lifecycle import CellWork, topology_of
 from .live import LiveMonitor
 from .matrix import Cell
 from .provision import DetachedBrokers
@@ -138,6 +138,7 @@ def generator_main(root: Path) -> int:
             console,
             faults,
             on_status=writer.update,
+            topology=topology_of(state),
         )
     except CellError as exc:
         status, reason, run = "failed", str(exc), exc.partial_run  # type: ignore[assignment]
@@ -164,4 +165,5 @@ def _facts(run: CellRun | None) -> dict[str, Any]:
         "lagging_consumed": run.lagging_consumed,
         "background": run.background,
         "relayed": run.relayed,
+        "clock_offsets": run.clock_offsets,
     }

@@ -23,9 +23,11 @@ from rich.console import Console
 from .drivers import MEASURED, driver_for, final_route, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
+from .hosts import broker_site, cell_routes, measure_clock_offsets, worker_netns, worker_route
 from .live import LiveMonitor
 from .loop import run_precise
 from .matrix import Cell
+from .netns import Topology, inside
 from .percentiles import summarize
 from .schedule import NS_PER_S, PhasePlan
 
@@ -65,6 +67,7 @@ class CellRun:
     lagging_consumed: int = 0  # messages the unmeasured lagging consumers read
     background: dict[str, dict] = field(default_factory=dict)  # per background workload: counts, send lag
     relayed: int = 0  # chain: messages the relays forwarded
+    clock_offsets: list[dict] = field(default_factory=list)  # measured across clock domains, when the matrix asks
 
     def faults_dicts(self) -> list[dict]:
         return [asdict(f) for f in self.faults]
@@ -82,13 +85,17 @@ def drive_cell(
     console: Console,
     faults: Sequence[Fault] = (),
     on_status: Callable[[LiveMonitor], None] | None = None,
+    topology: Topology | None = None,
 ) -> CellRun:
+    """Run the cell's whole schedule against the broker at `url`. With a topology, each worker runs in its
+    host's network namespace (and the parent reaches the broker from the broker's namespace)."""
     spec, w = cell.spec, cell.spec.workload
     check_cpus(cell)
     ctx = mp.get_context("spawn")
     phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
     channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
-    drivers = {route: driver_for(url, route_spec, cell.instance, route) for route, route_spec in routes(spec).items()}
+    all_routes = {**routes(spec), **dict.fromkeys(cell_routes(cell), spec)}  # + one per clock domain, if split
+    drivers = {route: driver_for(url, route_spec, cell.instance, route) for route, route_spec in all_routes.items()}
     driver = drivers[MEASURED]
 
     async def prepare() -> None:
@@ -107,12 +114,18 @@ def drive_cell(
             for route_driver in drivers.values():
                 await route_driver.close()
 
-    run_precise(prepare())
+    with inside(broker_site(cell, topology)[0]):
+        run_precise(prepare())
+    clock_offsets = measure_clock_offsets(cell, topology)  # only where the matrix accepts cross-domain e2e
     cell_json = spec.model_dump_json()
 
-    def process(role: str, index: int, **extra: Any) -> Any:
+    def process(role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
         cpus = w.cpus.producers if role in ("producer", "background") else w.cpus.receivers
-        plan = WorkerPlan(role, index, url, cell.instance, cell_json, str(staging), tuple(cpus), **extra)
+        route = worker_route(cell, role, index, route)
+        namespace = worker_netns(cell, topology, role, index)
+        plan = WorkerPlan(
+            role, index, url, cell.instance, cell_json, str(staging), tuple(cpus), route, netns=namespace, **extra
+        )
         return ctx.Process(target=worker_main, args=(plan, channels), name=f"{role}-{index}", daemon=True)
 
     role = receiver_role(cell)
@@ -140,7 +153,7 @@ def drive_cell(
             t0 = time.monotonic_ns() + _START_MARGIN_NS
             wall_t0_s = time.time() + _START_MARGIN_NS / 1e9
             channels.start_at_ns.value = t0
-            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging)
+            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging, clock_offsets=clock_offsets)
             monitor.plan = run.plan
             pending = sorted(faults, key=lambda f: f.at_s)
             finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)

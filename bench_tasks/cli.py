@@ -333,6 +333,23 @@ def cell_drive(work: Annotated[Path, typer.Argument(help="the cell's work folder
         raise typer.Exit(code)
 
 
+@app.command("netns-clean")
+def netns_clean(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="only list what would be removed")] = False,
+) -> None:
+    """Remove network namespaces a hard-killed run left behind (every `sixnines-<token>-*` namespace of a run
+    token in which no process runs). Cells remove their own; run this only while no cell is starting."""
+    from . import netns
+
+    stale = netns.stale_tokens()
+    names = sorted(n for group in stale.values() for n in group)
+    if dry_run:
+        out.print("\n".join(names) if names else "no stale namespaces")
+        return
+    removed = netns.clean_stale()
+    out.print(f"removed {len(removed)} namespace(s)" + (": " + ", ".join(sorted(removed)) if removed else ""))
+
+
 def _known_system(system: str) -> None:
     if system not in SYSTEMS:
         raise BrokerError(f"unknown system {system!r}; this harness provisions: {', '.join(SYSTEMS)}")

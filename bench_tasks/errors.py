@@ -40,3 +40,7 @@ class CellError(SixninesError):
         self.reason = reason
         self.partial_run: object | None = None  # set when load had started: its samples are still analysed
         super().__init__(f"cell {cell_id} failed: {reason}")
+
+
+class NetworkError(SixninesError):
+    """Network namespaces, links or bandwidth caps for load-generator hosts could not be set up or removed."""

@@ -54,6 +54,7 @@ class WorkerPlan:
     route: str = MEASURED  # which topic/subject a consumer reads (a chain's final consumers read HOP2)
     background: str = ""  # background/bg_consumer: the background workload's name
     part: int = 0  # background: which of the workload's processes this is
+    netns: str = ""  # the network namespace of the worker's host ('' = where the parent runs)
 
     def cell(self) -> CellSpec:
         return CELL_ADAPTER.validate_json(self.cell_json)
@@ -72,6 +73,10 @@ class Channels:
 def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     """Process entry point."""
     setproctitle(f"sixnines {plan.role}-{plan.index} cell {plan.cell_id}")  # readable in ps/top
+    if plan.netns:  # first, before any socket exists: everything this worker opens belongs to its host
+        from .netns import enter
+
+        enter(plan.netns)
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
     tighten_timer_slack()
@@ -178,7 +183,7 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
     w = cell.workload
     duration_ns = sum(channels.phase_ns)
     offsets, connection_of = producer_schedule(cell, plan.index, duration_ns)
-    driver = driver_for(plan.url, cell, plan.cell_id)
+    driver = driver_for(plan.url, cell, plan.cell_id, plan.route)
     connections = await driver.open_producer(f"sixnines-p{plan.index}", w.connections)
     factory = PayloadFactory(w.message_size_bytes)
     channels.events.put({"kind": "ready", "role": "producer", "index": plan.index, "messages": offsets.size})

@@ -88,6 +88,7 @@ def land_cell(
     reason: str | None,
     started: str,
     gate_lag: bool = True,
+    hosts: dict | None = None,
 ) -> CellReport:
     """Analyse what the generator wrote to `staging`, gate it, and commit it with its row.
 
@@ -114,6 +115,8 @@ def land_cell(
         "broker": broker_context,
         "cpu_placement": spec.workload.cpus.model_dump(),
     }
+    if hosts is not None:  # only cells placed on hosts: other cells' context stays as it was
+        context["hosts"] = hosts
     report = CellReport(
         cell,
         status,

@@ -40,11 +40,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import hosts, netns
 from .cell_runner import CellRun, FiredFault, check_cpus
 from .errors import BrokerError, CellError, MatrixError, SixninesError
+from .hosts import broker_site
 from .lake import Lake, RunInfo, write_json
 from .landing import CellReport, describe, keep_broker_logs, land_cell
 from .matrix import CELL_ADAPTER, Cell, cell_id, series_key
+from .netns import Topology, inside
 from .paths import cache_dir
 from .provision import DetachedBrokers, Provisioned, detached_state, provision, reap_if_child
 from .schedule import PhasePlan
@@ -113,10 +116,15 @@ class CellWork:
 
 
 # -- steps shared with the CLI runner ---------------------------------------------------------------------
-def provision_brokers(cell: Cell, workdir: Path, tie_to_parent: bool = True) -> Provisioned:
-    """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says."""
+def provision_brokers(
+    cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None
+) -> Provisioned:
+    """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
+    topology, in the broker host's network namespace, listening on its address."""
     check_cpus(cell)
-    brokers = provision(cell, workdir, tie_to_parent)
+    namespace, address = broker_site(cell, topology)
+    with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
+        brokers = provision(cell, workdir, tie_to_parent, address)
     if cell.spec.workload.cpus.broker:
         for pid in brokers.pids():
             os.sched_setaffinity(pid, cell.spec.workload.cpus.broker)
@@ -263,11 +271,18 @@ def provision_step(
         "faults": faults or [],
         "provisioning": {"policy": policy, "reused": False, "cluster_key": broker_key(cell)},
         "brokers": None,
+        "topology": None,
         "failure": None,
     }
+    if hosts.uses_netns(cell):  # its broker lives in the cell's own namespace, which teardown removes
+        record["provisioning"]["policy"] = "fresh"
     write_json(work.state, record)
     try:
-        record["brokers"] = _brokers_for(cell, work, record["provisioning"], clusters)
+        hosts.check_runnable(cell)
+        topology = hosts.build(cell, work_token(work))
+        record["topology"] = topology.to_dict() if topology else None
+        write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it
+        record["brokers"] = _brokers_for(cell, work, record["provisioning"], clusters, topology)
     except Exception as exc:
         record["failure"] = f"provision: {describe(cell, exc)}"
         write_json(work.state, record)
@@ -281,19 +296,32 @@ def provision_step(
     }
 
 
-def _brokers_for(cell: Cell, work: CellWork, provisioning: dict[str, Any], clusters: Path | None) -> dict[str, Any]:
+def _brokers_for(
+    cell: Cell, work: CellWork, provisioning: dict[str, Any], clusters: Path | None, topology: Topology | None = None
+) -> dict[str, Any]:
     entry = clusters / f"{provisioning['cluster_key']}.json" if clusters is not None else None
     if provisioning["policy"] == "reuse" and entry is not None and entry.exists():
         known = json.loads(entry.read_text())
         if all(DetachedBrokers(known).alive().values()):
             provisioning["reused"] = True
             return {**known, "topic": _topic(cell)}
-    brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=False)
+    brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=False, topology=topology)
     state = detached_state(brokers)
     if provisioning["policy"] == "reuse" and entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)
         write_json(entry, state)
     return state
+
+
+def work_token(work: CellWork) -> str:
+    """A short token unique to this cell's work folder (run and group): names its network namespaces."""
+    return hashlib.sha256(str(work.root.resolve()).encode()).hexdigest()[:8]
+
+
+def topology_of(state: dict[str, Any] | None) -> Topology | None:
+    """The cell's namespaces as provision recorded them (None: the cell runs in the root namespace)."""
+    data = (state or {}).get("topology")
+    return Topology.from_dict(data) if data else None
 
 
 def _topic(cell: Cell) -> str | None:
@@ -363,6 +391,9 @@ def land_step(work: CellWork) -> dict[str, Any]:
         broker_context.update(brokers.context())
         keep_broker_logs(brokers.logs(), staging)
     broker_context["leader_changes"] = facts.get("leader_changes", [])
+    topology = topology_of(state)
+    stats = netns.link_stats(topology) if topology is not None else {}
+    where = hosts.hosts_context(cell, topology, stats, facts.get("clock_offsets"))
     report = land_cell(
         cell,
         lake,
@@ -373,6 +404,7 @@ def land_step(work: CellWork) -> dict[str, Any]:
         "failed" if reason else "ok",
         reason,
         state["started_at"],
+        hosts=where,
     )
     summary = landed_summary(report, run)
     write_json(work.landed, summary)
@@ -407,6 +439,7 @@ def _cell_run(facts: dict[str, Any], staging: Path) -> CellRun | None:
         facts.get("lagging_consumed", 0),
         facts.get("background", {}),
         facts.get("relayed", 0),
+        facts.get("clock_offsets", []),
     )
 
 
@@ -448,11 +481,15 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
     survivors = [p.pid for p in _generator_group(work.read(work.generator))]
     if brokers is not None and not kept:
         survivors += [brokers.nodes[n] for n, alive in brokers.alive().items() if alive]
+    topology = topology_of(state)
     if survivors:
+        if topology is not None:  # the namespaces go even so; a survivor keeps running, but named nowhere
+            netns.destroy(topology)
         raise BrokerError(f"teardown of {work.root}: processes still running: {sorted(survivors)}")
     if not kept:
         shutil.rmtree(work.brokers_dir, ignore_errors=True)
-    report = {"stopped": sorted(set(stopped)), "kept": kept, "at": _now()}
+    removed = netns.destroy(topology) if topology is not None else []
+    report = {"stopped": sorted(set(stopped)), "kept": kept, "namespaces_removed": removed, "at": _now()}
     if work.root.exists():
         write_json(work.root / "teardown.json", report)
     release_host(work)

@@ -21,15 +21,25 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .background import Background
 from .errors import MatrixError
 from .kafka_settings import KafkaBroker, KafkaClient
 from .payload import RELAYED_MIN_SIZE
+from .placement import HOST_NAME, Host, Network, Placement, check_placement
 from .systems import SYSTEM_VERSIONS, MessageSizeBytes, NatsBroker, NatsClient, StrictModel
 
-AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client", "background")
+AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client", "background", "network")
 MEASUREMENTS = ("e2e", "publish", "rtt", "chain")
 Measurement = Literal["e2e", "publish", "rtt", "chain"]
 _BACKGROUND_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
@@ -79,6 +89,12 @@ class Workload(StrictModel):
         "core NATS); cells that guarantee delivery (acks=all, JetStream) tolerate none",
     )
     cpus: CpuPlacement = CpuPlacement()
+    placement: Placement | None = Field(None, description="hosts of the broker, producers and consumers")
+
+    @model_serializer(mode="wrap")
+    def _without_placement(self, handler: Any) -> dict[str, Any]:
+        """A workload without a placement dumps as before it existed, so existing cell ids stay the same."""
+        return _drop_none(handler(self), ("placement",))
 
     @model_validator(mode="after")
     def _measure_holds_messages(self) -> Workload:
@@ -99,6 +115,13 @@ class _CellBase(StrictModel):
     background: dict[str, Background] = Field(
         default_factory=dict, description="unmeasured workloads running beside the measured one, by name"
     )
+    hosts: dict[str, Host] | None = Field(None, description="the matrix's hosts this cell's placement uses")
+    network: Network | None = Field(None, description="bandwidth cap on the cell's network-namespace links")
+
+    @model_serializer(mode="wrap")
+    def _without_hosts(self, handler: Any) -> dict[str, Any]:
+        """Cells without hosts or a network cap dump as before those existed, so existing cell ids stay the same."""
+        return _drop_none(handler(self), ("hosts", "network"))
 
     @field_validator("version")
     @classmethod
@@ -125,6 +148,16 @@ class _CellBase(StrictModel):
         for name in self.background:
             if not _BACKGROUND_NAME.match(name):
                 raise ValueError(f"background name {name!r}: use lower case letters, digits and underscores")
+        placement = self.workload.placement
+        if placement is None:
+            if self.network is not None:
+                raise ValueError("network: caps links between hosts; it needs workload.placement on hosts")
+            return self
+        w = self.workload
+        hosts, network = self.hosts or {}, self.network
+        problems = check_placement(placement, hosts, network, self.measurement, w.producers, w.consumers)
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 
@@ -144,6 +177,11 @@ class NatsCell(_CellBase):
             raise ValueError("measurement 'rtt' is core request/reply; use 'publish' for JetStream acks")
         if self.workload.prefill_messages or self.workload.lagging_consumers:
             raise ValueError("workload.prefill_messages and lagging_consumers apply to Kafka cells only")
+        if _broker_in_netns(self) and self.broker.servers > 1:
+            raise ValueError(
+                "workload.placement.broker: a 3-node NATS cluster in a network namespace is not supported yet; "
+                "use broker.servers 1"
+            )
         for name, bg in self.background.items():
             if bg.kafka_only_fields_set():
                 raise ValueError(f"background.{name}: {', '.join(bg.kafka_only_fields_set())} apply to Kafka only")
@@ -162,6 +200,11 @@ class KafkaCell(_CellBase):
     def _measurement_fits(self) -> KafkaCell:
         if self.measurement == "rtt":
             raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
+        if _broker_in_netns(self):
+            raise ValueError(
+                "workload.placement.broker: Kafka brokers in a network namespace are not supported yet "
+                "(their listeners are bound to 127.0.0.1); place Kafka cells on real hosts or run them locally"
+            )
         if self.workload.lagging_consumers and not self.workload.prefill_messages:
             raise ValueError("workload.lagging_consumers need a backlog to lag behind: set workload.prefill_messages")
         if self.client.consumer_mode == "assigned" and self.measurement == "chain":
@@ -181,6 +224,18 @@ class KafkaCell(_CellBase):
                     f"{self.broker.brokers}"
                 )
         return self
+
+
+def _broker_in_netns(cell: _CellBase) -> bool:
+    placement = cell.workload.placement
+    return bool(placement and placement.broker and cell.hosts and cell.hosts[placement.broker].netns)
+
+
+def _drop_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    for key in keys:
+        if key in data and data[key] is None:
+            del data[key]
+    return data
 
 
 AnyCell = NatsCell | KafkaCell
@@ -259,6 +314,16 @@ class MatrixFile(StrictModel):
         description="run every cell N times (an integer), or per cell by rules like exclude's; the tables and "
         "report then show each percentile's min/median/max across the repeats and its % variation",
     )
+    hosts: dict[str, Host] = Field(default_factory=dict, description="load-generator and broker hosts by name")
+    network: dict[str, Any] | None = Field(None, description="bandwidth cap on network-namespace links (tc tbf)")
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_names(cls, value: dict[str, Host]) -> dict[str, Host]:
+        for name in value:
+            if not HOST_NAME.match(name):
+                raise ValueError(f"host name {name!r}: use lower case letters, digits and underscores")
+        return value
 
 
 class Cell(StrictModel):
@@ -311,6 +376,9 @@ class Cell(StrictModel):
                 for name, bg in s.background.items()
                 if bg.producers
             )
+            + (f" on {'+'.join(w.placement.load_hosts()) or 'local'}" if w.placement else "")
+            + (f" broker@{w.placement.broker}" if w.placement and w.placement.broker else "")
+            + (f" cap {s.network.rate_mbit:g}Mbit" if s.network else "")
         )
 
 
@@ -371,6 +439,10 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
             "background": block.background,
             "workload": file.workload,
         }
+        if file.hosts:
+            base["hosts"] = {name: host.model_dump(mode="json") for name, host in file.hosts.items()}
+        if file.network is not None:
+            base["network"] = file.network
         problems += _check_base(base, where, axes)
         if problems:
             continue
@@ -387,6 +459,7 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
                 label = ", ".join(f"{k}={v!r}" for k, v in chosen.items())
                 problems += [f"cell ({label}): {p}" for p in _format_errors(exc)]
                 continue
+            validated = _only_used_hosts(validated)
             cell = Cell(
                 id=cell_id(validated),
                 series_key=series_key(validated),
@@ -410,16 +483,25 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
     )
 
 
+def _only_used_hosts(cell: AnyCell) -> AnyCell:
+    """A cell carries only the hosts its placement uses (none without a placement), so adding a host to the
+    matrix does not change the ids of cells that do not use it."""
+    placement = cell.workload.placement
+    used = placement.all_hosts() if placement else []
+    hosts = {name: host for name, host in (cell.hosts or {}).items() if name in used}
+    return cell.model_copy(update={"hosts": hosts or None})
+
+
 def _check_axes(axes: dict[str, list[Any]], where: str, global_keys: Any) -> list[str]:
     problems = []
     for axis_path, values in axes.items():
         origin = f"axes.{axis_path}" if axis_path in global_keys else f"{where}.axes.{axis_path}"
         if axis_path in ("version", "measurement"):
             origin = f"{where}.versions" if axis_path == "version" else "measurements"
-        if axis_path.split(".")[0] not in AXIS_ROOTS or axis_path in ("workload", "broker", "client", "background"):
+        if axis_path.split(".")[0] not in AXIS_ROOTS or axis_path in AXIS_ROOTS[2:]:
             problems.append(
                 f"{origin}: unknown axis path {axis_path!r}; an axis is 'version', 'measurement' or a "
-                f"dotted path under workload., broker., client. or background."
+                f"dotted path under workload., broker., client., background. or network."
             )
         elif not values:
             problems.append(f"{origin}: empty list; an axis needs at least one value")
@@ -459,7 +541,8 @@ def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]]) ->
         for err in exc.errors():
             loc = _loc(err)
             if not any(loc == a or loc.startswith(a + ".") or a.startswith(loc + ".") for a in axes):
-                where_loc = loc if loc.split(".")[0] == "workload" else f"{where}.{loc}" if loc else where
+                top = loc.split(".")[0] in ("workload", "hosts", "network")
+                where_loc = loc if top else f"{where}.{loc}" if loc else where
                 problems.append(f"{where_loc}: {_input(err)}{_message(err)}")
     return list(dict.fromkeys(problems))
 

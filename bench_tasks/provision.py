@@ -35,10 +35,10 @@ class Provisioned(Protocol):
 
 
 class NatsProvisioned:
-    def __init__(self, cell: NatsCell, workdir: Path, tie_to_parent: bool):
+    def __init__(self, cell: NatsCell, workdir: Path, tie_to_parent: bool, host: str = "127.0.0.1"):
         from .brokers.nats import NatsServer
 
-        self.server = NatsServer(cell.version, cell.broker, workdir, tie_to_parent)
+        self.server = NatsServer(cell.version, cell.broker, workdir, tie_to_parent, host)
         self.endpoint = self.server.start()
         self.address = self.endpoint.url
         self.workdir = workdir
@@ -253,13 +253,14 @@ class KafkaProvisioned:
         return sorted(self.workdir.rglob("*.log"))
 
 
-def provision(cell: Cell, workdir: Path, tie_to_parent: bool = True) -> Provisioned:
-    """Start what `cell` needs and return once it is ready for traffic."""
+def provision(cell: Cell, workdir: Path, tie_to_parent: bool = True, host: str = "127.0.0.1") -> Provisioned:
+    """Start what `cell` needs and return once it is ready for traffic. `host`: the address a single
+    nats-server listens on (its host's address when it runs in a network namespace)."""
     spec = cell.spec
     if isinstance(spec, NatsCell):
         if spec.broker.servers > 1:
             return NatsClusterProvisioned(spec, cell.instance, workdir, tie_to_parent)
-        return NatsProvisioned(spec, workdir, tie_to_parent)
+        return NatsProvisioned(spec, workdir, tie_to_parent, host)
     return KafkaProvisioned(spec, cell.instance, workdir, tie_to_parent)
 
 

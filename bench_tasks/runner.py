@@ -14,12 +14,14 @@ from pathlib import Path
 
 from rich.console import Console
 
+from . import hosts, netns
 from .cell_runner import CellRun, Fault, drive_cell
 from .errors import CellError, SixninesError
 from .lake import Lake, RunInfo
 from .landing import CellReport, acked_metric, describe, land_cell
 from .lifecycle import provision_brokers, stop_brokers
 from .matrix import Cell, Matrix, cell_id, expand_repeats, series_key
+from .netns import Topology
 from .paths import cache_dir
 from .provision import Provisioned
 from .systems import resolve_version
@@ -67,15 +69,19 @@ def run_cell(
     staging = lake.staging_dir(run, cell.instance)
     broker_dir = cache_dir() / "runs" / run.run_id / cell.instance
     brokers: Provisioned | None = None
+    topology: Topology | None = None
+    link_stats: dict = {}
     broker_context: dict = {}
     cell_run: CellRun | None = None
     status, reason = "ok", None
     try:
-        brokers = provision_brokers(cell, broker_dir)
+        hosts.check_runnable(cell)
+        topology = hosts.build(cell)  # namespaces for the cell's hosts, if it places roles on netns hosts
+        brokers = provision_brokers(cell, broker_dir, topology=topology)
         broker_context = brokers.context()
         console.print(f"[bold]cell {cell.instance}[/] {cell.label}  ({brokers.address})", highlight=False)
         brokers.watch_leaders()
-        cell_run = drive_cell(cell, brokers.address, staging, brokers, console, faults)
+        cell_run = drive_cell(cell, brokers.address, staging, brokers, console, faults, topology=topology)
     except CellError as exc:
         status, reason = "failed", str(exc)
         cell_run = exc.partial_run  # type: ignore[assignment]
@@ -88,8 +94,16 @@ def run_cell(
             except Exception as exc:
                 if status == "ok":
                     status, reason = "failed", f"teardown: {describe(cell, exc)}"
+        if topology is not None:
+            try:
+                link_stats = netns.link_stats(topology)
+                netns.destroy(topology)
+            except Exception as exc:
+                if status == "ok":
+                    status, reason = "failed", f"teardown: {describe(cell, exc)}"
         shutil.rmtree(broker_dir, ignore_errors=True)
-    return land_cell(cell, lake, run, staging, cell_run, broker_context, status, reason, started, gate_lag)
+    where = hosts.hosts_context(cell, topology, link_stats, cell_run.clock_offsets if cell_run else None)
+    return land_cell(cell, lake, run, staging, cell_run, broker_context, status, reason, started, gate_lag, where)
 
 
 def run_matrix(

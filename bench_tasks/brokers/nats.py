@@ -87,9 +87,9 @@ def _verify(path: Path, version: str) -> None:
         raise BrokerError(f"{path} reports {out.stdout.strip()!r}, expected version {version}")
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
@@ -114,7 +114,10 @@ class NatsEndpoint:
 class NatsServer:
     """A nats-server process for one cell (or one `brokers up`)."""
 
-    def __init__(self, version: str, broker: NatsBroker, workdir: Path, tie_to_parent: bool = True):
+    def __init__(
+        self, version: str, broker: NatsBroker, workdir: Path, tie_to_parent: bool = True, host: str = "127.0.0.1"
+    ):
+        self.host = host  # the address it listens on: loopback, or its host's address in a network namespace
         self.version = version
         self.broker = broker
         self.workdir = Path(workdir)
@@ -123,7 +126,7 @@ class NatsServer:
         self.endpoint: NatsEndpoint | None = None
 
     def settings(self, port: int, monitor_port: int) -> dict[str, Any]:
-        settings: dict[str, Any] = {"listen": f"127.0.0.1:{port}", "http": f"127.0.0.1:{monitor_port}"}
+        settings: dict[str, Any] = {"listen": f"{self.host}:{port}", "http": f"{self.host}:{monitor_port}"}
         if self.broker.mode == "jetstream":
             js: dict[str, Any] = {"store_dir": str(self.workdir / "jetstream")}
             if self.broker.sync_interval != "default":
@@ -135,21 +138,21 @@ class NatsServer:
     def start(self, timeout_s: float = 20.0) -> NatsEndpoint:
         binary = server_binary(self.version)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        port, monitor_port = free_port(), free_port()
+        port, monitor_port = free_port(self.host), free_port(self.host)
         config = render_config(self.settings(port, monitor_port))
         config_path = self.workdir / "nats-server.conf"
         config_path.write_text(config)
         self.process = BrokerProcess(
             [str(binary), "-c", str(config_path)], self.workdir / "nats-server.log", self.tie_to_parent
         )
-        monitor_url = f"http://127.0.0.1:{monitor_port}"
+        monitor_url = f"http://{self.host}:{monitor_port}"
         self._wait_healthy(monitor_url, timeout_s)
         reported = self.varz(monitor_url).get("version", "?")
         if reported != self.version:
             self.stop()
             raise BrokerError(f"nats-server reports version {reported}, expected {self.version}")
         self.endpoint = NatsEndpoint(
-            url=f"nats://127.0.0.1:{port}",
+            url=f"nats://{self.host}:{port}",
             monitor_url=monitor_url,
             pid=self.process.pid,
             version=reported,

@@ -125,6 +125,7 @@ def context_table(cell: CellData) -> str:
         ("cpu placement", ctx.get("cpu_placement")),
         *((f"host {k}", v) for k, v in (ctx.get("host") or {}).items()),
     ]
+    pairs += hosts_rows(ctx.get("hosts"))
     config = broker.get("config")
     extra = f"<details><summary>broker config</summary><pre>{page.esc(config)}</pre></details>" if config else ""
     spec_json = json.dumps(spec, indent=2, sort_keys=True)
@@ -133,6 +134,26 @@ def context_table(cell: CellData) -> str:
         + extra
         + f"<details><summary>cell spec</summary><pre>{page.esc(spec_json)}</pre></details>"
     )
+
+
+def hosts_rows(hosts: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """Where a placed cell ran: hosts and their clock domains, the cap, link counters, and any clock offset
+    between domains (one-way samples across domains are shown uncorrected, so the offset is stated beside them)."""
+    if not hosts:
+        return []
+    offsets = [
+        f"{o['to_host']} − {o['from_host']}: {o['offset_ns'] / 1e6:+.3f} ms ± {o['uncertainty_ns'] / 1e6:.3f} ms "
+        f"({o['exchanges']} exchanges; one-way samples across these hosts are not corrected by it)"
+        for o in hosts.get("clock_offsets") or []
+    ]
+    return [
+        ("placement", hosts.get("placement")),
+        ("hosts", hosts.get("hosts")),
+        ("clocks", hosts.get("clock")),
+        *(("measured clock offset", text) for text in offsets),
+        ("network cap", hosts.get("network") or "none"),
+        ("link counters", hosts.get("link_stats")),
+    ]
 
 
 def markers(cell: CellData) -> list[Marker]:

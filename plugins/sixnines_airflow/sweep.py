@@ -20,6 +20,7 @@ from typing import Any
 from airflow.sdk import DAG, Asset, Param, TaskGroup, dag, get_current_context, task
 
 from bench_tasks.errors import MatrixError, SixninesError
+from bench_tasks.hosts import generator_queue
 from bench_tasks.matrix import Cell, Matrix, expand_repeats, load_matrix
 from bench_tasks.systems import SYSTEM_VERSIONS
 
@@ -116,8 +117,9 @@ def _cell_group(group: str, cell: Cell, previous: Any) -> Any:
     repeat = f" (repeat {cell.repeat} of {cell.repeats})" if cell.repeats > 1 else ""
     with TaskGroup(group_id=group, tooltip=cell.label + repeat):
         provisioned = cell_tasks.provision(cell.model_dump(mode="json"))
+        queue = {"queue": q} if (q := generator_queue(cell)) else {}  # the load host's worker starts/watches it
         phases = [
-            getattr(cell_tasks, name).override(execution_timeout=cell_tasks.phase_timeout(seconds))()
+            getattr(cell_tasks, name).override(execution_timeout=cell_tasks.phase_timeout(seconds), **queue)()
             for name, seconds in (("warmup", w.warmup_s), ("measure", w.measure_s), ("cooldown", w.cooldown_s))
         ]
         landed = cell_tasks.land()
