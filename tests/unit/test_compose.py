@@ -4,6 +4,7 @@ tests/compose_check.py). Each check also runs on a mutated copy and must fail na
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +223,19 @@ def test_a_broken_connection_value_is_named(compose: dict[str, Any]) -> None:
     assert len(problems) == 1 and problems[0].startswith(
         "service airflow-apiserver: AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL is not valid JSON"
     )
+
+
+def test_readme_example_targets_this_deployment(tmp_path: Path, compose: dict[str, Any]) -> None:
+    """README "Past one machine": its matrix fragment names connections and queues this file provides."""
+    readme = (REPO / "README.md").read_text()
+    (fragment,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.S) if "brokers: external" in b]
+    (tmp_path / "readme.yaml").write_text(fragment)
+    found = cc.Expectations()
+    cc.scan_matrix(tmp_path / "readme.yaml", found, tmp_path)
+    assert set(found.conn_ids) == {"sixnines_kafka_external", "sixnines_nats_external"}
+    assert set(found.queues) == {"loadgen_1", "loadgen_2"}
+    assert cc.check_connections(compose, found) == [] and cc.check_queues(compose, found) == []
+    assert "cp .env.example .env" in readme and "docker compose up -d" in readme
 
 
 def test_interpolation_follows_compose() -> None:
