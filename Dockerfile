@@ -27,12 +27,12 @@ USER airflow
 WORKDIR ${SIXNINES_HOME}
 
 # Dependencies first (the layer is reused while pyproject.toml is unchanged), Airflow pinned to the base
-# image's version so pip can never replace it.
+# image's version so pip can never replace it; the `deploy` extra adds the Celery and Postgres providers.
 COPY --chown=airflow:0 pyproject.toml README.md ./
 COPY --chown=airflow:0 bench_tasks/__init__.py bench_tasks/__init__.py
 COPY --chown=airflow:0 spark_jobs/__init__.py spark_jobs/__init__.py
 COPY --chown=airflow:0 expectations/__init__.py expectations/__init__.py
-RUN pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" -e .
+RUN pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" -e ".[deploy]"
 
 COPY --chown=airflow:0 . .
 RUN pip install --no-cache-dir --no-deps -e . \

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,22 @@ def test_connections_are_defined_and_parse(compose: dict[str, Any], expected: cc
 def test_images_are_pinned(compose: dict[str, Any]) -> None:
     assert cc.check_images(compose, cc.dockerfile_bases()) == []
     assert cc.dockerfile_bases() == ["apache/airflow:3.3.2-python3.11"]  # the Airflow of pyproject.toml
+
+
+def test_the_image_installs_what_the_services_run(compose: dict[str, Any]) -> None:
+    """Celery executor and Postgres metadata DB need their providers, pinned in the `deploy` extra the image
+    installs; the Spark services run the pyspark wheel's spark-class from the same image."""
+    env = compose["services"]["airflow-scheduler"]["environment"]
+    assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {r.split("==")[0] for r in extras["deploy"]} == {
+        "apache-airflow-providers-celery",
+        "apache-airflow-providers-postgres",
+    }
+    assert '-e ".[deploy]"' in (REPO / "Dockerfile").read_text()
+    for name in ("spark-master", "spark-worker-1", "spark-worker-2"):
+        assert "build" in compose["services"][name] and compose["services"][name]["command"][0] == "spark-class"
 
 
 def test_long_running_services_have_healthchecks(compose: dict[str, Any]) -> None:
