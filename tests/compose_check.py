@@ -514,3 +514,40 @@ def check_connection_hosts(compose: dict[str, Any], env: dict[str, str]) -> list
                 if host and host not in names
             ]
     return problems
+
+
+# Options of providers the image installs (the `deploy` extra) but the development venv does not, so their
+# definitions cannot be read here: (section, option).
+PROVIDER_OPTIONS = frozenset({("celery", "result_backend")})
+
+
+def airflow_options() -> set[tuple[str, str]]:
+    """Every (section, option) Airflow core defines, plus the provider defaults it ships as fallbacks, read
+    from the installed package's config templates (without importing Airflow)."""
+    import configparser
+    import importlib.util
+
+    spec = importlib.util.find_spec("airflow")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("apache-airflow is not installed")
+    templates = Path(next(iter(spec.submodule_search_locations))) / "config_templates"
+    config = yaml.safe_load((templates / "config.yml").read_text())
+    options = {(section, option) for section, body in config.items() for option in (body.get("options") or {})}
+    fallback = configparser.ConfigParser(interpolation=None)
+    fallback.read(templates / "provider_config_fallback_defaults.cfg")
+    options |= {(section, option) for section in fallback.sections() for option in fallback.options(section)}
+    return options | PROVIDER_OPTIONS
+
+
+def check_airflow_options(compose: dict[str, Any], known: set[tuple[str, str]]) -> list[str]:
+    """`AIRFLOW__SECTION__OPTION` variables name real options: Airflow ignores a misspelt one silently."""
+    problems = []
+    for name in airflow_services(compose):
+        for key in sorted(environment(compose["services"][name])):
+            parts = key.split("__")
+            if parts[0] != "AIRFLOW" or len(parts) < 3:
+                continue
+            option = (parts[1].lower(), parts[2].lower().removesuffix("_cmd").removesuffix("_secret"))
+            if option not in known and (parts[1].lower(), parts[2].lower()) not in known:
+                problems.append(f"service {name}: {key} is no Airflow option ([{option[0]}] {parts[2].lower()})")
+    return problems

@@ -75,6 +75,14 @@ def test_connections_are_defined_and_parse(compose: dict[str, Any], expected: cc
     assert '"endpoint_url": "http://minio:9000"' in airflow["AIRFLOW_CONN_SIXNINES_LAKE_S3"]
 
 
+def test_airflow_options_exist(compose: dict[str, Any]) -> None:
+    assert cc.check_airflow_options(compose, cc.airflow_options()) == []
+    compose["services"]["loadgen1"]["environment"]["AIRFLOW__CELERY__WORKER_CONCURENCY"] = "2"
+    assert cc.check_airflow_options(compose, cc.airflow_options()) == [
+        "service loadgen1: AIRFLOW__CELERY__WORKER_CONCURENCY is no Airflow option ([celery] worker_concurency)"
+    ]
+
+
 def test_images_are_pinned(compose: dict[str, Any]) -> None:
     assert cc.check_images(compose, cc.dockerfile_bases()) == []
     assert cc.dockerfile_bases() == ["apache/airflow:3.3.2-python3.11"]  # the Airflow of pyproject.toml
