@@ -1,10 +1,14 @@
 """One small SparkSession for the jobs: sized for a shared 2-core host unless told otherwise.
 
 `local[*]` is the default master; `--master` (or SparkSubmitOperator's connection) points the same code at a
-cluster. Partition column inference is off so a cell id such as `123456789012` stays a string.
+cluster: under spark-submit the master it was given stands (the default would silently run a job submitted to
+a cluster in local mode on the submitting host). Partition column inference is off so a cell id such as
+`123456789012` stays a string.
 """
 
 from __future__ import annotations
+
+import os
 
 from pyspark.sql import SparkSession
 
@@ -27,8 +31,8 @@ def get_spark(
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif SparkSession.getActiveSession() is None:
-        builder = builder.master("local[*]")
+    elif SparkSession.getActiveSession() is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master("local[*]")  # not under spark-submit (it sets PYSPARK_GATEWAY_PORT and --master)
     for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
