@@ -40,6 +40,8 @@ $(AIRFLOW_DB): $(STAMP)
 # The default sweep through Airflow (in-process `airflow dags test`); exits non-zero if any cell failed.
 bench: $(STAMP) tools airflow-init
 	@$(AIRFLOW) dags test sixnines_quick; code=$$?; \
+		case "$${SIXNINES_LAKE:-}" in s3://*) echo "lake $$SIXNINES_LAKE: the cells table, raw samples and report are" \
+			"the s3:// URIs in the logs of tasks 'tables' and 'report' above"; exit $$code;; esac; \
 		run=$$(ls -td lake/runs/run_date=*/run_id=sixnines_quick__* 2>/dev/null | head -1); \
 		echo "percentile tables: in the log of task 'tables' above; cells table: $(CURDIR)/$$run/cells.parquet"; \
 		echo "raw samples, cell.hlog, result.json: $(CURDIR)/$$(echo $$run | sed 's|lake/runs/|lake/raw/|')/"; \

@@ -101,7 +101,7 @@ def calibration_matrix(spec: CalibrationSpec) -> dict:
     }
 
 
-def calibrate(spec: CalibrationSpec, lake_root: Path, console: Console) -> CalibrationResult:
+def calibrate(spec: CalibrationSpec, lake_root: str | Path, console: Console) -> CalibrationResult:
     """Run one cell with a SIGSTOP stall of `stall_s` centred in the measure phase."""
     if not 0 < spec.stall_s < spec.measure_s:
         from .errors import MatrixError

@@ -88,7 +88,7 @@ def drive_cell(
     ctx = mp.get_context("spawn")
     phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
     channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
-    drivers = {route: driver_for(url, route_spec, cell.id, route) for route, route_spec in routes(spec).items()}
+    drivers = {route: driver_for(url, route_spec, cell.instance, route) for route, route_spec in routes(spec).items()}
     driver = drivers[MEASURED]
 
     async def prepare() -> None:
@@ -112,7 +112,7 @@ def drive_cell(
 
     def process(role: str, index: int, **extra: Any) -> Any:
         cpus = w.cpus.producers if role in ("producer", "background") else w.cpus.receivers
-        plan = WorkerPlan(role, index, url, cell.id, cell_json, str(staging), tuple(cpus), **extra)
+        plan = WorkerPlan(role, index, url, cell.instance, cell_json, str(staging), tuple(cpus), **extra)
         return ctx.Process(target=worker_main, args=(plan, channels), name=f"{role}-{index}", daemon=True)
 
     role = receiver_role(cell)

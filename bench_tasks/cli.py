@@ -29,14 +29,15 @@ app.add_typer(cell_app, name="cell")
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 120)
 
-LakeOption = Annotated[Path, typer.Option("--lake", help="lake root folder")]
+# A string, not a Path: `s3://bucket/prefix` would lose a slash as a Path (bench_tasks.storage.lake_path).
+LakeOption = Annotated[str, typer.Option("--lake", help="lake root: a folder, or s3://bucket/prefix")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print results as JSON on stdout")]
 
 
 @app.command()
 def run(
     matrix: Annotated[Path, typer.Argument(help="matrix file (matrices/*.yaml)")],
-    lake: LakeOption = Path("lake"),
+    lake: LakeOption = "lake",
     only: Annotated[list[str] | None, typer.Option("--only", help="run only this cell id (repeatable)")] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -87,6 +88,7 @@ def cells(matrix: Annotated[Path, typer.Argument(help="matrix file")], as_json: 
                         "cell_id": c.id,
                         "series_key": c.series_key,
                         "label": c.label,
+                        "repeats": c.repeats,
                         "spec": c.spec.model_dump(mode="json"),
                     }
                     for c in resolved
@@ -96,7 +98,7 @@ def cells(matrix: Annotated[Path, typer.Argument(help="matrix file")], as_json: 
         )
         return
     for c in resolved:
-        out.print(f"{c.id}  {c.series_key}  {c.label}")
+        out.print(f"{c.id}  {c.series_key}  {c.label}" + (f"  (×{c.repeats} repeats)" if c.repeats > 1 else ""))
 
 
 @app.command()
@@ -114,7 +116,7 @@ def calibrate(
     measure: Annotated[float, typer.Option(help="measure seconds")] = 30,
     cooldown: Annotated[float, typer.Option(help="cooldown seconds")] = 2,
     stall: Annotated[float, typer.Option(help="seconds the broker is frozen (SIGSTOP) mid-measure")] = 1.4,
-    lake: LakeOption = Path("lake"),
+    lake: LakeOption = "lake",
     as_json: JsonOption = False,
 ) -> None:
     """The CTRL+Z test: freeze the broker mid-measure; corrected percentiles must show the stall."""
@@ -352,7 +354,7 @@ def _alive(pid: int) -> bool:
 
 @app.command()
 def regressions(
-    lake: LakeOption = Path("lake"),
+    lake: LakeOption = "lake",
     magnitude: Annotated[float, typer.Option("--magnitude", help="alert above this relative rise (0.1 = 10 %)")] = 0.10,
     p_value: Annotated[float, typer.Option("--p-value", help="max p-value of a change point (Otava t-test)")] = 0.001,
     window: Annotated[int, typer.Option("--window", help="Otava sliding window, in runs")] = 50,
@@ -417,7 +419,7 @@ def report(
         Optional[str],  # noqa: UP045 (typer needs Optional here)
         typer.Argument(help="run to report (its id in the lake)"),
     ] = None,
-    lake: LakeOption = Path("lake"),
+    lake: LakeOption = "lake",
     out_file: Annotated[Optional[Path], typer.Option("--out", help="write the HTML here")] = None,  # noqa: UP045
     compare: Annotated[
         Optional[tuple[str, str]],  # noqa: UP045
@@ -436,13 +438,13 @@ def report(
         path = build_run_report(lake, run_id, out_file)
     else:
         raise ReportError("give a RUN_ID, or --compare RUN_A RUN_B")
-    out.print(f"report: {path}  ({path.stat().st_size / 1024:.0f} KiB)")
+    out.print(f"report: {path}  ({path.stat().st_size / 1024:.0f} KiB)")  # an S3 object: its uri
 
 
 @app.command()
 def analyze(
     run_id: Annotated[str, typer.Argument(help="run id, as printed by `sixnines run`")],
-    lake: LakeOption = Path("lake"),
+    lake: LakeOption = "lake",
     master: Annotated[Optional[str], typer.Option(help="Spark master (default local[*])")] = None,  # noqa: UP045
     measure_tolerance: Annotated[float, typer.Option(help="gate: measure-phase sends vs rate × seconds")] = 0.01,
     allowed_loss_ratio: Annotated[float, typer.Option(help="gate: loss allowed where not guaranteed")] = 0.0,
@@ -452,7 +454,7 @@ def analyze(
     from spark_jobs.pipeline import GateThresholds, run_analysis  # pyspark and GX load only for this command
     from spark_jobs.session import get_spark
 
-    spark = get_spark("sixnines-analyze", master)
+    spark = get_spark("sixnines-analyze", master, lake=lake)
     try:
         folder = run_analysis(spark, lake, run_id, GateThresholds(measure_tolerance, allowed_loss_ratio))
     finally:

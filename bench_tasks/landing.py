@@ -40,6 +40,8 @@ class CellReport:
         return {
             "cell_id": self.cell.id,
             "series_key": self.cell.series_key,
+            "repeat": self.cell.repeat,
+            "repeats": self.cell.repeats,
             "label": self.cell.label,
             "status": self.status,
             "reason": self.reason,
@@ -65,7 +67,7 @@ def acked_metric(cell: Cell) -> str | None:
 def describe(cell: Cell, exc: BaseException) -> str:
     """An error as one line that names the cell."""
     text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
-    return text if cell.id in text else f"cell {cell.id}: {text}"
+    return text if cell.id in text else f"cell {cell.instance}: {text}"
 
 
 def keep_broker_logs(logs: list[Path], staging: Path) -> None:
@@ -131,7 +133,7 @@ def land_cell(
             "lagging_consumed": cell_run.lagging_consumed if cell_run else None,
         },
     )
-    report.path = lake.commit_cell(run, cell.id, staging)
+    report.path = lake.commit_cell(run, cell.id, staging, cell.lake_repeat)
     lake.upsert_cell_row(run, _cell_row(report, run, cell_run, context, started))
     return report
 
@@ -198,6 +200,8 @@ def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, contex
         "matrix": report.cell.matrix,
         "cell_id": report.cell.id,
         "series_key": report.cell.series_key,
+        "repeat": report.cell.repeat,
+        "repeats": report.cell.repeats,
         "system": spec.system,
         "version": spec.version,
         "measurement": spec.measurement,

@@ -150,7 +150,14 @@ def prepare_cell(cell: Cell, versions: Mapping[str, str] | None = None, phase_sc
     except ValidationError as exc:
         problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
         raise MatrixError(cell.matrix, problems) from None
-    return Cell(id=cell_id(validated), series_key=series_key(validated), matrix=cell.matrix, spec=validated)
+    return Cell(
+        id=cell_id(validated),
+        series_key=series_key(validated),
+        matrix=cell.matrix,
+        spec=validated,
+        repeat=cell.repeat,
+        repeats=cell.repeats,
+    )
 
 
 def broker_key(cell: Cell) -> str:
@@ -245,7 +252,7 @@ def provision_step(
     acquire_host(work)
     shutil.rmtree(work.root, ignore_errors=True)
     work.root.mkdir(parents=True)
-    staging = Lake(lake_root).staging_dir(run, cell.id)
+    staging = Lake(lake_root).staging_dir(run, cell.instance)
     record: dict[str, Any] = {
         "schema_version": 1,
         "cell": cell.model_dump(mode="json"),
@@ -295,7 +302,7 @@ def _topic(cell: Cell) -> str | None:
     from .drivers import final_route
     from .drivers.kafka import topic_for
 
-    return topic_for(cell.id, final_route(cell.spec))
+    return topic_for(cell.instance, final_route(cell.spec))
 
 
 def start_generator(work: CellWork) -> int:
@@ -338,7 +345,7 @@ def land_step(work: CellWork) -> dict[str, Any]:
     run = RunInfo(**state["run"])
     lake = Lake(state["lake"])
     landed = work.read(work.landed)
-    if landed is not None and lake.cell_dir(run, cell.id).exists():
+    if landed is not None and lake.committed_cell_dir(run, cell.id, cell.lake_repeat) is not None:
         return landed  # a retried land: already committed, never twice
     stop_generator(work)
     facts = work.read(work.cellrun) or {}
@@ -377,6 +384,8 @@ def landed_summary(report: CellReport, run: RunInfo) -> dict[str, Any]:
     return {
         "cell_id": report.cell.id,
         "series_key": report.cell.series_key,
+        "repeat": report.cell.repeat,
+        "repeats": report.cell.repeats,
         "label": report.cell.label,
         "status": report.status,
         "reason": report.reason,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .background import Background
 from .errors import MatrixError
@@ -34,6 +34,7 @@ MEASUREMENTS = ("e2e", "publish", "rtt", "chain")
 Measurement = Literal["e2e", "publish", "rtt", "chain"]
 _BACKGROUND_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 _ID_LEN = 12
+MAX_REPEATS = 100
 
 
 class CpuPlacement(StrictModel):
@@ -231,6 +232,14 @@ class SystemBlock(StrictModel):
         return value
 
 
+class RepeatRule(StrictModel):
+    """Cells whose axis values match `when` (as in `exclude:`; an empty `when` matches every cell) run `times`
+    times. The first matching rule decides."""
+
+    when: dict[str, Any] = Field(default_factory=dict)
+    times: int = Field(ge=1, le=MAX_REPEATS)
+
+
 class MatrixFile(StrictModel):
     """The file as written, before expansion."""
 
@@ -242,15 +251,38 @@ class MatrixFile(StrictModel):
     measurements: list[Measurement] = Field(min_length=1)
     axes: dict[str, list[Any]] = Field(default_factory=dict)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
+    repeats: Annotated[
+        Annotated[int, Tag("n-times"), Field(ge=1, le=MAX_REPEATS)] | Annotated[list[RepeatRule], Tag("by-rule")],
+        Discriminator(lambda v: "by-rule" if isinstance(v, list) else "n-times"),
+    ] = Field(
+        1,
+        description="run every cell N times (an integer), or per cell by rules like exclude's; the tables and "
+        "report then show each percentile's min/median/max across the repeats and its % variation",
+    )
 
 
 class Cell(StrictModel):
-    """A validated cell with its identity."""
+    """A validated cell with its identity, and which of its repeats this is.
+
+    The repeat is not part of the spec: every repeat of a cell has the same cell id and series key (they
+    measure the same thing); `instance` tells them apart wherever one run of the cell needs a name of its own
+    (staging folders, topics, Airflow task groups). A cell that is not repeated keeps its id as its name."""
 
     id: str
     series_key: str
     matrix: str
     spec: AnyCell
+    repeat: int = Field(1, ge=1)
+    repeats: int = Field(1, ge=1)
+
+    @property
+    def instance(self) -> str:
+        return self.id if self.repeats == 1 else f"{self.id}-r{self.repeat}"
+
+    @property
+    def lake_repeat(self) -> int | None:
+        """The repeat as the lake's raw layout names it: None (no repeat folder) for a cell run once."""
+        return None if self.repeats == 1 else self.repeat
 
     @property
     def label(self) -> str:
@@ -355,9 +387,16 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
                 label = ", ".join(f"{k}={v!r}" for k, v in chosen.items())
                 problems += [f"cell ({label}): {p}" for p in _format_errors(exc)]
                 continue
-            cell = Cell(id=cell_id(validated), series_key=series_key(validated), matrix=file.name, spec=validated)
+            cell = Cell(
+                id=cell_id(validated),
+                series_key=series_key(validated),
+                matrix=file.name,
+                spec=validated,
+                repeats=_repeats_for(file.repeats, chosen),
+            )
             cells.setdefault(cell.id, cell)
     problems += _check_excludes(file)
+    problems += _check_repeat_rules(file)
     if problems:
         raise MatrixError(source, problems)
     if not cells:
@@ -426,15 +465,46 @@ def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]]) ->
 
 
 def _check_excludes(file: MatrixFile) -> list[str]:
-    known = {"version", "measurement", *file.axes}
-    for block in file.systems:
-        known |= set(block.axes)
+    known = _known_axes(file)
     return [
         f"exclude[{i}].{key}: not an axis of this matrix; axes are: {', '.join(sorted(known))}"
         for i, rule in enumerate(file.exclude)
         for key in rule
         if key not in known
     ]
+
+
+def _known_axes(file: MatrixFile) -> set[str]:
+    known = {"version", "measurement", *file.axes}
+    for block in file.systems:
+        known |= set(block.axes)
+    return known
+
+
+def _check_repeat_rules(file: MatrixFile) -> list[str]:
+    if isinstance(file.repeats, int):
+        return []
+    known = _known_axes(file)
+    return [
+        f"repeats[{i}].when.{key}: not an axis of this matrix; axes are: {', '.join(sorted(known))}"
+        for i, rule in enumerate(file.repeats)
+        for key in rule.when
+        if key not in known
+    ]
+
+
+def _repeats_for(repeats: int | list[RepeatRule], chosen: dict[str, Any]) -> int:
+    if isinstance(repeats, int):
+        return repeats
+    return next((rule.times for rule in repeats if _matches(rule.when, chosen)), 1)
+
+
+def expand_repeats(cells: list[Cell]) -> list[Cell]:
+    """Every run of every cell, in rounds: all cells once, then the repeated ones again, and so on. Spreading a
+    cell's repeats over the sweep (rather than back to back) lets slow drifts of the host show up as
+    run-to-run variation instead of hiding inside one cell's repeats."""
+    rounds = max((c.repeats for c in cells), default=1)
+    return [c.model_copy(update={"repeat": r}) for r in range(1, rounds + 1) for c in cells if r <= c.repeats]
 
 
 def _matches(rule: dict[str, Any], chosen: dict[str, Any]) -> bool:
@@ -468,7 +538,8 @@ def _split_path(dotted: str) -> list[str]:
     return dotted.split(".")
 
 
-_DISCRIMINATOR_TAGS = {"nats", "kafka"}  # pydantic puts the union tag into error locations
+# pydantic puts the union tag into error locations: the systems', and the two forms of `repeats:`
+_DISCRIMINATOR_TAGS = {"nats", "kafka", "n-times", "by-rule"}
 
 
 def _loc(err: dict[str, Any]) -> str:

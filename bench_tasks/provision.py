@@ -258,9 +258,9 @@ def provision(cell: Cell, workdir: Path, tie_to_parent: bool = True) -> Provisio
     spec = cell.spec
     if isinstance(spec, NatsCell):
         if spec.broker.servers > 1:
-            return NatsClusterProvisioned(spec, cell.id, workdir, tie_to_parent)
+            return NatsClusterProvisioned(spec, cell.instance, workdir, tie_to_parent)
         return NatsProvisioned(spec, workdir, tie_to_parent)
-    return KafkaProvisioned(spec, cell.id, workdir, tie_to_parent)
+    return KafkaProvisioned(spec, cell.instance, workdir, tie_to_parent)
 
 
 def detached_state(brokers: Provisioned) -> dict[str, Any]:

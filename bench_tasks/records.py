@@ -19,6 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .storage import S3Path, read_parquet_schema, write_parquet_object
+
 SCHEMA_VERSION = 2
 _META = {b"sixnines.schema_version": str(SCHEMA_VERSION).encode()}
 
@@ -71,24 +73,27 @@ _DELTA_COLUMNS = (
 _DICT_COLUMNS = ["phase", "error"]
 
 
-def write_parquet(table: pa.Table, path: Path) -> None:
-    """Write to a temporary name in the same folder, then rename: readers never see half a file."""
+def write_parquet(table: pa.Table, path: Path | S3Path) -> None:
+    """Write to a temporary name in the same folder, then rename: readers never see half a file. On S3 the
+    object is one upload, visible only when complete."""
+    delta = {c: "DELTA_BINARY_PACKED" for c in _DELTA_COLUMNS if c in table.column_names}
+    options = {
+        "compression": "zstd",
+        "use_dictionary": [c for c in _DICT_COLUMNS if c in table.column_names],
+        "column_encoding": delta,
+    }
+    if isinstance(path, S3Path):
+        write_parquet_object(table, path, **options)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    delta = {c: "DELTA_BINARY_PACKED" for c in _DELTA_COLUMNS if c in table.column_names}
     try:
-        pq.write_table(
-            table,
-            tmp,
-            compression="zstd",
-            use_dictionary=[c for c in _DICT_COLUMNS if c in table.column_names],
-            column_encoding=delta,
-        )
+        pq.write_table(table, tmp, **options)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def read_schema_version(path: Path) -> int:
-    meta = pq.read_schema(path).metadata or {}
+def read_schema_version(path: Path | S3Path) -> int:
+    meta = read_parquet_schema(path).metadata or {}
     return int(meta.get(b"sixnines.schema_version", b"0"))

@@ -19,7 +19,7 @@ from .errors import CellError, SixninesError
 from .lake import Lake, RunInfo
 from .landing import CellReport, acked_metric, describe, land_cell
 from .lifecycle import provision_brokers, stop_brokers
-from .matrix import Cell, Matrix, cell_id, series_key
+from .matrix import Cell, Matrix, cell_id, expand_repeats, series_key
 from .paths import cache_dir
 from .provision import Provisioned
 from .systems import resolve_version
@@ -64,8 +64,8 @@ def run_cell(
     gate_lag: bool = True,
 ) -> CellReport:
     started = dt.datetime.now(dt.UTC).isoformat()
-    staging = lake.staging_dir(run, cell.id)
-    broker_dir = cache_dir() / "runs" / run.run_id / cell.id
+    staging = lake.staging_dir(run, cell.instance)
+    broker_dir = cache_dir() / "runs" / run.run_id / cell.instance
     brokers: Provisioned | None = None
     broker_context: dict = {}
     cell_run: CellRun | None = None
@@ -73,7 +73,7 @@ def run_cell(
     try:
         brokers = provision_brokers(cell, broker_dir)
         broker_context = brokers.context()
-        console.print(f"[bold]cell {cell.id}[/] {cell.label}  ({brokers.address})", highlight=False)
+        console.print(f"[bold]cell {cell.instance}[/] {cell.label}  ({brokers.address})", highlight=False)
         brokers.watch_leaders()
         cell_run = drive_cell(cell, brokers.address, staging, brokers, console, faults)
     except CellError as exc:
@@ -93,19 +93,22 @@ def run_cell(
 
 
 def run_matrix(
-    matrix: Matrix, lake_root: Path, console: Console, only: Sequence[str] = (), run: RunInfo | None = None
+    matrix: Matrix, lake_root: str | Path, console: Console, only: Sequence[str] = (), run: RunInfo | None = None
 ) -> tuple[RunInfo, list[CellReport]]:
     cells = select_cells(matrix, only)
+    instances = expand_repeats(cells)
     run = run or RunInfo.new()
     lake = Lake(lake_root)
+    repeated = f" ({len(instances)} with repeats)" if len(instances) > len(cells) else ""
     console.print(
-        f"run {run.run_id}: {len(cells)} cell(s) of matrix '{matrix.name}' → {lake.run_dir(run)}",
+        f"run {run.run_id}: {len(cells)} cell(s){repeated} of matrix '{matrix.name}' → {lake.run_dir(run)}",
         highlight=False,
     )
     reports = []
-    for index, cell in enumerate(cells, 1):
-        console.rule(f"cell {index}/{len(cells)}")
+    for index, cell in enumerate(instances, 1):
+        repeat = f", repeat {cell.repeat}/{cell.repeats}" if cell.repeats > 1 else ""
+        console.rule(f"cell {index}/{len(instances)}{repeat}")
         reports.append(run_cell(cell, lake, run, console))
         if reports[-1].status != "ok":
-            console.print(f"[red]cell {cell.id} failed:[/] {reports[-1].reason}", highlight=False)
+            console.print(f"[red]cell {cell.instance} failed:[/] {reports[-1].reason}", highlight=False)
     return run, reports

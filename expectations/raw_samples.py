@@ -1,8 +1,8 @@
 """Suites over raw samples: one row per scheduled message, and one row of aggregates per cell.
 
 `raw_samples` (rows, spark_jobs.gate_frames.raw_samples_frame): keys present, every latency ≥ 0, and each
-producer's sequence exactly 0..n−1 — unique (cell, producer, seq), seq ≥ 0 and seq < the producer's row
-count, which together leave no gap (GX's increasing-values expectation is wrong on Spark 1.24.1).
+producer's sequence exactly 0..n−1 — unique (cell, repeat, producer, seq), seq ≥ 0 and seq < the producer's
+row count (per repeat), which together leave no gap (GX's increasing-values expectation is wrong on Spark 1.24.1).
 
 `raw_cells` (spark_jobs.gate_frames.raw_cells_frame): the generator kept its schedule (measure-phase
 sends within `measure_tolerance` of rate × measure seconds; send-lag p99.9 under the cell's own
@@ -16,7 +16,7 @@ from __future__ import annotations
 import great_expectations as gx
 import great_expectations.expectations as gxe
 
-KEY_COLUMNS = ("run_id", "cell_id", "producer_id", "seq", "intended_ns", "phase")
+KEY_COLUMNS = ("run_id", "cell_id", "repeat", "producer_id", "seq", "intended_ns", "phase")
 LATENCY_COLUMNS = ("lag_ns", "e2e_intended_ns", "e2e_sent_ns", "ack_intended_ns", "ack_sent_ns")
 
 
@@ -27,7 +27,9 @@ def build_raw_samples_suite(min_latency_ns: int = 0) -> gx.ExpectationSuite:
         expectations.append(gxe.ExpectColumnValuesToNotBeNull(column=column))
     for column in LATENCY_COLUMNS:  # nulls (not received, not acked) are accounted for, not latencies
         expectations.append(gxe.ExpectColumnValuesToBeBetween(column=column, min_value=min_latency_ns))
-    expectations.append(gxe.ExpectCompoundColumnsToBeUnique(column_list=["run_id", "cell_id", "producer_id", "seq"]))
+    expectations.append(  # each repeat of a repeated cell numbers its messages from 0 again
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["run_id", "cell_id", "repeat", "producer_id", "seq"])
+    )
     expectations.append(gxe.ExpectColumnValuesToBeBetween(column="seq", min_value=0))
     expectations.append(gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="producer_rows", column_B="seq"))
     return gx.ExpectationSuite(name="raw_samples", expectations=expectations)

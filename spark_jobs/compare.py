@@ -131,7 +131,7 @@ def compare_table(pct_a: DataFrame, pct_b: DataFrame, pairs: DataFrame, axis: st
 
 def run(
     spark: SparkSession,
-    lake: Path,
+    lake: lakeio.Lake,
     run_a: str,
     run_b: str,
     axis: str = "run",
@@ -182,7 +182,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_a, run_b = args.run_ids[0], args.run_ids[-1]
     try:
         path = run(
-            get_spark("sixnines-compare", args.master), args.lake, run_a, run_b, args.axis, args.cell_a, args.cell_b
+            get_spark("sixnines-compare", args.master, lake=args.lake),
+            args.lake,
+            run_a,
+            run_b,
+            args.axis,
+            args.cell_a,
+            args.cell_b,
         )
     except CompareError as exc:
         print(f"error: {exc}", file=sys.stderr)

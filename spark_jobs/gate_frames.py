@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from bench_tasks import PERCENTILES
 from spark_jobs.exact import percentile_column, summarize
 from spark_jobs.percentiles import ACCOUNTING_COLUMNS
-from spark_jobs.samples import CELL_KEYS, MEASURE, MESSAGE_KEYS, first_receipts, receipts
+from spark_jobs.samples import CELL_KEYS, MEASURE, MERGED_KEYS, MESSAGE_KEYS, first_receipts, receipts, with_repeat
 
 LAG_PERCENTILE = "99.9"
 
@@ -26,8 +26,10 @@ def raw_samples_frame(sent: DataFrame, received: DataFrame, facts: DataFrame) ->
         F.col("sent_ns").alias("r_sent_ns"),
     )
     producer = Window.partitionBy(*CELL_KEYS, "producer_id")
-    rows = sent.join(facts.select(*CELL_KEYS, "acked_metric"), list(CELL_KEYS), "left").join(
-        got, list(MESSAGE_KEYS), "left"
+    rows = (
+        with_repeat(sent)
+        .join(facts.select(*CELL_KEYS, "acked_metric"), list(CELL_KEYS), "left")
+        .join(got, list(MESSAGE_KEYS), "left")
     )
     acked = F.col("acked_metric").isNotNull()
     return rows.select(
@@ -48,7 +50,7 @@ def raw_samples_frame(sent: DataFrame, received: DataFrame, facts: DataFrame) ->
 def raw_cells_frame(sent: DataFrame, accounting: DataFrame, facts: DataFrame) -> DataFrame:
     """One row per cell: measure-phase sends over rate × measure seconds, send-lag p99.9 (the max when too
     few samples support it, as the harness's own gate does) over the cell's limit (null for rtt), loss."""
-    done = sent.where((F.col("phase") == MEASURE) & F.col("sent_ns").isNotNull())
+    done = with_repeat(sent).where((F.col("phase") == MEASURE) & F.col("sent_ns").isNotNull())
     lag = summarize(
         done.withColumn("lag_ns", F.col("sent_ns") - F.col("intended_ns")), list(CELL_KEYS), "lag_ns", (LAG_PERCENTILE,)
     )
@@ -75,11 +77,12 @@ def raw_cells_frame(sent: DataFrame, accounting: DataFrame, facts: DataFrame) ->
 
 
 def percentile_tables_frame(percentiles: DataFrame, cells: DataFrame) -> DataFrame:
-    """The percentile table with `<p>_or_max` chain columns and the raw counts from cells.parquet."""
+    """The percentile table with `<p>_or_max` chain columns and the raw counts from cells.parquet (summed over a
+    repeated cell's repeats, as its merged rows are)."""
     counts = [c for c in ACCOUNTING_COLUMNS if c in cells.columns]
-    raw = cells.select(*CELL_KEYS, *[F.col(c).alias(f"raw_{c}") for c in counts])
+    raw = cells.groupBy(*MERGED_KEYS).agg(*[F.sum(c).alias(f"raw_{c}") for c in counts])
     chain = [
         F.coalesce(F.col(percentile_column(p)), F.col("max_ns")).alias(f"{percentile_column(p)}_or_max")
         for p in PERCENTILES
     ]
-    return percentiles.join(raw, list(CELL_KEYS), "left").select("*", *chain)
+    return percentiles.join(raw, list(MERGED_KEYS), "left").select("*", *chain)

@@ -18,14 +18,14 @@ from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
-from spark_jobs.samples import CELL_KEYS, cell_facts, latency_samples
+from spark_jobs.samples import MERGED_KEYS, cell_facts, latency_samples
 
 BUCKETS_PER_DOUBLING = 16
 
 
 def histogram_table(samples: DataFrame, buckets_per_doubling: int = BUCKETS_PER_DOUBLING) -> DataFrame:
     """Counts per bucket, with each bucket's bounds and the cumulative fraction up to its upper bound."""
-    keys = [*CELL_KEYS, "metric", "basis"]
+    keys = [*MERGED_KEYS, "metric", "basis"]  # a repeated cell's repeats in one histogram: counts add up
     k = float(buckets_per_doubling)
     bucket = (
         F.when(F.col("value_ns") < 1, F.lit(-1)).otherwise(F.floor(F.log2(F.col("value_ns")) * F.lit(k))).cast("int")
@@ -48,7 +48,7 @@ def histogram_table(samples: DataFrame, buckets_per_doubling: int = BUCKETS_PER_
     )
 
 
-def run(spark: SparkSession, lake: Path, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
+def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
     table = histogram_table(latency_samples(raw.sent, raw.received, cell_facts(raw.cells)))
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_jobs.session import get_spark
 
     args = jobargs.parse(__doc__.splitlines()[0], argv)
-    for path in run(get_spark("sixnines-histogram", args.master), args.lake, args.run_ids):
+    for path in run(get_spark("sixnines-histogram", args.master, lake=args.lake), args.lake, args.run_ids):
         print(f"histogram: {path}")
     return 0
 

@@ -1,10 +1,16 @@
 """Percentile job: per run × cell × metric × basis (and × leader for Kafka), the whole distribution.
 
-Writes two tables per run (schemas in TABLES.md beside this file):
-  tables/accounting/…  one row per cell: every measure-phase message accounted for
-  tables/percentiles/… one row per cell × metric × basis × leader (leader null = all leaders): count, min,
-                       p50 … p99.9999 (exact, null + listed in `unsupported` when the count cannot support
-                       them), max, mean, stddev, plus the cell's accounting.
+Writes four tables per run (schemas in TABLES.md beside this file):
+  tables/accounting/…            one row per cell: every measure-phase message accounted for
+  tables/percentiles/…           one row per cell × metric × basis × leader (leader null = all leaders): count,
+                                 min, p50 … p99.9999 (exact, null + listed in `unsupported` when the count
+                                 cannot support them), max, mean, stddev, plus the cell's accounting
+  tables/percentiles_by_repeat/… the overall rows of each repeat of a cell on its own
+  tables/repeat_spread/…         per repeated cell × metric × basis: each statistic's min/median/max across
+                                 the repeats and its % variation (spark_jobs.repeats)
+A cell the matrix repeats is one cell in `accounting` and `percentiles`: its repeats' samples are merged and
+the percentiles computed over all of them (never averaged), its counts summed; `repeats` says how many ran and
+`<statistic>_variation_pct` how much they disagreed.
 Run alone: `spark-submit spark_jobs/percentiles.py --lake LAKE --run-id RUN`.
 """
 
@@ -19,11 +25,14 @@ from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
 from spark_jobs.exact import summarize
-from spark_jobs.samples import CELL_KEYS, accounting, cell_facts, latency_samples
+from spark_jobs.repeats import STATISTIC_COLUMNS, spread_table, variation_column, variation_columns
+from spark_jobs.samples import CELL_KEYS, MERGED_KEYS, accounting, cell_facts, latency_samples
 
 # Version history of the analytics tables (each table carries it in a `schema_version` column):
 #   1 — first version.
-TABLES_SCHEMA_VERSION = 1
+#   2 — repeats: `repeats` and `<statistic>_variation_pct` in accounting/percentiles; tables
+#       percentiles_by_repeat and repeat_spread; a repeated cell's rows merge its repeats.
+TABLES_SCHEMA_VERSION = 2
 
 ACCOUNTING_COLUMNS = (
     "scheduled",
@@ -36,27 +45,58 @@ ACCOUNTING_COLUMNS = (
     "acknowledged_but_lost",
 )
 CELL_COLUMNS = ("run_date", "series_key", "system", "version", "measurement", "label", "status")
+TABLES = ("accounting", "percentiles", "percentiles_by_repeat", "repeat_spread")
+
+
+def merged_facts(facts: DataFrame) -> DataFrame:
+    """One row per cell over its repeats: the identity they share, `ok` only when every repeat was ok, and how
+    many repeats landed."""
+    shared = [F.first(c).alias(c) for c in CELL_COLUMNS if c != "status"]
+    return facts.groupBy(*MERGED_KEYS).agg(
+        *shared,
+        F.when(F.min(F.col("status") == "ok"), F.lit("ok")).otherwise(F.lit("failed")).alias("status"),
+        F.count(F.lit(1)).cast("int").alias("repeats"),
+    )
+
+
+def merged_accounting(acc: DataFrame) -> DataFrame:
+    """Per-repeat accounting summed per cell (each repeat's messages are its own: no message counts twice)."""
+    return acc.groupBy(*MERGED_KEYS).agg(*[F.sum(c).cast("long").alias(c) for c in ACCOUNTING_COLUMNS])
 
 
 def accounting_table(acc: DataFrame, facts: DataFrame) -> DataFrame:
     """The accounting with the cell's identity, one row per cell (also for cells without any sample)."""
     return (
-        facts.select(*CELL_KEYS, *CELL_COLUMNS)
-        .join(acc, list(CELL_KEYS))
-        .select(F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"), *CELL_KEYS, *CELL_COLUMNS, *ACCOUNTING_COLUMNS)
+        merged_facts(facts)
+        .join(merged_accounting(acc), list(MERGED_KEYS))
+        .select(
+            F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
+            *MERGED_KEYS,
+            *CELL_COLUMNS,
+            "repeats",
+            *ACCOUNTING_COLUMNS,
+        )
     )
 
 
-def percentile_table(samples: DataFrame, acc: DataFrame, facts: DataFrame) -> DataFrame:
+def _summaries(samples: DataFrame, keys: list[str]) -> DataFrame:
     """Overall rows (leader null) plus, where receipts carry a leader (Kafka), one row per leader."""
-    keys = [*CELL_KEYS, "metric", "basis"]
     overall = summarize(samples, keys).withColumn("leader", F.lit(None).cast("int"))
     by_leader = summarize(samples.where(F.col("leader").isNotNull()), [*keys, "leader"])
-    rows = overall.unionByName(by_leader)
+    return overall.unionByName(by_leader)
+
+
+def _stats(rows: DataFrame, keys: list[str]) -> list[str]:
+    return [c for c in rows.columns if c not in (*keys, "leader")]
+
+
+def by_repeat_table(samples: DataFrame, acc: DataFrame, facts: DataFrame) -> DataFrame:
+    """The overall rows of every repeat of every cell, each with that repeat's own accounting."""
+    keys = [*CELL_KEYS, "metric", "basis"]
+    rows = summarize(samples, keys).withColumn("leader", F.lit(None).cast("int"))
     table = rows.join(facts.select(*CELL_KEYS, *CELL_COLUMNS), list(CELL_KEYS)).join(
         acc.select(*CELL_KEYS, *ACCOUNTING_COLUMNS), list(CELL_KEYS)
     )
-    stats = [c for c in rows.columns if c not in (*keys, "leader")]
     return table.select(
         F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
         *CELL_KEYS,
@@ -64,34 +104,70 @@ def percentile_table(samples: DataFrame, acc: DataFrame, facts: DataFrame) -> Da
         "metric",
         "basis",
         "leader",
-        *stats,
+        *_stats(rows, keys),
         *ACCOUNTING_COLUMNS,
     )
 
 
-def compute(sent: DataFrame, received: DataFrame, cells: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(accounting table, percentile table) of the cells in `cells`, measure phase only."""
+def percentile_table(samples: DataFrame, acc: DataFrame, facts: DataFrame, spread: DataFrame) -> DataFrame:
+    """One row per cell × metric × basis × leader over all the cell's repeats, with their variation."""
+    keys = [*MERGED_KEYS, "metric", "basis"]
+    rows = _summaries(samples, keys)
+    table = (
+        rows.join(merged_facts(facts), list(MERGED_KEYS))
+        .join(merged_accounting(acc), list(MERGED_KEYS))
+        .join(variation_columns(spread), keys, "left")
+    )
+    overall = F.col("leader").isNull()  # repeats are compared on the overall rows; a leader row has no variation
+    return table.select(
+        F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
+        *MERGED_KEYS,
+        *CELL_COLUMNS,
+        "repeats",
+        "metric",
+        "basis",
+        "leader",
+        *_stats(rows, keys),
+        *ACCOUNTING_COLUMNS,
+        *[F.when(overall, F.col(v)).cast("double").alias(v) for v in map(variation_column, STATISTIC_COLUMNS)],
+    )
+
+
+def compute_tables(sent: DataFrame, received: DataFrame, cells: DataFrame) -> dict[str, DataFrame]:
+    """Every table of `TABLES` for the cells in `cells`, measure phase only."""
     facts = cell_facts(cells)
     acc = accounting(sent, received, facts)
     samples = latency_samples(sent, received, facts)
-    return accounting_table(acc, facts), percentile_table(samples, acc, facts)
+    by_repeat = by_repeat_table(samples, acc, facts)
+    spread = spread_table(by_repeat)
+    return {
+        "accounting": accounting_table(acc, facts),
+        "percentiles": percentile_table(samples, acc, facts, spread),
+        "percentiles_by_repeat": by_repeat,
+        "repeat_spread": spread,
+    }
+
+
+def compute(sent: DataFrame, received: DataFrame, cells: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(accounting table, percentile table) of the cells in `cells`, measure phase only."""
+    tables = compute_tables(sent, received, cells)
+    return tables["accounting"], tables["percentiles"]
 
 
 def run(
-    spark: SparkSession, lake: Path, run_ids: Sequence[str], raw: lakeio.Raw | None = None
+    spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None
 ) -> dict[str, list[Path]]:
-    """Compute both tables of the runs (from `raw` when the caller has read it already) and write them per
+    """Compute the tables of the runs (from `raw` when the caller has read it already) and write them per
     run. Returns the written partitions by table."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
-    acc, pct = compute(raw.sent, raw.received, raw.cells)
-    acc, pct = acc.cache(), pct.cache()
-    written: dict[str, list[Path]] = {"accounting": [], "percentiles": []}
+    tables = {name: frame.cache() for name, frame in compute_tables(raw.sent, raw.received, raw.cells).items()}
+    written: dict[str, list[Path]] = {name: [] for name in TABLES}
     for ref in raw.runs:
         mine = F.col("run_id") == ref.run_id
-        written["accounting"].append(lakeio.write_table(acc.where(mine), lake, "accounting", ref))
-        written["percentiles"].append(lakeio.write_table(pct.where(mine), lake, "percentiles", ref))
-    acc.unpersist()
-    pct.unpersist()
+        for name, frame in tables.items():
+            written[name].append(lakeio.write_table(frame.where(mine), lake, name, ref))
+    for frame in tables.values():
+        frame.unpersist()
     return written
 
 
@@ -99,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_jobs.session import get_spark
 
     args = jobargs.parse(__doc__.splitlines()[0], argv)
-    spark = get_spark("sixnines-percentiles", args.master)
+    spark = get_spark("sixnines-percentiles", args.master, lake=args.lake)
     for table, paths in run(spark, args.lake, args.run_ids).items():
         for path in paths:
             print(f"{table}: {path}")

@@ -40,7 +40,11 @@ class GateReport:
 
 
 def gate(
-    spark: SparkSession, lake: Path, run: lakeio.RunRef, thresholds: GateThresholds, raw: lakeio.Raw | None = None
+    spark: SparkSession,
+    lake: lakeio.Lake,
+    run: lakeio.RunRef,
+    thresholds: GateThresholds,
+    raw: lakeio.Raw | None = None,
 ) -> GateReport:
     """Validate the run's raw samples, per-cell aggregates and percentile table (all must pass)."""
     from expectations import (
@@ -76,19 +80,24 @@ def gate(
     return report
 
 
-def publish_run(spark: SparkSession, lake: Path, run: lakeio.RunRef, report: GateReport) -> Path:
+def publish_run(spark: SparkSession, lake: lakeio.Lake, run: lakeio.RunRef, report: GateReport) -> Path:
     """Publish when the gate passed; otherwise quarantine and raise GateError naming what failed."""
     table = lakeio.read_table(spark, lake, "percentiles", [run]).toArrow()
     acc = lakeio.read_table(spark, lake, "accounting", [run]).toArrow().to_pylist()
+    spread = lakeio.read_table(spark, lake, "repeat_spread", [run]).toArrow().to_pylist()
     if report.success:
-        return publish(lake, run, table, acc)
+        return publish(lake, run, table, acc, spread)
     validation = {"run_id": run.run_id, "success": False, "failed": report.failed, "suites": report.suites}
-    folder = quarantine(lake, run, table.to_pylist(), acc, validation)
+    folder = quarantine(lake, run, table.to_pylist(), acc, validation, spread)
     raise GateError(run.run_id, report.failed, str(folder))
 
 
 def run_analysis(
-    spark: SparkSession, lake: Path, run_id: str, thresholds: GateThresholds | None = None, extra_tables: bool = True
+    spark: SparkSession,
+    lake: lakeio.Lake,
+    run_id: str,
+    thresholds: GateThresholds | None = None,
+    extra_tables: bool = True,
 ) -> Path:
     """Percentiles (plus timeline and histogram tables), the gate, then publish. Returns the published folder."""
     raw = lakeio.read_raw(spark, lake, [run_id]).cache()
@@ -110,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--measure-tolerance", type=float, default=GateThresholds.measure_tolerance)
     p.add_argument("--allowed-loss-ratio", type=float, default=GateThresholds.allowed_loss_ratio)
     args = p.parse_args(argv)
-    spark = get_spark("sixnines-pipeline", args.master)
+    spark = get_spark("sixnines-pipeline", args.master, lake=args.lake)
     thresholds = GateThresholds(args.measure_tolerance, args.allowed_loss_ratio)
     for run_id in args.run_ids:
         try:

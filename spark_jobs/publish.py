@@ -1,12 +1,16 @@
 """Publishing: human-readable tables (Markdown, CSV), the history the regression detector reads, and the
 quarantine for tables that failed the gate. Pure rendering plus atomic writes; no Spark needed past collect.
 
-  published/run_date=D/run_id=R/{percentiles.md, percentiles.csv}
+  published/run_date=D/run_id=R/{percentiles.md, percentiles.csv, repeats.csv}
+                                     repeats.csv (cells the matrix repeats): per statistic the min, median,
+                                     max across repeats and the % variation; also a section of the .md
   history/percentiles/D__R.parquet   the published rows of run R (landed on date D), keyed inside by run_id,
                                      run_date, cell_id, series_key, system, version; re-publishing a run
                                      replaces its one file, so history never holds a run twice. Flat files
                                      (no key=value folders) so readers never see a key twice.
   quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, validation.json}
+On an S3 lake every file is one PUT (whole or absent): the history file is replaced in one object, and a
+published or quarantined folder is emptied and written file by file.
 """
 
 from __future__ import annotations
@@ -15,10 +19,8 @@ import csv
 import io
 import json
 import os
-import shutil
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -26,8 +28,10 @@ import pyarrow.parquet as pq
 
 from bench_tasks import PERCENTILES
 from bench_tasks.lake import history_file
+from bench_tasks.storage import LakePath, S3Path, lake_path, remove_tree, write_parquet_object, write_text
 from spark_jobs.exact import percentile_column
-from spark_jobs.lakeio import RunRef, replace_dir
+from spark_jobs.lakeio import Lake, RunRef, replace_dir
+from spark_jobs.repeats import STATISTIC_COLUMNS, stat_name, variation_column
 
 NS_PER_MS = 1e6
 
@@ -36,9 +40,36 @@ def _ms(value: Any) -> str:
     return "unsup." if value is None else f"{value / NS_PER_MS:.3f}"
 
 
-def markdown(rows: Sequence[dict[str, Any]], accounting: Sequence[dict[str, Any]]) -> str:
+def _variation_md(spread: Sequence[dict[str, Any]]) -> list[str]:
+    """A repeated cell's run-to-run variation, JLBH-style: per statistic min / median / max across repeats and
+    the % variation (bench_tasks.variation)."""
+    if not spread:
+        return []
+    out = [
+        f"Run-to-run variation over {spread[0]['repeats']} repeats (ms; % variation as JLBH prints it):",
+        "",
+        "| metric | basis | statistic | repeats with a value | min | median | max | % variation |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(spread, key=lambda r: (r["metric"], r["basis"])):
+        for column in STATISTIC_COLUMNS:
+            name = stat_name(column)
+            if not r[f"{name}_values"]:
+                continue
+            var = r[variation_column(column)]
+            out.append(
+                f"| {r['metric']} | {'response' if r['basis'] == 'intended' else 'service'} | {name} | "
+                f"{r[f'{name}_values']} | {_ms(r[f'{name}_min_ns'])} | {_ms(r[f'{name}_median_ns'])} | "
+                f"{_ms(r[f'{name}_max_ns'])} | {'—' if var is None else f'{var:.2f}'} |"
+            )
+    return [*out, ""]
+
+
+def markdown(
+    rows: Sequence[dict[str, Any]], accounting: Sequence[dict[str, Any]], spread: Sequence[dict[str, Any]] = ()
+) -> str:
     """One section per cell: the percentile table in milliseconds (unsupported shown as `unsup.`, never as a
-    number) and the message accounting below it."""
+    number), the message accounting below it and, for a repeated cell, its run-to-run variation."""
     out = ["# Latency percentiles (ms, measure phase)", ""]
     header = ["metric", "basis", "leader", "count", "min", *[f"p{p}" for p in PERCENTILES], "max", "mean"]
     for acc in sorted(accounting, key=lambda a: (a["run_id"], a["label"] or "", a["cell_id"])):
@@ -61,7 +92,9 @@ def markdown(rows: Sequence[dict[str, Any]], accounting: Sequence[dict[str, Any]
             f"{k.replace('_', ' ')} {acc[k]}"
             for k in ("scheduled", "sent", "acknowledged", "received", "lost", "duplicated", "acknowledged_but_lost")
         )
-        out += ["", f"Messages: {counts}.", ""]
+        repeats = acc.get("repeats") or 1
+        out += ["", f"Messages: {counts}" + (f" (all {repeats} repeats)." if repeats > 1 else "."), ""]
+        out += _variation_md([r for r in spread if r["run_id"] == acc["run_id"] and r["cell_id"] == acc["cell_id"]])
     return "\n".join(out)
 
 
@@ -77,7 +110,12 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def _write_folder(final: Path, files: dict[str, str]) -> Path:
+def _write_folder(final: LakePath, files: dict[str, str]) -> LakePath:
+    if isinstance(final, S3Path):
+        remove_tree(final)
+        for name, text in files.items():
+            write_text(final / name, text)
+        return final
     staging = final.parent / f".staging-{final.name}-{uuid.uuid4().hex[:8]}"
     staging.mkdir(parents=True)
     for name, text in files.items():
@@ -86,42 +124,56 @@ def _write_folder(final: Path, files: dict[str, str]) -> Path:
     return final
 
 
-def history_path(lake: Path, run: RunRef) -> Path:
+def history_path(lake: Lake, run: RunRef) -> LakePath:
     return history_file(lake, run.run_date, run.run_id)
 
 
-def _run_folder(lake: Path, area: str, run: RunRef) -> Path:
-    return Path(lake) / area / f"run_date={run.run_date}" / f"run_id={run.run_id}"
+def _run_folder(lake: Lake, area: str, run: RunRef) -> LakePath:
+    return lake_path(lake) / area / f"run_date={run.run_date}" / f"run_id={run.run_id}"
 
 
-def publish(lake: Path, run: RunRef, table: pa.Table, accounting: list[dict[str, Any]]) -> Path:
+def publish(
+    lake: Lake,
+    run: RunRef,
+    table: pa.Table,
+    accounting: list[dict[str, Any]],
+    spread: Sequence[dict[str, Any]] = (),
+) -> LakePath:
     """Write the published tables and replace this run's partition of the history; an earlier quarantine
     of the run is withdrawn."""
     rows = table.to_pylist()
-    folder = _write_folder(
-        _run_folder(lake, "published", run),
-        {"percentiles.md": markdown(rows, accounting), "percentiles.csv": to_csv(rows)},
-    )
+    files = {"percentiles.md": markdown(rows, accounting, spread), "percentiles.csv": to_csv(rows)}
+    if spread:
+        files["repeats.csv"] = to_csv(list(spread))
+    folder = _write_folder(_run_folder(lake, "published", run), files)
     history = history_path(lake, run)
-    history.parent.mkdir(parents=True, exist_ok=True)
-    staging = history.with_name(f".{history.name}.{uuid.uuid4().hex[:8]}.tmp")
-    pq.write_table(table, staging, compression="zstd")
-    os.replace(staging, history)
-    shutil.rmtree(_run_folder(lake, "quarantine", run), ignore_errors=True)
+    if isinstance(history, S3Path):
+        write_parquet_object(table, history, compression="zstd")
+    else:
+        history.parent.mkdir(parents=True, exist_ok=True)
+        staging = history.with_name(f".{history.name}.{uuid.uuid4().hex[:8]}.tmp")
+        pq.write_table(table, staging, compression="zstd")
+        os.replace(staging, history)
+    remove_tree(_run_folder(lake, "quarantine", run))
     return folder
 
 
 def quarantine(
-    lake: Path, run: RunRef, rows: list[dict[str, Any]], accounting: list[dict[str, Any]], validation: dict[str, Any]
-) -> Path:
+    lake: Lake,
+    run: RunRef,
+    rows: list[dict[str, Any]],
+    accounting: list[dict[str, Any]],
+    validation: dict[str, Any],
+    spread: Sequence[dict[str, Any]] = (),
+) -> LakePath:
     """Keep the tables that failed the gate, with the validation result that failed them. An earlier
     publication of the same run is withdrawn: what the lake holds for it now does not pass."""
-    shutil.rmtree(_run_folder(lake, "published", run), ignore_errors=True)
+    remove_tree(_run_folder(lake, "published", run))
     history_path(lake, run).unlink(missing_ok=True)
     return _write_folder(
         _run_folder(lake, "quarantine", run),
         {
-            "percentiles.md": markdown(rows, accounting),
+            "percentiles.md": markdown(rows, accounting, spread),
             "percentiles.csv": to_csv(rows),
             "validation.json": json.dumps(validation, indent=2, sort_keys=True, default=str),
         },

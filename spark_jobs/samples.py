@@ -2,7 +2,9 @@
 
 They mirror `bench_tasks.analysis` exactly, so the Spark tables and the generator's own result.json agree
 on the same data (tests/spark cross-checks them):
-- a message is identified by (run_id, cell_id, producer_id, seq); its phase is decided by intended time;
+- one run of a cell is identified by (run_id, cell_id, repeat): a cell the matrix repeats runs several times
+  in a run, each repeat with its own schedule, seqs and phase boundaries (a cell run once is repeat 1);
+- a message is identified by (run_id, cell_id, repeat, producer_id, seq); its phase is decided by intended time;
 - a received message counts once, at its earliest receipt; later receipts are `duplicated`;
 - `e2e` = first receipt − intended (basis `intended`, response time) and − sent (basis `sent`, service
   time), both from the header the consumer read; acknowledged metrics (`publish`: JetStream PubAck or
@@ -23,8 +25,16 @@ from pyspark.sql import functions as F
 
 MEASURE = "measure"
 BASES = ("intended", "sent")
-CELL_KEYS = ("run_id", "cell_id")
+CELL_KEYS = ("run_id", "cell_id", "repeat")  # one run of a cell (one repeat)
+MERGED_KEYS = ("run_id", "cell_id")  # a cell with all its repeats: the distributions merged, never averaged
 MESSAGE_KEYS = (*CELL_KEYS, "producer_id", "seq")
+
+
+def with_repeat(df: DataFrame) -> DataFrame:
+    """Rows from before repeats existed (or frames built without the column) are repeat 1."""
+    return df if "repeat" in df.columns else df.withColumn("repeat", F.lit(1))
+
+
 RECEIVED_MEASUREMENTS = "measurement IN ('e2e', 'chain')"  # cells whose consumers' receipts are measured
 
 
@@ -51,11 +61,12 @@ def delivery_guaranteed() -> Column:
 
 
 def cell_facts(cells: DataFrame) -> DataFrame:
-    """One row per cell with what the jobs need from its spec, typed (the cells table keeps JSON)."""
-    return cells.select(
+    """One row per cell (per repeat) with what the jobs need from its spec, typed (the cells table keeps JSON)."""
+    return with_repeat(cells).select(
         "run_id",
         "run_date",
         "cell_id",
+        "repeat",
         "series_key",
         "system",
         "version",
@@ -83,7 +94,7 @@ def in_phases(df: DataFrame, phases: Sequence[str] | None) -> DataFrame:
 
 def receipts(received: DataFrame, phases: Sequence[str] | None = (MEASURE,)) -> DataFrame:
     """Received rows of the measured (final) consumers, labelled with the metric they feed: `e2e`."""
-    return in_phases(received, phases).withColumn("metric", F.lit("e2e"))
+    return in_phases(with_repeat(received), phases).withColumn("metric", F.lit("e2e"))
 
 
 def first_receipts(labelled: DataFrame) -> DataFrame:
@@ -144,7 +155,7 @@ def latency_samples(
         receipts(received, phases).join(facts.where(RECEIVED_MEASUREMENTS).select(*CELL_KEYS), list(CELL_KEYS))
     )
     acked = (
-        in_phases(sent, phases)
+        in_phases(with_repeat(sent), phases)
         .where(F.col("acked_ns").isNotNull())
         .join(facts.where(F.col("acked_metric").isNotNull()).select(*CELL_KEYS, "acked_metric"), list(CELL_KEYS))
         .select(*MESSAGE_KEYS, "intended_ns", "sent_ns", "acked_ns", F.col("acked_metric").alias("metric"))
@@ -161,7 +172,7 @@ def accounting(sent: DataFrame, received: DataFrame, facts: DataFrame) -> DataFr
     acknowledged_but_lost."""
     first = first_receipts(receipts(received).where("metric = 'e2e'")).select(*MESSAGE_KEYS, "receipts")
     rows = (
-        in_phases(sent, (MEASURE,))
+        in_phases(with_repeat(sent), (MEASURE,))
         .join(F.broadcast(facts.select(*CELL_KEYS, "measurement")), list(CELL_KEYS), "right")
         .join(first, list(MESSAGE_KEYS), "left")
     )

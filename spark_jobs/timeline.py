@@ -1,4 +1,4 @@
-"""Timeline job: per cell × metric × basis and second of the schedule, the chronological view.
+"""Timeline job: per cell (per repeat) × metric × basis and second of the schedule, the chronological view.
 
 Columns: second (from the cell's t0, by intended time), phase, count (samples intended in that second),
 sent_per_s (messages actually sent in that second), completed_per_s (receipts or acks arriving in it),
@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from spark_jobs import jobargs, lakeio
 from spark_jobs.exact import summarize
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
-from spark_jobs.samples import CELL_KEYS, cell_facts, latency_samples
+from spark_jobs.samples import CELL_KEYS, cell_facts, latency_samples, with_repeat
 
 NS_PER_S = 1_000_000_000
 TIMELINE_PERCENTILES = ("50", "99")
@@ -39,7 +39,8 @@ def timeline_table(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Da
         samples.withColumn("second", _second("done_ns")).groupBy(*keys).agg(F.count(F.lit(1)).alias("completed_per_s"))
     )
     sends = (
-        sent.where(F.col("sent_ns").isNotNull())
+        with_repeat(sent)
+        .where(F.col("sent_ns").isNotNull())
         .join(F.broadcast(t0), list(CELL_KEYS))
         .withColumn("second", _second("sent_ns"))
         .groupBy(*CELL_KEYS, "second")
@@ -69,7 +70,7 @@ def timeline_table(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Da
     )
 
 
-def run(spark: SparkSession, lake: Path, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
+def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
     table = timeline_table(raw.sent, raw.received, raw.cells)
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_jobs.session import get_spark
 
     args = jobargs.parse(__doc__.splitlines()[0], argv)
-    for path in run(get_spark("sixnines-timeline", args.master), args.lake, args.run_ids):
+    for path in run(get_spark("sixnines-timeline", args.master, lake=args.lake), args.lake, args.run_ids):
         print(f"timeline: {path}")
     return 0
 

@@ -5,7 +5,8 @@ Fleming et al., "Hunter", ICPE 2023). Histories shorter than `Settings.min_point
 so the checked run is compared with the median and min–max of the runs before it instead.
 
 The alert rule: the checked run (the newest by default) lies in the segment after a change point that made
-latency higher by more than `magnitude` (p ≤ `max_pvalue` for Otava's points). Improvements and earlier
+latency higher by more than `magnitude` — or, for a repeated cell, by more than its repeats' own run-to-run
+variation when that is larger (`bar`) — (p ≤ `max_pvalue` for Otava's points). Improvements and earlier
 shifts are recorded as change points but do not alert; an alert stays up, night after night, until a later
 change point (the fix) starts a new segment — its `run_id` says which shift it is, so a notifier can dedupe.
 """
@@ -20,8 +21,9 @@ from typing import Any
 
 from otava.analysis import TTestSignificanceTester, compute_change_points, fill_missing
 
+from ..storage import S3Path
 from .history import read_history
-from .model import NS_PER_MS, Alert, ChangePoint, RegressionError, RegressionResult, Series, Settings
+from .model import NS_PER_MS, Alert, ChangePoint, Point, RegressionError, RegressionResult, Series, Settings
 from .series import build_series, nightly_key, release_key
 
 
@@ -73,6 +75,7 @@ def _versions(values: Iterable[str]) -> tuple[str, ...]:
 
 def _record(
     series: Series,
+    settings_magnitude: float,
     method: str,
     index: int,
     before: slice,
@@ -84,6 +87,7 @@ def _record(
 ) -> ChangePoint:
     left, right = series.points[before], series.points[after]
     first = series.points[index]
+    noise = repeat_noise((*left, *right))
     return ChangePoint(
         series_key=series.series_key,
         metric=series.metric,
@@ -106,7 +110,20 @@ def _record(
         versions_before=_versions(p.version for p in left),
         versions_after=_versions(p.version for p in right),
         spread_ms=None if spread_ns is None else (spread_ns[0] / NS_PER_MS, spread_ns[1] / NS_PER_MS),
+        noise=noise,
+        threshold=bar(settings_magnitude, noise),
     )
+
+
+def repeat_noise(points: Iterable[Point]) -> float | None:
+    """Median run-to-run variation (fraction) of the points that have one (repeated cells); None otherwise."""
+    noise = [p.noise for p in points if p.noise is not None]
+    return statistics.median(noise) if noise else None
+
+
+def bar(magnitude: float, noise: float | None) -> float:
+    """The worsening an alert needs: the configured magnitude, raised to the repeats' own noise."""
+    return magnitude if noise is None else max(magnitude, noise)
 
 
 def otava_change_points(series: Series, settings: Settings) -> list[ChangePoint]:
@@ -116,6 +133,7 @@ def otava_change_points(series: Series, settings: Settings) -> list[ChangePoint]
     return [
         _record(
             series,
+            settings.magnitude,
             "otava",
             s.index,
             slice(bounds[i], s.index),
@@ -142,8 +160,8 @@ def baseline_change(series: Series, position: int, settings: Settings) -> Change
     better = value < median * (1 - settings.magnitude) and value < low
     if not (worse or better):
         return None
-    after = slice(position, position + 1)
-    return _record(series, "baseline", position, slice(start, position), after, median, value, None, (low, high))
+    before, after = slice(start, position), slice(position, position + 1)
+    return _record(series, settings.magnitude, "baseline", position, before, after, median, value, None, (low, high))
 
 
 def analyse_series(series: Series, run_id: str, settings: Settings) -> tuple[list[ChangePoint], Alert | None]:
@@ -160,7 +178,7 @@ def analyse_series(series: Series, run_id: str, settings: Settings) -> tuple[lis
         governing = [c for c in changes if c.index <= position]
         last = governing[-1] if governing else None
         significant = last is not None and (last.p_value is None or last.p_value <= settings.max_pvalue)
-        if last is not None and significant and last.relative_change > settings.magnitude:
+        if last is not None and significant and last.relative_change > bar(settings.magnitude, last.noise):
             return changes, Alert(last, run_id)
     return changes, None
 
@@ -199,6 +217,8 @@ def analyse(rows: Sequence[dict[str, Any]], settings: Settings, run_id: str | No
     return RegressionResult(run_date, run, settings, tuple(changes), tuple(alerts), checked, skipped)
 
 
-def detect(lake_root: Path, settings: Settings | None = None, run_id: str | None = None) -> RegressionResult:
+def detect(
+    lake_root: str | Path | S3Path, settings: Settings | None = None, run_id: str | None = None
+) -> RegressionResult:
     """Read the lake's published history and check `run_id` (default: the newest run) for regressions."""
-    return analyse(read_history(Path(lake_root)), settings or Settings(), run_id)
+    return analyse(read_history(lake_root), settings or Settings(), run_id)

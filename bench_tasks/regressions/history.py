@@ -10,16 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from ..lake import HISTORY_DIR
 from ..lake import history_files as lake_history_files
 from ..percentiles import PERCENTILES
+from ..storage import LakePath, lake_path, read_parquet, read_parquet_schema
 from .model import RegressionError
 
 HISTORY_AREA = HISTORY_DIR
 # Schema versions of the analytics tables this reader understands (spark_jobs.percentiles.TABLES_SCHEMA_VERSION).
-SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
+SUPPORTED_SCHEMA_VERSIONS = frozenset({1, 2})
 
 
 def percentile_column(percentile: str) -> str:
@@ -46,21 +45,32 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, *VALUE_COLUMNS.values())
 
 
-def history_files(lake_root: Path) -> list[Path]:
+def variation_column(percentile: str) -> str:
+    """`99.9` → `p99_9_variation_pct`: the run-to-run % variation across a repeated cell's repeats
+    (spark_jobs.repeats.variation_column); `max` → `max_variation_pct`."""
+    return percentile_column(percentile).removesuffix("_ns") + "_variation_pct"
+
+
+# Present from table schema 2 on, and null for cells run once: a history without them has no repeat noise.
+NOISE_COLUMNS: dict[str, str] = {p: variation_column(p) for p in SERIES_PERCENTILES}
+
+
+def history_files(lake_root: str | Path | LakePath) -> list[LakePath]:
     """The history's files (one per published run, see bench_tasks.lake.HISTORY_DIR) in run date order."""
     return lake_history_files(lake_root)
 
 
-def read_file(path: Path) -> list[dict[str, Any]]:
+def read_file(path: LakePath) -> list[dict[str, Any]]:
     """The overall rows (leader null) of one part file, only the required columns."""
     try:
-        names = set(pq.read_schema(path).names)
+        names = set(read_parquet_schema(path).names)
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise RegressionError(f"{path}: not a readable Parquet file ({exc})") from exc
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise RegressionError(f"{path}: missing column(s) {', '.join(missing)} needed by regression detection")
-    rows = pq.read_table(path, columns=list(REQUIRED_COLUMNS)).to_pylist()
+    optional = [c for c in NOISE_COLUMNS.values() if c in names]
+    rows = read_parquet(path, columns=[*REQUIRED_COLUMNS, *optional]).to_pylist()
     versions = {r["schema_version"] for r in rows} - SUPPORTED_SCHEMA_VERSIONS
     if versions:
         raise RegressionError(
@@ -70,9 +80,10 @@ def read_file(path: Path) -> list[dict[str, Any]]:
     return [r for r in rows if r["leader"] is None]
 
 
-def read_history(lake_root: Path) -> list[dict[str, Any]]:
+def read_history(lake_root: str | Path | LakePath) -> list[dict[str, Any]]:
     """Every overall row of every published run. An empty history is an error: there is nothing to check."""
     files = history_files(lake_root)
     if not files:
-        raise RegressionError(f"{Path(lake_root) / HISTORY_AREA}: no published history (<run_date>__<run_id>.parquet)")
+        area = lake_path(lake_root) / HISTORY_AREA
+        raise RegressionError(f"{area}: no published history (<run_date>__<run_id>.parquet)")
     return [row for path in files for row in read_file(path)]

@@ -38,6 +38,10 @@ class Settings:
     - `window_len` 50: Otava's default; about seven weeks of nightly runs per window.
     - `min_points` 10: below this the history is "short" and the baseline comparison is used instead. Five
       points on either side of a shift are about the least for a t-test to reach p ≤ 0.001 on ±5 % noise.
+    - Run-to-run noise: where the matrix repeats a cell, each run records how much its repeats disagreed
+      (`<p>_variation_pct`, JLBH's % variation). A shift must then exceed that noise too: the bar is
+      max(`magnitude`, median variation of the runs around the shift), so a cell whose repeats vary by 15 %
+      cannot alert on a 12 % move.
     - `baseline_runs` 7 / `min_baseline_runs` 3: the fallback compares the newest run with the median and
       min–max of up to a week of earlier runs, and says nothing with fewer than three (no spread to respect).
     """
@@ -81,6 +85,7 @@ class Point:
     label: str
     system: str
     value_ns: float
+    noise: float | None = None  # run-to-run variation across the cell's repeats in this run (fraction), if repeated
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,8 @@ class ChangePoint:
     versions_before: tuple[str, ...]
     versions_after: tuple[str, ...]
     spread_ms: tuple[float, float] | None = None  # baseline min–max (method "baseline" only)
+    noise: float | None = None  # median run-to-run variation of the runs on both sides (repeated cells only)
+    threshold: float | None = None  # the worsening an alert needed: max(magnitude, noise)
 
     @property
     def worse(self) -> bool:
@@ -149,9 +156,10 @@ class Alert:
 
     def summary(self) -> str:
         c = self.change
+        noise = "" if c.noise is None else f"; repeats vary by {c.noise:.1%}, so the bar was {c.threshold:.1%}"
         return (
             f"{c.label} [{c.series_key}] {c.metric}/{c.basis} p{c.percentile}: {c.before_ms:.3f} → "
-            f"{c.after_ms:.3f} ms ({c.relative_change:+.1%}) from run {c.run_id} ({c.run_date})"
+            f"{c.after_ms:.3f} ms ({c.relative_change:+.1%}{noise}) from run {c.run_id} ({c.run_date})"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Both files are written into a staging folder that is renamed into place, so a reader (the report, the
 notifier) sees either the previous check of the run or this one, never half of each; re-checking a run
-replaces its folder.
+replaces its folder. On an S3 lake each file is one PUT (whole or absent), `alerts.json` last, since readers
+start from it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..storage import LakePath, S3Path, lake_path, write_parquet_object, write_text
 from .model import RESULTS_SCHEMA_VERSION, RegressionResult
 
 REGRESSIONS_AREA = "regressions"
@@ -51,8 +53,8 @@ CHANGE_POINTS_SCHEMA = pa.schema(
 )
 
 
-def results_dir(lake_root: Path, result: RegressionResult) -> Path:
-    return Path(lake_root) / REGRESSIONS_AREA / f"run_date={result.run_date}" / f"run_id={result.run_id}"
+def results_dir(lake_root: str | Path | LakePath, result: RegressionResult) -> LakePath:
+    return lake_path(lake_root) / REGRESSIONS_AREA / f"run_date={result.run_date}" / f"run_id={result.run_id}"
 
 
 def change_points_table(result: RegressionResult) -> pa.Table:
@@ -70,9 +72,13 @@ def change_points_table(result: RegressionResult) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=CHANGE_POINTS_SCHEMA)
 
 
-def write_results(lake_root: Path, result: RegressionResult) -> Path:
+def write_results(lake_root: str | Path | LakePath, result: RegressionResult) -> LakePath:
     """Write both files atomically (staging folder + rename) and return the folder."""
     final = results_dir(lake_root, result)
+    if isinstance(final, S3Path):
+        write_parquet_object(change_points_table(result), final / "change_points.parquet")
+        write_text(final / "alerts.json", json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        return final
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = final.with_name(f".staging-{final.name}-{secrets.token_hex(4)}")
     staging.mkdir()

@@ -20,7 +20,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .history import SERIES_PERCENTILES, VALUE_COLUMNS
+from .history import NOISE_COLUMNS, SERIES_PERCENTILES, VALUE_COLUMNS
 from .model import Point, Series
 
 
@@ -36,7 +36,13 @@ def nightly_key(row: dict[str, Any]) -> tuple[str, str]:
     return (str(row["run_date"]), str(row["run_id"]))
 
 
-def _points(rows: Iterable[dict[str, Any]], column: str) -> tuple[Point, ...]:
+def _noise(row: dict[str, Any], column: str) -> float | None:
+    """The run's own run-to-run variation of this statistic (a fraction), when the cell was repeated."""
+    value = row.get(column)
+    return None if value is None else float(value) / 100.0
+
+
+def _points(rows: Iterable[dict[str, Any]], column: str, noise_column: str) -> tuple[Point, ...]:
     return tuple(
         Point(
             run_date=str(r["run_date"]),
@@ -46,6 +52,7 @@ def _points(rows: Iterable[dict[str, Any]], column: str) -> tuple[Point, ...]:
             label=str(r["label"] or ""),
             system=str(r["system"]),
             value_ns=float(r[column]),
+            noise=_noise(r, noise_column),
         )
         for r in rows
         if r[column] is not None
@@ -85,7 +92,7 @@ def build_series(rows: Iterable[dict[str, Any]]) -> tuple[list[Series], int]:
             views.append(("version", by_version))
         for view, ordered in views:
             for percentile in SERIES_PERCENTILES:
-                points = _points(ordered, VALUE_COLUMNS[percentile])
+                points = _points(ordered, VALUE_COLUMNS[percentile], NOISE_COLUMNS[percentile])
                 if not points:
                     unsupported += 1
                     continue

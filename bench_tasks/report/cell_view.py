@@ -23,7 +23,7 @@ BASES = ("intended", "sent")
 
 
 def anchor(cell: CellData) -> str:
-    return f"cell-{cell.key.cell_id}"
+    return f"cell-{cell.key.instance}"
 
 
 def measure_values(cell: CellData, metric: str, basis: str) -> np.ndarray:
@@ -176,7 +176,7 @@ def phases_s(cell: CellData) -> list[tuple[str, float, float]]:
 def metric_charts(cell: CellData, metric: str) -> str:
     """The three views of one metric: spectrum (measure phase), scatter (all phases), histogram (measure)."""
     assert cell.analysis is not None
-    cid, t0 = cell.key.cell_id, cell.t0_ns or 0
+    cid, t0 = cell.key.instance, cell.t0_ns or 0
     curves = [
         Curve(
             BASIS_STYLE[b][0],
@@ -204,16 +204,16 @@ def metric_charts(cell: CellData, metric: str) -> str:
         for b in BASES
     ]
     return (
-        page.chart(spectrum_chart(f"{metric}: percentile spectrum, measure phase — {cell.key.label}", curves))
+        page.chart(spectrum_chart(f"{metric}: percentile spectrum, measure phase — {cell.key.title}", curves))
         + page.chart(
             scatter_chart(
-                f"{metric}: every sample by intended send time — {cell.key.label}",
+                f"{metric}: every sample by intended send time — {cell.key.title}",
                 everything,
                 phases_s(cell),
                 markers(cell),
             )
         )
-        + page.chart(histogram_chart(f"{metric}: latency histogram, measure phase — {cell.key.label}", measured))
+        + page.chart(histogram_chart(f"{metric}: latency histogram, measure phase — {cell.key.title}", measured))
     )
 
 
@@ -226,7 +226,7 @@ def cell_section(cell: CellData) -> str:
     )
     if cell.analysis is None:
         body = head + page.note(f"no charts: {cell.analysis_error}") + "<h3>Context</h3>" + context_table(cell)
-        return page.section(anchor(cell), k.label or k.cell_id, body)
+        return page.section(anchor(cell), k.title or k.cell_id, body)
     parts = [head, "<h3>Percentiles</h3>", percentile_table(cell)]
     for metric in cell.analysis.metrics:
         parts += [f"<h3>{page.esc(metric)}</h3>", metric_charts(cell, metric)]
@@ -241,4 +241,4 @@ def cell_section(cell: CellData) -> str:
     if events:
         parts += ["<h3>Faults and leader changes</h3>", page.records_table(events)]
     parts += ["<h3>Context</h3>", context_table(cell)]
-    return page.section(anchor(cell), k.label or k.cell_id, "".join(parts))
+    return page.section(anchor(cell), k.title or k.cell_id, "".join(parts))

@@ -21,7 +21,7 @@ def pair_spectra(a: CellData, b: CellData) -> str:
         curves = [
             Curve(
                 f"{side} ({cell.key.spec.get('version')}) {BASIS_STYLE[basis][0]}",
-                f"compare-{a.key.series_key}-{metric}-{side}-{basis}",
+                f"compare-{a.key.series_key}-r{a.key.repeat}-{metric}-{side}-{basis}",
                 spectrum(measure_values(cell, metric, basis)),
                 RUN_STYLE[side],
                 dashed=basis == "sent",
@@ -29,27 +29,27 @@ def pair_spectra(a: CellData, b: CellData) -> str:
             for side, cell in (("A", a), ("B", b))
             for basis in BASES
         ]
-        charts.append(page.chart(spectrum_chart(f"{metric}: run A vs run B — {b.key.label}", curves)))
+        charts.append(page.chart(spectrum_chart(f"{metric}: run A vs run B — {b.key.title}", curves)))
     return "".join(charts)
 
 
 def render_compare(run_a: RunData, run_b: RunData) -> str:
     """Pairs by series key (pairing refuses, naming the differing fields, when nothing pairs)."""
     pairs = pairs_across_runs([c.key for c in run_a.cells], [c.key for c in run_b.cells])
-    a_by = {c.key.cell_id: c for c in run_a.cells}
-    b_by = {c.key.cell_id: c for c in run_b.cells}
+    a_by = {c.key.instance: c for c in run_a.cells}
+    b_by = {c.key.instance: c for c in run_b.cells}
     sections, index = [], [("runs", "Runs")]
-    unpaired = [c.key.label for c in run_b.cells if c.key.cell_id not in {p.b.cell_id for p in pairs}]
+    unpaired = [c.key.title for c in run_b.cells if c.key.instance not in {p.b.instance for p in pairs}]
     for i, pair in enumerate(pairs, 1):
-        a, b = a_by[pair.a.cell_id], b_by[pair.b.cell_id]
+        a, b = a_by[pair.a.instance], b_by[pair.b.instance]
         anchor = f"pair-{i}"
-        index.append((anchor, b.key.label))
+        index.append((anchor, b.key.title))
         if a.analysis is None or b.analysis is None:
             missing = a if a.analysis is None else b
             body = page.note(f"cell {missing.key.cell_id} has no analysis: {missing.analysis_error}")
         else:
             body = pair_spectra(a, b) + ratio_block(pair, a, b, "B/A")
-        sections.append(page.section(anchor, f"{i}. {b.key.label}", body))
+        sections.append(page.section(anchor, f"{i}. {b.key.title}", body))
     runs = (
         "<h3>A</h3>"
         + index_table(run_a.cells)

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..analysis import CellAnalysis, analyze
+from ..lake import CommittedCell, committed_cells
 from ..records import RECEIVED_SCHEMA, SENT_SCHEMA
+from ..storage import LakePath, committed_folder, lake_path, read_parquet
 from .pairing import CellKey, ReportError
 
 TABLE_ROWS_SHOWN = 200  # a pipeline table longer than this is cut in the report (the Parquet has it all)
@@ -28,7 +29,7 @@ class CellData:
     """One landed cell: what result.json recorded, and the analysis recomputed from its Parquet files."""
 
     key: CellKey
-    folder: Path
+    folder: LakePath
     result: dict[str, Any]
     analysis: CellAnalysis | None
     analysis_error: str | None = None
@@ -46,7 +47,7 @@ class CellData:
 class RunData:
     """A run's cells plus whatever the pipeline wrote about it (each None when absent)."""
 
-    lake_root: Path
+    lake_root: LakePath
     run_id: str
     run_date: str
     cells: list[CellData]
@@ -57,43 +58,49 @@ class RunData:
     notes: list[str] = field(default_factory=list)  # files that exist but could not be read
 
 
-def find_run(lake_root: Path, run_id: str) -> tuple[str, Path]:
+def find_run(lake_root: str | Path | LakePath, run_id: str) -> tuple[str, LakePath]:
     """The run's date and raw folder; a precise error listing known runs when it is not in the lake."""
-    found = sorted((Path(lake_root) / "raw").glob(f"run_date=*/run_id={run_id}"))
+    raw = lake_path(lake_root) / "raw"
+    found = sorted(raw.glob(f"run_date=*/run_id={run_id}"))
     if not found:
-        known = sorted(p.name.removeprefix("run_id=") for p in (Path(lake_root) / "raw").glob("run_date=*/run_id=*"))
+        known = sorted(p.name.removeprefix("run_id=") for p in raw.glob("run_date=*/run_id=*"))
         hint = f"; runs in the lake: {', '.join(known[-10:])}" if known else "; the lake has no runs"
-        raise ReportError(f"no run {run_id} under {Path(lake_root) / 'raw'}{hint}")
+        raise ReportError(f"no run {run_id} under {raw}{hint}")
     return found[-1].parent.name.removeprefix("run_date="), found[-1]
 
 
-def load_run(lake_root: Path, run_id: str) -> RunData:
-    run_date, run_dir = find_run(lake_root, run_id)
-    run = RunData(Path(lake_root), run_id, run_date, [load_cell(f, run_id) for f in _cell_folders(lake_root, run_dir)])
+def load_run(lake_root: str | Path | LakePath, run_id: str) -> RunData:
+    root = lake_path(lake_root)
+    run_date, run_dir = find_run(root, run_id)
+    cells = [load_cell(c.folder, run_id, c.cell_id) for c in _cell_folders(root, run_dir)]
+    run = RunData(root, run_id, run_date, cells)
     _load_pipeline_outputs(run)
     return run
 
 
-def _cell_folders(lake_root: Path, run_dir: Path) -> list[Path]:
-    """Cells in landing order (the cells table's row order), then any folder the table does not list."""
-    folders = sorted(p for p in run_dir.glob("cell_id=*") if (p / "result.json").exists())
-    cells_path = Path(lake_root) / "runs" / run_dir.parent.name / run_dir.name / "cells.parquet"
+def _cell_folders(lake_root: LakePath, run_dir: LakePath) -> list[CommittedCell]:
+    """Committed cells (each repeat of a repeated cell) in landing order (the cells table's row order), then
+    any the table does not list."""
+    found = [c for c in committed_cells(run_dir) if (c.folder / "result.json").exists()]
+    cells_path = lake_root / "runs" / run_dir.parent.name / run_dir.name / "cells.parquet"
     try:
-        order = pq.read_table(cells_path, columns=["cell_id"])["cell_id"].to_pylist()
+        rows = read_parquet(cells_path).to_pylist()
     except Exception:  # absent or unreadable: folder order is as good
-        order = []
-    rank = {cid: i for i, cid in enumerate(order)}
-    return sorted(folders, key=lambda p: rank.get(p.name.removeprefix("cell_id="), len(rank)))
+        rows = []
+    rank = {(row["cell_id"], row.get("repeat") or 1): i for i, row in enumerate(rows)}
+    return sorted(found, key=lambda c: rank.get((c.cell_id, c.repeat), len(rank)))
 
 
-def load_cell(folder: Path, run_id: str) -> CellData:
+def load_cell(folder: LakePath, run_id: str, cell_id: str | None = None) -> CellData:
     result = json.loads((folder / "result.json").read_text())
     key = CellKey(
         run_id=str(result.get("run_id") or run_id),
-        cell_id=str(result.get("cell_id") or folder.name.removeprefix("cell_id=")),
+        cell_id=str(result.get("cell_id") or cell_id or folder.name.removeprefix("cell_id=")),
         series_key=str(result.get("series_key", "")),
         label=str(result.get("label", "")),
         spec=result.get("spec") or {},
+        repeat=int(result.get("repeat") or 1),
+        repeats=int(result.get("repeats") or 1),
     )
     cell = CellData(key, folder, result, None)
     phases = result.get("phases")
@@ -107,7 +114,7 @@ def load_cell(folder: Path, run_id: str) -> CellData:
     return cell
 
 
-def recompute(folder: Path, result: dict[str, Any]) -> CellAnalysis:
+def recompute(folder: LakePath, result: dict[str, Any]) -> CellAnalysis:
     """The cell's analysis from its landed Parquet files, as landing computed it."""
     spec = result["spec"]
     measurement = spec["measurement"]
@@ -138,8 +145,8 @@ def acked_metric(result: dict[str, Any]) -> str | None:
     return "publish"
 
 
-def _read_parts(folder: Path, pattern: str, schema: pa.Schema) -> pa.Table:
-    parts = [conform(pq.read_table(p), schema) for p in sorted(folder.glob(pattern))]
+def _read_parts(folder: LakePath, pattern: str, schema: pa.Schema) -> pa.Table:
+    parts = [conform(read_parquet(p), schema) for p in sorted(folder.glob(pattern))]
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
@@ -154,11 +161,14 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _load_pipeline_outputs(run: RunData) -> None:
     """Tables, data-quality results and regression alerts written for this run, when they exist."""
-    part = Path(f"run_date={run.run_date}") / f"run_id={run.run_id}"
+    part = f"run_date={run.run_date}/run_id={run.run_id}"
     for folder in sorted((run.lake_root / "tables").glob(f"*/{part}")):
         name = folder.parent.parent.name
         try:
-            run.tables[name] = pq.read_table(folder).slice(0, TABLE_ROWS_SHOWN)
+            files = committed_folder(folder)  # an S3 table is its committed attempt
+            if files is None:
+                continue
+            run.tables[name] = read_parquet(files).slice(0, TABLE_ROWS_SHOWN)
         except Exception as exc:
             run.notes.append(f"table {name} could not be read: {exc}")
     for validation in sorted(run.lake_root.glob(f"*/{part}/validation.json")):
@@ -176,7 +186,7 @@ def _load_pipeline_outputs(run: RunData) -> None:
             run.notes.append(f"history could not be read for the regression plots: {exc}")
 
 
-def _read_json(path: Path, run: RunData) -> Any:
+def _read_json(path: LakePath, run: RunData) -> Any:
     try:
         return json.loads(path.read_text())
     except Exception as exc:

@@ -35,6 +35,17 @@ class CellKey:
     series_key: str
     label: str
     spec: Mapping[str, Any]
+    repeat: int = 1
+    repeats: int = 1
+
+    @property
+    def instance(self) -> str:
+        """Unique within a run: the cell id, with `-rK` for repeat K of a repeated cell (matrix.Cell.instance)."""
+        return self.cell_id if self.repeats == 1 else f"{self.cell_id}-r{self.repeat}"
+
+    @property
+    def title(self) -> str:
+        return self.label + (f" · repeat {self.repeat}/{self.repeats}" if self.repeats > 1 else "")
 
 
 @dataclass(frozen=True)
@@ -65,10 +76,13 @@ def spec_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, .
 
 
 def pairs_within_run(cells: Sequence[CellKey]) -> list[Pair]:
-    """Every two cells of one run whose specs differ in exactly one field, A before B in run order."""
+    """Every two cells of one run whose specs differ in exactly one field, A before B in run order. Repeated
+    cells pair repeat with repeat (A r2 with B r2), so every ratio divides two runs made side by side."""
     pairs = []
     for i, a in enumerate(cells):
         for b in cells[i + 1 :]:
+            if a.repeat != b.repeat:
+                continue
             differs = spec_differences(a.spec, b.spec)
             if len(differs) == 1:
                 pairs.append(Pair(a, b, differs))
@@ -79,11 +93,11 @@ def pairs_across_runs(run_a: Sequence[CellKey], run_b: Sequence[CellKey]) -> lis
     """Cells of run B paired with the cell of run A that has the same series key.
 
     Raises ReportError naming the differing fields of the closest cells when no series key is shared."""
-    by_key = {c.series_key: c for c in run_a}
+    by_key = {(c.series_key, c.repeat): c for c in run_a}  # repeat K of a repeated cell with repeat K
     pairs = [
-        Pair(by_key[b.series_key], b, spec_differences(by_key[b.series_key].spec, b.spec))
+        Pair(by_key[b.series_key, b.repeat], b, spec_differences(by_key[b.series_key, b.repeat].spec, b.spec))
         for b in run_b
-        if b.series_key in by_key
+        if (b.series_key, b.repeat) in by_key
     ]
     if pairs:
         return pairs

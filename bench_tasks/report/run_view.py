@@ -11,6 +11,7 @@ from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_c
 from .data import CellData, RunData
 from .pairing import RATIO_KEYS, Pair, pairs_within_run, ratios
 from .spectrum import spectrum
+from .variation_view import variation_section
 
 
 def analysed(cells: Sequence[CellData]) -> list[CellData]:
@@ -30,7 +31,7 @@ def index_table(cells: Sequence[CellData]) -> str:
         acc = c.result.get("accounting") or {}
         rows.append(
             [
-                c.key.label,
+                c.key.title,
                 c.status,
                 c.key.cell_id,
                 c.key.series_key,
@@ -54,8 +55,8 @@ def overlay_section(cells: Sequence[CellData]) -> str:
             continue
         curves = [
             Curve(
-                c.key.label,
-                f"overlay-{metric}-{c.key.cell_id}",
+                c.key.title,
+                f"overlay-{metric}-{c.key.instance}",
                 spectrum(measure_values(c, metric, "intended")),
                 CYCLE[i % len(CYCLE)],
             )
@@ -82,7 +83,7 @@ def pair_lines(a: CellData, b: CellData) -> list[RatioLine]:
             lines.append(
                 RatioLine(
                     f"{metric} {BASIS_STYLE[basis][0]}",
-                    f"ratio-{a.key.cell_id}-{b.key.cell_id}-{metric}-{basis}",
+                    f"ratio-{a.key.instance}-{b.key.instance}-{metric}-{basis}",
                     ratios(summary_ms(a, metric, basis), summary_ms(b, metric, basis)),
                     CYCLE[i % len(CYCLE)],
                     dashed=basis == "sent",
@@ -101,7 +102,7 @@ def ratio_block(pair: Pair, a: CellData, b: CellData, heading: str) -> str:
     ]
     table = page.table(("B/A", *(k if k == "max" else f"p{k}" for k in RATIO_KEYS)), rows)
     text = (
-        f'<p class="meta">A = {page.esc(a.key.label)} ({a.key.cell_id}), B = {page.esc(b.key.label)} '
+        f'<p class="meta">A = {page.esc(a.key.title)} ({a.key.cell_id}), B = {page.esc(b.key.title)} '
         f"({b.key.cell_id}); differs in {page.esc(differs)}</p>"
     )
     title = f"{heading}: B/A per percentile — {differs}"
@@ -116,8 +117,10 @@ def _field(spec: Any, dotted: str) -> Any:
 
 def ratios_section(cells: Sequence[CellData]) -> str:
     ok = analysed(cells)
-    by_id = {c.key.cell_id: c for c in ok}
-    pairs = [p for p in pairs_within_run([c.key for c in ok]) if shared_metrics(by_id[p.a.cell_id], by_id[p.b.cell_id])]
+    by_id = {c.key.instance: c for c in ok}
+    pairs = [
+        p for p in pairs_within_run([c.key for c in ok]) if shared_metrics(by_id[p.a.instance], by_id[p.b.instance])
+    ]
     if not pairs:
         body = page.note(
             "no comparable pair in this run: a ratio needs two analysed cells that measured a metric in common "
@@ -125,7 +128,7 @@ def ratios_section(cells: Sequence[CellData]) -> str:
         )
     else:
         body = "".join(
-            ratio_block(p, by_id[p.a.cell_id], by_id[p.b.cell_id], f"pair {i}") for i, p in enumerate(pairs, 1)
+            ratio_block(p, by_id[p.a.instance], by_id[p.b.instance], f"pair {i}") for i, p in enumerate(pairs, 1)
         )
     return page.section("ratios", "Ratios between cells that differ in one field", body)
 
@@ -187,11 +190,14 @@ def render_run(run: RunData) -> str:
         page.section("index", "Cells", index_table(cells))
         + overlay_section(cells)
         + ratios_section(cells)
+        + variation_section(cells)
         + regressions_section(run)
         + pipeline_section(run)
         + "".join(cell_section(c) for c in cells)
     )
-    index = [("index", "Cells"), *((anchor(c), c.key.label or c.key.cell_id) for c in cells)]
-    index += [("ratios", "Ratios"), ("regressions", "Regressions")]
+    index = [("index", "Cells"), *((anchor(c), c.key.title or c.key.cell_id) for c in cells)]
+    index += [("ratios", "Ratios")]
+    index += [("variation", "Run-to-run variation")] if any(c.key.repeats > 1 for c in cells) else []
+    index += [("regressions", "Regressions")]
     subtitle = f"run {run.run_id} · {run.run_date} · {len(cells)} cell(s) · lake {run.lake_root}"
     return page.document(f"sixnines report — run {run.run_id}", subtitle, index, body)

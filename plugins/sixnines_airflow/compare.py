@@ -105,17 +105,16 @@ def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
 @task(retries=1, trigger_rule="all_done")
 def compare(ran: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """Compare the landed rows of this run across versions; write the comparison beside the run's tables."""
-    import pyarrow.parquet as pq
-
     from bench_tasks.compare import COMPARISON_SCHEMA_VERSION, compare_versions, format_comparison
     from bench_tasks.lake import Lake, write_json
+    from bench_tasks.storage import read_parquet
 
     context = get_current_context()
     params, run = context["params"], run_info(context)
     versions = [v if v != "latest" else SYSTEM_VERSIONS[params["system"]][0] for v in params["versions"]]
     lake = Lake(lake_root())
     path = lake.cells_path(run)
-    rows = pq.read_table(path).to_pylist() if path.exists() else []
+    rows = read_parquet(path).to_pylist() if path.exists() else []
     entries = compare_versions(rows, versions)
     log.info("versions compared (ms):\n%s", format_comparison(entries, versions))
     out = lake.root / "tables" / "comparisons" / f"run_date={run.run_date}" / f"run_id={run.run_id}" / "versions.json"

@@ -20,6 +20,7 @@ from typing import Any
 from airflow.sdk import BaseNotifier
 
 from bench_tasks.lake import write_json
+from bench_tasks.storage import LakePath
 
 from .runtime import lake_root, run_info, work_for
 
@@ -166,7 +167,7 @@ def failure_record(context: Any) -> dict[str, Any]:
     }
 
 
-def record_path(lake: Path, record: dict[str, Any]) -> Path:
+def record_path(lake: LakePath, record: dict[str, Any]) -> LakePath:
     return (
         lake
         / "notifications"

@@ -15,15 +15,18 @@ from typing import Any
 from bench_tasks.lake import RunInfo
 from bench_tasks.lifecycle import CellWork
 from bench_tasks.paths import cache_dir
+from bench_tasks.storage import LakePath, lake_path
 
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = REPO / "matrices"
 POOL = "sixnines_bench"
 
 
-def lake_root() -> Path:
-    """`SIXNINES_LAKE`, or `lake/` beside the DAGs (the Makefile sets it)."""
-    return Path(os.environ.get("SIXNINES_LAKE", REPO / "lake")).resolve()
+def lake_root() -> LakePath:
+    """`SIXNINES_LAKE` (a folder, or `s3://bucket/prefix` reached through the connection named by
+    `SIXNINES_LAKE_CONN_ID`), or `lake/` beside the DAGs (the Makefile sets it)."""
+    root = lake_path(os.environ.get("SIXNINES_LAKE") or REPO / "lake")
+    return root.resolve() if isinstance(root, Path) else root
 
 
 def run_info(context: Any) -> RunInfo:

@@ -20,7 +20,7 @@ from typing import Any
 from airflow.sdk import DAG, Asset, Param, TaskGroup, dag, get_current_context, task
 
 from bench_tasks.errors import MatrixError, SixninesError
-from bench_tasks.matrix import Cell, Matrix, load_matrix
+from bench_tasks.matrix import Cell, Matrix, expand_repeats, load_matrix
 from bench_tasks.systems import SYSTEM_VERSIONS
 
 from . import cell_tasks, tail
@@ -65,10 +65,18 @@ class BrokenMatrices(DAG):
 
 
 def group_id(index: int, cell: Cell) -> str:
-    """Stable at parse time (the cell id may change when `latest` or an override resolves): position + shape."""
+    """Stable at parse time (the cell id may change when `latest` or an override resolves): position in the
+    matrix + shape, and `_rK` for repeat K of a repeated cell (every repeat of a cell shares its position)."""
     s = cell.spec
     setup = s.broker.mode if s.system == "nats" else f"b{s.broker.brokers}"  # type: ignore[union-attr]
-    return f"c{index:02d}_{s.system}_{setup}_{s.measurement}"
+    repeat = f"_r{cell.repeat}" if cell.repeats > 1 else ""
+    return f"c{index:02d}_{s.system}_{setup}_{s.measurement}{repeat}"
+
+
+def cell_groups(matrix: Matrix) -> list[tuple[str, Cell]]:
+    """Every TaskGroup of the sweep in run order (repeats in rounds, matrix.expand_repeats) with its cell."""
+    position = {c.id: i for i, c in enumerate(matrix.cells, 1)}
+    return [(group_id(position[c.id], c), c) for c in expand_repeats(matrix.cells)]
 
 
 def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
@@ -90,22 +98,23 @@ def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
     )
     def sweep() -> None:
         previous = None
-        for index, cell in enumerate(matrix.cells, 1):
-            previous = _cell_group(index, cell, previous)
+        for group, cell in cell_groups(matrix):
+            previous = _cell_group(group, cell, previous)
         released = release_brokers()
         if previous is not None:
             previous >> released
-        groups = [group_id(i, c) for i, c in enumerate(matrix.cells, 1)]
+        groups = [group for group, _ in cell_groups(matrix)]
         landed = tables.override(outlets=[asset])()
         released >> landed >> tail.analysis() >> tail.regressions() >> tail.report() >> verdict(groups)
 
     return sweep()
 
 
-def _cell_group(index: int, cell: Cell, previous: Any) -> Any:
-    """One cell's TaskGroup; returns its teardown, which the next cell's provision waits for."""
+def _cell_group(group: str, cell: Cell, previous: Any) -> Any:
+    """One cell's (repeat's) TaskGroup; returns its teardown, which the next cell's provision waits for."""
     w = cell.spec.workload
-    with TaskGroup(group_id=group_id(index, cell), tooltip=cell.label):
+    repeat = f" (repeat {cell.repeat} of {cell.repeats})" if cell.repeats > 1 else ""
+    with TaskGroup(group_id=group, tooltip=cell.label + repeat):
         provisioned = cell_tasks.provision(cell.model_dump(mode="json"))
         phases = [
             getattr(cell_tasks, name).override(execution_timeout=cell_tasks.phase_timeout(seconds))()
@@ -152,7 +161,7 @@ def _params() -> dict[str, Param]:
 
 
 def _doc(matrix: Matrix, source: Path) -> str:
-    rows = "\n".join(f"| `{group_id(i, c)}` | `{c.id}` | {c.label} |" for i, c in enumerate(matrix.cells, 1))
+    rows = "\n".join(f"| `{group}` | `{c.id}` | {c.label} |" for group, c in cell_groups(matrix))
     return (
         f"# sixnines sweep: {matrix.name}\n\n{matrix.description}\n\n"
         f"Cells run one at a time, each a TaskGroup provision → warmup → measure → cooldown → land → teardown; "
@@ -174,19 +183,21 @@ def release_brokers() -> list[int]:
 def tables() -> dict[str, Any]:
     """Print each landed cell's percentile tables (the generator's own, from its row) into the task log, and
     hand the run's identity to the analysis tail."""
-    import pyarrow.parquet as pq
     from rich.console import Console
 
     from bench_tasks.lake import Lake
+    from bench_tasks.storage import read_parquet
     from bench_tasks.tables import print_report, report_from_row
 
     run = run_info(get_current_context())
     lake = Lake(lake_root())
     path = lake.cells_path(run)
-    rows = pq.read_table(path).to_pylist() if path.exists() else []
+    rows = read_parquet(path).to_pylist() if path.exists() else []
     console = Console(width=120, force_terminal=False, no_color=True, record=True)
     for row in rows:
-        print_report(report_from_row(row, lake.cell_dir(run, row["cell_id"])), console)
+        repeat = row["repeat"] if (row.get("repeats") or 1) > 1 else None
+        folder = lake.committed_cell_dir(run, row["cell_id"], repeat) or lake.cell_dir(run, row["cell_id"], repeat)
+        print_report(report_from_row(row, folder), console)
     log.info("percentile tables of run %s:\n%s", run.run_id, console.export_text())
     log.info("cells: %s  raw: %s", path, lake.run_dir(run))
     return {
@@ -195,7 +206,7 @@ def tables() -> dict[str, Any]:
         "lake": str(lake.root),
         "cells_path": str(path),
         "cells": len(rows),
-        "failed": sorted(r["cell_id"] for r in rows if r["status"] != "ok"),
+        "failed": sorted({r["cell_id"] for r in rows if r["status"] != "ok"}),
     }
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import get_current_context, task
 
+from .lake_spark import LakeSparkSubmitOperator
 from .notifier import AnalysisFailureNotifier, RegressionAlertNotifier
 from .runtime import REPO, lake_root, run_info
 
@@ -21,10 +21,11 @@ log = logging.getLogger("sixnines")
 SPARK_CONN_ID = "spark_default"  # master local[*] by default (tools/airflow); any cluster through the connection
 
 
-def analysis() -> SparkSubmitOperator:
-    """percentiles → Great Expectations gate → publish (or quarantine), for this run, as one Spark application."""
+def analysis() -> LakeSparkSubmitOperator:
+    """percentiles → Great Expectations gate → publish (or quarantine), for this run, as one Spark application
+    (on an S3 lake with the s3a jars, settings and credentials: lake_spark.py)."""
     summary = "ti.xcom_pull(task_ids='tables')"
-    return SparkSubmitOperator(
+    return LakeSparkSubmitOperator(
         task_id="analysis",
         application=str(REPO / "spark_jobs" / "pipeline.py"),
         conn_id=SPARK_CONN_ID,

@@ -42,6 +42,8 @@ class SynthCell:
     acks: str | None = None
     allowed_loss_ratio: float = 0.0
     extra_spec: dict[str, Any] = field(default_factory=dict)
+    repeat: int = 1  # which run of a repeated cell this is (matrix `repeats:`); give each repeat its own seed
+    repeats: int = 1
 
     @property
     def measure_start_ns(self) -> int:
@@ -173,6 +175,8 @@ def cell_row(cell: SynthCell, run: RunInfo, sent: pa.Table, received: pa.Table) 
         matrix="synthetic",
         cell_id=cell.cell_id,
         series_key=f"s-{cell.cell_id}",
+        repeat=cell.repeat,
+        repeats=cell.repeats,
         system=cell.system,
         version=cell.version,
         measurement=cell.measurement,
@@ -201,7 +205,7 @@ def write_cell(
     lake: Path, run: RunInfo, cell: SynthCell, received: pa.Table | None = None, sent: list[pa.Table] | None = None
 ) -> None:
     """Land one cell: its sent files, its received file (e2e cells), its row in cells.parquet."""
-    folder = Lake(lake).cell_dir(run, cell.cell_id)
+    folder = Lake(lake).cell_dir(run, cell.cell_id, cell.repeat if cell.repeats > 1 else None)
     parts = sent if sent is not None else [sent_table(cell, p, acked(cell)) for p in range(cell.producers)]
     for producer, table in enumerate(parts):
         write_parquet(table, folder / f"sent-p{producer}.parquet")

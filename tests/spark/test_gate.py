@@ -23,7 +23,7 @@ from tests.spark.synth import SynthCell, received_table, sent_table, write_cell,
 
 def test_suite_expectation_counts() -> None:
     """GX drops invalid expectations silently: each suite must hold exactly what its builder adds."""
-    assert len(build_raw_samples_suite().expectations) == 6 + 5 + 3
+    assert len(build_raw_samples_suite().expectations) == 7 + 5 + 3
     assert len(build_raw_cells_suite().expectations) == 5
     assert len(build_percentile_tables_suite().expectations) == 3 * len(PERCENTILES) + 1 + 6 + 2
     assert len(build_percentile_tables_suite(("50", "99")).expectations) == 3 * 2 + 1 + 6 + 2

@@ -593,3 +593,51 @@ def test_kafka_chain_refuses_hand_assigned_consumers() -> None:
     raw["systems"][0]["client"] = {"consumer_mode": "assigned"}
     with pytest.raises(MatrixError, match="consumer_mode 'group'"):
         parse(raw)
+
+
+# --- repeats -------------------------------------------------------------------------------------------
+
+
+def test_repeats_keep_cell_ids_and_run_in_rounds() -> None:
+    from bench_tasks.matrix import expand_repeats
+
+    raw = sweep_raw()
+    once = parse(raw)
+    raw["repeats"] = [{"when": {"broker.mode": "core", "measurement": "e2e"}, "times": 3}, {"times": 2}]
+    repeated = parse(raw)
+    assert [c.id for c in repeated.cells] == [c.id for c in once.cells]  # a repeat is the same cell
+    times = {c.id: c.repeats for c in repeated.cells}
+    core_e2e = {c.id for c in repeated.cells if c.spec.broker.mode == "core" and c.spec.measurement == "e2e"}
+    assert {i: t for i, t in times.items() if t == 3}.keys() == core_e2e and set(times.values()) == {2, 3}
+    runs = expand_repeats(repeated.cells)
+    assert len(runs) == sum(times.values())
+    rounds = [c.repeat for c in runs]
+    assert rounds == sorted(rounds)  # all cells once, then again: repeats spread over the sweep
+    assert len({c.instance for c in runs}) == len(runs)
+    assert {c.instance for c in runs if c.id == runs[0].id} == {f"{runs[0].id}-r{k}" for k in (1, 2, 3)}
+
+
+def test_repeats_integer_and_defaults() -> None:
+    raw = base_raw()
+    (cell,) = parse(raw).cells
+    assert (cell.repeats, cell.repeat, cell.instance, cell.lake_repeat) == (1, 1, BASE_CELL_ID, None)
+    raw["repeats"] = 4
+    (cell,) = parse(raw).cells
+    assert (cell.id, cell.repeats) == (BASE_CELL_ID, 4)
+
+
+@pytest.mark.parametrize(
+    ("repeats", "message"),
+    [
+        (0, "repeats: 0 — Input should be greater than or equal to 1"),
+        ([{"when": {"workload.size": 1}, "times": 2}], "repeats[0].when.workload.size: not an axis of this matrix"),
+        ([{"times": 0}], "repeats[0].times: 0 — Input should be greater than or equal to 1"),
+        ("often", "repeats: 'often' — Input should be a valid integer"),
+    ],
+)
+def test_bad_repeats_name_the_field(repeats: Any, message: str) -> None:
+    raw = base_raw()
+    raw["repeats"] = repeats
+    with pytest.raises(MatrixError) as err:
+        parse(raw)
+    assert message in str(err.value)

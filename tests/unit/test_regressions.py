@@ -305,3 +305,18 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_every_percentile_of_the_table_is_a_series(tmp_path: Path) -> None:
     series, _ = build_series(read_history(make_lake(tmp_path, 2)))
     assert {s.percentile for s in series} == {*PERCENTILES, "max"} - {"99.9999"}
+
+
+def test_a_rise_within_the_repeats_own_noise_does_not_alert(tmp_path: Path) -> None:
+    """Repeated cells record their run-to-run variation: a 20 % rise in p99 alerts when the repeats agree
+    within 5 %, and not when they vary by 30 % (the bar becomes the noise); the alert names the noise."""
+    quiet = detect(make_lake(tmp_path / "quiet", 40, step(1.2, 30), p99_variation_pct=5.0))
+    assert len(quiet.alerts) == 1
+    change = quiet.alerts[0].change
+    assert change.noise == pytest.approx(0.05) and change.threshold == pytest.approx(0.10)
+    assert "repeats vary by 5.0%" in quiet.alerts[0].summary()
+
+    noisy = detect(make_lake(tmp_path / "noisy", 40, step(1.2, 30), p99_variation_pct=30.0))
+    assert noisy.alerts == ()
+    shift = [c for c in noisy.change_points if c.percentile == "99" and c.metric == "e2e" and c.basis == "intended"]
+    assert shift and shift[0].threshold == pytest.approx(0.30)  # still recorded as a change point
