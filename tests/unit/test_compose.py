@@ -135,9 +135,9 @@ def test_a_missing_connection_is_named(compose: dict[str, Any], expected: cc.Exp
 
 def test_a_missing_variable_is_named(compose: dict[str, Any], expected: cc.Expectations) -> None:
     del compose["services"]["loadgen2"]["environment"]["SIXNINES_LAKE"]
+    where = expected.env_vars["SIXNINES_LAKE"]  # file:line of the first read, e.g. plugins/…/runtime.py:26
     assert cc.check_environment(compose, expected, cc.dockerfile_env()) == [
-        "service loadgen2: environment variable SIXNINES_LAKE (read at plugins/sixnines_airflow/runtime.py:26)"
-        " is not defined"
+        f"service loadgen2: environment variable SIXNINES_LAKE (read at {where}) is not defined"
     ]
     # the image's own ENV counts: without it JAVA_HOME would be missing everywhere
     assert any("JAVA_HOME" in p for p in cc.check_environment(compose, expected, set()))
@@ -214,9 +214,10 @@ def test_a_queue_without_a_worker_is_named(tmp_path: Path, compose: dict[str, An
 
 def test_a_missing_pool_is_named(compose: dict[str, Any], expected: cc.Expectations) -> None:
     compose["services"]["airflow-init"]["command"] = ["-ec", "airflow db migrate"]
+    where = expected.pools["sixnines_bench"]
+    assert where.startswith("plugins/sixnines_airflow/runtime.py:")
     assert cc.check_pools(compose, expected) == [
-        "pool sixnines_bench (used at plugins/sixnines_airflow/runtime.py:21) is not created by an init service"
-        " (airflow pools set sixnines_bench …)"
+        f"pool sixnines_bench (used at {where}) is not created by an init service (airflow pools set sixnines_bench …)"
     ]
 
 
