@@ -1,7 +1,9 @@
 """One small SparkSession for the jobs: sized for a shared 2-core host unless told otherwise.
 
 `local[*]` is the default master; `--master` (or SparkSubmitOperator's connection) points the same code at a
-cluster. Partition column inference is off so a cell id such as `123456789012` stays a string.
+cluster: under spark-submit the master it was given stands (the default would silently run a job submitted to
+a cluster in local mode on the submitting host). Partition column inference is off so a cell id such as
+`123456789012` stays a string.
 
 For a lake on S3 (`lake=s3://…`) the session reads and writes `s3a://`: hadoop-aws and the AWS SDK bundle
 (bench_tasks.s3a_jars) go on the classpath when this call starts the JVM (spark-submit passes them as `--jars`
@@ -11,6 +13,7 @@ context's Hadoop configuration, so they never appear on a command line.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -41,8 +44,8 @@ def get_spark(
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif SparkSession.getActiveSession() is None:
-        builder = builder.master("local[*]")
+    elif SparkSession.getActiveSession() is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master("local[*]")  # not under spark-submit (it sets PYSPARK_GATEWAY_PORT and --master)
     settings = root.settings if isinstance(root, S3Path) else None
     lake_conf = s3a_conf(settings) if settings is not None else {}
     for key, value in {**DEFAULT_CONF, **lake_conf, **(conf or {})}.items():
@@ -59,8 +62,6 @@ def get_spark(
 def s3a_conf(settings: S3Settings) -> dict[str, str]:
     """Launch configuration for an S3 lake: the s3a jars (unless spark-submit was given them) and the
     non-secret s3a settings."""
-    import os
-
     from bench_tasks.s3a_jars import spark_jars_conf
 
     conf = dict(settings.spark_conf())

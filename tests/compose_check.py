@@ -1,0 +1,554 @@
+"""docker-compose.yaml checked against what the code expects, without a Docker engine.
+
+There is no Docker engine on the development machines, so the deployment cannot be started here. What can be
+checked statically is whether it is *consistent* with the code and the matrices, and that is where such files
+go wrong: a connection id renamed in a plugin, an environment variable a new module reads, a matrix naming a
+queue no worker consumes, an image left on `latest`. The expectations are scanned from the sources, not
+listed by hand, so a name another module adds is picked up the day it is merged:
+
+- environment variables read by the code: `os.environ.get("X")`, `os.environ["X"]`, `os.getenv("X")`,
+  `os.environ.setdefault("X", …)`, `"X" in os.environ` (keys may be module-level string constants);
+- connection ids: string constants named `*CONN_ID`, `conn_id`-like parameters' and keywords' string
+  defaults, the default of `os.environ.get("…CONN_ID", "<default>")`, `get_connection("<id>")`, and the
+  `connection:` of every matrix;
+- pools: string constants named `*POOL` and `pool="…"` keywords; queues: `queue="…"` keywords, the
+  `queue:` of every matrix's `hosts:` block, and Airflow's default queue.
+
+Every function returns a list of problems (empty when the file is right), each naming the service, variable,
+connection, queue or image concerned, so a failing test says what to fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE_DIRS = ("bench_tasks", "plugins", "dags", "spark_jobs", "expectations")
+DEFAULT_QUEUE = "default"  # [operators] default_queue: where a task without `queue=` goes
+
+# Variables the code may read that a deployment does not set on purpose. Everything else the code reads must be
+# defined for the Airflow services (in docker-compose.yaml or by the image's Dockerfile ENV).
+ENV_ALLOW_LIST = frozenset(
+    {
+        "PATH",  # the OS's; the image puts the Python scripts (spark-submit, airflow) on it
+        "HOME",  # the OS's
+        "PYSPARK_GATEWAY_PORT",  # set by spark-submit for the Python driver it starts: tells "inside spark-submit"
+    }
+)
+
+# The Airflow components a Celery deployment needs, by the command the image's entrypoint runs.
+AIRFLOW_ROLES = ("api-server", "scheduler", "dag-processor", "triggerer", "celery worker")
+
+_ENV_READERS = {("os", "getenv"), ("environ", "get"), ("environ", "setdefault"), ("environ", "pop")}
+_VAR = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)((?::?[-?])([^}]*))?\}")
+_BARE_VAR = re.compile(r"(?<!\$)\$(?!\$)([A-Za-z_][A-Za-z0-9_]*)")
+
+
+# -- what the code expects ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Expectations:
+    """Names the code and the matrices rely on, each with where it was found (for the failure message)."""
+
+    env_vars: dict[str, str] = field(default_factory=dict)
+    conn_ids: dict[str, str] = field(default_factory=dict)
+    pools: dict[str, str] = field(default_factory=dict)
+    queues: dict[str, str] = field(default_factory=dict)
+
+
+def python_files(root: Path, dirs: Iterable[str] = SOURCE_DIRS) -> Iterator[Path]:
+    for name in dirs:
+        yield from sorted((root / name).rglob("*.py"))
+
+
+def _constants(tree: ast.Module) -> dict[str, tuple[str, int]]:
+    """Module-level `NAME = "literal"` (and annotated) assignments → (value, line): keys passed by name."""
+    out: dict[str, tuple[str, int]] = {}
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            out.update({t.id: (value.value, node.lineno) for t in targets if isinstance(t, ast.Name)})
+    return out
+
+
+def _string(node: ast.expr | None, constants: dict[str, tuple[str, int]]) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in constants:
+        return constants[node.id][0]
+    return None
+
+
+def _is_environ(node: ast.expr) -> bool:
+    """`os.environ` or a bare `environ` (from os import environ)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
+
+
+def _reader(func: ast.expr) -> bool:
+    """Is `func` one of os.getenv, os.environ.get/setdefault/pop?"""
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == "getenv":
+        return isinstance(func.value, ast.Name) and func.value.id == "os"
+    return ("environ", func.attr) in _ENV_READERS and _is_environ(func.value)
+
+
+def _is_conn_name(name: str) -> bool:
+    return name.lower().endswith("conn_id")
+
+
+def scan_source(path: Path, found: Expectations, root: Path = REPO) -> None:
+    """Add the environment variables, connection ids, pools and queues one Python file names. Only Airflow
+    code (plugins/, dags/) names Airflow queues: `queue=` in bench_tasks is a broker's queue group."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    constants = _constants(tree)
+    where = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    airflow_code = path.is_relative_to(root) and path.relative_to(root).parts[0] in ("plugins", "dags")
+
+    def note(kind: dict[str, str], name: str | None, line: int) -> None:
+        if name:
+            kind.setdefault(name, f"{where}:{line}")
+
+    for name, (value, line) in constants.items():
+        if _is_conn_name(name):
+            note(found.conn_ids, value, line)
+        elif name.upper().endswith("POOL"):
+            note(found.pools, value, line)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if _reader(node.func) and node.args:
+                key = _string(node.args[0], constants)
+                note(found.env_vars, key, node.lineno)
+                if key and _is_conn_name(key) and len(node.args) > 1:  # SIXNINES_LAKE_CONN_ID's default id
+                    note(found.conn_ids, _string(node.args[1], constants), node.lineno)
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "get_connection" and node.args:
+                note(found.conn_ids, _string(node.args[0], constants), node.lineno)
+            for kw in node.keywords:
+                if kw.arg and _is_conn_name(kw.arg):
+                    note(found.conn_ids, _string(kw.value, constants), node.lineno)
+                elif kw.arg == "pool":
+                    note(found.pools, _string(kw.value, constants), node.lineno)
+                elif kw.arg == "queue" and airflow_code:
+                    note(found.queues, _string(kw.value, constants), node.lineno)
+        elif isinstance(node, ast.Subscript) and _is_environ(node.value):
+            note(found.env_vars, _string(node.slice, constants), node.lineno)
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In | ast.NotIn):
+            if _is_environ(node.comparators[0]):
+                note(found.env_vars, _string(node.left, constants), node.lineno)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            defaults = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+            defaults += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+            for arg, default in defaults:
+                if _is_conn_name(arg.arg):
+                    note(found.conn_ids, _string(default, constants), node.lineno)
+
+
+def _walk_yaml(node: Any) -> Iterator[tuple[str, Any, Any]]:
+    """Every (key, value, mapping) pair of a parsed YAML tree."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield key, value, node
+            yield from _walk_yaml(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _walk_yaml(item)
+
+
+def scan_matrix(path: Path, found: Expectations, root: Path = REPO) -> None:
+    """A matrix's `connection:` ids (external brokers) and its `hosts:` queues (load-generator workers)."""
+    data = yaml.safe_load(path.read_text()) or {}
+    where = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    for key, value, _ in _walk_yaml(data):
+        if key == "connection" and isinstance(value, str):
+            found.conn_ids.setdefault(value, where)
+    hosts = data.get("hosts") if isinstance(data, dict) else None
+    for name, host in (hosts or {}).items():
+        if isinstance(host, dict) and isinstance(host.get("queue"), str):
+            found.queues.setdefault(host["queue"], f"{where} hosts.{name}")
+
+
+def expectations(root: Path = REPO) -> Expectations:
+    """Everything the code under `root` and its matrices expect a deployment to provide."""
+    found = Expectations(queues={DEFAULT_QUEUE: "Airflow's default queue"})
+    for path in python_files(root):
+        scan_source(path, found, root)
+    for path in sorted((root / "matrices").glob("*.y*ml")):
+        scan_matrix(path, found, root)
+    return found
+
+
+# -- what the compose file provides ---------------------------------------------------------------------------
+
+
+def load_compose(path: Path = REPO / "docker-compose.yaml") -> dict[str, Any]:
+    """The compose file as Docker reads it: YAML with anchors and `<<` merge keys resolved (PyYAML does both)."""
+    return yaml.safe_load(path.read_text())
+
+
+def command_text(service: dict[str, Any]) -> str:
+    command = service.get("command", "")
+    return shlex.join(command) if isinstance(command, list) else str(command)
+
+
+def airflow_services(compose: dict[str, Any]) -> dict[str, str]:
+    """Long-running Airflow components by service name → role (the command the Airflow entrypoint runs)."""
+    out = {}
+    for name, service in compose.get("services", {}).items():
+        text = command_text(service).removeprefix("airflow ").strip()
+        role = next((r for r in AIRFLOW_ROLES if text == r or text.startswith(r + " ")), None)
+        if role:
+            out[name] = role
+    return out
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):  # the `- KEY=value` form
+        env = dict(item.split("=", 1) if "=" in item else (item, "") for item in env)
+    return {str(k): "" if v is None else str(v) for k, v in env.items()}
+
+
+def dockerfile_env(path: Path = REPO / "Dockerfile") -> set[str]:
+    """Variables the image itself sets (`ENV A=1 B=2` or `ENV A 1`), which every container inherits."""
+    names: set[str] = set()
+    text = path.read_text().replace("\\\n", " ")
+    for line in text.splitlines():
+        parts = line.strip().split(None, 1)
+        if len(parts) == 2 and parts[0].upper() == "ENV":
+            if "=" in parts[1].split()[0]:
+                names.update(m.group(1) for m in re.finditer(r"([A-Za-z_][A-Za-z0-9_]*)=", parts[1]))
+            else:
+                names.add(parts[1].split()[0])
+    return names
+
+
+def dockerfile_bases(path: Path = REPO / "Dockerfile") -> list[str]:
+    return [line.split()[1] for line in path.read_text().splitlines() if line.strip().upper().startswith("FROM ")]
+
+
+def compose_variables(text: str) -> dict[str, str | None]:
+    """`${VAR}` references of the compose text → their inline default (None if none); `$${…}` is an escape."""
+    out: dict[str, str | None] = {}
+    for match in _VAR.finditer(text):
+        name, op, default = match.group(1), match.group(2) or "", match.group(3)
+        if name not in out or out[name] is None:
+            out[name] = default if op.lstrip(":").startswith("-") else None
+    return out
+
+
+def interpolate(value: str, env: dict[str, str]) -> str:
+    """Compose's interpolation of one string with `env` (the .env file): ${V}, ${V:-d}, ${V-d}, ${V:?e}, $$."""
+
+    def one(match: re.Match[str]) -> str:
+        name, op, default = match.group(1), match.group(2) or "", match.group(3) or ""
+        if name in env and (env[name] or not op.startswith(":")):
+            return env[name]
+        if op.lstrip(":").startswith("-"):
+            return default
+        if op.lstrip(":").startswith("?"):
+            raise KeyError(f"${{{name}}} is required: {default}")
+        return ""
+
+    return _VAR.sub(one, value).replace("$$", "$")
+
+
+def env_file(text: str) -> dict[str, str]:
+    """The assignments of a .env file (commented-out `# NAME=value` lines are documentation, not values)."""
+    out = {}
+    for line in text.splitlines():
+        match = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", line.strip())
+        if match:
+            out[match.group(1)] = match.group(2).strip().strip("'\"")
+    return out
+
+
+def documented(text: str) -> dict[str, bool]:
+    """Each variable a .env.example names (set, or commented out as optional) → whether a comment line
+    directly above it (or above its group of assignments) explains it."""
+    out: dict[str, bool] = {}
+    commented = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        match = re.match(r"^#?\s*([A-Z_][A-Z0-9_]*)=", stripped)
+        if match:
+            out[match.group(1)] = commented
+        elif stripped.startswith("#"):
+            commented = True
+        elif not stripped:
+            commented = False
+    return out
+
+
+# -- the checks -----------------------------------------------------------------------------------------------
+
+
+def check_roles(compose: dict[str, Any]) -> list[str]:
+    present = set(airflow_services(compose).values())
+    return [f"no Airflow service runs `{role}`" for role in AIRFLOW_ROLES if role not in present]
+
+
+def check_environment(
+    compose: dict[str, Any], expected: Expectations, image_env: set[str], allow: frozenset[str] = ENV_ALLOW_LIST
+) -> list[str]:
+    problems = []
+    for name in airflow_services(compose):
+        defined = set(environment(compose["services"][name])) | image_env
+        for var, where in sorted(expected.env_vars.items()):
+            if var not in defined and var not in allow:
+                problems.append(f"service {name}: environment variable {var} (read at {where}) is not defined")
+    return problems
+
+
+def check_connections(compose: dict[str, Any], expected: Expectations) -> list[str]:
+    problems = []
+    for name in airflow_services(compose):
+        env = environment(compose["services"][name])
+        for conn_id, where in sorted(expected.conn_ids.items()):
+            if f"AIRFLOW_CONN_{conn_id.upper()}" not in env:
+                problems.append(
+                    f"service {name}: connection {conn_id} (used at {where}) has no AIRFLOW_CONN_{conn_id.upper()}"
+                )
+    return problems
+
+
+def check_connection_values(compose: dict[str, Any], env: dict[str, str]) -> list[str]:
+    """Every AIRFLOW_CONN_* value, interpolated with `env`, is Airflow's JSON form or a URI with a type."""
+    problems = []
+    for name in airflow_services(compose):
+        for key, raw in environment(compose["services"][name]).items():
+            if not key.startswith("AIRFLOW_CONN_"):
+                continue
+            value = interpolate(raw, env).strip()
+            if not value:
+                continue  # optional and unset (sixnines_notify): Airflow treats it as absent
+            if value.startswith("{"):
+                try:
+                    ok = isinstance(json.loads(value).get("conn_type"), str)
+                except ValueError as exc:
+                    problems.append(f"service {name}: {key} is not valid JSON: {exc}")
+                    continue
+                if not ok:
+                    problems.append(f"service {name}: {key} has no conn_type")
+            elif not urlsplit(value).scheme:
+                problems.append(f"service {name}: {key} is neither JSON nor a URI with a connection type")
+    return problems
+
+
+def check_images(compose: dict[str, Any], bases: list[str]) -> list[str]:
+    """Pinned: a digest, or a tag with a version number that is not `latest`; built services by their FROM."""
+    problems = []
+    for name, service in compose.get("services", {}).items():
+        if "build" in service:
+            refs = [(f"service {name}: Dockerfile FROM", base) for base in bases]
+        else:
+            refs = [(f"service {name}", interpolate(str(service.get("image", "")), {}))]
+        for label, ref in refs:
+            if not ref:
+                problems.append(f"{label}: no image")
+                continue
+            if "@sha256:" in ref:
+                continue
+            tag = ref.rsplit("/", 1)[-1].partition(":")[2]
+            if not tag or tag == "latest" or not re.search(r"\d", tag):
+                problems.append(f"{label}: image {ref} is not pinned (needs a version tag or a digest)")
+    return problems
+
+
+def one_shot(compose: dict[str, Any]) -> set[str]:
+    """Services others wait for with `service_completed_successfully`: they run once and exit."""
+    out = set()
+    for service in compose.get("services", {}).values():
+        depends = service.get("depends_on") or {}
+        if isinstance(depends, dict):
+            out |= {n for n, d in depends.items() if (d or {}).get("condition") == "service_completed_successfully"}
+    return out
+
+
+def check_healthchecks(compose: dict[str, Any]) -> list[str]:
+    problems = []
+    once = one_shot(compose)
+    services = compose.get("services", {})
+    for name, service in services.items():
+        check = service.get("healthcheck") or {}
+        test = check.get("test")
+        if name in once:
+            if str(service.get("restart", "no")) != "no":
+                problems.append(f"service {name}: runs once but has restart: {service.get('restart')}")
+            continue
+        if check.get("disable") or not test or test in (["NONE"], "NONE"):
+            problems.append(f"service {name}: long-running but has no healthcheck")
+        depends = service.get("depends_on") or {}
+        if isinstance(depends, list):
+            problems.append(f"service {name}: depends_on without conditions (use condition: service_healthy)")
+            continue
+        for dep, spec in depends.items():
+            condition = (spec or {}).get("condition")
+            if dep not in services:
+                problems.append(f"service {name}: depends on unknown service {dep}")
+            elif condition not in ("service_healthy", "service_completed_successfully"):
+                problems.append(f"service {name}: depends on {dep} with condition {condition}")
+            elif condition == "service_healthy" and not (services[dep].get("healthcheck") or {}).get("test"):
+                problems.append(f"service {name}: waits for {dep} to be healthy but {dep} has no healthcheck")
+    return problems
+
+
+def worker_queues(compose: dict[str, Any]) -> dict[str, list[str]]:
+    """Celery worker services → the queues they consume (`-q a,b`, `--queues a,b`, `--queues=a`)."""
+    out = {}
+    for name, role in airflow_services(compose).items():
+        if role != "celery worker":
+            continue
+        words = shlex.split(command_text(compose["services"][name]))
+        queues: list[str] = []
+        for i, word in enumerate(words):
+            if word in ("-q", "--queues") and i + 1 < len(words):
+                queues += words[i + 1].split(",")
+            elif word.startswith("--queues="):
+                queues += word.partition("=")[2].split(",")
+            elif word.startswith("-q") and len(word) > 2:
+                queues += word[2:].split(",")
+        out[name] = queues or [DEFAULT_QUEUE]  # a worker without -q consumes the default queue
+    return out
+
+
+def check_queues(compose: dict[str, Any], expected: Expectations) -> list[str]:
+    consumed = {q for queues in worker_queues(compose).values() for q in queues}
+    return [
+        f"queue {queue} (named at {where}) has no Celery worker consuming it"
+        for queue, where in sorted(expected.queues.items())
+        if queue not in consumed
+    ]
+
+
+def check_pools(compose: dict[str, Any], expected: Expectations) -> list[str]:
+    """Every pool the code puts tasks in is created by a one-shot init service (`airflow pools set NAME`)."""
+    scripts = " ".join(command_text(compose["services"][n]) for n in one_shot(compose) if n in compose["services"])
+    return [
+        f"pool {pool} (used at {where}) is not created by an init service (airflow pools set {pool} …)"
+        for pool, where in sorted(expected.pools.items())
+        if not re.search(rf"pools set {re.escape(pool)}\b", scripts)
+    ]
+
+
+def check_variables_documented(compose_text: str, env_example: str) -> list[str]:
+    """Every `${VAR}` of the compose file appears in .env.example under a comment, and nothing else does."""
+    problems = [
+        f"${name} is not written as ${{{name}}} (or escaped as $${name})"
+        for name in sorted({m.group(1) for m in _BARE_VAR.finditer(compose_text)})
+    ]
+    used = compose_variables(compose_text)
+    docs = documented(env_example)
+    for name in sorted(used):
+        if name not in docs:
+            problems.append(f"${{{name}}} is used by docker-compose.yaml but not in .env.example")
+        elif not docs[name]:
+            problems.append(f"{name} in .env.example has no comment explaining it")
+    problems += [
+        f"{name} is in .env.example but docker-compose.yaml never uses it" for name in sorted(set(docs) - set(used))
+    ]
+    return problems
+
+
+def _hosts_in(value: Any) -> Iterator[str]:
+    """Host names in a connection's host or extras: `h`, `h:port`, `scheme://h:port`, comma-separated lists."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _hosts_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _hosts_in(item)
+    elif isinstance(value, str):
+        for part in value.split(","):
+            part = part.strip()
+            if not part or part.startswith(("/", "{")):
+                continue
+            host = urlsplit(part if "://" in part else f"//{part}").hostname
+            if host and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", host) and ("://" in part or ":" in part):
+                yield host
+
+
+def check_connection_hosts(compose: dict[str, Any], env: dict[str, str]) -> list[str]:
+    """Every `host:port` or URL an AIRFLOW_CONN_* value names (host, extras such as bootstrap servers) is a
+    service of this file: a connection meant for the compose brokers must not point anywhere else."""
+    services = compose.get("services", {})
+    names = set(services) | {s["hostname"] for s in services.values() if s.get("hostname")}
+    problems = []
+    for name in airflow_services(compose):
+        for key, raw in environment(services[name]).items():
+            value = interpolate(raw, env).strip() if key.startswith("AIRFLOW_CONN_") else ""
+            if not value:
+                continue
+            if value.startswith("{"):
+                try:
+                    data = json.loads(value)
+                except ValueError:
+                    continue  # check_connection_values reports it
+                host = data.get("host") or ""
+                hosts = [host] if host else []
+                hosts += list(_hosts_in(data.get("extra") or {}))
+            else:
+                hosts = [urlsplit(value).hostname or ""]
+            problems += [
+                f"service {name}: {key} names host {host}, which is no service of docker-compose.yaml"
+                for host in hosts
+                if host and host not in names
+            ]
+    return problems
+
+
+# Options of providers the image installs (the `deploy` extra) but the development venv does not, so their
+# definitions cannot be read here: (section, option).
+PROVIDER_OPTIONS = frozenset({("celery", "result_backend")})
+
+
+def airflow_options() -> set[tuple[str, str]]:
+    """Every (section, option) Airflow core defines, plus the provider defaults it ships as fallbacks, read
+    from the installed package's config templates (without importing Airflow)."""
+    import configparser
+    import importlib.util
+
+    spec = importlib.util.find_spec("airflow")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("apache-airflow is not installed")
+    templates = Path(next(iter(spec.submodule_search_locations))) / "config_templates"
+    config = yaml.safe_load((templates / "config.yml").read_text())
+    options = {(section, option) for section, body in config.items() for option in (body.get("options") or {})}
+    fallback = configparser.ConfigParser(interpolation=None)
+    fallback.read(templates / "provider_config_fallback_defaults.cfg")
+    options |= {(section, option) for section in fallback.sections() for option in fallback.options(section)}
+    return options | PROVIDER_OPTIONS
+
+
+def check_airflow_options(compose: dict[str, Any], known: set[tuple[str, str]]) -> list[str]:
+    """`AIRFLOW__SECTION__OPTION` variables name real options: Airflow ignores a misspelt one silently."""
+    problems = []
+    for name in airflow_services(compose):
+        for key in sorted(environment(compose["services"][name])):
+            parts = key.split("__")
+            if parts[0] != "AIRFLOW" or len(parts) < 3:
+                continue
+            option = (parts[1].lower(), parts[2].lower().removesuffix("_cmd").removesuffix("_secret"))
+            if option not in known and (parts[1].lower(), parts[2].lower()) not in known:
+                problems.append(f"service {name}: {key} is no Airflow option ([{option[0]}] {parts[2].lower()})")
+    return problems

@@ -1,0 +1,65 @@
+"""docker-compose.yaml through the real Compose parser (compose-go, the library of the Docker Compose CLI, built
+from tools/compose-config with the Go toolchain): schema, interpolation with .env.example, merge keys and
+references, as `docker compose config` would check them. No Docker engine is needed (or present here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TOOL = REPO / "tools" / "compose-config"
+
+pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain to build tools/compose-config")
+
+
+@pytest.fixture(scope="module")
+def compose_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    binary = tmp_path_factory.mktemp("compose-config") / "compose-config"
+    done = subprocess.run(
+        ["go", "build", "-o", str(binary), "."],
+        cwd=TOOL,
+        env={**os.environ, "GOFLAGS": "-mod=readonly"},  # exactly the versions go.sum pins
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return binary
+
+
+def _config(binary: Path, compose: Path, env_file: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(binary), str(compose), str(env_file)], capture_output=True, text=True, timeout=120)
+
+
+def test_docker_compose_config_accepts_the_file(compose_config: Path) -> None:
+    done = _config(compose_config, REPO / "docker-compose.yaml", REPO / ".env.example")
+    assert done.returncode == 0, done.stderr
+    model = json.loads(done.stdout)
+    assert set(model["services"]) == set(yaml.safe_load((REPO / "docker-compose.yaml").read_text())["services"])
+    worker = model["services"]["loadgen1"]
+    assert worker["command"] == ["celery", "worker", "--queues", "loadgen_1"]
+    lake_conn = json.loads(worker["environment"]["AIRFLOW_CONN_SIXNINES_LAKE_S3"])  # interpolated from the env file
+    assert lake_conn["login"] == "sixnines" and lake_conn["extra"]["endpoint_url"] == "http://minio:9000"
+    assert worker["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully"
+    assert model["services"]["kafka2"]["environment"]["KAFKA_CONTROLLER_QUORUM_VOTERS"].count("@kafka") == 3
+
+
+def test_it_rejects_what_docker_compose_rejects(compose_config: Path, tmp_path: Path) -> None:
+    """A misspelt healthcheck key and a required secret left unset fail with messages naming them."""
+    text = (REPO / "docker-compose.yaml").read_text()
+    broken = tmp_path / "docker-compose.yaml"
+    broken.write_text(text.replace("      start_period: 5s\n", "      start_periode: 5s\n", 1))
+    done = _config(compose_config, broken, REPO / ".env.example")
+    assert done.returncode == 1 and "start_periode" in done.stderr, done.stderr
+
+    env = tmp_path / "no-password.env"
+    env.write_text((REPO / ".env.example").read_text().replace("POSTGRES_PASSWORD=", "# POSTGRES_PASSWORD="))
+    done = _config(compose_config, REPO / "docker-compose.yaml", env)
+    assert done.returncode == 1 and "required variable POSTGRES_PASSWORD is missing" in done.stderr, done.stderr

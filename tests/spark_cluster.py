@@ -1,0 +1,200 @@
+"""A real Spark standalone cluster on loopback for tests: one master and N workers from the pyspark wheel.
+
+The jobs are meant to run unchanged on any cluster (DESIGN: "Spark runs on a cluster"); the only honest check
+is to start one. `spark-class` from the pyspark distribution execs the JVM in place, so the PID we start is
+the master's or worker's own; executors the worker launched are its children. Everything runs under one
+folder (work, local and log dirs), binds 127.0.0.1 on free ports, and is stopped by PID at the end — the
+executors first if any are left — so a test leaves no JVM behind.
+
+    with standalone_cluster(tmp_path / "spark") as cluster:
+        ...  # submit to cluster.master_url; cluster.state() is the master's JSON status
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+HOST = "127.0.0.1"
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+
+
+class SparkClusterError(RuntimeError):
+    """The cluster did not come up (the message carries the tail of the process's log)."""
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports (all sockets held open together so none is handed out twice)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((HOST, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@dataclass
+class SparkDaemon:
+    """One master or worker JVM we started, with its log file."""
+
+    name: str
+    popen: subprocess.Popen
+    log_path: Path
+
+    def log_tail(self, lines: int = 30) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """SIGTERM (the worker's shutdown hook kills its executors), then SIGKILL; then any child left."""
+        try:
+            children = psutil.Process(self.popen.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            children = []
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=10)
+        for child in children:
+            try:
+                child.terminate()
+                child.wait(timeout=grace_s)
+            except psutil.TimeoutExpired:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+@dataclass
+class StandaloneCluster:
+    """A running master and its workers: where to submit (`master_url`) and where to look (`ui_url`)."""
+
+    master_url: str
+    ui_url: str
+    root: Path
+    daemons: list[SparkDaemon] = field(default_factory=list)
+
+    def state(self) -> dict[str, Any]:
+        """The master's status as its web UI serves it at /json/: workers, active and completed applications."""
+        with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=10) as response:
+            return json.load(response)
+
+    @property
+    def work_dirs(self) -> list[Path]:
+        """Each worker's work dir: one `app-*/<executor id>/` folder (stdout, stderr) per executor it ran."""
+        return sorted(self.root.glob("worker-*/work"))
+
+
+def _spark_class() -> str:
+    found = shutil.which("spark-class")
+    if not found:
+        raise SparkClusterError("no `spark-class` on PATH: put the venv's bin (pyspark installs it) first on PATH")
+    return found
+
+
+def _start(name: str, argv: list[str], root: Path, env: dict[str, str]) -> SparkDaemon:
+    log_path = root / "logs" / f"{name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    return SparkDaemon(name, popen, log_path)
+
+
+def _wait(what: str, daemon: SparkDaemon, ready: Any, timeout_s: float) -> None:
+    """Poll `ready()` until true; fail early with the daemon's log if it died, or at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if daemon.popen.poll() is not None:
+            raise SparkClusterError(f"{daemon.name} exited ({daemon.popen.returncode}):\n{daemon.log_tail()}")
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise SparkClusterError(f"{what} not ready after {timeout_s:.0f} s:\n{daemon.log_tail()}")
+
+
+@contextmanager
+def standalone_cluster(
+    root: Path, workers: int = 1, cores: int = 2, memory: str = "1g", start_timeout_s: float = 120.0
+) -> Iterator[StandaloneCluster]:
+    """Start a master, then `workers` workers (`cores` and `memory` each), wait until every worker is ALIVE
+    in the master's status, yield the cluster, and stop the workers then the master, always."""
+    root.mkdir(parents=True, exist_ok=True)
+    spark_class = _spark_class()
+    port, ui_port = free_ports(2)
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": HOST,
+        "SPARK_LOCAL_DIRS": str(root / "local"),
+        "SPARK_CONF_DIR": str(root / "conf"),  # empty: no spark-defaults.conf from elsewhere leaks in
+        "SPARK_LOG_DIR": str(root / "logs"),
+    }
+    (root / "conf").mkdir(exist_ok=True)
+    cluster = StandaloneCluster(f"spark://{HOST}:{port}", f"http://{HOST}:{ui_port}", root)
+    try:
+        master = _start(
+            "master",
+            [spark_class, MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(ui_port)],
+            root,
+            env,
+        )
+        cluster.daemons.append(master)
+        _wait("master", master, lambda: cluster.state().get("status") == "ALIVE", start_timeout_s)
+        for index in range(workers):
+            worker_port, worker_ui = free_ports(2)
+            work_dir = root / f"worker-{index}" / "work"
+            work_dir.mkdir(parents=True, exist_ok=True)
+            worker = _start(
+                f"worker-{index}",
+                [
+                    spark_class,
+                    WORKER_CLASS,
+                    cluster.master_url,
+                    "--host",
+                    HOST,
+                    "--port",
+                    str(worker_port),
+                    "--webui-port",
+                    str(worker_ui),
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--work-dir",
+                    str(work_dir),
+                ],
+                root,
+                env,
+            )
+            cluster.daemons.append(worker)
+        for worker in cluster.daemons[1:]:
+            _wait(
+                f"{workers} worker(s)",
+                worker,
+                lambda: sum(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])) >= workers,
+                start_timeout_s,
+            )
+        yield cluster
+    finally:
+        for daemon in reversed(cluster.daemons):  # workers (and their executors) first, then the master
+            daemon.stop()

@@ -1,0 +1,272 @@
+"""docker-compose.yaml against what the code expects (no Docker engine here: a static check, see
+tests/compose_check.py). Each check also runs on a mutated copy and must fail naming what was broken."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import compose_check as cc
+
+REPO = cc.REPO
+COMPOSE_TEXT = (REPO / "docker-compose.yaml").read_text()
+ENV_EXAMPLE = (REPO / ".env.example").read_text()
+
+
+@pytest.fixture(scope="module")
+def expected() -> cc.Expectations:
+    return cc.expectations()
+
+
+@pytest.fixture
+def compose() -> dict[str, Any]:
+    """A fresh parse per test (the negative tests mutate it), each service with its own mappings as Docker sees
+    them: PyYAML shares one object between every alias of an anchor."""
+    return json.loads(json.dumps(cc.load_compose()))
+
+
+def _drop_env(compose: dict[str, Any], key: str) -> None:
+    for service in compose["services"].values():
+        (service.get("environment") or {}).pop(key, None)
+
+
+def test_the_scan_finds_what_the_code_uses(expected: cc.Expectations) -> None:
+    """The checks below are only as good as this scan: it must see the names the code is known to use."""
+    assert {"SIXNINES_LAKE", "SIXNINES_CACHE", "KAFKA_HEAP_OPTS"} <= set(expected.env_vars)
+    assert {"spark_default", "sixnines_notify"} <= set(expected.conn_ids)
+    assert expected.conn_ids["spark_default"].startswith("plugins/sixnines_airflow/tail.py:")
+    assert "sixnines_bench" in expected.pools
+    assert "default" in expected.queues
+    assert "sixnines" not in expected.queues  # a NATS queue group in bench_tasks, not an Airflow queue
+
+
+def test_every_airflow_component_runs(compose: dict[str, Any]) -> None:
+    assert cc.check_roles(compose) == []
+    assert cc.worker_queues(compose) == {
+        "airflow-worker": ["default"],
+        "loadgen1": ["loadgen_1"],
+        "loadgen2": ["loadgen_2"],
+    }
+    assert {compose["services"][n]["hostname"] for n in ("loadgen1", "loadgen2")} == {"loadgen1", "loadgen2"}
+
+
+def test_environment_the_code_reads_is_defined(compose: dict[str, Any], expected: cc.Expectations) -> None:
+    assert cc.check_environment(compose, expected, cc.dockerfile_env()) == []
+    airflow = compose["services"]["airflow-worker"]["environment"]
+    assert airflow["SIXNINES_LAKE"] == "${SIXNINES_LAKE:-s3://sixnines/lake}"
+    assert airflow["SIXNINES_LAKE_CONN_ID"] == "sixnines_lake_s3"
+
+
+def test_connections_are_defined_and_parse(compose: dict[str, Any], expected: cc.Expectations) -> None:
+    env = cc.env_file(ENV_EXAMPLE)
+    assert cc.check_connections(compose, expected) == []
+    assert cc.check_connection_values(compose, env) == []
+    assert cc.check_connection_hosts(compose, env) == []
+    airflow = cc.environment(compose["services"]["airflow-scheduler"])
+    # the fixed names of the deployment, whether or not the code of this checkout uses them yet
+    for conn_id in ("spark_default", "sixnines_lake_s3", "sixnines_kafka_external", "sixnines_nats_external"):
+        assert cc.interpolate(airflow[f"AIRFLOW_CONN_{conn_id.upper()}"], env), conn_id
+    assert airflow["AIRFLOW_CONN_SPARK_DEFAULT"] == "spark://spark-master:7077"
+    assert '"endpoint_url": "http://minio:9000"' in airflow["AIRFLOW_CONN_SIXNINES_LAKE_S3"]
+
+
+def test_airflow_options_exist(compose: dict[str, Any]) -> None:
+    assert cc.check_airflow_options(compose, cc.airflow_options()) == []
+    compose["services"]["loadgen1"]["environment"]["AIRFLOW__CELERY__WORKER_CONCURENCY"] = "2"
+    assert cc.check_airflow_options(compose, cc.airflow_options()) == [
+        "service loadgen1: AIRFLOW__CELERY__WORKER_CONCURENCY is no Airflow option ([celery] worker_concurency)"
+    ]
+
+
+def test_images_are_pinned(compose: dict[str, Any]) -> None:
+    assert cc.check_images(compose, cc.dockerfile_bases()) == []
+    assert cc.dockerfile_bases() == ["apache/airflow:3.3.2-python3.11"]  # the Airflow of pyproject.toml
+
+
+def test_the_image_installs_what_the_services_run(compose: dict[str, Any]) -> None:
+    """Celery executor and Postgres metadata DB need their providers, pinned in the `deploy` extra the image
+    installs; the Spark services run the pyspark wheel's spark-class from the same image."""
+    env = compose["services"]["airflow-scheduler"]["environment"]
+    assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {r.split("==")[0] for r in extras["deploy"]} == {
+        "apache-airflow-providers-celery",
+        "apache-airflow-providers-postgres",
+    }
+    assert '-e ".[deploy]"' in (REPO / "Dockerfile").read_text()
+    for name in ("spark-master", "spark-worker-1", "spark-worker-2"):
+        assert "build" in compose["services"][name] and compose["services"][name]["command"][0] == "spark-class"
+
+
+def test_long_running_services_have_healthchecks(compose: dict[str, Any]) -> None:
+    assert cc.check_healthchecks(compose) == []
+    assert cc.one_shot(compose) == {"airflow-init", "minio-init"}
+
+
+def test_queues_of_the_matrices_have_workers(compose: dict[str, Any], expected: cc.Expectations) -> None:
+    assert cc.check_queues(compose, expected) == []
+
+
+def test_pools_are_created(compose: dict[str, Any], expected: cc.Expectations) -> None:
+    assert cc.check_pools(compose, expected) == []
+
+
+def test_env_example_documents_every_variable() -> None:
+    assert cc.check_variables_documented(COMPOSE_TEXT, ENV_EXAMPLE) == []
+    required = {k for k, v in cc.compose_variables(COMPOSE_TEXT).items() if v is None}
+    assert required <= set(cc.env_file(ENV_EXAMPLE)), "every required variable has a value in .env.example"
+
+
+# -- each check fails for the right reason ---------------------------------------------------------------------
+
+
+def test_a_missing_connection_is_named(compose: dict[str, Any], expected: cc.Expectations) -> None:
+    _drop_env(compose, "AIRFLOW_CONN_SPARK_DEFAULT")
+    problems = cc.check_connections(compose, expected)
+    assert len(problems) == len(cc.airflow_services(compose)) == 7
+    assert all("connection spark_default" in p and "AIRFLOW_CONN_SPARK_DEFAULT" in p for p in problems)
+
+
+def test_a_missing_variable_is_named(compose: dict[str, Any], expected: cc.Expectations) -> None:
+    del compose["services"]["loadgen2"]["environment"]["SIXNINES_LAKE"]
+    where = expected.env_vars["SIXNINES_LAKE"]  # file:line of the first read, e.g. plugins/…/runtime.py:26
+    assert cc.check_environment(compose, expected, cc.dockerfile_env()) == [
+        f"service loadgen2: environment variable SIXNINES_LAKE (read at {where}) is not defined"
+    ]
+    # the image's own ENV counts: without it JAVA_HOME would be missing everywhere
+    assert any("JAVA_HOME" in p for p in cc.check_environment(compose, expected, set()))
+
+
+def test_names_a_new_module_reads_are_picked_up(tmp_path: Path, compose: dict[str, Any]) -> None:
+    """What another engineer adds tomorrow is checked without editing this test."""
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "new.py").write_text(
+        "import os\n"
+        'LAKE_CONN_ENV = "SIXNINES_LAKE_CONN_ID"\n'
+        "def conn():\n"
+        '    return os.environ.get(LAKE_CONN_ENV, "sixnines_lake_s3"), os.getenv("SIXNINES_SHINY")\n'
+        'def op(fallback_conn_id="sixnines_other"):\n'
+        '    return "SIXNINES_FLAG" in os.environ, os.environ["SIXNINES_KEY"], task(queue="loadgen_9")\n'
+    )
+    found = cc.Expectations()
+    cc.scan_source(tmp_path / "plugins" / "new.py", found, tmp_path)
+    assert set(found.env_vars) == {"SIXNINES_LAKE_CONN_ID", "SIXNINES_SHINY", "SIXNINES_FLAG", "SIXNINES_KEY"}
+    assert set(found.conn_ids) == {"sixnines_lake_s3", "sixnines_other"}
+    env_problems = cc.check_environment(compose, found, cc.dockerfile_env())
+    assert {p.split("variable ")[1].split()[0] for p in env_problems} == {
+        "SIXNINES_SHINY",
+        "SIXNINES_FLAG",
+        "SIXNINES_KEY",
+    }
+    assert {p.split("connection ")[1].split()[0] for p in cc.check_connections(compose, found)} == {"sixnines_other"}
+    assert cc.check_queues(compose, found) == [
+        "queue loadgen_9 (named at plugins/new.py:6) has no Celery worker consuming it"
+    ]
+
+
+def test_an_unpinned_image_is_named(compose: dict[str, Any]) -> None:
+    compose["services"]["nats2"]["image"] = "nats:latest"
+    compose["services"]["redis"]["image"] = "redis"
+    compose["services"]["minio"]["image"] = "minio/minio:alpine"
+    problems = cc.check_images(compose, ["apache/airflow"])
+    assert "service nats2: image nats:latest is not pinned (needs a version tag or a digest)" in problems
+    assert "service redis: image redis is not pinned (needs a version tag or a digest)" in problems
+    assert "service minio: image minio/minio:alpine is not pinned (needs a version tag or a digest)" in problems
+    assert any(p.startswith("service spark-master: Dockerfile FROM: image apache/airflow ") for p in problems)
+    compose["services"]["nats2"]["image"] = "nats@sha256:" + "0" * 64
+    assert not any("nats2" in p for p in cc.check_images(compose, ["apache/airflow:3.3.2-python3.11"]))
+
+
+def test_a_missing_healthcheck_is_named(compose: dict[str, Any]) -> None:
+    del compose["services"]["kafka2"]["healthcheck"]
+    compose["services"]["spark-worker-1"]["depends_on"] = ["spark-master"]
+    problems = cc.check_healthchecks(compose)
+    assert "service kafka2: long-running but has no healthcheck" in problems
+    assert "service airflow-worker: waits for kafka2 to be healthy but kafka2 has no healthcheck" in problems
+    assert "service spark-worker-1: depends_on without conditions (use condition: service_healthy)" in problems
+
+
+def test_a_queue_without_a_worker_is_named(tmp_path: Path, compose: dict[str, Any]) -> None:
+    """A matrix placing work on both compose hosts passes (no shipped matrix has `hosts:` yet); once loadgen2's
+    worker consumes another queue, the check names loadgen_2 and the matrix host that needs it."""
+    matrix = tmp_path / "matrices" / "hosts.yaml"
+    matrix.parent.mkdir()
+    matrix.write_text(
+        "name: hosts\nhosts:\n  loadgen1: {queue: loadgen_1}\n  loadgen2: {queue: loadgen_2, netns: lg2}\n"
+        "systems:\n  - system: kafka\n    brokers: external\n    connection: sixnines_kafka_external\n"
+    )
+    found = cc.Expectations(queues={"default": "default"})
+    cc.scan_matrix(matrix, found, tmp_path)
+    assert found.conn_ids == {"sixnines_kafka_external": "matrices/hosts.yaml"}
+    assert cc.check_queues(compose, found) == []
+    assert cc.check_connections(compose, found) == []
+    compose["services"]["loadgen2"]["command"] = ["celery", "worker", "-q", "loadgen_3"]
+    assert cc.check_queues(compose, found) == [
+        "queue loadgen_2 (named at matrices/hosts.yaml hosts.loadgen2) has no Celery worker consuming it"
+    ]
+
+
+def test_a_missing_pool_is_named(compose: dict[str, Any], expected: cc.Expectations) -> None:
+    compose["services"]["airflow-init"]["command"] = ["-ec", "airflow db migrate"]
+    where = expected.pools["sixnines_bench"]
+    assert where.startswith("plugins/sixnines_airflow/runtime.py:")
+    assert cc.check_pools(compose, expected) == [
+        f"pool sixnines_bench (used at {where}) is not created by an init service (airflow pools set sixnines_bench …)"
+    ]
+
+
+def test_an_undocumented_variable_is_named() -> None:
+    text = COMPOSE_TEXT.replace("${SPARK_WORKER_CORES:-2}", "${SPARK_CORES:-2}").replace(
+        "http://minio:9000", "http://$MINIO_HOST:9000"
+    )
+    problems = cc.check_variables_documented(text, ENV_EXAMPLE)
+    assert "${SPARK_CORES} is used by docker-compose.yaml but not in .env.example" in problems
+    assert "SPARK_WORKER_CORES is in .env.example but docker-compose.yaml never uses it" in problems
+    assert "$MINIO_HOST is not written as ${MINIO_HOST} (or escaped as $$MINIO_HOST)" in problems
+    bare = ENV_EXAMPLE.replace("# Ports of MinIO's S3 API and web console on the Docker host.\n", "")
+    assert cc.check_variables_documented(COMPOSE_TEXT, bare) == [
+        "MINIO_API_PORT in .env.example has no comment explaining it",
+        "MINIO_CONSOLE_PORT in .env.example has no comment explaining it",
+    ]
+
+
+def test_a_broken_connection_value_is_named(compose: dict[str, Any]) -> None:
+    env = cc.env_file(ENV_EXAMPLE)
+    service_env = compose["services"]["airflow-apiserver"]["environment"]
+    service_env["AIRFLOW_CONN_SIXNINES_NATS_EXTERNAL"] = '{"conn_type": "nats", "host": "nats9"}'
+    service_env["AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL"] = '{"host": "kafka1", "extra": {'
+    assert cc.check_connection_hosts(compose, env) == [
+        "service airflow-apiserver: AIRFLOW_CONN_SIXNINES_NATS_EXTERNAL names host nats9, which is no service of"
+        " docker-compose.yaml"
+    ]
+    problems = cc.check_connection_values(compose, env)
+    assert len(problems) == 1 and problems[0].startswith(
+        "service airflow-apiserver: AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL is not valid JSON"
+    )
+
+
+def test_readme_example_targets_this_deployment(tmp_path: Path, compose: dict[str, Any]) -> None:
+    """README "Past one machine": its matrix fragment names connections and queues this file provides."""
+    readme = (REPO / "README.md").read_text()
+    (fragment,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.S) if "brokers: external" in b]
+    (tmp_path / "readme.yaml").write_text(fragment)
+    found = cc.Expectations()
+    cc.scan_matrix(tmp_path / "readme.yaml", found, tmp_path)
+    assert set(found.conn_ids) == {"sixnines_kafka_external", "sixnines_nats_external"}
+    assert set(found.queues) == {"loadgen_1", "loadgen_2"}
+    assert cc.check_connections(compose, found) == [] and cc.check_queues(compose, found) == []
+    assert "cp .env.example .env" in readme and "docker compose up -d" in readme
+
+
+def test_interpolation_follows_compose() -> None:
+    env = {"SET": "x", "EMPTY": ""}
+    assert cc.interpolate("${SET}-${EMPTY:-d}-${EMPTY-d}-${UNSET:-u}-$${SET}", env) == "x-d--u-${SET}"
+    with pytest.raises(KeyError, match="set it"):
+        cc.interpolate("${UNSET:?set it}", env)
+    assert cc.compose_variables("${A:-1} ${B:?x} $${C}") == {"A": "1", "B": None}
