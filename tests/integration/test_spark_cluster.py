@@ -57,6 +57,7 @@ def test_analysis_runs_on_a_standalone_cluster(tmp_path: Path, monkeypatch: pyte
     with standalone_cluster(tmp_path / "spark", workers=1, cores=2, memory="1g") as cluster:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", cluster.master_url)  # spark://127.0.0.1:<port>
         monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")  # the driver too binds loopback only
+        monkeypatch.setenv("SIXNINES_LAKE", str(lake))  # what the operator resolves the lake from at run time
         operator = tail.analysis()
         assert operator._get_hook()._connection["master"] == cluster.master_url
         # the sweep templates these from the `tables` task's XCom; the values are what that renders to
