@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from rich.console import Console
 
-from .drivers import MEASURED, driver_for, final_route, routes
+from .drivers import MEASURED, Target, driver_for, final_route, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
 from .live import LiveMonitor
@@ -76,25 +76,32 @@ def receiver_role(cell: Cell) -> str | None:
 
 def drive_cell(
     cell: Cell,
-    url: str,
+    url: str | Target,
     staging: Path,
     control: BrokerControl,
     console: Console,
     faults: Sequence[Fault] = (),
     on_status: Callable[[LiveMonitor], None] | None = None,
 ) -> CellRun:
+    """`url` is the brokers' address, or a Target carrying client security settings and route names too."""
     spec, w = cell.spec, cell.spec.workload
+    target = url if isinstance(url, Target) else Target(url)
+    names = target.names or cell.id
     check_cpus(cell)
     ctx = mp.get_context("spawn")
     phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
     channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
-    drivers = {route: driver_for(url, route_spec, cell.id, route) for route, route_spec in routes(spec).items()}
+    drivers = {
+        route: driver_for(target.address, route_spec, names, route, target.client)
+        for route, route_spec in routes(spec).items()
+    }
     driver = drivers[MEASURED]
 
     async def prepare() -> None:
         try:
             for route_driver in drivers.values():  # the measured topic, a chain's second hop, background ones
-                await route_driver.prepare()
+                if not target.prepared:  # external brokers: provision created them
+                    await route_driver.prepare()
             if w.prefill_messages:
                 total, step = w.prefill_messages, max(1, w.prefill_messages // 10)
 
@@ -112,7 +119,18 @@ def drive_cell(
 
     def process(role: str, index: int, **extra: Any) -> Any:
         cpus = w.cpus.producers if role in ("producer", "background") else w.cpus.receivers
-        plan = WorkerPlan(role, index, url, cell.id, cell_json, str(staging), tuple(cpus), **extra)
+        plan = WorkerPlan(
+            role,
+            index,
+            target.address,
+            cell.id,
+            cell_json,
+            str(staging),
+            tuple(cpus),
+            client=dict(target.client),
+            names=names,
+            **extra,
+        )
         return ctx.Process(target=worker_main, args=(plan, channels), name=f"{role}-{index}", daemon=True)
 
     role = receiver_role(cell)

@@ -21,7 +21,7 @@ from .landing import CellReport, acked_metric, describe, land_cell
 from .lifecycle import provision_brokers, stop_brokers
 from .matrix import Cell, Matrix, cell_id, series_key
 from .paths import cache_dir
-from .provision import Provisioned
+from .provision import Provisioned, target_of
 from .systems import resolve_version
 
 __all__ = ["CellReport", "acked_metric", "resolve_cells", "run_cell", "run_matrix", "select_cells"]
@@ -71,11 +71,14 @@ def run_cell(
     cell_run: CellRun | None = None
     status, reason = "ok", None
     try:
-        brokers = provision_brokers(cell, broker_dir)
+        from .external import refuse_faults
+
+        refuse_faults(cell, faults)
+        brokers = provision_brokers(cell, broker_dir, run_id=run.run_id)
         broker_context = brokers.context()
         console.print(f"[bold]cell {cell.id}[/] {cell.label}  ({brokers.address})", highlight=False)
         brokers.watch_leaders()
-        cell_run = drive_cell(cell, brokers.address, staging, brokers, console, faults)
+        cell_run = drive_cell(cell, target_of(brokers), staging, brokers, console, faults)
     except CellError as exc:
         status, reason = "failed", str(exc)
         cell_run = exc.partial_run  # type: ignore[assignment]
