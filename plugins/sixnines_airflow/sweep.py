@@ -68,6 +68,7 @@ def group_id(index: int, cell: Cell) -> str:
     """Stable at parse time (the cell id may change when `latest` or an override resolves): position + shape."""
     s = cell.spec
     setup = s.broker.mode if s.system == "nats" else f"b{s.broker.brokers}"  # type: ignore[union-attr]
+    setup = f"ext_{setup}" if s.brokers == "external" else setup
     return f"c{index:02d}_{s.system}_{setup}_{s.measurement}"
 
 
