@@ -169,10 +169,15 @@ class ExternalBrokers:
 
     # -- what the cell records -------------------------------------------------------------------------------
     def _ask_version(self) -> dict[str, Any]:
+        """The brokers' own word on their version. Kafka's probe is a separate JVM tool: if it cannot run, the cell
+        still runs (topic creation proves the cluster answers) and the context says `unknown` and why."""
         if self.cell.spec.system == "kafka":
             from .brokers.kafka import reported_version
 
-            return reported_version(self.address, self.client)
+            try:
+                return reported_version(self.address, self.client)
+            except BrokerError as exc:
+                return {"version": "unknown", "version_error": str(exc)}
         return run_precise(self._nats_info())
 
     async def _nats_info(self) -> dict[str, Any]:
