@@ -137,7 +137,26 @@ class ExternalBrokers:
         gone = [name for name in names if name in existing]
         for name in gone:
             delete_topic(self.address, name, client=self.client)
+        self._delete_groups(names)
         return gone
+
+    def _delete_groups(self, topics: list[str]) -> None:
+        """The cell's consumer groups (named after its topics) would otherwise linger on the cluster until
+        offsets.retention.minutes; they are empty once the cell's consumers closed."""
+        from .brokers.kafka import _admin
+
+        admin = _admin(self.address, self.client)
+        wanted = {g for t in topics for g in (t, f"{t}-lagging")}
+        try:
+            listed = admin.list_consumer_groups(request_timeout=15).result(timeout=20)
+        except Exception as exc:
+            raise BrokerError(f"cannot list consumer groups on {self.address}: {exc}") from exc
+        groups = sorted(g.group_id for g in listed.valid if g.group_id in wanted)
+        for group, future in (admin.delete_consumer_groups(groups, request_timeout=15) if groups else {}).items():
+            try:
+                future.result(timeout=20)
+            except Exception as exc:
+                raise BrokerError(f"could not delete consumer group {group!r}: {exc}") from exc
 
     async def _delete_streams(self) -> list[str]:
         import nats.js.errors

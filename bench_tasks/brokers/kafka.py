@@ -186,10 +186,11 @@ def _fetch(version: str, home: Path) -> None:
     print(f"fetched Kafka {version}: {len(manifest['jars'])} jars, {size_mb:.0f} MB in {took:.1f}s", file=sys.stderr)
 
 
-def _copy_dependencies(version: str, pom_dir: Path, libs: Path) -> None:
-    """`mvn dependency:copy-dependencies` on a generated pom: the release's runtime scope plus a logging backend."""
+def _copy_dependencies(version: str, pom_dir: Path, libs: Path, coordinates: Sequence[str] = ()) -> None:
+    """`mvn dependency:copy-dependencies` on a generated pom: the release's runtime scope plus a logging backend
+    (or the given `coordinates` instead)."""
     pom_dir.mkdir(parents=True)
-    coordinates = [f"{KAFKA_ARTIFACT}:{version}", *_logging_backend(version)[1]]
+    coordinates = list(coordinates) or [f"{KAFKA_ARTIFACT}:{version}", *_logging_backend(version)[1]]
     (pom_dir / "pom.xml").write_text(_pom(coordinates))
     cmd = [
         "mvn",
@@ -959,13 +960,43 @@ def _wait_for_topic(
 
 # Kafka's wire protocol carries no software version; what a cluster does report is its features (KIP-584), and
 # `metadata.version` names the release line (`4.3-IV0`: Kafka 4.3). Kafka's own `kafka-features.sh describe`
-# reads them with the Admin API; its class ships in the 3.9 runtime jars (4.x moved it to kafka-tools, which the
-# broker classpath does not bring), so the harness runs it from the 3.9 release it already fetches.
-FEATURE_TOOL_VERSION = "3.9.2"
-FEATURE_TOOL_CLASS = "kafka.admin.FeatureCommand"
+# (org.apache.kafka.tools.FeatureCommand, Admin API DescribeFeatures) reads them. It lives in the kafka-tools
+# artifact, which the broker's classpath does not bring, so that artifact's runtime classpath is fetched once with
+# Maven into `<cache>/kafka-tools/<version>/` (about 85 jars, 43 MB; a sha256 manifest checked before every use),
+# from the newest release the harness knows, so it can name every level the clusters it meets report.
+TOOLS_ARTIFACT = "org.apache.kafka:kafka-tools"
+FEATURE_TOOL_CLASS = "org.apache.kafka.tools.FeatureCommand"
 _FEATURE_LINE = re.compile(r"(\w+):\s*(\S+)")
 _RELEASE_LINE = re.compile(r"^(\d+\.\d+)-IV\d+$")
 _JAAS_MODULE = {"PLAIN": _PLAIN_LOGIN, "SCRAM-SHA-256": _SCRAM_LOGIN, "SCRAM-SHA-512": _SCRAM_LOGIN}
+
+
+def tools_classpath(version: str) -> Path:
+    """The verified `libs/` folder of kafka-tools `version` (fetched with Maven on first use)."""
+    if not re.fullmatch(r"[0-9][0-9A-Za-z.\-]*", version):
+        raise BrokerError(f"not a Kafka version: {version!r}")
+    home = cache_dir() / "kafka-tools" / version
+    if not home.exists():
+        home.parent.mkdir(parents=True, exist_ok=True)
+        print(f"fetching {TOOLS_ARTIFACT}:{version} from Maven Central into {home} (mvn)", file=sys.stderr)
+        build = Path(tempfile.mkdtemp(prefix=f".{version}-fetch-", dir=home.parent))
+        try:
+            libs = build / "libs"
+            _copy_dependencies(version, build / "pom", libs, [f"{TOOLS_ARTIFACT}:{version}"])
+            shutil.rmtree(build / "pom")
+            manifest = {
+                "manifest_version": _MANIFEST_VERSION,
+                "version": version,
+                "artifact": f"{TOOLS_ARTIFACT}:{version}",
+                "jars": {p.name: _sha256_file(p) for p in sorted(libs.glob("*.jar"))},
+                "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+            (build / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+            _install(build, home)
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+    _verify(home, version)
+    return home / "libs"
 
 
 def reported_version(
@@ -975,23 +1006,20 @@ def reported_version(
     brokers support (SupportedMaxVersion), beside the finalized level and every feature as the tool printed it.
     `client` holds librdkafka security settings; they are translated for the Java tool into a 0600 file that
     is deleted at once. Raises BrokerError when the cluster cannot be asked."""
-    release = _release(FEATURE_TOOL_VERSION)
+    from ..systems import KAFKA_VERSIONS
+
+    tool_version = KAFKA_VERSIONS[0]
+    libs = tools_classpath(tool_version)
     java = _java()
     with tempfile.TemporaryDirectory(prefix="sixnines-features-") as tmp:
         config = Path(tmp) / "client.properties"
         config.touch(mode=0o600)
         config.write_text(render_properties(java_client_properties(client or {})))
-        logging_config = Path(tmp) / "log4j.properties"
-        logging_config.write_text(
-            "log4j.rootLogger=ERROR, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
-            "log4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
-        )
         cmd = [
             java,
             *_TOOL_JVM_OPTS,
-            f"-Dlog4j.configuration=file:{logging_config}",
             "-cp",
-            f"{release.libs}/*",
+            f"{libs}/*",
             FEATURE_TOOL_CLASS,
             "--bootstrap-server",
             bootstrap,
@@ -1012,8 +1040,8 @@ def reported_version(
     line = _RELEASE_LINE.match(metadata.get("SupportedMaxVersion", ""))
     return {
         "version": line.group(1) if line else "unknown",
-        "version_source": f"metadata.version SupportedMaxVersion from {FEATURE_TOOL_CLASS} describe (Kafka "
-        f"{FEATURE_TOOL_VERSION} tool, Admin API DescribeFeatures): Kafka reports its release line, not the patch",
+        "version_source": f"metadata.version SupportedMaxVersion from {FEATURE_TOOL_CLASS} describe (kafka-tools "
+        f"{tool_version}, Admin API DescribeFeatures): Kafka reports its release line, not the patch",
         "metadata_version": metadata,
         "features": features,
     }
