@@ -26,7 +26,7 @@ from .landing import describe
 from .lifecycle import CellWork, topology_of
 from .live import LiveMonitor
 from .matrix import Cell
-from .provision import DetachedBrokers
+from .provision import attach, target_of
 
 STATUS_SCHEMA_VERSION = 1  # 1: first version
 
@@ -91,7 +91,8 @@ class _RecordingControl:
     """Fault injection through the detached brokers, noted in the status so a watcher can tell a planned
     broker kill from a broker that died."""
 
-    def __init__(self, brokers: DetachedBrokers, writer: StatusWriter):
+    def __init__(self, brokers: Any, writer: StatusWriter):
+        """`brokers`: DetachedBrokers, or ExternalBrokers (which refuse faults)."""
         self.brokers = brokers
         self.writer = writer
 
@@ -117,7 +118,7 @@ def generator_main(root: Path) -> int:
     state = work.read(work.state)
     assert state is not None and state["brokers"] is not None, f"no provisioned cell in {root}"
     cell = Cell.model_validate(state["cell"])
-    brokers = DetachedBrokers(state["brokers"])
+    brokers = attach(state["brokers"])
     writer = StatusWriter(work.status, cell)
 
     def stop(signum: int, frame: object) -> None:
@@ -132,7 +133,7 @@ def generator_main(root: Path) -> int:
     try:
         run = drive_cell(
             cell,
-            brokers.address,
+            target_of(brokers),
             Path(state["staging"]),
             _RecordingControl(brokers, writer),
             console,

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from rich.console import Console
 
-from .drivers import MEASURED, driver_for, final_route, routes
+from .drivers import MEASURED, Target, driver_for, final_route, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
 from .hosts import broker_site, cell_routes, measure_clock_offsets, worker_netns, worker_route
@@ -79,7 +79,7 @@ def receiver_role(cell: Cell) -> str | None:
 
 def drive_cell(
     cell: Cell,
-    url: str,
+    url: str | Target,
     staging: Path,
     control: BrokerControl,
     console: Console,
@@ -87,21 +87,28 @@ def drive_cell(
     on_status: Callable[[LiveMonitor], None] | None = None,
     topology: Topology | None = None,
 ) -> CellRun:
-    """Run the cell's whole schedule against the broker at `url`. With a topology, each worker runs in its
-    host's network namespace (and the parent reaches the broker from the broker's namespace)."""
+    """Run the cell's whole schedule against the brokers. `url` is the brokers' address, or a Target carrying
+    client security settings and route names too. With a topology, each worker runs in its host's network
+    namespace (and the parent reaches the broker from the broker's namespace)."""
     spec, w = cell.spec, cell.spec.workload
+    target = url if isinstance(url, Target) else Target(url)
+    names = target.names or cell.instance
     check_cpus(cell)
     ctx = mp.get_context("spawn")
     phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
     channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
     all_routes = {**routes(spec), **dict.fromkeys(cell_routes(cell), spec)}  # + one per clock domain, if split
-    drivers = {route: driver_for(url, route_spec, cell.instance, route) for route, route_spec in all_routes.items()}
+    drivers = {
+        route: driver_for(target.address, route_spec, names, route, target.client)
+        for route, route_spec in all_routes.items()
+    }
     driver = drivers[MEASURED]
 
     async def prepare() -> None:
         try:
             for route_driver in drivers.values():  # the measured topic, a chain's second hop, background ones
-                await route_driver.prepare()
+                if not target.prepared:  # external brokers: provision created them
+                    await route_driver.prepare()
             if w.prefill_messages:
                 total, step = w.prefill_messages, max(1, w.prefill_messages // 10)
 
@@ -122,9 +129,19 @@ def drive_cell(
     def process(role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
         cpus = w.cpus.producers if role in ("producer", "background") else w.cpus.receivers
         route = worker_route(cell, role, index, route)
-        namespace = worker_netns(cell, topology, role, index)
         plan = WorkerPlan(
-            role, index, url, cell.instance, cell_json, str(staging), tuple(cpus), route, netns=namespace, **extra
+            role,
+            index,
+            target.address,
+            cell.instance,
+            cell_json,
+            str(staging),
+            tuple(cpus),
+            route,
+            client=dict(target.client),
+            names=names,
+            netns=worker_netns(cell, topology, role, index),
+            **extra,
         )
         return ctx.Process(target=worker_main, args=(plan, channels), name=f"{role}-{index}", daemon=True)
 

@@ -16,7 +16,7 @@ import gc
 import multiprocessing.synchronize
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
@@ -52,6 +52,8 @@ class WorkerPlan:
     staging_dir: str
     cpus: tuple[int, ...] = ()
     route: str = MEASURED  # which topic/subject a consumer reads (a chain's final consumers read HOP2)
+    client: dict[str, Any] = field(default_factory=dict)  # security settings (may be secret: never written down)
+    names: str = ""  # the token routes are named from ("": the cell id)
     background: str = ""  # background/bg_consumer: the background workload's name
     part: int = 0  # background: which of the workload's processes this is
     netns: str = ""  # the network namespace of the worker's host ('' = where the parent runs)
@@ -183,7 +185,7 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
     w = cell.workload
     duration_ns = sum(channels.phase_ns)
     offsets, connection_of = producer_schedule(cell, plan.index, duration_ns)
-    driver = driver_for(plan.url, cell, plan.cell_id, plan.route)
+    driver = driver_for(plan.url, cell, plan.names or plan.cell_id, plan.route, plan.client)
     connections = await driver.open_producer(f"sixnines-p{plan.index}", w.connections)
     factory = PayloadFactory(w.message_size_bytes)
     channels.events.put({"kind": "ready", "role": "producer", "index": plan.index, "messages": offsets.size})
@@ -391,7 +393,7 @@ def _consumer_progress(plan: WorkerPlan, channels: Channels, log: _ReceivedLog) 
 
 async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     cell = plan.cell()
-    driver = driver_for(plan.url, cell, plan.cell_id, plan.route)
+    driver = driver_for(plan.url, cell, plan.names or plan.cell_id, plan.route, client=plan.client)
     log = _ReceivedLog()
     await driver.open_consumer(f"sixnines-c{plan.index}", log.on_message)
     _freeze_setup_heap()
@@ -417,7 +419,7 @@ async def _count_consumer(plan: WorkerPlan, channels: Channels) -> None:
         spec, route = background_spec(cell, cell.background[plan.background]), background_route(plan.background)
     else:
         spec, route = cell, MEASURED
-    driver = driver_for(plan.url, spec, plan.cell_id, route)
+    driver = driver_for(plan.url, spec, plan.names or plan.cell_id, route, client=plan.client)
     consumed = [0]
 
     def count(_data: bytes, _partition: int | None, _offset: int | None) -> None:
@@ -452,8 +454,8 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
     intended time) and this relay's receive and send times stamped in. Its own receipts land as hop-1 rows
     in relayed-r<i>.parquet, so a loss can be placed on the hop where it happened."""
     cell = plan.cell()
-    inbound = driver_for(plan.url, cell, plan.cell_id, MEASURED)
-    outbound = driver_for(plan.url, cell, plan.cell_id, HOP2)
+    inbound = driver_for(plan.url, cell, plan.names or plan.cell_id, MEASURED, client=plan.client)
+    outbound = driver_for(plan.url, cell, plan.names or plan.cell_id, HOP2, client=plan.client)
     (conn,) = await outbound.open_producer(f"sixnines-relay{plan.index}", 1)
     loop = asyncio.get_running_loop()
     arrivals: asyncio.Queue[tuple[bytes, int, int, int]] = asyncio.Queue()
@@ -521,7 +523,7 @@ async def _background(plan: WorkerPlan, channels: Channels) -> None:
     cell = plan.cell()
     bg = cell.background[plan.background]
     route = background_route(plan.background)
-    driver = driver_for(plan.url, background_spec(cell, bg), plan.cell_id, route)
+    driver = driver_for(plan.url, background_spec(cell, bg), plan.names or plan.cell_id, route, client=plan.client)
     duration_ns = sum(channels.phase_ns)
     mine = range(plan.part, bg.producers, bg.processes)
     parts = [
@@ -578,7 +580,7 @@ async def _background(plan: WorkerPlan, channels: Channels) -> None:
 
 async def _respond(plan: WorkerPlan, channels: Channels) -> None:
     cell = plan.cell()
-    driver = driver_for(plan.url, cell, plan.cell_id)
+    driver = driver_for(plan.url, cell, plan.names or plan.cell_id, client=plan.client)
     served = [0]
 
     def count() -> None:

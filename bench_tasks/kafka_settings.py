@@ -45,3 +45,21 @@ class KafkaClient(StrictModel):
         "group", description="group: one consumer group; assigned: partitions split over consumers by hand"
     )
     start_from: Literal["end", "beginning"] = "end"
+    security: Literal["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"] | None = Field(
+        None,
+        description="the client's security protocol, a matrix axis: a provisioned cluster gets the matching "
+        "listener (TLS material and SASL users made at start); unset means plaintext, or for external brokers "
+        "the connection's `security_protocol`",
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="SASL mechanism for security sasl_*; unset means the connection's, else PLAIN"
+    )
+
+    @model_validator(mode="after")
+    def _sasl_fits(self) -> KafkaClient:
+        if self.sasl_mechanism is not None and self.security not in ("sasl_plaintext", "sasl_ssl"):
+            raise ValueError(
+                f"client.sasl_mechanism {self.sasl_mechanism!r} needs client.security sasl_plaintext or sasl_ssl "
+                f"(is {self.security!r})"
+            )
+        return self

@@ -49,7 +49,7 @@ from .landing import CellReport, describe, keep_broker_logs, land_cell
 from .matrix import CELL_ADAPTER, Cell, cell_id, series_key
 from .netns import Topology, inside
 from .paths import cache_dir
-from .provision import DetachedBrokers, Provisioned, detached_state, provision, reap_if_child
+from .provision import DetachedBrokers, Provisioned, attach, detached_state, provision, reap_if_child
 from .schedule import PhasePlan
 from .systems import resolve_version
 
@@ -117,14 +117,15 @@ class CellWork:
 
 # -- steps shared with the CLI runner ---------------------------------------------------------------------
 def provision_brokers(
-    cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None
+    cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None, run_id: str = ""
 ) -> Provisioned:
     """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
-    topology, in the broker host's network namespace, listening on its address."""
+    topology, in the broker host's network namespace, listening on its address; for external brokers, create
+    the cell's topics/streams (named after `run_id` too)."""
     check_cpus(cell)
     namespace, address = broker_site(cell, topology)
     with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
-        brokers = provision(cell, workdir, tie_to_parent, address)
+        brokers = provision(cell, workdir, tie_to_parent, address, run_id)
     if cell.spec.workload.cpus.broker:
         for pid in brokers.pids():
             os.sched_setaffinity(pid, cell.spec.workload.cpus.broker)
@@ -144,7 +145,8 @@ def prepare_cell(cell: Cell, versions: Mapping[str, str] | None = None, phase_sc
     """The cell a run actually measures: a version override for its system, `latest` resolved, phase durations
     scaled; validated again, with a new id (a scaled or re-versioned cell is a different cell)."""
     spec = cell.spec.model_dump(mode="json")
-    if versions and spec["system"] in versions:
+    external = spec["brokers"] == "external"  # external brokers report their version; nothing to override
+    if versions and spec["system"] in versions and not external:
         spec["version"] = versions[spec["system"]]
     if spec["version"] == "latest":
         spec["version"] = resolve_version(spec["system"], "latest")
@@ -232,7 +234,7 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
     known = work.read(work.generator)
     if known is not None and generator_alive(work, known):
         return False
-    return not (state.get("brokers") and any(DetachedBrokers(state["brokers"]).alive().values()))
+    return not (state.get("brokers") and any(attach(state["brokers"]).alive().values()))
 
 
 def _now() -> str:
@@ -255,6 +257,9 @@ def provision_step(
     A retried provision first stops what an earlier attempt left."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
+    from .external import refuse_faults
+
+    refuse_faults(cell, faults or [])
     if work.state.exists():
         teardown_step(work, keep_reused=False)
     acquire_host(work)
@@ -282,7 +287,7 @@ def provision_step(
         topology = hosts.build(cell, work_token(work))
         record["topology"] = topology.to_dict() if topology else None
         write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it
-        record["brokers"] = _brokers_for(cell, work, record["provisioning"], clusters, topology)
+        record["brokers"] = _brokers_for(cell, work, record["provisioning"], clusters, topology, run.run_id)
     except Exception as exc:
         record["failure"] = f"provision: {describe(cell, exc)}"
         write_json(work.state, record)
@@ -297,8 +302,15 @@ def provision_step(
 
 
 def _brokers_for(
-    cell: Cell, work: CellWork, provisioning: dict[str, Any], clusters: Path | None, topology: Topology | None = None
+    cell: Cell,
+    work: CellWork,
+    provisioning: dict[str, Any],
+    clusters: Path | None,
+    topology: Topology | None = None,
+    run_id: str = "",
 ) -> dict[str, Any]:
+    if cell.spec.brokers == "external":  # nothing to reuse: only the cell's own topics/streams are made
+        return detached_state(provision_brokers(cell, work.brokers_dir, tie_to_parent=False, run_id=run_id))
     entry = clusters / f"{provisioning['cluster_key']}.json" if clusters is not None else None
     if provisioning["policy"] == "reuse" and entry is not None and entry.exists():
         known = json.loads(entry.read_text())
@@ -346,6 +358,12 @@ def start_generator(work: CellWork) -> int:
     if state is None or state.get("brokers") is None:
         raise CellError("?", f"cannot start a generator: no provisioned brokers in {work.root}")
     env = {**os.environ, "SIXNINES_CACHE": str(cache_dir())}
+    if state["brokers"].get("external"):  # the connection reaches the generator in memory, never through a file
+        from .connections import env_var, get_connection
+
+        conn_id = Cell.model_validate(state["cell"]).spec.connection
+        assert conn_id is not None
+        env[env_var(conn_id)] = get_connection(conn_id).to_json()
     with open(work.log, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench_tasks", "cell", "drive", str(work.root)],
@@ -387,7 +405,7 @@ def land_step(work: CellWork) -> dict[str, Any]:
     staging.mkdir(parents=True, exist_ok=True)
     broker_context: dict[str, Any] = {"provisioning": state["provisioning"]}
     if state.get("brokers") is not None:
-        brokers = DetachedBrokers(state["brokers"])
+        brokers = attach(state["brokers"])
         broker_context.update(brokers.context())
         keep_broker_logs(brokers.logs(), staging)
     broker_context["leader_changes"] = facts.get("leader_changes", [])
@@ -468,13 +486,18 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
     """Stop the generator and the brokers (graceful, then forced) and verify nothing of the cell survives.
 
     Safe to call any number of times. With policy `reuse` the brokers are kept for the next cell with the same
-    broker spec (the run's last step releases them); everything else must be gone."""
+    broker spec (the run's last step releases them); everything else must be gone. External brokers keep running:
+    their teardown deletes the cell's topics/streams (whatever happened before), listed as `deleted_routes`."""
     stopped = stop_generator(work)
     state = work.read(work.state) or {}
     kept: list[int] = []
-    brokers = DetachedBrokers(state["brokers"]) if state.get("brokers") else None
+    brokers = attach(state["brokers"]) if state.get("brokers") else None
+    external = bool((state.get("brokers") or {}).get("external"))
+    deleted: list[str] = []
     if brokers is not None:
-        if keep_reused and state["provisioning"]["policy"] == "reuse":
+        if external:
+            deleted = brokers.delete_routes()
+        elif keep_reused and state["provisioning"]["policy"] == "reuse":
             kept = brokers.pids()
         else:
             stopped += brokers.stop()
@@ -489,7 +512,14 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
     if not kept:
         shutil.rmtree(work.brokers_dir, ignore_errors=True)
     removed = netns.destroy(topology) if topology is not None else []
-    report = {"stopped": sorted(set(stopped)), "kept": kept, "namespaces_removed": removed, "at": _now()}
+    report: dict[str, Any] = {
+        "stopped": sorted(set(stopped)),
+        "kept": kept,
+        "namespaces_removed": removed,
+        "at": _now(),
+    }
+    if external:
+        report["deleted_routes"] = deleted
     if work.root.exists():
         write_json(work.root / "teardown.json", report)
     release_host(work)

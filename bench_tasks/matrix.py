@@ -45,6 +45,10 @@ Measurement = Literal["e2e", "publish", "rtt", "chain"]
 _BACKGROUND_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 _ID_LEN = 12
 MAX_REPEATS = 100
+BrokerSource = Literal["provisioned", "external"]
+# Airflow connection ids: what `AIRFLOW_CONN_<ID>` (upper-cased) and the UI accept without quoting.
+ConnectionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$", max_length=200)]
+EXTERNAL_VERSION = "external"  # the version of an external cell: the brokers report their own, into the context
 
 
 class CpuPlacement(StrictModel):
@@ -110,6 +114,13 @@ class Workload(StrictModel):
 class _CellBase(StrictModel):
     SYSTEM: ClassVar[str]
     version: str
+    brokers: BrokerSource = Field(
+        "provisioned",
+        description="provisioned: the cell starts its own brokers; external: it uses running ones via `connection`",
+    )
+    connection: ConnectionId | None = Field(
+        None, description="external: the Airflow connection id (address, credentials, TLS) resolved at run time"
+    )
     workload: Workload
     measurement: Measurement
     background: dict[str, Background] = Field(
@@ -127,7 +138,7 @@ class _CellBase(StrictModel):
     @classmethod
     def _known_version(cls, value: str) -> str:
         known = SYSTEM_VERSIONS[cls.SYSTEM]
-        if value != "latest" and value not in known:
+        if value not in ("latest", EXTERNAL_VERSION) and value not in known:
             raise ValueError(f"unknown {cls.SYSTEM} version; known: latest, {', '.join(known)}")
         return value
 
@@ -160,6 +171,29 @@ class _CellBase(StrictModel):
             raise ValueError("; ".join(problems))
         return self
 
+    @model_validator(mode="after")
+    def _brokers_fit(self) -> _CellBase:
+        """External brokers are reached through a connection and report their own version; nothing of how
+        they run (processes, server config, CPUs) is the cell's to set."""
+        if self.brokers == "external":
+            if self.connection is None:
+                raise ValueError("connection: required when brokers is 'external' (an Airflow connection id)")
+            if self.version != EXTERNAL_VERSION:
+                raise ValueError(
+                    f"version {self.version!r}: external brokers report their own version (recorded in the "
+                    f"context); use versions [{EXTERNAL_VERSION}] or leave versions out"
+                )
+            if self.workload.cpus.broker:
+                raise ValueError("workload.cpus.broker: external brokers run elsewhere; they cannot be pinned")
+            if self.broker.server:  # type: ignore[attr-defined]
+                raise ValueError("broker.server: external brokers keep their own server config; leave it empty")
+        else:
+            if self.connection is not None:
+                raise ValueError("connection: only for brokers 'external'; provisioned brokers need none")
+            if self.version == EXTERNAL_VERSION:
+                raise ValueError(f"version {EXTERNAL_VERSION!r} is for brokers 'external' only")
+        return self
+
 
 class NatsCell(_CellBase):
     """One fully specified NATS benchmark cell."""
@@ -182,6 +216,8 @@ class NatsCell(_CellBase):
                 "workload.placement.broker: a 3-node NATS cluster in a network namespace is not supported yet; "
                 "use broker.servers 1"
             )
+        if self.brokers == "external" and self.broker.sync_interval != "default":
+            raise ValueError("broker.sync_interval: external servers keep their own fsync policy; leave it 'default'")
         for name, bg in self.background.items():
             if bg.kafka_only_fields_set():
                 raise ValueError(f"background.{name}: {', '.join(bg.kafka_only_fields_set())} apply to Kafka only")
@@ -273,7 +309,9 @@ def _digest(spec: dict[str, Any]) -> str:
 
 class SystemBlock(StrictModel):
     system: str
-    versions: list[str] = Field(min_length=1)
+    versions: list[str] | None = Field(None, min_length=1, description="required unless brokers is 'external'")
+    brokers: BrokerSource = "provisioned"
+    connection: str | None = None
     broker: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
     background: dict[str, Any] = Field(default_factory=dict)
@@ -364,6 +402,10 @@ class Cell(StrictModel):
                 f" {k}={v}" for k, v in s.client.producer.items() if k in LABELLED_PRODUCER_OPTIONS
             )
             setup += "" if s.client.keys == "none" else f" keys={s.client.keys}"
+            if s.client.security is not None:
+                setup += f" {s.client.security}" + (f"/{s.client.sasl_mechanism}" if s.client.sasl_mechanism else "")
+        if s.brokers == "external":
+            setup += f" ext:{s.connection}"
         return (
             f"{setup} {s.version} {s.measurement} {w.message_size_bytes}B "
             f"@{w.rate_per_s:g}/s p{w.producers} c{w.consumers}"
@@ -428,12 +470,19 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
     cells: dict[str, Cell] = {}
     for block_index, block in enumerate(file.systems):
         where = f"systems[{block_index}]"
-        axes = {"version": block.versions, "measurement": list(file.measurements), **file.axes, **block.axes}
+        block_problems = _check_block(block, where)
+        if block_problems:
+            problems += block_problems
+            continue
+        versions = block.versions or [EXTERNAL_VERSION]
+        axes = {"version": versions, "measurement": list(file.measurements), **file.axes, **block.axes}
         problems += _check_axes(axes, where, file.axes.keys())
         if problems:
             continue
         base = {
             "system": block.system,
+            "brokers": block.brokers,
+            "connection": block.connection,
             "broker": block.broker,
             "client": block.client,
             "background": block.background,
@@ -490,6 +539,25 @@ def _only_used_hosts(cell: AnyCell) -> AnyCell:
     used = placement.all_hosts() if placement else []
     hosts = {name: host for name, host in (cell.hosts or {}).items() if name in used}
     return cell.model_copy(update={"hosts": hosts or None})
+
+
+def _check_block(block: SystemBlock, where: str) -> list[str]:
+    """`brokers`/`connection`/`versions` of one system block, reported against the block's own fields."""
+    if block.brokers == "external":
+        if not block.connection:
+            return [f"{where}.connection: required when brokers is 'external' (an Airflow connection id)"]
+        if block.versions not in (None, [EXTERNAL_VERSION]):
+            return [
+                f"{where}.versions: {block.versions!r} — external brokers report their own version (recorded in "
+                f"the context); use [{EXTERNAL_VERSION}] or leave versions out"
+            ]
+        return []
+    problems = []
+    if block.connection is not None:
+        problems.append(f"{where}.connection: {block.connection!r} — only for brokers 'external'")
+    if block.versions is None:
+        problems.append(f"{where}.versions: Field required")
+    return problems
 
 
 def _check_axes(axes: dict[str, list[Any]], where: str, global_keys: Any) -> list[str]:

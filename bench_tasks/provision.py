@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
+from .drivers import Target
 from .matrix import Cell, KafkaCell, NatsCell
 
 
@@ -77,9 +78,10 @@ class LeaderWatch:
     must not stall the cell's monitor loop). The process that watches must live for the whole cell: the CLI
     runner, or the detached generator when Airflow runs the cell."""
 
-    def __init__(self, address: str, topic: str):
+    def __init__(self, address: str, topic: str, client: dict[str, Any] | None = None):
         self.address = address
         self.topic = topic
+        self.client = client or {}  # security settings of the cluster's listener
         self._changes: list[dict[str, int]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -92,7 +94,8 @@ class LeaderWatch:
             while not self._stop.is_set():
                 with contextlib.suppress(Exception):
                     now = time.monotonic_ns()
-                    for partition, leader in sorted(partition_leaders(self.address, self.topic, 2.0).items()):
+                    leaders = partition_leaders(self.address, self.topic, 2.0, self.client)
+                    for partition, leader in sorted(leaders.items()):
                         if known.get(partition) != leader:
                             self._changes.append({"at_ns": now, "partition": partition, "leader": leader})
                             known[partition] = leader
@@ -203,21 +206,30 @@ class KafkaProvisioned:
         from .drivers import final_route
         from .drivers.kafka import topic_for
 
-        b = cell.broker
-        self.cluster = KafkaCluster(cell.version, b.brokers, b.server, workdir, tie_to_parent=tie_to_parent)
+        b, c = cell.broker, cell.client
+        self.cluster = KafkaCluster(
+            cell.version,
+            b.brokers,
+            b.server,
+            workdir,
+            tie_to_parent=tie_to_parent,
+            security=c.security,
+            sasl_mechanism=c.sasl_mechanism,
+        )
         self.endpoint = self.cluster.start()
         self.address = self.endpoint.bootstrap_servers
+        self.client = self.cluster.client_config  # the listener's TLS/SASL settings (a throw-away password)
         # The topic the measured consumers read, whose leaders the samples are attributed to (and faults hit):
         # the second hop's topic in a service chain.
         self.topic = topic_for(cell_id, final_route(cell))
         self.workdir = workdir
         self._paused: int | None = None
-        self._leaders = LeaderWatch(self.address, self.topic)
+        self._leaders = LeaderWatch(self.address, self.topic, self.client)
 
     def _leader_of_partition_0(self) -> int:
         from .brokers.kafka import partition_leaders
 
-        return partition_leaders(self.address, self.topic)[0]
+        return partition_leaders(self.address, self.topic, client=self.client)[0]
 
     def pause(self) -> None:
         self._paused = self._leader_of_partition_0()
@@ -253,10 +265,17 @@ class KafkaProvisioned:
         return sorted(self.workdir.rglob("*.log"))
 
 
-def provision(cell: Cell, workdir: Path, tie_to_parent: bool = True, host: str = "127.0.0.1") -> Provisioned:
+def provision(
+    cell: Cell, workdir: Path, tie_to_parent: bool = True, host: str = "127.0.0.1", run_id: str = ""
+) -> Provisioned:
     """Start what `cell` needs and return once it is ready for traffic. `host`: the address a single
-    nats-server listens on (its host's address when it runs in a network namespace)."""
+    nats-server listens on (its host's address when it runs in a network namespace). External brokers: only
+    the cell's topics or streams are created (named after `run_id` too, see `external.route_names`)."""
     spec = cell.spec
+    if spec.brokers == "external":
+        from .external import ExternalBrokers
+
+        return ExternalBrokers(cell, run_id, workdir).start()
     if isinstance(spec, NatsCell):
         if spec.broker.servers > 1:
             return NatsClusterProvisioned(spec, cell.instance, workdir, tie_to_parent)
@@ -267,7 +286,13 @@ def provision(cell: Cell, workdir: Path, tie_to_parent: bool = True, host: str =
 def detached_state(brokers: Provisioned) -> dict[str, Any]:
     """What another process needs to signal, watch and stop brokers started with `tie_to_parent=False`:
     Airflow's provision task ends long before the cell does, so the generator and teardown find the
-    brokers again from this (JSON-able) record."""
+    brokers again from this (JSON-able) record. Provisioned brokers' client settings (a TLS CA path, the
+    throw-away SASL password of a cluster started for this cell) are kept under `client`, outside `context`,
+    which is what the lake records; external brokers keep no address or secret here at all."""
+    from .external import ExternalBrokers, external_state
+
+    if isinstance(brokers, ExternalBrokers):
+        return external_state(brokers)
     if isinstance(brokers, NatsProvisioned):
         nodes, name, topic = {"0": brokers.endpoint.pid}, "nats-server", None
     elif isinstance(brokers, NatsClusterProvisioned):  # detached: no stream-leader watch, faults hit node 1
@@ -285,7 +310,26 @@ def detached_state(brokers: Provisioned) -> dict[str, Any]:
         "logs": [str(p) for p in brokers.logs()],
         "workdir": str(brokers.workdir),
         "context": brokers.context(),
+        "client": dict(getattr(brokers, "client", {})),
     }
+
+
+def attach(state: dict[str, Any]) -> Any:
+    """The brokers recorded in `state` (from `detached_state`), for another process to drive: DetachedBrokers by
+    PID, or ExternalBrokers whose connection is resolved again when needed."""
+    if state.get("external"):
+        from .external import attach_external
+
+        return attach_external(state)
+    return DetachedBrokers(state)
+
+
+def target_of(brokers: Any) -> Target:
+    """Where the cell's clients go for these brokers, with their client settings and route names."""
+    target = getattr(brokers, "target", None)
+    if callable(target):
+        return target()
+    return Target(brokers.address, dict(getattr(brokers, "client", {}) or {}))
 
 
 class DetachedBrokers:
@@ -301,7 +345,8 @@ class DetachedBrokers:
         self.nodes = {int(k): int(v) for k, v in state["nodes"].items()}
         self._name: str = state["process_name"]
         self._paused: int | None = None
-        self._leaders = LeaderWatch(self.address, state["topic"]) if state.get("topic") else None
+        self.client: dict[str, Any] = dict(state.get("client") or {})
+        self._leaders = LeaderWatch(self.address, state["topic"], self.client) if state.get("topic") else None
 
     def _target(self) -> int:
         """The node a fault hits: the leader of partition 0 (Kafka), or the only node."""
@@ -309,7 +354,7 @@ class DetachedBrokers:
             return next(iter(self.nodes.values()))
         from .brokers.kafka import partition_leaders
 
-        return self.nodes[partition_leaders(self.address, self.state["topic"])[0]]
+        return self.nodes[partition_leaders(self.address, self.state["topic"], client=self.client)[0]]
 
     def _signal(self, pid: int, sig: int) -> None:
         import psutil

@@ -23,7 +23,7 @@ from .lifecycle import provision_brokers, stop_brokers
 from .matrix import Cell, Matrix, cell_id, expand_repeats, series_key
 from .netns import Topology
 from .paths import cache_dir
-from .provision import Provisioned
+from .provision import Provisioned, target_of
 from .systems import resolve_version
 
 __all__ = ["CellReport", "acked_metric", "resolve_cells", "run_cell", "run_matrix", "select_cells"]
@@ -75,13 +75,16 @@ def run_cell(
     cell_run: CellRun | None = None
     status, reason = "ok", None
     try:
+        from .external import refuse_faults
+
+        refuse_faults(cell, faults)
         hosts.check_runnable(cell)
         topology = hosts.build(cell)  # namespaces for the cell's hosts, if it places roles on netns hosts
-        brokers = provision_brokers(cell, broker_dir, topology=topology)
+        brokers = provision_brokers(cell, broker_dir, topology=topology, run_id=run.run_id)
         broker_context = brokers.context()
         console.print(f"[bold]cell {cell.instance}[/] {cell.label}  ({brokers.address})", highlight=False)
         brokers.watch_leaders()
-        cell_run = drive_cell(cell, brokers.address, staging, brokers, console, faults, topology=topology)
+        cell_run = drive_cell(cell, target_of(brokers), staging, brokers, console, faults, topology=topology)
     except CellError as exc:
         status, reason = "failed", str(exc)
         cell_run = exc.partial_run  # type: ignore[assignment]

@@ -20,7 +20,7 @@ from .errors import CellError
 from .lake import write_json
 from .lifecycle import PHASES, CellWork, generator_alive
 from .matrix import Cell
-from .provision import DetachedBrokers
+from .provision import DetachedBrokers, attach
 from .schedule import NS_PER_S
 
 STALE_S = 15.0  # a running generator writes its status every second
@@ -42,7 +42,7 @@ def watch_phase(
     cell = work.cell()
     w = cell.spec.workload
     state = work.read(work.state) or {}
-    brokers = DetachedBrokers(state["brokers"])
+    brokers = attach(state["brokers"])
     began = time.monotonic()
     start_deadline = began + START_TIMEOUT_S + w.prefill_messages / 10_000
     finish_grace_ns = int((w.drain_timeout_s + w.request_timeout_s + 60) * NS_PER_S)

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -34,7 +35,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -185,10 +186,11 @@ def _fetch(version: str, home: Path) -> None:
     print(f"fetched Kafka {version}: {len(manifest['jars'])} jars, {size_mb:.0f} MB in {took:.1f}s", file=sys.stderr)
 
 
-def _copy_dependencies(version: str, pom_dir: Path, libs: Path) -> None:
-    """`mvn dependency:copy-dependencies` on a generated pom: the release's runtime scope plus a logging backend."""
+def _copy_dependencies(version: str, pom_dir: Path, libs: Path, coordinates: Sequence[str] = ()) -> None:
+    """`mvn dependency:copy-dependencies` on a generated pom: the release's runtime scope plus a logging backend
+    (or the given `coordinates` instead)."""
     pom_dir.mkdir(parents=True)
-    coordinates = [f"{KAFKA_ARTIFACT}:{version}", *_logging_backend(version)[1]]
+    coordinates = list(coordinates) or [f"{KAFKA_ARTIFACT}:{version}", *_logging_backend(version)[1]]
     (pom_dir / "pom.xml").write_text(_pom(coordinates))
     cmd = [
         "mvn",
@@ -338,6 +340,119 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
+# --- listener security ------------------------------------------------------------------------------------
+
+_SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+_PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+CLIENT_USER = "sixnines"  # the SASL user clients log in as; brokers log in to each other as "admin"
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    """The client listener's security protocol (a matrix axis: `client.security`) and how a node sets it up.
+
+    Inter-broker traffic uses the same listener and protocol, so replication pays what clients pay (as in a
+    secured production cluster); the KRaft controller listener stays plaintext on loopback. TLS: a CA and a
+    server certificate for 127.0.0.1/localhost are made at start (`tls.make_tls`) into the cluster's folder
+    and used as PEM keystore/truststore. SASL: PLAIN users live in the listener's JAAS config; SCRAM users are
+    written into the metadata when the storage is formatted (`--add-scram`). Passwords are random per start."""
+
+    protocol: str = "PLAINTEXT"
+    mechanism: str | None = None
+    admin_password: str = field(default_factory=lambda: secrets.token_urlsafe(16), repr=False)
+    client_password: str = field(default_factory=lambda: secrets.token_urlsafe(16), repr=False)
+
+    @classmethod
+    def of(cls, security: str | None, mechanism: str | None) -> ListenerSecurity:
+        protocol = (security or "plaintext").upper()
+        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise BrokerError(f"client.security {security!r}: expected plaintext, ssl, sasl_plaintext or sasl_ssl")
+        sasl = protocol.startswith("SASL")
+        if mechanism is not None and mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            raise BrokerError(f"client.sasl_mechanism {mechanism!r}: expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+        return cls(protocol, (mechanism or "PLAIN") if sasl else None)
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+    @staticmethod
+    def _tls_dir(workdir: Path) -> Path:
+        return workdir / "tls"
+
+    def prepare(self, workdir: Path) -> None:
+        """Make the TLS material (once per start) before any node's config points at it."""
+        if self.tls:
+            from .tls import make_tls
+
+            make_tls(self._tls_dir(workdir))
+
+    def server_settings(self, port: int, controller_port: int, workdir: Path) -> dict[str, Any]:
+        if self.protocol == "PLAINTEXT":
+            return {}
+        settings: dict[str, Any] = {
+            "listeners": f"CLIENT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"CLIENT://127.0.0.1:{port}",
+            "listener.security.protocol.map": f"CLIENT:{self.protocol},CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "CLIENT",
+        }
+        if self.tls:
+            tls = self._tls_dir(workdir)
+            settings |= {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(tls / "server.pem"),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(tls / "ca.pem"),
+            }
+        if self.mechanism is not None:
+            prefix = f"listener.name.client.{self.mechanism.lower()}.sasl.jaas.config"
+            if self.mechanism == "PLAIN":
+                jaas = (
+                    f'{_PLAIN_LOGIN} required username="admin" password="{self.admin_password}" '
+                    f'user_admin="{self.admin_password}" user_{CLIENT_USER}="{self.client_password}";'
+                )
+            else:
+                jaas = f'{_SCRAM_LOGIN} required username="admin" password="{self.admin_password}";'
+            settings |= {
+                "sasl.enabled.mechanisms": self.mechanism,
+                "sasl.mechanism.inter.broker.protocol": self.mechanism,
+                prefix: jaas,
+            }
+        return settings
+
+    def format_args(self) -> list[str]:
+        """SCRAM credentials for the storage tool: they must be in the metadata before the brokers start."""
+        if self.mechanism is None or not self.mechanism.startswith("SCRAM"):
+            return []
+        users = (("admin", self.admin_password), (CLIENT_USER, self.client_password))
+        return [arg for name, pw in users for arg in ("--add-scram", f"{self.mechanism}=[name={name},password={pw}]")]
+
+    def client_config(self, workdir: Path) -> dict[str, str]:
+        if self.protocol == "PLAINTEXT":
+            return {}
+        config = {"security.protocol": self.protocol}
+        if self.tls:
+            config["ssl.ca.location"] = str(self._tls_dir(workdir) / "ca.pem")
+        if self.mechanism is not None:
+            config |= {
+                "sasl.mechanism": self.mechanism,
+                "sasl.username": CLIENT_USER,
+                "sasl.password": self.client_password,
+            }
+        return config
+
+    def describe(self) -> dict[str, Any]:
+        """What the context records: protocol, mechanism, user, where TLS came from; never a password."""
+        if self.protocol == "PLAINTEXT":
+            return {"protocol": "PLAINTEXT"}
+        facts: dict[str, Any] = {"protocol": self.protocol, "inter_broker": f"same listener ({self.protocol})"}
+        if self.tls:
+            facts["tls"] = "PEM CA + server certificate (127.0.0.1, localhost) made at start with `cryptography`"
+        if self.mechanism is not None:
+            facts |= {"sasl_mechanism": self.mechanism, "sasl_username": CLIENT_USER}
+        return facts
+
+
 # --- the cluster ---------------------------------------------------------------------------------------------
 
 
@@ -368,6 +483,7 @@ class KafkaEndpoint:
     classpath_digest: str  # sha256 of the verified manifest: names the exact jars
     ready_after_s: float  # from the start() call to every broker registered (a fetch, if one was needed, included)
     workdir: str
+    security: dict[str, Any] = field(default_factory=lambda: {"protocol": "PLAINTEXT"})  # no secrets in here
 
     @property
     def pids(self) -> dict[int, int]:
@@ -414,9 +530,12 @@ class KafkaCluster:
         tie_to_parent: bool = True,
         *,
         jvm_opts: Sequence[str] | None = None,
+        security: str | None = None,
+        sasl_mechanism: str | None = None,
     ):
         if brokers < 1:
             raise BrokerError(f"a Kafka cluster needs at least one broker, not {brokers}")
+        self.security = ListenerSecurity.of(security, sasl_mechanism)
         self.version = version
         self.brokers = brokers
         self.server = dict(server or {})
@@ -425,6 +544,12 @@ class KafkaCluster:
         self.jvm_opts = default_jvm_opts() if jvm_opts is None else tuple(jvm_opts)
         self.processes: dict[int, BrokerProcess] = {}
         self.endpoint: KafkaEndpoint | None = None
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings a client needs on top of `bootstrap.servers` (SASL password included: hand it to
+        clients, never record it)."""
+        return self.security.client_config(self.workdir)
 
     def settings(self, node_id: int, port: int, controller_port: int, log_dir: Path, voters: str) -> dict[str, Any]:
         """server.properties of one node: harness defaults, then `server` verbatim on top."""
@@ -438,6 +563,7 @@ class KafkaCluster:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
+            **self.security.server_settings(port, controller_port, self.workdir),
             "log.dirs": str(log_dir),
             "offsets.topic.replication.factor": replicas,
             "transaction.state.log.replication.factor": replicas,
@@ -463,17 +589,18 @@ class KafkaCluster:
         java = _java()
         plans = self._plan()
         voters = ",".join(f"{p.node_id}@127.0.0.1:{p.controller_port}" for p in plans)
-        properties = {
-            p.node_id: render_properties(self.settings(p.node_id, p.port, p.controller_port, p.log_dir, voters))
-            for p in plans
-        }
+        self.security.prepare(self.workdir)
+        settings = {p.node_id: self.settings(p.node_id, p.port, p.controller_port, p.log_dir, voters) for p in plans}
+        properties = {node: render_properties(redacted(values)) for node, values in settings.items()}  # recorded
         for plan in plans:
-            plan.properties_path.write_text(properties[plan.node_id])
+            plan.properties_path.touch(mode=0o600)
+            plan.properties_path.write_text(render_properties(settings[plan.node_id]))
         cluster_id = new_cluster_id()
         jvm_common = [self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
         bootstrap = ",".join(f"127.0.0.1:{p.port}" for p in plans)
         try:
-            _format_storage([java, *_TOOL_JVM_OPTS, *jvm_common, release.storage_tool], plans, cluster_id, deadline)
+            tool = [java, *_TOOL_JVM_OPTS, *jvm_common, release.storage_tool]
+            _format_storage(tool, plans, cluster_id, deadline, self.security.format_args())
             for plan in plans:  # from this thread, see the docstring
                 argv = [java, *self.jvm_opts, *jvm_common, MAIN_CLASS, str(plan.properties_path)]
                 self.processes[plan.node_id] = BrokerProcess(argv, plan.log_path, self.tie_to_parent)
@@ -490,6 +617,7 @@ class KafkaCluster:
             classpath_digest=release.digest,
             ready_after_s=round(time.monotonic() - began, 3),
             workdir=str(self.workdir),
+            security=self.security.describe(),
         )
         return self.endpoint
 
@@ -537,7 +665,7 @@ class KafkaCluster:
         while time.monotonic() < deadline:
             self._check_alive()
             if admin is None and all(_accepts(p.port) for p in plans):
-                admin = _admin(bootstrap)  # only now, so librdkafka does not log refused connections
+                admin = _admin(bootstrap, self.client_config)  # only now: librdkafka logs refused connections
             if admin is not None:
                 unstarted = [n for n, proc in self.processes.items() if _STARTED_MARKER not in _read(proc.log_path)]
                 registered = _registered_brokers(admin)
@@ -623,12 +751,14 @@ def stop_detached(state: Mapping[str, Any], grace_s: float = 15.0) -> list[int]:
     return [pid for pid, was_running in zip(pids, stopped, strict=True) if was_running]
 
 
-def _format_storage(tool: list[str], plans: list[_NodePlan], cluster_id: str, deadline: float) -> None:
+def _format_storage(
+    tool: list[str], plans: list[_NodePlan], cluster_id: str, deadline: float, extra: Sequence[str] = ()
+) -> None:
     """Format every node's log dir with the release's storage tool (`tool` is its java command line), all nodes
-    in parallel."""
+    in parallel; `extra` adds arguments (SCRAM users: `--add-scram`)."""
     procs = {
         p.node_id: BrokerProcess(
-            [*tool, "format", "-t", cluster_id, "-c", str(p.properties_path)], p.home / "format.log"
+            [*tool, "format", "-t", cluster_id, "-c", str(p.properties_path), *extra], p.home / "format.log"
         )
         for p in plans
     }
@@ -643,6 +773,12 @@ def _format_storage(tool: list[str], plans: list[_NodePlan], cluster_id: str, de
     finally:
         for proc in procs.values():
             proc.stop(grace_s=1.0)
+
+
+def redacted(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` with every secret (passwords, JAAS configs that embed them) replaced, for the record."""
+    secret = ("password", "jaas")
+    return {k: "<redacted>" if any(word in str(k).lower() for word in secret) else v for k, v in settings.items()}
 
 
 def render_properties(settings: Mapping[str, Any]) -> str:
@@ -733,10 +869,10 @@ def _read(path: Path) -> str:
 # --- topics ------------------------------------------------------------------------------------------------
 
 
-def _admin(bootstrap: str) -> AdminClient:
+def _admin(bootstrap: str, client: Mapping[str, Any] | None = None) -> AdminClient:
     """An AdminClient whose librdkafka log goes to Python logging instead of stderr (refused connections to a
-    killed node are expected in fault tests)."""
-    return AdminClient({"bootstrap.servers": bootstrap, "logger": _librdkafka_log})
+    killed node are expected in fault tests); `client` adds security settings (TLS, SASL)."""
+    return AdminClient({"bootstrap.servers": bootstrap, **(client or {}), "logger": _librdkafka_log})
 
 
 def _registered_brokers(admin: AdminClient) -> set[int]:
@@ -754,10 +890,11 @@ def create_topic(
     replication_factor: int,
     config: Mapping[str, Any] | None = None,
     timeout_s: float = 30.0,
+    client: Mapping[str, Any] | None = None,
 ) -> None:
     """Create a topic (topic `config`, e.g. min.insync.replicas, passed through) and wait until every partition
     has a leader and a full ISR, so a measurement never starts against a topic that is still settling."""
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, client)
     topic_config = {str(k): _config_value(v) for k, v in (config or {}).items()}
     new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=topic_config)
     try:
@@ -776,17 +913,19 @@ def create_topic(
     _wait_for_topic(admin, name, settled, timeout_s, "every partition to have a leader and a full ISR")
 
 
-def partition_leaders(bootstrap: str, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
+def partition_leaders(
+    bootstrap: str, topic: str, timeout_s: float = 10.0, client: Mapping[str, Any] | None = None
+) -> dict[int, int]:
     """Partition → leader node id (-1: no leader), as the metadata of a live broker says now."""
-    metadata = _topic_metadata(_admin(bootstrap), topic, timeout_s)
+    metadata = _topic_metadata(_admin(bootstrap, client), topic, timeout_s)
     if metadata is None:
         raise BrokerError(f"topic {topic!r} not found in the metadata of {bootstrap}")
     return {p.id: p.leader for p in sorted(metadata.partitions.values(), key=lambda p: p.id)}
 
 
-def delete_topic(bootstrap: str, name: str, timeout_s: float = 30.0) -> None:
+def delete_topic(bootstrap: str, name: str, timeout_s: float = 30.0, client: Mapping[str, Any] | None = None) -> None:
     """Delete a topic and wait until the metadata no longer lists it, so its name can be reused at once."""
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, client)
     try:
         admin.delete_topics([name], request_timeout=timeout_s)[name].result(timeout=timeout_s)
     except KafkaException as exc:
@@ -815,3 +954,120 @@ def _wait_for_topic(
         if time.monotonic() > deadline:
             raise BrokerError(f"topic {name!r}: timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(0.1)
+
+
+# --- what a running cluster reports about itself -------------------------------------------------------------
+
+# Kafka's wire protocol carries no software version; what a cluster does report is its features (KIP-584), and
+# `metadata.version` names the release line (`4.3-IV0`: Kafka 4.3). Kafka's own `kafka-features.sh describe`
+# (org.apache.kafka.tools.FeatureCommand, Admin API DescribeFeatures) reads them. It lives in the kafka-tools
+# artifact, which the broker's classpath does not bring, so that artifact's runtime classpath is fetched once with
+# Maven into `<cache>/kafka-tools/<version>/` (about 85 jars, 43 MB; a sha256 manifest checked before every use),
+# from the newest release the harness knows, so it can name every level the clusters it meets report.
+TOOLS_ARTIFACT = "org.apache.kafka:kafka-tools"
+FEATURE_TOOL_CLASS = "org.apache.kafka.tools.FeatureCommand"
+_FEATURE_LINE = re.compile(r"(\w+):\s*(\S+)")
+_RELEASE_LINE = re.compile(r"^(\d+\.\d+)-IV\d+$")
+_JAAS_MODULE = {"PLAIN": _PLAIN_LOGIN, "SCRAM-SHA-256": _SCRAM_LOGIN, "SCRAM-SHA-512": _SCRAM_LOGIN}
+
+
+def tools_classpath(version: str) -> Path:
+    """The verified `libs/` folder of kafka-tools `version` (fetched with Maven on first use)."""
+    if not re.fullmatch(r"[0-9][0-9A-Za-z.\-]*", version):
+        raise BrokerError(f"not a Kafka version: {version!r}")
+    home = cache_dir() / "kafka-tools" / version
+    if not home.exists():
+        home.parent.mkdir(parents=True, exist_ok=True)
+        print(f"fetching {TOOLS_ARTIFACT}:{version} from Maven Central into {home} (mvn)", file=sys.stderr)
+        build = Path(tempfile.mkdtemp(prefix=f".{version}-fetch-", dir=home.parent))
+        try:
+            libs = build / "libs"
+            _copy_dependencies(version, build / "pom", libs, [f"{TOOLS_ARTIFACT}:{version}"])
+            shutil.rmtree(build / "pom")
+            manifest = {
+                "manifest_version": _MANIFEST_VERSION,
+                "version": version,
+                "artifact": f"{TOOLS_ARTIFACT}:{version}",
+                "jars": {p.name: _sha256_file(p) for p in sorted(libs.glob("*.jar"))},
+                "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+            (build / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+            _install(build, home)
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+    _verify(home, version)
+    return home / "libs"
+
+
+def reported_version(
+    bootstrap: str, client: Mapping[str, Any] | None = None, timeout_s: float = 90.0
+) -> dict[str, Any]:
+    """The cluster's own word on what it runs: `version` is the release line of the newest `metadata.version` its
+    brokers support (SupportedMaxVersion), beside the finalized level and every feature as the tool printed it.
+    `client` holds librdkafka security settings; they are translated for the Java tool into a 0600 file that
+    is deleted at once. Raises BrokerError when the cluster cannot be asked."""
+    from ..systems import KAFKA_VERSIONS
+
+    tool_version = KAFKA_VERSIONS[0]
+    libs = tools_classpath(tool_version)
+    java = _java()
+    with tempfile.TemporaryDirectory(prefix="sixnines-features-") as tmp:
+        config = Path(tmp) / "client.properties"
+        config.touch(mode=0o600)
+        config.write_text(render_properties(java_client_properties(client or {})))
+        cmd = [
+            java,
+            *_TOOL_JVM_OPTS,
+            "-cp",
+            f"{libs}/*",
+            FEATURE_TOOL_CLASS,
+            "--bootstrap-server",
+            bootstrap,
+            "--command-config",
+            str(config),
+            "describe",
+        ]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            raise BrokerError(
+                f"{FEATURE_TOOL_CLASS} describe got no answer from {bootstrap} in {timeout_s:.0f}s"
+            ) from exc
+    if done.returncode != 0:
+        raise BrokerError(f"{FEATURE_TOOL_CLASS} describe against {bootstrap} failed: {done.stderr.strip()[-500:]}")
+    features = parse_features(done.stdout)
+    metadata = features.get("metadata.version", {})
+    line = _RELEASE_LINE.match(metadata.get("SupportedMaxVersion", ""))
+    return {
+        "version": line.group(1) if line else "unknown",
+        "version_source": f"metadata.version SupportedMaxVersion from {FEATURE_TOOL_CLASS} describe (kafka-tools "
+        f"{tool_version}, Admin API DescribeFeatures): Kafka reports its release line, not the patch",
+        "metadata_version": metadata,
+        "features": features,
+    }
+
+
+def parse_features(text: str) -> dict[str, dict[str, str]]:
+    """`Feature: metadata.version\\tSupportedMinVersion: 3.0-IV1\\tSupportedMaxVersion: 3.9-IV0…` lines → a map."""
+    features: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        fields = dict(_FEATURE_LINE.findall(line))
+        name = fields.pop("Feature", None)
+        if name:
+            features[name] = fields
+    return features
+
+
+def java_client_properties(client: Mapping[str, Any]) -> dict[str, str]:
+    """librdkafka security settings as the Java client spells them (JAAS for SASL, a PEM truststore for TLS)."""
+    props: dict[str, str] = {}
+    if "security.protocol" in client:
+        props["security.protocol"] = str(client["security.protocol"])
+    mechanism = client.get("sasl.mechanism") or client.get("sasl.mechanisms")
+    if mechanism:
+        props["sasl.mechanism"] = str(mechanism)
+        user, password = client.get("sasl.username", ""), client.get("sasl.password", "")
+        props["sasl.jaas.config"] = f'{_JAAS_MODULE[str(mechanism)]} required username="{user}" password="{password}";'
+    if client.get("ssl.ca.location"):
+        props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(client["ssl.ca.location"])}
+    return props

@@ -8,6 +8,8 @@ driver, built from a spec that carries that route's settings.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..background import Background
@@ -27,16 +29,32 @@ def final_route(cell: Any) -> str:
     return HOP2 if cell.measurement == "chain" else MEASURED
 
 
-def driver_for(address: str, cell: Any, cell_id: str, route: str = MEASURED) -> Driver:
-    """`address` is what the provisioner printed: a NATS URL or Kafka bootstrap servers."""
+@dataclass(frozen=True)
+class Target:
+    """Where a cell's clients go. `client` settings join every client's config (TLS, SASL, credentials: they may
+    be secret, so they travel to worker processes in memory and are never recorded); `names` is the token topic,
+    subject and stream names are made from ("" means the cell id; external brokers get one unique per run and
+    cell); `prepared` says the routes already exist (external brokers: created by provision)."""
+
+    address: str
+    client: Mapping[str, Any] = field(default_factory=dict)
+    names: str = ""
+    prepared: bool = False
+
+
+def driver_for(
+    address: str, cell: Any, cell_id: str, route: str = MEASURED, client: Mapping[str, Any] | None = None
+) -> Driver:
+    """`address` is what the provisioner printed: a NATS URL or Kafka bootstrap servers; `cell_id` names the
+    routes (a Target's `names`); `client` adds security settings to every client."""
     if cell.system == "nats":
         from .nats import NatsDriver
 
-        return NatsDriver(address, cell, cell_id, route)
+        return NatsDriver(address, cell, cell_id, route, client)
     if cell.system == "kafka":
         from .kafka import KafkaDriver
 
-        return KafkaDriver(address, cell, cell_id, route)
+        return KafkaDriver(address, cell, cell_id, route, client)
     raise ValueError(f"no driver for system {cell.system!r}")
 
 

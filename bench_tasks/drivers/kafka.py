@@ -14,7 +14,7 @@ import contextlib
 import functools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -35,8 +35,11 @@ def topic_for(cell_id: str, route: str = "") -> str:
 class KafkaDriver:
     """Everything a cell does against one Kafka cluster, for one process."""
 
-    def __init__(self, bootstrap: str, cell: Any, cell_id: str, route: str = ""):
+    def __init__(
+        self, bootstrap: str, cell: Any, cell_id: str, route: str = "", client: Mapping[str, Any] | None = None
+    ):
         self.bootstrap = bootstrap
+        self.client = dict(client or {})  # security settings (TLS, SASL) for every client and admin request
         self.cell = cell
         self.cell_id = cell_id
         self.topic = topic_for(cell_id, route)
@@ -52,14 +55,16 @@ class KafkaDriver:
 
         b = self.cell.broker
         config = {"min.insync.replicas": str(b.min_insync_replicas), **{k: str(v) for k, v in b.topic.items()}}
-        await asyncio.to_thread(create_topic, self.bootstrap, self.topic, b.partitions, b.replication_factor, config)
+        await asyncio.to_thread(
+            create_topic, self.bootstrap, self.topic, b.partitions, b.replication_factor, config, client=self.client
+        )
 
     async def prefill(self, messages: int, size_bytes: int, progress: Callable[[int], None]) -> None:
         """Write a backlog of `messages` before the cell, as fast as the cluster takes them, for lagging
         consumers to read. Prefill messages carry no sixnines header, so no measured consumer counts them."""
 
         def fill() -> None:
-            producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 50, "acks": "all"})
+            producer = Producer({"bootstrap.servers": self.bootstrap, **self.client, "linger.ms": 50, "acks": "all"})
             partitions = self.cell.broker.partitions
             for i in range(messages):
                 while True:
@@ -81,11 +86,13 @@ class KafkaDriver:
         from ..brokers.kafka import delete_topic
 
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.to_thread(delete_topic, self.bootstrap, self.topic), timeout=10)
+            await asyncio.wait_for(
+                asyncio.to_thread(delete_topic, self.bootstrap, self.topic, client=self.client), timeout=10
+            )
 
     # -- producers -----------------------------------------------------------------------------
     async def open_producer(self, name: str, connections: int) -> list[Producer]:
-        config = {"bootstrap.servers": self.bootstrap, "client.id": name, **self.cell.client.producer}
+        config = {"bootstrap.servers": self.bootstrap, **self.client, "client.id": name, **self.cell.client.producer}
         producer = Producer(config)
         # Connect and fetch the topic's metadata now, not on the first timed send.
         metadata = await asyncio.to_thread(producer.list_topics, self.topic, 10)
@@ -128,6 +135,7 @@ class KafkaDriver:
         start_from = "beginning" if lagging else client.start_from
         config = {
             "bootstrap.servers": self.bootstrap,
+            **self.client,
             "client.id": name,
             "group.id": self.topic + ("-lagging" if lagging else ""),
             "enable.auto.commit": False,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import nats
@@ -45,11 +46,18 @@ def stream_for(cell_id: str, route: str = "") -> str:
     return f"SIXNINES_{cell_id}" + (f"_{route}" if route else "")
 
 
-async def connect(url: str, cell: NatsCell, name: str) -> Client:
+async def connect(url: str, cell: NatsCell, name: str, client: Mapping[str, Any] | None = None) -> Client:
+    """`client`: connection settings of external servers (user/password or token; `tls_ca_file` becomes a TLS
+    context that trusts that CA), under the matrix's own `client.connect`."""
+
     async def quiet(_exc: Exception) -> None:  # errors surface as per-message results instead
         return None
 
-    options = {**_CONNECT_DEFAULTS, "name": name, "error_cb": quiet, **cell.client.connect}
+    access = dict(client or {})
+    ca_file = access.pop("tls_ca_file", None)
+    if ca_file:
+        access["tls"] = ssl.create_default_context(cafile=ca_file)
+    options = {**_CONNECT_DEFAULTS, "name": name, "error_cb": quiet, **access, **cell.client.connect}
     # A cluster's address lists every node comma-separated; nats-py takes a list (it refuses a joined string).
     return await nats.connect(servers_of(url), **options)
 
@@ -57,8 +65,11 @@ async def connect(url: str, cell: NatsCell, name: str) -> Client:
 class NatsDriver:
     """Everything a cell does against one NATS server, for one process."""
 
-    def __init__(self, url: str, cell: NatsCell, cell_id: str, route: str = ""):
+    def __init__(
+        self, url: str, cell: NatsCell, cell_id: str, route: str = "", client: Mapping[str, Any] | None = None
+    ):
         self.url = url
+        self.client = dict(client or {})
         self.cell = cell
         self.subject = subject_for(cell_id, route)
         self.stream = stream_for(cell_id, route)
@@ -76,7 +87,7 @@ class NatsDriver:
         return context
 
     async def open(self, name: str, count: int = 1) -> list[Client]:
-        new = [await connect(self.url, self.cell, f"{name}-{i}") for i in range(count)]
+        new = [await connect(self.url, self.cell, f"{name}-{i}", self.client) for i in range(count)]
         self.connections += new
         return new
 

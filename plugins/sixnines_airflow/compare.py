@@ -73,8 +73,8 @@ def plan(matrices: str) -> list[str]:
             "params.versions", [f"{v!r}: unknown {params['system']} version; known: {known}" for v in unknown]
         )
     matrix = load_matrix(Path(matrices) / f"{params['matrix']}.yaml")
-    if not any(c.spec.system == params["system"] for c in matrix.cells):
-        raise MatrixError(str(matrix.source), [f"no {params['system']} cell to compare"])
+    if not any(c.spec.system == params["system"] and c.spec.brokers == "provisioned" for c in matrix.cells):
+        raise MatrixError(str(matrix.source), [f"no provisioned {params['system']} cell to compare"])
     return list(params["versions"])
 
 
@@ -93,7 +93,7 @@ def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
     console = Console(width=120, force_terminal=False, no_color=True)
     reports = []
     for base in matrix.cells:
-        if base.spec.system != params["system"]:
+        if base.spec.system != params["system"] or base.spec.brokers == "external":  # their version is not ours
             continue
         cell = prepare_cell(base, {params["system"]: version}, params["phase_scale"])
         report = run_cell(cell, Lake(lake_root()), run, console)

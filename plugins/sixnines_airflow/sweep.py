@@ -70,6 +70,7 @@ def group_id(index: int, cell: Cell) -> str:
     matrix + shape, and `_rK` for repeat K of a repeated cell (every repeat of a cell shares its position)."""
     s = cell.spec
     setup = s.broker.mode if s.system == "nats" else f"b{s.broker.brokers}"  # type: ignore[union-attr]
+    setup = f"ext_{setup}" if s.brokers == "external" else setup
     repeat = f"_r{cell.repeat}" if cell.repeats > 1 else ""
     return f"c{index:02d}_{s.system}_{setup}_{s.measurement}{repeat}"
 

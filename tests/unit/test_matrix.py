@@ -22,9 +22,9 @@ HEX12 = re.compile(r"^[0-9a-f]{12}$")
 
 # Cell id and series key of BASE's single cell, computed once. If these change, every stored history
 # loses its link to new runs: change them only together with a deliberate change of the spec model.
-# Last changed when NatsBroker gained `servers` (and `replicas` became 1 | 3) for 3-node JetStream clusters.
-BASE_CELL_ID = "8ca746376c17"
-BASE_SERIES_KEY = "ef962540c468"
+# Last changed when every cell gained `brokers` (provisioned | external) and `connection` (external brokers).
+BASE_CELL_ID = "63f61b728e1e"
+BASE_SERIES_KEY = "988871c88692"
 
 
 def base_raw() -> dict[str, Any]:

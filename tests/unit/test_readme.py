@@ -101,3 +101,33 @@ def test_nats_cluster_fragment_is_valid_with_the_main_example() -> None:
         (3, 3, "e2e"),
         (3, 3, "publish"),
     ]
+
+
+def _block_with(language: str, marker: str) -> str:
+    (found,) = [b for b in blocks(language) if marker in b]
+    return found
+
+
+def test_external_fragment_is_valid_with_the_main_example() -> None:
+    raw = yaml.safe_load(blocks("yaml")[0])
+    fragment = yaml.safe_load(_block_with("yaml", "brokers: external"))
+    raw["systems"], raw["measurements"] = fragment["systems"], fragment["measurements"]
+    raw["axes"], raw["exclude"] = {}, []
+    cells = resolve_cells(parse_matrix(raw, "README.md"))
+    assert sorted((c.spec.system, str(c.spec.client.security) if c.spec.system == "kafka" else "") for c in cells) == [
+        ("kafka", "plaintext"),
+        ("kafka", "sasl_ssl"),
+        ("kafka", "ssl"),
+        ("nats", ""),
+    ]
+    assert {c.spec.version for c in cells} == {"external"}
+
+
+def test_connection_example_gives_the_documented_client_settings() -> None:
+    from bench_tasks.connections import kafka_access, parse_connection
+
+    conn = parse_connection("sixnines_kafka_external", _block_with("json", '"conn_type": "kafka"'))
+    sasl = kafka_access(conn)
+    assert sasl.address == "kafka-1:9094" and sasl.client["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert sasl.client["ssl.ca.location"] == "/etc/kafka/ca.pem" and sasl.client["sasl.username"] == "bench"
+    assert kafka_access(conn, security="ssl").address == "kafka-1:9093,kafka-2:9093"
