@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from .maven import copy_dependencies
 from .paths import cache_dir
 from .storage import StorageError
 
 _MVN_TIMEOUT_S = 900  # the SDK bundle is ~700 MB
-_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
 
 def pyspark_hadoop_version() -> str:
@@ -59,25 +58,7 @@ def _fetch(version: str, home: Path) -> None:
     build = Path(tempfile.mkdtemp(prefix=f".{version}-fetch-", dir=home.parent))
     try:
         (build / "pom.xml").write_text(_pom(version))
-        cmd = [
-            "mvn",
-            "-B",
-            "-q",
-            "-f",
-            str(build / "pom.xml"),
-            f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={build / 'libs'}",
-        ]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=_MVN_TIMEOUT_S)
-        except FileNotFoundError as exc:
-            raise StorageError("Maven (`mvn`) is needed to fetch hadoop-aws for an s3:// lake; not on PATH") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise StorageError(f"mvn did not resolve hadoop-aws {version} within {_MVN_TIMEOUT_S}s") from exc
-        if done.returncode != 0:
-            tail = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr).strip()[-500:]
-            raise StorageError(f"could not fetch hadoop-aws {version} from Maven Central: {tail}")
+        copy_dependencies(build / "pom.xml", build / "libs", _MVN_TIMEOUT_S, f"hadoop-aws {version}", StorageError)
         (build / "pom.xml").unlink()
         (build / "complete").write_text(f"hadoop-aws {version}\n")
         if home.exists():

@@ -45,6 +45,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic, TopicMetadata
 
 from ..errors import BrokerError
+from ..maven import copy_dependencies
 from ..paths import cache_dir
 from .process import BrokerProcess, stop_pid
 
@@ -192,24 +193,7 @@ def _copy_dependencies(version: str, pom_dir: Path, libs: Path, coordinates: Seq
     pom_dir.mkdir(parents=True)
     coordinates = list(coordinates) or [f"{KAFKA_ARTIFACT}:{version}", *_logging_backend(version)[1]]
     (pom_dir / "pom.xml").write_text(_pom(coordinates))
-    cmd = [
-        "mvn",
-        "-B",
-        "-q",
-        "-f",
-        str(pom_dir / "pom.xml"),
-        "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
-        "-DincludeScope=runtime",
-        f"-DoutputDirectory={libs}",
-    ]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=_MVN_TIMEOUT_S)
-    except FileNotFoundError as exc:
-        raise BrokerError("Maven (`mvn`) is needed to fetch Kafka releases and is not on PATH") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise BrokerError(f"mvn did not resolve Kafka {version} within {_MVN_TIMEOUT_S}s") from exc
-    if done.returncode != 0:
-        raise BrokerError(f"could not fetch Kafka {version} from Maven Central: {_mvn_reason(done.stdout)}")
+    copy_dependencies(pom_dir / "pom.xml", libs, _MVN_TIMEOUT_S, f"Kafka {version}", BrokerError)
 
 
 def _pom(coordinates: Iterable[str]) -> str:
@@ -222,16 +206,6 @@ def _pom(coordinates: Iterable[str]) -> str:
         "<groupId>sixnines</groupId><artifactId>kafka-runtime</artifactId><version>0</version>"
         f"<packaging>pom</packaging>\n<dependencies>\n{deps}</dependencies>\n</project>\n"
     )
-
-
-def _mvn_reason(output: str) -> str:
-    """The line of Maven's output that says what went wrong (a missing artifact, usually), without colours."""
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
-    missing = re.search(r"Could not find artifact (\S+)", plain)
-    if missing:
-        return f"artifact {missing.group(1)} is not on Maven Central"
-    errors = [line for line in plain.splitlines() if line.startswith("[ERROR]") and line.strip() != "[ERROR]"]
-    return (errors[0] if errors else plain.strip()[-500:]) or "mvn failed without output"
 
 
 def _logging_backend(version: str) -> tuple[str, tuple[str, ...]]:

@@ -10,7 +10,6 @@ import pytest
 
 from bench_tasks.brokers.kafka import (
     KafkaCluster,
-    _mvn_reason,
     available_versions,
     default_jvm_opts,
     free_ports,
@@ -18,6 +17,7 @@ from bench_tasks.brokers.kafka import (
     render_properties,
 )
 from bench_tasks.errors import BrokerError
+from bench_tasks.maven import mvn_reason
 from bench_tasks.systems import KAFKA_VERSIONS, SYSTEM_VERSIONS
 
 
@@ -96,7 +96,7 @@ def test_maven_failure_names_the_missing_artifact() -> None:
         "for project sixnines:kafka-runtime:pom:0: Could not find artifact "
         "org.apache.kafka:kafka-tools-api:jar:4.4.0 in central (https://repo.maven.apache.org/maven2) -> [Help 1]\n"
     )
-    assert _mvn_reason(output) == "artifact org.apache.kafka:kafka-tools-api:jar:4.4.0 is not on Maven Central"
+    assert mvn_reason(output) == "artifact org.apache.kafka:kafka-tools-api:jar:4.4.0 is not on Maven Central"
 
 
 def test_supported_releases_cover_both_release_lines_newest_first() -> None:
