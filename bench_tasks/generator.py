@@ -4,9 +4,10 @@ relays, background-traffic producers and unmeasured (lagging or background) cons
 Each worker is its own OS process (the GIL must not couple producers) running one precise asyncio loop.
 A producer follows its fixed schedule and never waits for the system before the next send: when it is
 behind, it sends at once and the message keeps its *intended* time, so latency measured from intended
-time is response time, free of coordinated omission. Every timestamp is `time.monotonic_ns()` taken here,
-never in the driver. Workers stream progress (counts and fresh latencies) to the parent every 250 ms and
-write their own Parquet file at the end.
+time is response time, free of coordinated omission. Every timestamp is `now_ns()` taken here, never in the
+driver: `time.monotonic_ns()`, or on a cell split over real hosts the host clock (`clock.host_clock`).
+Workers stream progress (counts and fresh latencies) to the parent every 250 ms and write their own Parquet
+file at the end.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class WorkerPlan:
     background: str = ""  # background/bg_consumer: the background workload's name
     part: int = 0  # background: which of the workload's processes this is
     netns: str = ""  # the network namespace of the worker's host ('' = where the parent runs)
+    clock_shift_ns: int = 0  # a cell split over real hosts: stamps on the host clock (monotonic + this shift)
 
     def cell(self) -> CellSpec:
         return CELL_ADAPTER.validate_json(self.cell_json)
@@ -81,6 +83,11 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         enter(plan.netns)
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
+    if plan.clock_shift_ns:  # rebinds the module's clock for every stamp this process takes
+        from .clock import host_clock
+
+        global now_ns
+        now_ns = host_clock(plan.clock_shift_ns)
     tighten_timer_slack()
     role = {
         "producer": _produce,
