@@ -300,6 +300,7 @@ def _await_hosts_sent(
             missing = set(part.rendezvous.hosts) - set(part.rendezvous.notes("progress"))
             raise CellError(cell_id, f"producers of host(s) {', '.join(sorted(missing))} did not finish in time")
         _pump_for(channels, monitor, done, cell_id, procs, _PROGRESS_EVERY_NS, part.clock)
+    _say(monitor, part, "every host's producers are done")
 
 
 def _drain_hosts(
@@ -310,9 +311,18 @@ def _drain_hosts(
     while part.clock() < until:
         part.rendezvous.note("progress", _progress(monitor))
         notes = part.rendezvous.notes("progress").values()
-        if sum(n["received"] for n in notes) >= sum(n["sent"] for n in notes):
+        sent, received = sum(n["sent"] for n in notes), sum(n["received"] for n in notes)
+        if received >= sent:
+            _say(monitor, part, f"all {sent} messages sent by the hosts were received")
             return
         _pump_for(channels, monitor, done, cell_id, procs, _PROGRESS_EVERY_NS, part.clock)
+    _say(monitor, part, "drain timeout: the cell counts what has not arrived as lost")
+
+
+def _say(monitor: LiveMonitor, part: HostPart, what: str) -> None:
+    """A host part's step in its log, timed from t0 (the hosts' logs line up by it)."""
+    since = (part.clock() - monitor.plan.t0_ns) / NS_PER_S if monitor.plan else 0.0
+    monitor.console.print(f"host {part.host} at t0{since:+.1f}s: {what}", highlight=False)
 
 
 def _pump_for(
