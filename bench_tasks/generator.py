@@ -89,6 +89,7 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         global now_ns
         now_ns = host_clock(plan.clock_shift_ns)
     tighten_timer_slack()
+    _warm_arrow()
     role = {
         "producer": _produce,
         "consumer": _consume,
@@ -103,6 +104,12 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     except Exception as exc:  # reported, then the non-zero exit tells the parent too
         channels.events.put({"kind": "failed", "role": plan.role, "index": plan.index, "error": repr(exc)})
         raise
+
+
+def _warm_arrow() -> None:
+    """pyarrow's first conversion of Python objects imports pandas (seconds on a loaded host): pay it during
+    setup, before the worker reports ready, not after the schedule when every worker writes its samples."""
+    pa.array([None, "warm"], pa.string())
 
 
 def producer_schedule(cell: CellSpec, index: int, duration_ns: int) -> tuple[np.ndarray, np.ndarray]:
