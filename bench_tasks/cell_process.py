@@ -8,7 +8,6 @@ cell the same way a failure does: workers reaped, partial run recorded.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import sys
@@ -157,14 +156,4 @@ def generator_main(root: Path) -> int:
 
 
 def _facts(run: CellRun | None) -> dict[str, Any]:
-    if run is None:
-        return {"plan": None}
-    return {
-        "plan": dataclasses.asdict(run.plan),
-        "wall_t0_s": run.wall_t0_s,
-        "faults": run.faults_dicts(),
-        "lagging_consumed": run.lagging_consumed,
-        "background": run.background,
-        "relayed": run.relayed,
-        "clock_offsets": run.clock_offsets,
-    }
+    return run.facts() if run is not None else {"plan": None}

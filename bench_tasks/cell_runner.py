@@ -23,16 +23,27 @@ from rich.console import Console
 from .drivers import MEASURED, Target, driver_for, final_route, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
-from .hosts import broker_site, cell_routes, measure_clock_offsets, worker_netns, worker_route
+from .hosts import (
+    broker_site,
+    cell_routes,
+    host_of,
+    measure_clock_offsets,
+    measure_host_offsets,
+    worker_netns,
+    worker_route,
+)
 from .live import LiveMonitor
 from .loop import run_precise
 from .matrix import Cell
 from .netns import Topology, inside
 from .percentiles import summarize
+from .rendezvous import HostPart
 from .schedule import NS_PER_S, PhasePlan
 
 _START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
 _READY_TIMEOUT_S = 60.0
+HOSTS_TIMEOUT_S = 300.0  # a cell split over hosts: how long one host waits for the others' generate tasks
+_PROGRESS_EVERY_NS = 500_000_000  # a host part's progress note while it waits for the other hosts
 
 
 class BrokerControl(Protocol):
@@ -72,6 +83,35 @@ class CellRun:
     def faults_dicts(self) -> list[dict]:
         return [asdict(f) for f in self.faults]
 
+    def facts(self) -> dict[str, Any]:
+        """What `land` needs of the run, as JSON (the generator's `cellrun.json`, a host part's `facts` note)."""
+        return {
+            "plan": asdict(self.plan),
+            "wall_t0_s": self.wall_t0_s,
+            "faults": self.faults_dicts(),
+            "lagging_consumed": self.lagging_consumed,
+            "background": self.background,
+            "relayed": self.relayed,
+            "clock_offsets": self.clock_offsets,
+        }
+
+    @classmethod
+    def from_facts(cls, facts: dict[str, Any], staging: Path) -> CellRun | None:
+        """The run `facts()` describes, its samples in `staging`; None when the schedule never started."""
+        plan = facts.get("plan")
+        if not plan:
+            return None
+        return cls(
+            PhasePlan(**plan),
+            facts["wall_t0_s"],
+            staging,
+            [FiredFault(**f) for f in facts.get("faults", [])],
+            facts.get("lagging_consumed", 0),
+            facts.get("background", {}),
+            facts.get("relayed", 0),
+            facts.get("clock_offsets", []),
+        )
+
 
 def receiver_role(cell: Cell) -> str | None:
     return {"e2e": "consumer", "chain": "consumer", "rtt": "responder", "publish": None}[cell.spec.measurement]
@@ -86,10 +126,12 @@ def drive_cell(
     faults: Sequence[Fault] = (),
     on_status: Callable[[LiveMonitor], None] | None = None,
     topology: Topology | None = None,
+    part: HostPart | None = None,
 ) -> CellRun:
     """Run the cell's whole schedule against the brokers. `url` is the brokers' address, or a Target carrying
     client security settings and route names too. With a topology, each worker runs in its host's network
-    namespace (and the parent reaches the broker from the broker's namespace)."""
+    namespace (and the parent reaches the broker from the broker's namespace). With a host part, only this
+    host's workers run, on the host clock, starting at the time all hosts agree on (`hostparts`)."""
     spec, w = cell.spec, cell.spec.workload
     target = url if isinstance(url, Target) else Target(url)
     names = target.names or cell.instance
@@ -103,6 +145,7 @@ def drive_cell(
         for route, route_spec in all_routes.items()
     }
     driver = drivers[MEASURED]
+    clock = part.clock if part is not None else time.monotonic_ns
 
     async def prepare() -> None:
         try:
@@ -121,9 +164,17 @@ def drive_cell(
             for route_driver in drivers.values():
                 await route_driver.close()
 
-    with inside(broker_site(cell, topology)[0]):
-        run_precise(prepare())
-    clock_offsets = measure_clock_offsets(cell, topology)  # only where the matrix accepts cross-domain e2e
+    if part is None or part.leader:  # a host part: the first load host makes the routes, the others wait for it
+        with inside(broker_site(cell, topology)[0]):
+            run_precise(prepare())
+    if part is not None:
+        if part.leader:
+            part.rendezvous.note("prepared", {})
+        else:
+            leader = part.rendezvous.hosts[:1]
+            part.rendezvous.wait("prepared", HOSTS_TIMEOUT_S, leader, hint="the first load host creates the routes")
+    # only where the matrix accepts cross-domain e2e
+    clock_offsets = measure_clock_offsets(cell, topology) if part is None else measure_host_offsets(cell, part)
     cell_json = spec.model_dump_json()
 
     def process(role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
@@ -141,23 +192,30 @@ def drive_cell(
             client=dict(target.client),
             names=names,
             netns=worker_netns(cell, topology, role, index),
+            clock_shift_ns=part.clock_shift_ns if part is not None else 0,
             **extra,
         )
         return ctx.Process(target=worker_main, args=(plan, channels), name=f"{role}-{index}", daemon=True)
 
+    def mine(role: str, count: int) -> list[int]:
+        """The indexes of `role` that run here: all of them, or on a host part the ones placed on this host."""
+        return [i for i in range(count) if part is None or host_of(cell, role, i) == part.host]
+
     role = receiver_role(cell)
-    receivers = [process(role, i, route=final_route(spec)) for i in range(w.consumers if role else 0)]
-    relays = [process("relay", i) for i in range(w.relays if spec.measurement == "chain" else 0)]
-    laggards = [process("laggard", i) for i in range(w.lagging_consumers)]
+    receivers = [process(role, i, route=final_route(spec)) for i in mine(role or "", w.consumers if role else 0)]
+    relays = [process("relay", i) for i in mine("relay", w.relays if spec.measurement == "chain" else 0)]
+    laggards = [process("laggard", i) for i in mine("laggard", w.lagging_consumers)]
     active = [(name, bg) for name, bg in spec.background.items() if bg.producers]
-    background_parts = [(name, part) for name, bg in active for part in range(bg.processes)]
+    background_parts = [(name, k) for name, bg in active for k in range(bg.processes)]
     background = [process("background", i, background=n, part=k) for i, (n, k) in enumerate(background_parts)]
     background_readers = [name for name, bg in active for _ in range(bg.consumers)]
     background_consumers = [process("bg_consumer", i, background=n) for i, n in enumerate(background_readers)]
-    producers = [process("producer", i) for i in range(w.producers)]
+    producers = [process("producer", i) for i in mine("producer", w.producers)]
     senders = producers + background
     listeners = receivers + relays + laggards + background_consumers
-    monitor = LiveMonitor(cell.label, spec.measurement, console, on_status)
+    label = f"{cell.label} @ {part.host}" if part is not None else cell.label
+    monitor = LiveMonitor(label, spec.measurement, console, on_status)
+    monitor.clock = clock
     run: CellRun | None = None
     paused = False
     try:
@@ -167,8 +225,12 @@ def drive_cell(
                 for p in group:
                     p.start()
                 _await_roles(channels, monitor, group, "ready", _READY_TIMEOUT_S, cell.id)
-            t0 = time.monotonic_ns() + _START_MARGIN_NS
-            wall_t0_s = time.time() + _START_MARGIN_NS / 1e9
+            if part is None:
+                t0 = time.monotonic_ns() + _START_MARGIN_NS
+                wall_t0_s = time.time() + _START_MARGIN_NS / 1e9
+            else:  # the host clock is the wall clock's epoch at the monotonic clock's rate
+                t0 = part.agree_t0(HOSTS_TIMEOUT_S)
+                wall_t0_s = t0 / NS_PER_S
             channels.start_at_ns.value = t0
             run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging, clock_offsets=clock_offsets)
             monitor.plan = run.plan
@@ -178,10 +240,10 @@ def drive_cell(
             stall_end: int | None = None
             while not all(p.name in done for p in senders):
                 _pump(channels, monitor, done, cell.id, senders + listeners)
-                now = time.monotonic_ns()
+                now = clock()
                 if pending and now >= run.plan.measure_start_ns + int(pending[0].at_s * NS_PER_S):
                     fault = pending.pop(0)
-                    fired = FiredFault(fault.kind, time.monotonic_ns())
+                    fired = FiredFault(fault.kind, clock())
                     run.faults.append(fired)
                     if fault.kind == "stall":
                         control.pause()
@@ -193,14 +255,19 @@ def drive_cell(
                 if paused and stall_end is not None and now >= stall_end:
                     control.resume()
                     paused = False
-                    run.faults[-1].end_ns = time.monotonic_ns()
+                    run.faults[-1].end_ns = clock()
                 if now > finish_by:
                     raise CellError(cell.id, "producers did not finish their schedule in time")
+            if part is not None:  # this host's producers are done; the others' may not be
+                _await_hosts_sent(part, channels, monitor, done, cell.id, listeners, finish_by)
             # Drain: wait for stragglers until everything sent has arrived, or the drain timeout.
-            drain_until = max(run.plan.end_ns, time.monotonic_ns()) + int(w.drain_timeout_s * NS_PER_S)
+            drain_until = max(run.plan.end_ns, clock()) + int(w.drain_timeout_s * NS_PER_S)
             if role == "consumer":
-                while monitor.total_received < monitor.total_sent and time.monotonic_ns() < drain_until:
-                    _pump(channels, monitor, done, cell.id, listeners)
+                if part is None:
+                    while monitor.total_received < monitor.total_sent and clock() < drain_until:
+                        _pump(channels, monitor, done, cell.id, listeners)
+                else:
+                    _drain_hosts(part, channels, monitor, done, cell.id, listeners, drain_until)
             channels.stop.set()
             _await_roles(channels, monitor, listeners, "done", 60.0, cell.id, done)
             run.lagging_consumed = sum(monitor.lagging_consumed.values())
@@ -216,6 +283,54 @@ def drive_cell(
         _reap(senders + listeners, channels)
     assert run is not None
     return run
+
+
+def _progress(monitor: LiveMonitor) -> dict[str, int]:
+    return {"sent": monitor.total_sent, "received": monitor.total_received}
+
+
+def _await_hosts_sent(
+    part: HostPart, channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list, until: int
+) -> None:
+    """A host whose producers are done keeps its receivers going until every host's producers are done."""
+    part.rendezvous.note("progress", _progress(monitor))
+    while len(part.rendezvous.notes("progress")) < len(part.rendezvous.hosts):
+        part.rendezvous.check_others()
+        if part.clock() > until:
+            missing = set(part.rendezvous.hosts) - set(part.rendezvous.notes("progress"))
+            raise CellError(cell_id, f"producers of host(s) {', '.join(sorted(missing))} did not finish in time")
+        _pump_for(channels, monitor, done, cell_id, procs, _PROGRESS_EVERY_NS, part.clock)
+    _say(monitor, part, "every host's producers are done")
+
+
+def _drain_hosts(
+    part: HostPart, channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list, until: int
+) -> None:
+    """Drain until everything every host sent has been received by some host (each message is received in
+    one place: its route's consumers share it), or the drain timeout."""
+    while part.clock() < until:
+        part.rendezvous.note("progress", _progress(monitor))
+        notes = part.rendezvous.notes("progress").values()
+        sent, received = sum(n["sent"] for n in notes), sum(n["received"] for n in notes)
+        if received >= sent:
+            _say(monitor, part, f"all {sent} messages sent by the hosts were received")
+            return
+        _pump_for(channels, monitor, done, cell_id, procs, _PROGRESS_EVERY_NS, part.clock)
+    _say(monitor, part, "drain timeout: the cell counts what has not arrived as lost")
+
+
+def _say(monitor: LiveMonitor, part: HostPart, what: str) -> None:
+    """A host part's step in its log, timed from t0 (the hosts' logs line up by it)."""
+    since = (part.clock() - monitor.plan.t0_ns) / NS_PER_S if monitor.plan else 0.0
+    monitor.console.print(f"host {part.host} at t0{since:+.1f}s: {what}", highlight=False)
+
+
+def _pump_for(
+    channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list, ns: int, clock: Any
+) -> None:
+    end = clock() + ns
+    while clock() < end:
+        _pump(channels, monitor, done, cell_id, procs)
 
 
 def _background_summary(background: dict[str, Any], monitor: LiveMonitor) -> dict[str, dict]:

@@ -333,6 +333,31 @@ def cell_drive(work: Annotated[Path, typer.Argument(help="the cell's work folder
         raise typer.Exit(code)
 
 
+@cell_app.command("host")
+def cell_host(
+    folder: Annotated[str, typer.Argument(help="the cell's hosts folder in the lake (path or s3:// URI)")],
+    host: Annotated[str, typer.Argument(help="the load-generator host this process stands for")],
+    staging: Annotated[Path, typer.Argument(help="a local folder for this host's samples")],
+) -> None:
+    """Drive one host's share of a cell whose load runs on real hosts (`sixnines run` starts one per host; in
+    Airflow each host's generate task does the same on its queue). Exit 1 if the cell failed on this host."""
+    import signal
+
+    from .errors import CellError
+    from .hostparts import run_host_part
+    from .storage import lake_path
+
+    def stop(signum: int, frame: object) -> None:
+        raise CellError("?", f"host {host}: generator stopped by signal {signal.Signals(signum).name}")
+
+    signal.signal(signal.SIGTERM, stop)
+    console = Console(file=sys.stdout, width=120, force_terminal=False, no_color=True)
+    facts = run_host_part(lake_path(folder), host, staging, console)
+    console.print(f"host {host}: {facts['status']}" + (f": {facts['reason']}" if facts["reason"] else ""))
+    if facts["status"] != "ok":
+        raise typer.Exit(1)
+
+
 @app.command("netns-clean")
 def netns_clean(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="only list what would be removed")] = False,

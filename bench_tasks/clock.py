@@ -4,8 +4,9 @@ round trip (the one least disturbed by queueing), with its uncertainty (half tha
 Used only where a matrix accepts one-way latency across clock domains (`cross_host_clock: measure_offset`):
 the offset is recorded with the result and shown in the report; samples are not corrected by it. A client on
 host A sends its send time t1; the server on host B stamps receipt t2 and reply t3 on its own clock; A stamps
-t4. offset(B − A) = ((t2 − t1) + (t3 − t4)) / 2, round trip = (t4 − t1) − (t3 − t2). Both ends read
-CLOCK_MONOTONIC (`time.monotonic_ns`), the clock every timestamp of a sample is taken on.
+t4. offset(B − A) = ((t2 − t1) + (t3 − t4)) / 2, round trip = (t4 − t1) − (t3 − t2). Both ends read the
+clock every timestamp of a sample is taken on: CLOCK_MONOTONIC (`time.monotonic_ns`), or on a cell split over
+real hosts the host clock (`host_clock`: CLOCK_MONOTONIC moved onto the wall-clock epoch once per host).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+
+Clock = Callable[[], int]
 
 _REQUEST = struct.Struct("!qq")  # seq, t1
 _REPLY = struct.Struct("!qqqq")  # seq, t1, t2, t3
@@ -40,8 +44,9 @@ class ClockOffset:
 class ClockServer:
     """Answers clock requests on a UDP socket until stopped (a thread: reads the clock of where it runs)."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, clock: Clock = time.monotonic_ns):
         self.sock = sock
+        self.clock = clock
         self.sock.settimeout(0.1)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True, name="clock-server")
@@ -62,12 +67,12 @@ class ClockServer:
                 continue
             except OSError:
                 return
-            t2 = time.monotonic_ns()
+            t2 = self.clock()
             if len(data) != _REQUEST.size:
                 continue
             seq, t1 = _REQUEST.unpack(data)
             with contextlib.suppress(OSError):
-                self.sock.sendto(_REPLY.pack(seq, t1, t2, time.monotonic_ns()), peer)
+                self.sock.sendto(_REPLY.pack(seq, t1, t2, self.clock()), peer)
 
     def stop(self) -> None:
         self._stop.set()
@@ -76,19 +81,25 @@ class ClockServer:
 
 
 def measure(
-    sock: socket.socket, server: tuple[str, int], from_host: str, to_host: str, exchanges: int = 50
+    sock: socket.socket,
+    server: tuple[str, int],
+    from_host: str,
+    to_host: str,
+    exchanges: int = 50,
+    clock: Clock = time.monotonic_ns,
+    method: str = ClockOffset.method,
 ) -> ClockOffset:
     """Ping-pong `exchanges` times from `sock` (bound where `from_host` runs) to a ClockServer on `to_host`."""
     sock.settimeout(0.2)
     best: tuple[int, int] | None = None  # (rtt, offset)
     answered = 0
     for seq in range(exchanges):
-        t1 = time.monotonic_ns()
+        t1 = clock()
         sock.sendto(_REQUEST.pack(seq, t1), server)
         try:
             while True:
                 data = sock.recv(64)
-                t4 = time.monotonic_ns()
+                t4 = clock()
                 r_seq, r_t1, t2, t3 = _REPLY.unpack(data)
                 if r_seq == seq and r_t1 == t1:
                     break
@@ -104,4 +115,17 @@ def measure(
         from .errors import NetworkError
 
         raise NetworkError(f"clock offset {from_host} → {to_host}: no answer from {server[0]}:{server[1]}")
-    return ClockOffset(from_host, to_host, best[1], (best[0] + 1) // 2, best[0], answered)
+    return ClockOffset(from_host, to_host, best[1], (best[0] + 1) // 2, best[0], answered, method)
+
+
+def host_clock(shift_ns: int) -> Clock:
+    """CLOCK_MONOTONIC moved by `shift_ns` (this host's wall clock minus its monotonic clock, read once): the
+    clock of every stamp in a cell split over real hosts. It keeps the monotonic clock's rate (no NTP steps
+    during a cell) while stamps of hosts that share a clock domain (PTP/NTP-disciplined wall clocks) compare."""
+    monotonic = time.monotonic_ns
+    return lambda: monotonic() + shift_ns
+
+
+def wall_shift_ns() -> int:
+    """This host's wall clock minus its monotonic clock, now (the `host_clock` shift)."""
+    return time.time_ns() - time.monotonic_ns()

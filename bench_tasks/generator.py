@@ -4,9 +4,10 @@ relays, background-traffic producers and unmeasured (lagging or background) cons
 Each worker is its own OS process (the GIL must not couple producers) running one precise asyncio loop.
 A producer follows its fixed schedule and never waits for the system before the next send: when it is
 behind, it sends at once and the message keeps its *intended* time, so latency measured from intended
-time is response time, free of coordinated omission. Every timestamp is `time.monotonic_ns()` taken here,
-never in the driver. Workers stream progress (counts and fresh latencies) to the parent every 250 ms and
-write their own Parquet file at the end.
+time is response time, free of coordinated omission. Every timestamp is `now_ns()` taken here, never in the
+driver: `time.monotonic_ns()`, or on a cell split over real hosts the host clock (`clock.host_clock`).
+Workers stream progress (counts and fresh latencies) to the parent every 250 ms and write their own Parquet
+file at the end.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class WorkerPlan:
     background: str = ""  # background/bg_consumer: the background workload's name
     part: int = 0  # background: which of the workload's processes this is
     netns: str = ""  # the network namespace of the worker's host ('' = where the parent runs)
+    clock_shift_ns: int = 0  # a cell split over real hosts: stamps on the host clock (monotonic + this shift)
 
     def cell(self) -> CellSpec:
         return CELL_ADAPTER.validate_json(self.cell_json)
@@ -81,7 +83,13 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         enter(plan.netns)
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
+    if plan.clock_shift_ns:  # rebinds the module's clock for every stamp this process takes
+        from .clock import host_clock
+
+        global now_ns
+        now_ns = host_clock(plan.clock_shift_ns)
     tighten_timer_slack()
+    _warm_arrow()
     role = {
         "producer": _produce,
         "consumer": _consume,
@@ -96,6 +104,12 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     except Exception as exc:  # reported, then the non-zero exit tells the parent too
         channels.events.put({"kind": "failed", "role": plan.role, "index": plan.index, "error": repr(exc)})
         raise
+
+
+def _warm_arrow() -> None:
+    """pyarrow's first conversion of Python objects imports pandas (seconds on a loaded host): pay it during
+    setup, before the worker reports ready, not after the schedule when every worker writes its samples."""
+    pa.array([None, "warm"], pa.string())
 
 
 def producer_schedule(cell: CellSpec, index: int, duration_ns: int) -> tuple[np.ndarray, np.ndarray]:

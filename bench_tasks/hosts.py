@@ -8,13 +8,18 @@ and the `hosts` context landed with the result (placement, addresses, clock doma
 
 from __future__ import annotations
 
+import os
 import socket
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import netns
 from .drivers import MEASURED
 from .matrix import Cell
 from .placement import domain_of, domain_routes
+
+if TYPE_CHECKING:
+    from .rendezvous import HostPart
 
 LOOPBACK = "127.0.0.1"
 
@@ -34,10 +39,12 @@ def build(cell: Cell, token: str | None = None) -> netns.Topology | None:
 
 
 def broker_site(cell: Cell, topo: netns.Topology | None) -> tuple[str, str]:
-    """(namespace, bind address) of the broker: ('', 127.0.0.1) when it runs locally."""
+    """(namespace, bind address) of the broker: ('', 127.0.0.1) when it runs locally, or with load on real hosts
+    the address they reach this host by (`advertised_address`; a single nats-server binds it, other brokers
+    listen on loopback, so across machines use `brokers: external`)."""
     placement = cell.spec.workload.placement
     if topo is None or placement is None or placement.broker not in topo.hosts:
-        return "", LOOPBACK
+        return "", advertised_address() if per_host(cell) else LOOPBACK
     return topo.netns_of(placement.broker), topo.address_of(placement.broker)
 
 
@@ -71,9 +78,14 @@ def cell_routes(cell: Cell) -> list[str]:
 
 
 def hosts_context(
-    cell: Cell, topo: netns.Topology | None, stats: dict[str, Any] | None = None, clock_offsets: list | None = None
+    cell: Cell,
+    topo: netns.Topology | None,
+    stats: dict[str, Any] | None = None,
+    clock_offsets: list | None = None,
+    generators: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
-    """What lands with the result about where the cell ran; None for a cell without a placement."""
+    """What lands with the result about where the cell ran; None for a cell without a placement.
+    `generators`: a cell on real hosts, each host's generator (queue, status, the shift of its host clock)."""
     spec = cell.spec
     placement = spec.workload.placement
     if placement is None:
@@ -100,8 +112,11 @@ def hosts_context(
             "network namespaces of one machine: one kernel, one CLOCK_MONOTONIC (one-way latency is still only "
             "computed inside a declared clock domain)"
             if topo is not None
+            else PER_HOST_CLOCK
+            if per_host(cell)
             else "each host its own clock domain unless hosts name a shared clock_domain"
         ),
+        "generators": generators or {},
         "domain_routes": cell_routes(cell),
         "network": topo.network if topo else None,
         "link_stats": stats or {},
@@ -109,31 +124,104 @@ def hosts_context(
     }
 
 
+def per_host(cell: Cell) -> bool:
+    """The cell's load runs on real hosts (not network namespaces): one generator per host, each on its
+    host's Airflow queue, meeting through the lake (`hostparts`)."""
+    placement = cell.spec.workload.placement
+    return bool(placement and placement.load_hosts() and not uses_netns(cell))
+
+
+def load_hosts(cell: Cell) -> list[str]:
+    placement = cell.spec.workload.placement
+    return placement.load_hosts() if placement else []
+
+
+def queue_of(cell: Cell, host: str) -> str:
+    return (cell.spec.hosts or {})[host].queue
+
+
+PER_HOST_CLOCK = (
+    "one generator per real host; each stamps on its host clock (CLOCK_MONOTONIC moved onto the wall-clock epoch "
+    "once per host), so one-way latency between hosts of a clock domain is as true as their wall clocks agree; "
+    "each host its own clock domain unless hosts name a shared clock_domain"
+)
+
+
 def generator_queue(cell: Cell) -> str | None:
-    """The Airflow queue of the tasks that start and watch the cell's generator: its load hosts' queue (the
-    first producer host's, when namespace hosts of one machine name several); None leaves the default queue.
-    Real hosts on several queues would need one generator per host, which does not exist yet: `check_runnable`
-    refuses such a cell when it starts."""
-    placement, known = cell.spec.workload.placement, cell.spec.hosts or {}
-    if placement is None or not placement.load_hosts():
-        return None
-    return known[placement.load_hosts()[0]].queue
+    """The Airflow queue of the tasks that start and watch a namespace-hosts cell's generator: the first load
+    host's queue (namespace hosts all live on one machine); None leaves the default queue. A cell on real hosts
+    has one generate task per host instead, each on its own host's queue (`queue_of`)."""
+    hosts = load_hosts(cell)
+    return queue_of(cell, hosts[0]) if hosts and not per_host(cell) else None
 
 
-def check_runnable(cell: Cell) -> None:
-    """Refuse a placement this harness cannot realise yet: load roles on several real (non-namespace) hosts."""
-    placement, known = cell.spec.workload.placement, cell.spec.hosts or {}
-    if placement is None or uses_netns(cell):
+def check_runnable(cell: Cell, faults: Sequence[Any] = ()) -> None:
+    """Refuse, when the cell starts, what one generator per real host cannot do: inject faults (the broker is
+    not the load hosts' to signal), or reach provisioned brokers with secrets (their TLS files and throw-away
+    SASL users live on the provisioning host; across hosts use `brokers: external` and a connection)."""
+    if not per_host(cell):
         return
-    queues = {known[h].queue for h in placement.load_hosts()}
-    if len(queues) > 1:
-        from .errors import CellError
+    from .errors import CellError
 
+    if faults:
+        raise CellError(
+            cell.id, "faults (stall, kill): not with load on real hosts (workload.placement); use netns hosts"
+        )
+    if cell.spec.background:
+        raise CellError(cell.id, "background: not with load on real hosts (workload.placement) yet; use netns hosts")
+    security = getattr(getattr(cell.spec, "client", None), "security", "plaintext")
+    if cell.spec.brokers != "external" and security != "plaintext":
         raise CellError(
             cell.id,
-            f"workload.placement: load roles on hosts of several queues ({', '.join(sorted(queues))}) need one "
-            "generator per host, which is not implemented yet; place the load on one host, or use netns hosts",
+            f"client.security: {security} with load on real hosts needs brokers: external (a connection each host "
+            "resolves); provisioned brokers keep their certificates and users on the provisioning host",
         )
+
+
+def measure_host_offsets(cell: Cell, part: HostPart) -> list[dict[str, Any]]:
+    """`measure_clock_offsets` for a cell split over real hosts, on the host clock: each consumer host serves
+    its clock (address noted in the rendezvous) until every producer host of another clock domain has measured
+    it; each producer host measures those servers and keeps the offsets with its facts."""
+    spec = cell.spec
+    placement, known = spec.workload.placement, spec.hosts or {}
+    if placement is None or placement.cross_host_clock != "measure_offset" or spec.measurement not in ("e2e", "chain"):
+        return []
+    from .cell_runner import HOSTS_TIMEOUT_S
+    from .clock import ClockServer, measure
+
+    me, sync = part.host, part.rendezvous
+    consumers, producers = list(dict.fromkeys(placement.consumers)), list(dict.fromkeys(placement.producers))
+    server = None
+    if me in consumers:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(("0.0.0.0", 0))
+        server = ClockServer(sock, part.clock).start()
+        sync.note("clock", {"address": [advertised_address(), server.address[1]]})
+    out: list[dict[str, Any]] = []
+    try:
+        if me in producers:
+            targets = tuple(h for h in consumers if domain_of(known, h) != domain_of(known, me))
+            servers = sync.wait("clock", HOSTS_TIMEOUT_S, targets, hint="consumer hosts serve their clock")
+            for host in targets:
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
+                    address = tuple(servers[host]["address"])
+                    out.append(measure(client, address, me, host, clock=part.clock, method=HOST_CLOCK_METHOD).to_dict())
+            sync.note("offsets", {"measured": len(out)})
+        if server is not None:  # serve until every producer host that needs this clock has measured it
+            needing = tuple(h for h in producers if domain_of(known, h) != domain_of(known, me))
+            sync.wait("offsets", HOSTS_TIMEOUT_S, needing, hint="producer hosts measure consumer hosts' clocks")
+    finally:
+        if server is not None:
+            server.stop()
+    return out
+
+
+HOST_CLOCK_METHOD = "udp ping-pong between hosts, min-rtt exchange, host clock (CLOCK_MONOTONIC on the wall epoch)"
+
+
+def advertised_address() -> str:
+    """This host's address as other hosts reach it: `SIXNINES_HOST_ADDRESS`, else what its name resolves to."""
+    return os.environ.get("SIXNINES_HOST_ADDRESS") or socket.gethostbyname(socket.gethostname())
 
 
 def measure_clock_offsets(cell: Cell, topo: netns.Topology | None) -> list[dict[str, Any]]:

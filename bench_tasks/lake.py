@@ -119,6 +119,12 @@ class Lake:
         path.mkdir(parents=True)
         return path
 
+    def hosts_dir(self, run: RunInfo, key: str) -> LakePath:
+        """Where the generators of a cell split over real hosts meet and leave their samples (`rendezvous`):
+        in the lake, the one place every host reaches; hidden like staging, and removed once the cell landed.
+        `key`: the cell's Airflow TaskGroup, or its instance for the CLI."""
+        return self.root / ".hosts" / run.run_id / key
+
     def commit_cell(self, run: RunInfo, cell_id: str, staging: Path, repeat: int | None = None) -> LakePath:
         """Make a finished staging folder the cell's (repeat's) data atomically, replacing an earlier attempt;
         returns the folder that holds its files (on S3 the committed attempt under the cell's prefix)."""

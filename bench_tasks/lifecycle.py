@@ -41,8 +41,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import hosts, netns
-from .cell_runner import CellRun, FiredFault, check_cpus
+from .cell_runner import CellRun, check_cpus
 from .errors import BrokerError, CellError, MatrixError, SixninesError
+from .hostparts import collect_parts, discard, publish_cell
 from .hosts import broker_site
 from .lake import Lake, RunInfo, write_json
 from .landing import CellReport, describe, keep_broker_logs, land_cell
@@ -50,7 +51,7 @@ from .matrix import CELL_ADAPTER, Cell, cell_id, series_key
 from .netns import Topology, inside
 from .paths import cache_dir
 from .provision import DetachedBrokers, Provisioned, attach, detached_state, provision, reap_if_child
-from .schedule import PhasePlan
+from .storage import lake_path
 from .systems import resolve_version
 
 BROKER_POLICIES = ("fresh", "reuse")
@@ -250,11 +251,14 @@ def provision_step(
     policy: str = "fresh",
     clusters: Path | None = None,
     faults: list[dict] | None = None,
+    hosts_key: str | None = None,
 ) -> dict[str, Any]:
     """Start (or, with policy `reuse`, find in `clusters`) detached brokers for `cell` and record them.
 
     The record is written before anything starts, so `land` can report a cell whose provisioning failed.
-    A retried provision first stops what an earlier attempt left."""
+    A retried provision first stops what an earlier attempt left. A cell whose load runs on real hosts also
+    gets its hosts folder in the lake (`hostparts`, named by `hosts_key`: the TaskGroup), where each host's
+    generate task finds the cell and its brokers."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
     from .external import refuse_faults
@@ -277,17 +281,22 @@ def provision_step(
         "provisioning": {"policy": policy, "reused": False, "cluster_key": broker_key(cell)},
         "brokers": None,
         "topology": None,
+        "hosts_dir": None,
         "failure": None,
     }
     if hosts.uses_netns(cell):  # its broker lives in the cell's own namespace, which teardown removes
         record["provisioning"]["policy"] = "fresh"
     write_json(work.state, record)
     try:
-        hosts.check_runnable(cell)
+        hosts.check_runnable(cell, faults or [])
         topology = hosts.build(cell, work_token(work))
         record["topology"] = topology.to_dict() if topology else None
         write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it
         record["brokers"] = _brokers_for(cell, work, record["provisioning"], clusters, topology, run.run_id)
+        if hosts.per_host(cell):
+            folder = Lake(lake_root).hosts_dir(run, hosts_key or cell.instance)
+            record["hosts_dir"] = str(folder)
+            publish_cell(folder, cell, record["brokers"])
     except Exception as exc:
         record["failure"] = f"provision: {describe(cell, exc)}"
         write_json(work.state, record)
@@ -394,15 +403,19 @@ def land_step(work: CellWork) -> dict[str, Any]:
     if landed is not None and lake.committed_cell_dir(run, cell.id, cell.lake_repeat) is not None:
         return landed  # a retried land: already committed, never twice
     stop_generator(work)
+    staging = Path(state["staging"])
+    staging.mkdir(parents=True, exist_ok=True)
     facts = work.read(work.cellrun) or {}
     reasons = [state.get("failure")]
     reasons += [(work.read(work.verdict(p)) or {}).get("reason") for p in PHASES]
     reasons.append(facts.get("reason") if facts.get("status") == "failed" else None)
     if facts.get("status") is None and state.get("brokers") is not None and work.read(work.generator):
         reasons.append("the generator ended without recording its result")
+    collected = None
+    if state.get("hosts_dir") and state.get("brokers") is not None:  # one generator per real host
+        collected = collect_parts(lake_path(state["hosts_dir"]), cell, staging)
+        reasons.append(collected.reason)
     reason = next((r for r in reasons if r), None)
-    staging = Path(state["staging"])
-    staging.mkdir(parents=True, exist_ok=True)
     broker_context: dict[str, Any] = {"provisioning": state["provisioning"]}
     if state.get("brokers") is not None:
         brokers = attach(state["brokers"])
@@ -411,13 +424,15 @@ def land_step(work: CellWork) -> dict[str, Any]:
     broker_context["leader_changes"] = facts.get("leader_changes", [])
     topology = topology_of(state)
     stats = netns.link_stats(topology) if topology is not None else {}
-    where = hosts.hosts_context(cell, topology, stats, facts.get("clock_offsets"))
+    cell_run = collected.run if collected is not None else CellRun.from_facts(facts, staging)
+    offsets = cell_run.clock_offsets if cell_run is not None else None
+    where = hosts.hosts_context(cell, topology, stats, offsets, collected.generators if collected else None)
     report = land_cell(
         cell,
         lake,
         run,
         staging,
-        _cell_run(facts, staging),
+        cell_run,
         broker_context,
         "failed" if reason else "ok",
         reason,
@@ -426,6 +441,8 @@ def land_step(work: CellWork) -> dict[str, Any]:
     )
     summary = landed_summary(report, run)
     write_json(work.landed, summary)
+    if state.get("hosts_dir"):
+        discard(lake_path(state["hosts_dir"]))
     return summary
 
 
@@ -443,22 +460,6 @@ def landed_summary(report: CellReport, run: RunInfo) -> dict[str, Any]:
         "run_id": run.run_id,
         "run_date": run.run_date,
     }
-
-
-def _cell_run(facts: dict[str, Any], staging: Path) -> CellRun | None:
-    plan = facts.get("plan")
-    if not plan:
-        return None
-    return CellRun(
-        PhasePlan(**plan),
-        facts["wall_t0_s"],
-        staging,
-        [FiredFault(**f) for f in facts.get("faults", [])],
-        facts.get("lagging_consumed", 0),
-        facts.get("background", {}),
-        facts.get("relayed", 0),
-        facts.get("clock_offsets", []),
-    )
 
 
 def stop_generator(work: CellWork, grace_s: float = _GENERATOR_GRACE_S) -> list[int]:
@@ -512,6 +513,8 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
     if not kept:
         shutil.rmtree(work.brokers_dir, ignore_errors=True)
     removed = netns.destroy(topology) if topology is not None else []
+    if state.get("hosts_dir"):
+        discard(lake_path(state["hosts_dir"]))
     report: dict[str, Any] = {
         "stopped": sorted(set(stopped)),
         "kept": kept,

@@ -35,6 +35,7 @@ class LiveMonitor:
         self.primary = primary  # e2e | publish | rtt
         self.console = console
         self.plan: PhasePlan | None = None
+        self.clock: Callable[[], int] = time.monotonic_ns  # the clock the plan is on (a host part: the host clock)
         self.attempted: dict[int, int] = {}
         self.acked: dict[int, int] = {}
         self.errors: dict[int, int] = {}
@@ -124,7 +125,7 @@ class LiveMonitor:
     def _phase(self) -> tuple[str, float, float]:
         if self.plan is None:
             return "starting", 0.0, 0.0
-        now = time.monotonic_ns()
+        now = self.clock()
         elapsed = max(0, now - self.plan.t0_ns) / 1e9
         total = self.plan.duration_ns / 1e9
         if now < self.plan.t0_ns:

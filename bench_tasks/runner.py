@@ -17,13 +17,14 @@ from rich.console import Console
 from . import hosts, netns
 from .cell_runner import CellRun, Fault, drive_cell
 from .errors import CellError, SixninesError
+from .hostparts import discard, drive_hosts, publish_cell
 from .lake import Lake, RunInfo
 from .landing import CellReport, acked_metric, describe, land_cell
 from .lifecycle import provision_brokers, stop_brokers
 from .matrix import Cell, Matrix, cell_id, expand_repeats, series_key
 from .netns import Topology
 from .paths import cache_dir
-from .provision import Provisioned, target_of
+from .provision import Provisioned, detached_state, target_of
 from .systems import resolve_version
 
 __all__ = ["CellReport", "acked_metric", "resolve_cells", "run_cell", "run_matrix", "select_cells"]
@@ -73,18 +74,30 @@ def run_cell(
     link_stats: dict = {}
     broker_context: dict = {}
     cell_run: CellRun | None = None
+    generators: dict = {}
     status, reason = "ok", None
     try:
         from .external import refuse_faults
 
         refuse_faults(cell, faults)
-        hosts.check_runnable(cell)
+        hosts.check_runnable(cell, faults)
         topology = hosts.build(cell)  # namespaces for the cell's hosts, if it places roles on netns hosts
         brokers = provision_brokers(cell, broker_dir, topology=topology, run_id=run.run_id)
         broker_context = brokers.context()
         console.print(f"[bold]cell {cell.instance}[/] {cell.label}  ({brokers.address})", highlight=False)
         brokers.watch_leaders()
-        cell_run = drive_cell(cell, target_of(brokers), staging, brokers, console, faults, topology=topology)
+        if hosts.per_host(cell):  # one generator per real host, meeting through the lake
+            folder = lake.hosts_dir(run, cell.instance)
+            publish_cell(folder, cell, detached_state(brokers))
+            try:
+                collected = drive_hosts(folder, cell, staging, console)
+            finally:
+                discard(folder)
+            cell_run, generators = collected.run, collected.generators
+            if collected.reason:
+                status, reason = "failed", collected.reason
+        else:
+            cell_run = drive_cell(cell, target_of(brokers), staging, brokers, console, faults, topology=topology)
     except CellError as exc:
         status, reason = "failed", str(exc)
         cell_run = exc.partial_run  # type: ignore[assignment]
@@ -105,7 +118,8 @@ def run_cell(
                 if status == "ok":
                     status, reason = "failed", f"teardown: {describe(cell, exc)}"
         shutil.rmtree(broker_dir, ignore_errors=True)
-    where = hosts.hosts_context(cell, topology, link_stats, cell_run.clock_offsets if cell_run else None)
+    offsets = cell_run.clock_offsets if cell_run else None
+    where = hosts.hosts_context(cell, topology, link_stats, offsets, generators)
     return land_cell(cell, lake, run, staging, cell_run, broker_context, status, reason, started, gate_lag, where)
 
 

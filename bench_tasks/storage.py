@@ -431,3 +431,23 @@ def commit_folder(staging: Path, final: LakePath) -> LakePath:
 
 def upload(local: Path, target: S3Path) -> None:
     pafs.copy_files(str(local), target.key, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=target.fs)
+
+
+def put_folder(local: Path, target: LakePath) -> None:
+    """Copy every file of a local folder under `target` (on S3 one object each, each complete or absent)."""
+    if isinstance(target, S3Path):
+        if any(p.is_file() for p in local.rglob("*")):
+            pafs.copy_files(str(local), target.key, pafs.LocalFileSystem(), target.fs)
+        return
+    shutil.copytree(local, target, dirs_exist_ok=True)
+
+
+def get_folder(source: LakePath, local: Path) -> None:
+    """Copy every file under `source` into a local folder (nothing when `source` does not exist)."""
+    local.mkdir(parents=True, exist_ok=True)
+    if isinstance(source, S3Path):
+        if source.is_dir():
+            pafs.copy_files(source.key, str(local), source.fs, pafs.LocalFileSystem())
+        return
+    if source.is_dir():
+        shutil.copytree(source, local, dirs_exist_ok=True)

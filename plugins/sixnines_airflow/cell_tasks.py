@@ -1,11 +1,15 @@
 """The tasks of one cell's TaskGroup: thin wrappers over `bench_tasks.lifecycle`, one step each.
 
     provision (setup) → warmup → measure → cooldown → land → teardown (teardown)
+    provision (setup) → generate_<host> (one per load host, together) → land → teardown (teardown)
 
 `warmup` starts the detached generator, which drives the whole schedule without a gap; the three phase tasks
-only watch it. `land` runs whatever happened before it (trigger rule all_done): a failed cell is landed with
-its reason, then fails the task so the notifier fires. Every task finds the cell through its work folder
-(`runtime.work_for`), so none depends on another's XCom to clean up.
+only watch it. A cell whose load runs on real hosts has instead one `generate_<host>` task per load host, each
+on its host's queue, driving that host's share and meeting the others through the lake (`bench_tasks.hostparts`).
+
+`land` runs whatever happened before it (trigger rule all_done): a failed cell is landed with its reason, then
+fails the task so the notifier fires. Every task finds the cell through its work folder (`runtime.work_for`), or
+on a load host through the cell's hosts folder in the lake, so none depends on another's XCom to clean up.
 
 Retries: provision, land and teardown are idempotent and retried; a phase watcher is not, because a
 schedule that has passed cannot be watched again (retrying the cell means re-running its group).
@@ -16,18 +20,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import shutil
+import sys
 from datetime import timedelta
 from typing import Any, NoReturn
 
 from airflow.sdk import get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
+from rich.console import Console
 
+from bench_tasks.cell_runner import HOSTS_TIMEOUT_S
+from bench_tasks.hostparts import run_host_part
+from bench_tasks.lake import Lake
 from bench_tasks.lifecycle import HostBusy, land_step, prepare_cell, provision_step, start_generator, teardown_step
 from bench_tasks.matrix import Cell
 from bench_tasks.watch import watch_phase
 
 from .notifier import CellFailureNotifier
-from .runtime import POOL, clusters_for, lake_root, run_info, work_for
+from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info, work_for
 
 log = logging.getLogger("sixnines")
 MAX_PHASE_SCALE = 10.0
@@ -65,7 +75,13 @@ def provision(cell: dict[str, Any]) -> dict[str, Any]:
         raise AirflowSkipException(f"cell {prepared.id} ({work.root.name}) is not among the selected cells")
     try:
         info = provision_step(
-            prepared, run_info(context), lake_root(), work, params["broker_policy"], clusters_for(context)
+            prepared,
+            run_info(context),
+            lake_root(),
+            work,
+            params["broker_policy"],
+            clusters_for(context),
+            hosts_key=work.root.name,
         )
     except HostBusy as busy:
         _wait_for_host(work, str(busy))
@@ -109,6 +125,36 @@ def measure() -> dict[str, Any]:
 def cooldown() -> dict[str, Any]:
     """Watch the cooldown phase and wait for the generator to drain and exit."""
     return _watch("cooldown")
+
+
+@task(retries=0)
+def generate(host: str) -> dict[str, Any]:
+    """Drive this host's share of a cell whose load runs on real hosts, on the worker serving the host's queue;
+    the cell's other hosts run theirs at the same time and all start on one agreed schedule.
+
+    Outside the one-slot pool on purpose: a cell's hosts must run together (serialised they would wait for each
+    other until the rendezvous times out); the cell's provision holds the benchmark host for them. Not retried:
+    a schedule that has passed cannot be joined again."""
+    context = get_current_context()
+    run, group = run_info(context), group_of(context)
+    folder = Lake(lake_root()).hosts_dir(run, group)
+    staging = run_dir(context) / group / f"host-{host}"
+    console = Console(file=sys.stdout, width=120, force_terminal=False, no_color=True)
+    try:
+        facts = run_host_part(folder, host, staging, console)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if facts["status"] != "ok":
+        raise AirflowFailException(f"host {host}: {facts['reason']}")
+    return {"host": host, "status": facts["status"], "plan": facts["plan"]}
+
+
+def generate_timeout(cell: Cell) -> timedelta:
+    """A generate task's execution timeout: the scaled schedule and drain, plus waiting for the other hosts."""
+    w = cell.spec.workload
+    return phase_timeout(w.warmup_s + w.measure_s + w.cooldown_s + w.drain_timeout_s) + timedelta(
+        seconds=2 * HOSTS_TIMEOUT_S
+    )
 
 
 @task(

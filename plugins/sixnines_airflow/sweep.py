@@ -20,7 +20,7 @@ from typing import Any
 from airflow.sdk import DAG, Asset, Param, TaskGroup, dag, get_current_context, task
 
 from bench_tasks.errors import MatrixError, SixninesError
-from bench_tasks.hosts import generator_queue
+from bench_tasks.hosts import generator_queue, load_hosts, per_host, queue_of
 from bench_tasks.matrix import Cell, Matrix, expand_repeats, load_matrix
 from bench_tasks.systems import SYSTEM_VERSIONS
 
@@ -118,14 +118,23 @@ def _cell_group(group: str, cell: Cell, previous: Any) -> Any:
     repeat = f" (repeat {cell.repeat} of {cell.repeats})" if cell.repeats > 1 else ""
     with TaskGroup(group_id=group, tooltip=cell.label + repeat):
         provisioned = cell_tasks.provision(cell.model_dump(mode="json"))
-        queue = {"queue": q} if (q := generator_queue(cell)) else {}  # the load host's worker starts/watches it
-        phases = [
-            getattr(cell_tasks, name).override(execution_timeout=cell_tasks.phase_timeout(seconds), **queue)()
-            for name, seconds in (("warmup", w.warmup_s), ("measure", w.measure_s), ("cooldown", w.cooldown_s))
-        ]
         landed = cell_tasks.land()
         stopped = cell_tasks.stop.override(task_id="teardown")()  # a fresh copy: teardown decorators mutate
-        provisioned >> phases[0] >> phases[1] >> phases[2] >> landed >> stopped
+        if per_host(cell):  # one generator per real host, each on its host's worker, all at once
+            timeout = cell_tasks.generate_timeout(cell)
+            for host in load_hosts(cell):
+                generate = cell_tasks.generate.override(
+                    task_id=f"generate_{host}", queue=queue_of(cell, host), execution_timeout=timeout
+                )(host)
+                provisioned >> generate >> landed
+        else:
+            queue = {"queue": q} if (q := generator_queue(cell)) else {}  # the load host's worker starts/watches it
+            phases = [
+                getattr(cell_tasks, name).override(execution_timeout=cell_tasks.phase_timeout(seconds), **queue)()
+                for name, seconds in (("warmup", w.warmup_s), ("measure", w.measure_s), ("cooldown", w.cooldown_s))
+            ]
+            provisioned >> phases[0] >> phases[1] >> phases[2] >> landed
+        landed >> stopped
         provisioned >> stopped
     if previous is not None:
         previous >> provisioned  # brokers of the previous cell are gone before these start

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bench_tasks.errors import CellError, MatrixError
-from bench_tasks.hosts import check_runnable, generator_queue, worker_route
+from bench_tasks.hosts import check_runnable, generator_queue, load_hosts, per_host, queue_of, worker_route
 from bench_tasks.matrix import Matrix, parse_matrix
 
 from .test_matrix import BASE_CELL_ID, BASE_SERIES_KEY, base_raw
@@ -169,14 +169,36 @@ def test_generator_queue_follows_the_load_hosts() -> None:
     assert generator_queue(local) is None
 
 
-def test_real_hosts_on_two_queues_are_refused_when_the_cell_starts() -> None:
-    raw = placed({"producers": ["a", "b"], "consumers": ["a", "b"]})
+def real_hosts(**extra: Any) -> dict[str, Any]:
+    raw = placed({"producers": ["a", "b"], "consumers": ["a", "b"]}, **extra)
     raw["hosts"] = {"a": {"queue": "loadgen_1"}, "b": {"queue": "loadgen_2"}}
-    (cell,) = parse(raw).cells
-    with pytest.raises(CellError, match="one generator per host, which is not implemented yet"):
-        check_runnable(cell)
-    raw["hosts"]["b"]["queue"] = "loadgen_1"
-    check_runnable(parse(raw).cells[0])  # one worker runs both: fine
+    return raw
+
+
+def test_real_hosts_get_one_generator_each_on_their_own_queue() -> None:
+    (cell,) = parse(real_hosts()).cells
+    assert per_host(cell) and load_hosts(cell) == ["a", "b"]
+    assert [queue_of(cell, h) for h in load_hosts(cell)] == ["loadgen_1", "loadgen_2"]
+    assert generator_queue(cell) is None  # no single generator: each host's generate task has its own queue
+    check_runnable(cell)
+    (netns_cell,) = parse(placed()).cells
+    assert not per_host(netns_cell)  # namespace hosts: one machine, one generator
+
+
+def test_what_real_hosts_cannot_do_is_refused_when_the_cell_starts() -> None:
+    (cell,) = parse(real_hosts()).cells
+    with pytest.raises(CellError, match=r"faults \(stall, kill\): not with load on real hosts"):
+        check_runnable(cell, [{"kind": "stall", "at_s": 1}])
+    raw = real_hosts()
+    raw["systems"] = [{"system": "kafka", "versions": ["4.3.1"], "broker": {"brokers": 1}}]
+    raw["systems"][0]["background"] = {"noise": {"message_size_bytes": 100, "rate_per_producer_per_s": 1}}
+    with pytest.raises(CellError, match="background: not with load on real hosts"):
+        check_runnable(parse(raw).cells[0])
+    raw["systems"] = [
+        {"system": "kafka", "versions": ["4.3.1"], "broker": {"brokers": 1}, "client": {"security": "sasl_ssl"}}
+    ]
+    with pytest.raises(CellError, match=r"client\.security: sasl_ssl with load on real hosts needs brokers: external"):
+        check_runnable(parse(raw).cells[0])
 
 
 def test_readme_hosts_example_is_the_shipped_matrix() -> None:
