@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests import compose_check as cc
 
 REPO = cc.REPO
 COMPOSE_TEXT = (REPO / "docker-compose.yaml").read_text()
 ENV_EXAMPLE = (REPO / ".env.example").read_text()
+WORKLOAD = {"message_size_bytes": 1024, "rate_per_s": 100, "measure_s": 10}
 
 
 @pytest.fixture(scope="module")
@@ -265,6 +267,19 @@ def test_readme_example_targets_this_deployment(tmp_path: Path, compose: dict[st
     assert set(found.queues) == {"loadgen_1", "loadgen_2"}
     assert cc.check_connections(compose, found) == [] and cc.check_queues(compose, found) == []
     assert "cp .env.example .env" in readme and "docker compose up -d" in readme
+    # its cells, expanded as the harness does, are routes the compose brokers serve
+    matrix = yaml.safe_load(fragment) | {"name": "readme", "workload": WORKLOAD, "measurements": ["e2e"]}
+    (tmp_path / "matrices").mkdir()
+    (tmp_path / "matrices" / "readme.yaml").write_text(yaml.safe_dump(matrix))
+    routes = cc.matrix_routes(tmp_path)
+    assert {(r.security, r.mechanism) for r in routes if r.system == "kafka"} == {
+        ("plaintext", None),
+        ("ssl", None),
+        ("sasl_plaintext", None),
+        ("sasl_ssl", None),
+        ("sasl_ssl", "SCRAM-SHA-256"),
+    }
+    assert cc.check_secured_routes(compose, cc.env_file(ENV_EXAMPLE), routes) == []
 
 
 def test_interpolation_follows_compose() -> None:
