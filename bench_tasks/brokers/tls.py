@@ -4,8 +4,9 @@ Made with the `cryptography` package (no `keytool`/`openssl` runs, no files outs
 written as PEM, which Kafka (`ssl.keystore.type=PEM`, KIP-651), nats-server and both clients read directly. The
 server certificate names `localhost` and 127.0.0.1, so clients verify the host name as they would in production.
 
-The docker-compose deployment makes its brokers' material with the same code (`sixnines certs`, run once by its
-`broker-certs` service into a named volume): `ensure_tls` keeps what a previous start made while it still fits.
+The docker-compose deployment makes its brokers' long-lived material with the same code (`sixnines brokers certs`,
+run at every start by its `broker-certs` service into a named volume): `ensure_tls` keeps what a previous start
+made while it still fits.
 """
 
 from __future__ import annotations

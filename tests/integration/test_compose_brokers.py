@@ -125,6 +125,7 @@ def kafka(
     settings = re.sub(r"(replication\.factor|min\.isr)=\d+", r"\1=1", settings)  # one node
     settings = settings.replace("log.dirs=/var/lib/kafka/data", f"log.dirs={home / 'data'}")
     (home / "kafka-server.properties").write_text(rewrite(settings, mapping))
+    (home / "kafka-server.properties").chmod(0o444)  # as compose mounts a config: read-only
 
     release = _release(KAFKA_VERSION)
     (home / "log4j2.properties").write_text(_LOG4J2_CONFIG)
