@@ -14,6 +14,10 @@ listed by hand, so a name another module adds is picked up the day it is merged:
 - pools: string constants named `*POOL` and `pool="…"` keywords; queues: `queue="…"` keywords, the
   `queue:` of every matrix's `hosts:` block, and Airflow's default queue.
 
+Beyond names, the brokers must serve what the matrices measure on them: every `client.security` (and SASL
+mechanism) a matrix uses on a compose connection has a listener, a user and a CA where that connection says
+(`check_secured_routes`, section "secured broker routes").
+
 Every function returns a list of problems (empty when the file is right), each naming the service, variable,
 connection, queue or image concerned, so a failing test says what to fix.
 """
