@@ -20,9 +20,11 @@ RUN apt-get update \
 ENV JAVA_HOME=/usr/lib/jvm/default-java
 
 # Folders that named volumes are mounted on must exist, owned by airflow, so a new volume takes that owner:
-# the harness cache (fetched brokers, the host lease) and the UI's generated passwords.
+# the harness cache (fetched brokers, the host lease), the brokers' TLS material (written by the broker-certs
+# service) and the UI's generated passwords.
 ENV SIXNINES_HOME=/opt/sixnines
-RUN mkdir -p "${SIXNINES_HOME}/.cache" /opt/airflow/auth && chown -R airflow:0 "${SIXNINES_HOME}" /opt/airflow/auth
+RUN mkdir -p "${SIXNINES_HOME}/.cache" "${SIXNINES_HOME}/certs" /opt/airflow/auth \
+    && chown -R airflow:0 "${SIXNINES_HOME}" /opt/airflow/auth
 USER airflow
 WORKDIR ${SIXNINES_HOME}
 

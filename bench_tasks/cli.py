@@ -288,6 +288,36 @@ def brokers_status(system: Annotated[str, typer.Argument(help="nats or kafka")] 
     )
 
 
+@brokers_app.command("certs")
+def brokers_certs(
+    folder: Annotated[Path, typer.Argument(help="where ca.pem, server-cert.pem, server-key.pem, server.pem go")],
+    host: Annotated[list[str], typer.Option("--host", help="a name (or IP) the server certificate covers")],
+    days: Annotated[int, typer.Option(help="validity of a new CA and certificate, in days")] = 365,
+    readable_keys: Annotated[
+        bool, typer.Option("--readable-keys", help="private keys readable by every user (brokers of another uid)")
+    ] = False,
+) -> None:
+    """Make a CA and a server certificate for brokers in FOLDER, or keep the ones a previous run made there.
+
+    What the docker-compose deployment's `broker-certs` service runs at every start: Kafka (PEM keystore) and
+    nats-server read the files from the shared volume, clients trust ca.pem. Existing material that misses a
+    host or expires within a week is an error naming the fix, never silently replaced under running brokers."""
+    import datetime as dt
+
+    from .brokers.tls import TlsError, ensure_tls
+
+    if days < 8:
+        raise typer.BadParameter(f"--days {days}: at least 8 (material is renewed a week before it expires)")
+    try:
+        made = ensure_tls(folder, tuple(host), dt.timedelta(days=days), 0o644 if readable_keys else 0o600)
+    except TlsError as exc:
+        raise TlsError(
+            f"{exc}. Stop the brokers, remove the folder's files (docker compose: the broker-certs volume) and "
+            "start again; clients and brokers then share the new CA"
+        ) from None
+    out.print(f"{'made' if made else 'kept'} TLS material in {folder} for {', '.join(host)}")
+
+
 @brokers_app.command("fetch")
 def brokers_fetch(
     system: Annotated[str, typer.Argument(help="nats or kafka")],

@@ -14,6 +14,10 @@ listed by hand, so a name another module adds is picked up the day it is merged:
 - pools: string constants named `*POOL` and `pool="…"` keywords; queues: `queue="…"` keywords, the
   `queue:` of every matrix's `hosts:` block, and Airflow's default queue.
 
+Beyond names, the brokers must serve what the matrices measure on them: every `client.security` (and SASL
+mechanism) a matrix uses on a compose connection has a listener, a user and a CA where that connection says
+(`check_secured_routes`, section "secured broker routes").
+
 Every function returns a list of problems (empty when the file is right), each naming the service, variable,
 connection, queue or image concerned, so a failing test says what to fix.
 """
@@ -551,4 +555,287 @@ def check_airflow_options(compose: dict[str, Any], known: set[tuple[str, str]]) 
             option = (parts[1].lower(), parts[2].lower().removesuffix("_cmd").removesuffix("_secret"))
             if option not in known and (parts[1].lower(), parts[2].lower()) not in known:
                 problems.append(f"service {name}: {key} is no Airflow option ([{option[0]}] {parts[2].lower()})")
+    return problems
+
+
+# -- secured broker routes ------------------------------------------------------------------------------------
+#
+# A matrix measures Kafka's client security as an axis (`client.security`, `client.sasl_mechanism`) against one
+# connection whose extra `listeners` maps each protocol to bootstrap servers; NATS over TLS with a user. For each
+# route a matrix uses on a compose connection, the compose brokers must really serve it: a listener of that
+# protocol on the advertised host:port the connection names, the SASL mechanism enabled with a JAAS entry on
+# that listener and the connection's user created at format time, and for TLS the CA the connection names
+# mounted (from the volume the certificate service writes) in every worker that runs cells, the brokers' key
+# material in the same volume, and every broker's name in the certificate.
+
+
+@dataclass(frozen=True)
+class Route:
+    """One way a matrix reaches external brokers: where it is asked for, connection, system and security."""
+
+    where: str
+    conn_id: str
+    system: str
+    security: str | None = None
+    mechanism: str | None = None
+
+
+def matrix_routes(root: Path = REPO) -> list[Route]:
+    """The distinct external routes of every matrix under `root` (its cells, as the harness expands them)."""
+    from bench_tasks.matrix import load_matrix
+
+    seen: dict[tuple[Any, ...], Route] = {}
+    for path in sorted((root / "matrices").glob("*.y*ml")):
+        where = str(path.relative_to(root))
+        for cell in load_matrix(path).cells:
+            spec = cell.spec
+            if spec.brokers != "external" or not spec.connection:
+                continue
+            client = spec.client
+            route = Route(
+                where,
+                spec.connection,
+                spec.system,
+                getattr(client, "security", None),
+                getattr(client, "sasl_mechanism", None),
+            )
+            seen.setdefault((route.conn_id, route.system, route.security, route.mechanism), route)
+    return list(seen.values())
+
+
+def java_properties(text: str) -> dict[str, str]:
+    """`key=value` lines of a .properties text (comments and blank lines skipped)."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", "!")) and "=" in line:
+            key, _, value = line.partition("=")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def service_configs(compose: dict[str, Any], name: str) -> dict[str, str]:
+    """Target path → content of the top-level `configs:` a service mounts (inline `content:` only)."""
+    configs = compose.get("configs") or {}
+    out = {}
+    for item in compose["services"][name].get("configs") or []:
+        source = item if isinstance(item, str) else item.get("source")
+        target = f"/{source}" if isinstance(item, str) else item.get("target", f"/{source}")
+        out[target] = str((configs.get(source) or {}).get("content", ""))
+    return out
+
+
+def volume_mounts(service: dict[str, Any]) -> dict[str, str]:
+    """Container path → named volume (or host path) of a service's `volumes:` (short or long syntax)."""
+    out = {}
+    for item in service.get("volumes") or []:
+        if isinstance(item, str):
+            parts = item.split(":")
+            if len(parts) >= 2:
+                out[parts[1]] = parts[0]
+        elif isinstance(item, dict) and item.get("target"):
+            out[item["target"]] = str(item.get("source", ""))
+    return out
+
+
+def volume_at(service: dict[str, Any], path: str) -> str | None:
+    """The volume a file path of the container lives on (the longest mount target containing it)."""
+    mounts = volume_mounts(service)
+    best = max((t for t in mounts if path == t or path.startswith(t.rstrip("/") + "/")), key=len, default=None)
+    return mounts[best] if best else None
+
+
+def certificate_service(compose: dict[str, Any]) -> tuple[str, str, list[str]] | None:
+    """(service, volume it writes, host names) of the one-shot service running `brokers certs FOLDER --host …`."""
+    for name in sorted(one_shot(compose)):
+        service = compose["services"].get(name) or {}
+        words = shlex.split(command_text(service))
+        if "certs" not in words or "brokers" not in words:
+            continue
+        folder = words[words.index("certs") + 1]
+        hosts = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--host"]
+        return name, volume_at(service, folder + "/ca.pem") or "", hosts
+    return None
+
+
+def _service_by_host(compose: dict[str, Any], host: str) -> str | None:
+    for name, service in compose.get("services", {}).items():
+        if host in (name, service.get("hostname")):
+            return name
+    return None
+
+
+def _conn(compose: dict[str, Any], env: dict[str, str], service: str, conn_id: str) -> Any:
+    from bench_tasks.connections import env_var, parse_connection
+
+    raw = environment(compose["services"][service]).get(env_var(conn_id), "")
+    value = interpolate(raw, env).strip()
+    return parse_connection(conn_id, value) if value else None
+
+
+def _interp_env(service: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
+    return {k: interpolate(v, env) for k, v in environment(service).items()}
+
+
+def _tls_file_problems(
+    compose: dict[str, Any], label: str, path: str, readers: list[str], certs: tuple[str, str, list[str]] | None
+) -> list[str]:
+    """`path` (a CA or key file) lies on the certificate service's volume in every service in `readers`."""
+    if certs is None:
+        return [f"{label}: {path} — no one-shot service makes broker certificates (`brokers certs …`)"]
+    _, volume, _ = certs
+    found = {reader: volume_at(compose["services"][reader], path) for reader in readers}
+    return [
+        f"{label}: {path} is not on volume {volume} in service {reader} (mounted there: {there})"
+        for reader, there in found.items()
+        if there != volume
+    ]
+
+
+def kafka_listeners(text: str) -> list[tuple[str, str, str]]:
+    """(listener name, host, port) of Kafka's `listeners`/`advertised.listeners` (`NAME://host:port`, host may be
+    empty). Not urlsplit: listener names such as SASL_SSL are no valid URL schemes."""
+    found = (re.fullmatch(r"([A-Za-z0-9_]+)://([^:/]*):(\d+)", item.strip()) for item in text.split(","))
+    return [(m.group(1).upper(), m.group(2), m.group(3)) for m in found if m]
+
+
+def _kafka_route(
+    compose: dict[str, Any], env: dict[str, str], route: Route, conn: Any, workers: list[str], certs: Any
+) -> list[str]:
+    from bench_tasks.connections import kafka_access
+    from bench_tasks.errors import BrokerError
+
+    label = f"{route.where}: kafka client.security {route.security or 'default'} via {route.conn_id}"
+    try:
+        access = kafka_access(conn, route.security, route.mechanism)
+    except BrokerError as exc:
+        return [f"{label}: {exc}"]
+    protocol = access.client["security.protocol"]
+    mechanism = access.client.get("sasl.mechanism")
+    problems = []
+    if protocol.endswith("SSL"):
+        ca = access.client.get("ssl.ca.location")
+        if not ca:
+            problems.append(f"{label}: the connection names no extra.ssl_ca_location")
+        else:
+            problems += _tls_file_problems(compose, label, ca, workers, certs)
+    for address in access.address.split(","):
+        host, _, port = address.strip().rpartition(":")
+        name = _service_by_host(compose, host)
+        if name is None:
+            problems.append(f"{label}: {address} is no service of docker-compose.yaml")
+            continue
+        service = compose["services"][name]
+        props: dict[str, str] = {}
+        for target, content in service_configs(compose, name).items():
+            if target.endswith(".properties"):
+                props |= java_properties(content)
+        node = _interp_env(service, env)
+        advertised = node.get("KAFKA_ADVERTISED_LISTENERS", props.get("advertised.listeners", ""))
+        protocols = dict(
+            p.split(":", 1) for p in props.get("listener.security.protocol.map", "").split(",") if ":" in p
+        )
+        bound = {n: p for n, _, p in kafka_listeners(props.get("listeners", ""))}
+        served = {f"{h}:{p}": n for n, h, p in kafka_listeners(advertised)}
+        listener = served.get(f"{host}:{port}")
+        if listener is None or protocols.get(listener) != protocol:
+            have = sorted(f"{a} ({protocols.get(n, '?')})" for a, n in served.items())
+            problems.append(
+                f"{label}: {address} is no {protocol} listener of service {name} (it advertises {', '.join(have)})"
+            )
+            continue
+        if bound.get(listener) != port:
+            problems.append(f"{label}: service {name} advertises {listener} on {port} but does not listen there")
+        if mechanism:
+            enabled = props.get("sasl.enabled.mechanisms", "GSSAPI").split(",")
+            if mechanism not in enabled:
+                problems.append(
+                    f"{label}: service {name} does not enable SASL mechanism {mechanism} ({', '.join(enabled)})"
+                )
+            jaas = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+            if jaas not in props:
+                problems.append(f"{label}: service {name} has no {jaas}")
+            users = {
+                m: (node.get(u, ""), node.get(p, ""))
+                for m, u, p in re.findall(
+                    r"--add-scram\s+\"?(SCRAM-SHA-\d+)=\[name=\$+\{?(\w+)\}?,password=\$+\{?(\w+)\}?\]",
+                    command_text(service),
+                )
+            }
+            if mechanism.startswith("SCRAM") and users.get(mechanism) != (conn.login, conn.password):
+                problems.append(
+                    f"{label}: service {name} does not create the connection's user {conn.login!r} for {mechanism} "
+                    f"at format time (--add-scram users: {sorted((m, u) for m, (u, _) in users.items())})"
+                )
+        if protocol.endswith("SSL"):
+            for key in ("ssl.keystore.location", "ssl.truststore.location"):
+                if key not in props:
+                    problems.append(f"{label}: service {name} has no {key}")
+                else:
+                    problems += _tls_file_problems(compose, f"{label} ({key})", props[key], [name], certs)
+            if certs is not None and host not in certs[2]:
+                problems.append(f"{label}: the broker certificate ({certs[0]}) does not name {host}")
+    return problems
+
+
+def _nats_route(
+    compose: dict[str, Any], env: dict[str, str], route: Route, conn: Any, workers: list[str], certs: Any
+) -> list[str]:
+    from bench_tasks.connections import nats_access
+
+    label = f"{route.where}: nats via {route.conn_id}"
+    access = nats_access(conn)
+    ca = access.client.get("tls_ca_file")
+    problems = _tls_file_problems(compose, label, ca, workers, certs) if ca else []
+    for url in access.address.split(","):
+        parts = urlsplit(url.strip())
+        name = _service_by_host(compose, parts.hostname or "")
+        if name is None:
+            problems.append(f"{label}: {url} is no service of docker-compose.yaml")
+            continue
+        service = compose["services"][name]
+        conf = "\n".join(c for t, c in service_configs(compose, name).items() if t.endswith(".conf"))
+        node = _interp_env(service, env)
+        tls = re.search(r"tls\s*\{([^}]*)\}", conf)
+        if tls and not ca:
+            problems.append(f"{label}: service {name} requires TLS but the connection names no extra.tls_ca_file")
+        if ca and not tls:
+            problems.append(f"{label}: the connection expects TLS but service {name} has no tls block")
+        if tls:
+            files = dict(re.findall(r"(cert_file|key_file)\s*:\s*\"?([^\s\"]+)", tls.group(1)))
+            for key in ("cert_file", "key_file"):
+                if key not in files:
+                    problems.append(f"{label}: service {name}'s tls block has no {key}")
+                else:
+                    problems += _tls_file_problems(compose, f"{label} ({key})", files[key], [name], certs)
+            if parts.scheme != "tls":
+                problems.append(f"{label}: {url} should use tls:// (service {name} requires TLS)")
+            if certs is not None and parts.hostname not in certs[2]:
+                problems.append(f"{label}: the broker certificate ({certs[0]}) does not name {parts.hostname}")
+        auth = re.search(r"authorization\s*\{([^}]*)\}", conf)
+        if auth:
+            fields = dict(re.findall(r"(user|password)\s*:\s*\"?([^\s\"]+)", auth.group(1)))
+            want = tuple(
+                node.get(v.lstrip("$"), "") if v.startswith("$") else v
+                for v in (fields.get("user", ""), fields.get("password", ""))
+            )
+            if want != (conn.login, conn.password):
+                problems.append(
+                    f"{label}: the connection's user {conn.login!r} is not service {name}'s authorization user"
+                )
+    return problems
+
+
+def check_secured_routes(compose: dict[str, Any], env: dict[str, str], routes: list[Route]) -> list[str]:
+    """Each route a matrix uses on a compose connection is served by the compose brokers (see the section
+    comment above); connections the file does not define are check_connections' to report."""
+    workers = sorted(n for n, role in airflow_services(compose).items() if role == "celery worker")
+    certs = certificate_service(compose)
+    problems = []
+    for route in routes:
+        conn = _conn(compose, env, workers[0], route.conn_id) if workers else None
+        if conn is None:
+            continue
+        check = _kafka_route if route.system == "kafka" else _nats_route
+        problems += check(compose, env, route, conn, workers, certs)
     return problems

@@ -48,7 +48,17 @@ def test_docker_compose_config_accepts_the_file(compose_config: Path) -> None:
     lake_conn = json.loads(worker["environment"]["AIRFLOW_CONN_SIXNINES_LAKE_S3"])  # interpolated from the env file
     assert lake_conn["login"] == "sixnines" and lake_conn["extra"]["endpoint_url"] == "http://minio:9000"
     assert worker["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully"
-    assert model["services"]["kafka2"]["environment"]["KAFKA_CONTROLLER_QUORUM_VOTERS"].count("@kafka") == 3
+    kafka = model["configs"]["kafka-server"]["content"]  # the shared broker settings, mounted by every node
+    assert "controller.quorum.voters=1@kafka1:9093,2@kafka2:9093,3@kafka3:9093" in kafka
+    assert model["services"]["kafka2"]["configs"][0]["source"] == "kafka-server"
+    # `$$` reaches the container as `$`: the start script and nats-server read the secrets from their environment
+    assert "password=$KAFKA_SASL_PASSWORD]" in model["services"]["kafka2"]["command"][0]
+    assert "password: $NATS_PASSWORD" in model["configs"]["nats-server"]["content"]
+    kafka_conn = json.loads(worker["environment"]["AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL"])
+    assert (
+        kafka_conn["password"] == "changeMeKafkaSasl"
+        and kafka_conn["extra"]["listeners"]["SASL_SSL"].count(":9096") == 3
+    )
 
 
 def test_it_rejects_what_docker_compose_rejects(compose_config: Path, tmp_path: Path) -> None:

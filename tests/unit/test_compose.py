@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests import compose_check as cc
 
 REPO = cc.REPO
 COMPOSE_TEXT = (REPO / "docker-compose.yaml").read_text()
 ENV_EXAMPLE = (REPO / ".env.example").read_text()
+WORKLOAD = {"message_size_bytes": 1024, "rate_per_s": 100, "measure_s": 10}
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +108,9 @@ def test_the_image_installs_what_the_services_run(compose: dict[str, Any]) -> No
 
 def test_long_running_services_have_healthchecks(compose: dict[str, Any]) -> None:
     assert cc.check_healthchecks(compose) == []
-    assert cc.one_shot(compose) == {"airflow-init", "minio-init"}
+    assert cc.one_shot(compose) == {"airflow-init", "minio-init", "broker-certs"}
+    kafka = compose["services"]["kafka1"]["healthcheck"]["test"]
+    assert all(str(port) in kafka[-1] for port in (9092, 9094, 9095, 9096))  # every client listener answers
 
 
 def test_queues_of_the_matrices_have_workers(compose: dict[str, Any], expected: cc.Expectations) -> None:
@@ -263,6 +267,19 @@ def test_readme_example_targets_this_deployment(tmp_path: Path, compose: dict[st
     assert set(found.queues) == {"loadgen_1", "loadgen_2"}
     assert cc.check_connections(compose, found) == [] and cc.check_queues(compose, found) == []
     assert "cp .env.example .env" in readme and "docker compose up -d" in readme
+    # its cells, expanded as the harness does, are routes the compose brokers serve
+    matrix = yaml.safe_load(fragment) | {"name": "readme", "workload": WORKLOAD, "measurements": ["e2e"]}
+    (tmp_path / "matrices").mkdir()
+    (tmp_path / "matrices" / "readme.yaml").write_text(yaml.safe_dump(matrix))
+    routes = cc.matrix_routes(tmp_path)
+    assert {(r.security, r.mechanism) for r in routes if r.system == "kafka"} == {
+        ("plaintext", None),
+        ("ssl", None),
+        ("sasl_plaintext", None),
+        ("sasl_ssl", None),
+        ("sasl_ssl", "SCRAM-SHA-256"),
+    }
+    assert cc.check_secured_routes(compose, cc.env_file(ENV_EXAMPLE), routes) == []
 
 
 def test_interpolation_follows_compose() -> None:
@@ -271,3 +288,152 @@ def test_interpolation_follows_compose() -> None:
     with pytest.raises(KeyError, match="set it"):
         cc.interpolate("${UNSET:?set it}", env)
     assert cc.compose_variables("${A:-1} ${B:?x} $${C}") == {"A": "1", "B": None}
+
+
+# -- the secured compose brokers: every route a matrix measures is served --------------------------------------
+
+KAFKA_ROUTES = [
+    cc.Route("test", "sixnines_kafka_external", "kafka", security, mechanism)
+    for security, mechanism in [
+        ("plaintext", None),
+        ("ssl", None),
+        ("sasl_plaintext", "SCRAM-SHA-256"),
+        ("sasl_plaintext", "SCRAM-SHA-512"),
+        ("sasl_ssl", "SCRAM-SHA-256"),
+        ("sasl_ssl", "SCRAM-SHA-512"),
+        ("sasl_ssl", None),  # the connection's own mechanism (SCRAM-SHA-512)
+        (None, None),  # the connection's default protocol (PLAINTEXT)
+    ]
+]
+NATS_ROUTE = cc.Route("test", "sixnines_nats_external", "nats")
+
+
+@pytest.fixture(scope="module")
+def matrix_routes() -> list[cc.Route]:
+    return cc.matrix_routes()
+
+
+def test_the_matrices_routes_are_served_by_the_compose_brokers(
+    compose: dict[str, Any], matrix_routes: list[cc.Route]
+) -> None:
+    """matrices/external.yaml measures Kafka over plaintext, TLS and SASL_SSL and NATS over the compose
+    connections: each has a listener, a user, and the CA where the connection says."""
+    kafka = {r.security for r in matrix_routes if r.conn_id == "sixnines_kafka_external"}
+    assert {"plaintext", "ssl", "sasl_ssl"} <= kafka
+    assert any(r.conn_id == "sixnines_nats_external" for r in matrix_routes)
+    assert cc.check_secured_routes(compose, cc.env_file(ENV_EXAMPLE), matrix_routes) == []
+
+
+def test_every_kafka_security_protocol_and_mechanism_has_a_route(compose: dict[str, Any]) -> None:
+    """Routes no shipped matrix uses yet (SASL_PLAINTEXT, SCRAM-SHA-256) are served too."""
+    env = cc.env_file(ENV_EXAMPLE)
+    assert cc.check_secured_routes(compose, env, [*KAFKA_ROUTES, NATS_ROUTE]) == []
+    certs = cc.certificate_service(compose)
+    assert certs is not None and certs[:2] == ("broker-certs", "broker-certs")
+    assert {f"{s}{n}" for s in ("kafka", "nats") for n in (1, 2, 3)} <= set(certs[2])
+    for worker in ("airflow-worker", "loadgen1", "loadgen2"):
+        assert cc.volume_at(compose["services"][worker], "/opt/sixnines/certs/ca.pem") == "broker-certs"
+    conn = json.loads(
+        cc.interpolate(compose["services"]["loadgen1"]["environment"]["AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL"], env)
+    )
+    assert conn["password"] == env["KAFKA_SASL_PASSWORD"] and conn["login"] == "sixnines"
+
+
+def _kafka_config(compose: dict[str, Any], old: str, new: str) -> None:
+    content = compose["configs"]["kafka-server"]["content"]
+    assert old in content
+    compose["configs"]["kafka-server"]["content"] = content.replace(old, new)
+
+
+def _set_conn(compose: dict[str, Any], conn_id: str, edit: Any) -> None:
+    """Apply `edit` to the (interpolated) JSON of a connection in every Airflow service."""
+    env = cc.env_file(ENV_EXAMPLE)
+    key = f"AIRFLOW_CONN_{conn_id.upper()}"
+    for service in compose["services"].values():
+        values = service.get("environment") or {}
+        if key in values:
+            conn = json.loads(cc.interpolate(values[key], env))
+            edit(conn)
+            values[key] = json.dumps(conn)
+
+
+def test_a_missing_listener_is_named(compose: dict[str, Any]) -> None:
+    env = cc.env_file(ENV_EXAMPLE)
+    node = compose["services"]["kafka2"]["environment"]
+    node["KAFKA_ADVERTISED_LISTENERS"] = node["KAFKA_ADVERTISED_LISTENERS"].replace(",SASL_SSL://kafka2:9096", "")
+    assert cc.check_secured_routes(compose, env, [KAFKA_ROUTES[4]]) == [
+        "test: kafka client.security sasl_ssl via sixnines_kafka_external: kafka2:9096 is no SASL_SSL listener of "
+        "service kafka2 (it advertises kafka2:9092 (PLAINTEXT), kafka2:9094 (SSL), kafka2:9095 (SASL_PLAINTEXT))"
+    ]
+    _kafka_config(compose, ",SSL://:9094", "")
+    assert cc.check_secured_routes(compose, env, [KAFKA_ROUTES[1]]) == [
+        f"test: kafka client.security ssl via sixnines_kafka_external: service {n} advertises SSL on 9094 but does "
+        "not listen there"
+        for n in ("kafka1", "kafka2", "kafka3")
+    ]
+
+
+def test_a_connection_pointing_at_the_wrong_listener_is_named(compose: dict[str, Any]) -> None:
+    _set_conn(compose, "sixnines_kafka_external", lambda c: c["extra"]["listeners"].update(SSL="kafka1:9092"))
+    assert cc.check_secured_routes(compose, cc.env_file(ENV_EXAMPLE), [KAFKA_ROUTES[1]]) == [
+        "test: kafka client.security ssl via sixnines_kafka_external: kafka1:9092 is no SSL listener of service "
+        "kafka1 (it advertises kafka1:9092 (PLAINTEXT), kafka1:9094 (SSL), kafka1:9095 (SASL_PLAINTEXT), "
+        "kafka1:9096 (SASL_SSL))"
+    ]
+
+
+def test_a_mechanism_or_user_the_brokers_lack_is_named(compose: dict[str, Any]) -> None:
+    env = cc.env_file(ENV_EXAMPLE)
+    _kafka_config(
+        compose, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512", "sasl.enabled.mechanisms=SCRAM-SHA-512"
+    )
+    _kafka_config(compose, "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config", "# removed")
+    problems = cc.check_secured_routes(compose, env, [KAFKA_ROUTES[2]])
+    label = "test: kafka client.security sasl_plaintext via sixnines_kafka_external"
+    assert f"{label}: service kafka3 does not enable SASL mechanism SCRAM-SHA-256 (SCRAM-SHA-512)" in problems
+    assert f"{label}: service kafka1 has no listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config" in problems
+    assert len(problems) == 6
+
+    compose = json.loads(json.dumps(cc.load_compose()))
+    _set_conn(compose, "sixnines_kafka_external", lambda c: c.update(login="someone"))
+    problems = cc.check_secured_routes(compose, env, [KAFKA_ROUTES[5]])
+    assert len(problems) == 3 and problems[0] == (
+        "test: kafka client.security sasl_ssl via sixnines_kafka_external: service kafka1 does not create the "
+        "connection's user 'someone' for SCRAM-SHA-512 at format time (--add-scram users: "
+        "[('SCRAM-SHA-256', 'sixnines'), ('SCRAM-SHA-512', 'sixnines')])"
+    )
+
+
+def test_a_ca_the_workers_cannot_read_is_named(compose: dict[str, Any]) -> None:
+    env = cc.env_file(ENV_EXAMPLE)
+    volumes = compose["services"]["loadgen2"]["volumes"]
+    volumes.remove("broker-certs:/opt/sixnines/certs:ro")
+    problems = cc.check_secured_routes(compose, env, [KAFKA_ROUTES[1], NATS_ROUTE])
+    assert problems == [
+        "test: kafka client.security ssl via sixnines_kafka_external: /opt/sixnines/certs/ca.pem is not on volume "
+        "broker-certs in service loadgen2 (mounted there: None)",
+        "test: nats via sixnines_nats_external: /opt/sixnines/certs/ca.pem is not on volume broker-certs in "
+        "service loadgen2 (mounted there: None)",
+    ]
+    assert cc.check_secured_routes(compose, env, [KAFKA_ROUTES[0]]) == []  # plaintext needs no CA
+    compose["services"]["broker-certs"]["command"].remove("kafka3")
+    compose["services"]["broker-certs"]["command"].remove("--host")
+    assert cc.check_secured_routes(compose, env, [KAFKA_ROUTES[1]])[-1] == (
+        "test: kafka client.security ssl via sixnines_kafka_external: the broker certificate (broker-certs) does "
+        "not name kafka3"
+    )
+
+
+def test_nats_tls_and_user_mismatches_are_named(compose: dict[str, Any]) -> None:
+    env = cc.env_file(ENV_EXAMPLE)
+
+    def plain(conn: dict[str, Any]) -> None:
+        del conn["extra"]["tls_ca_file"]
+        conn["password"] = "other"
+
+    _set_conn(compose, "sixnines_nats_external", plain)
+    problems = cc.check_secured_routes(compose, env, [NATS_ROUTE])
+    label = "test: nats via sixnines_nats_external"
+    assert f"{label}: service nats2 requires TLS but the connection names no extra.tls_ca_file" in problems
+    assert f"{label}: the connection's user 'sixnines' is not service nats2's authorization user" in problems
+    assert len(problems) == 6
