@@ -7,7 +7,7 @@ baseline comparison for short histories) and returns a `RegressionResult`; `writ
 
 from .detect import analyse, detect
 from .model import Alert, ChangePoint, RegressionError, RegressionResult, Settings
-from .output import committed_alerts, write_results
+from .output import write_results
 
 __all__ = [
     "Alert",
@@ -16,7 +16,6 @@ __all__ = [
     "RegressionResult",
     "Settings",
     "analyse",
-    "committed_alerts",
     "detect",
     "write_results",
 ]

@@ -2,8 +2,8 @@
 
 Both files are committed as one folder (bench_tasks.storage.write_folder: a staging folder renamed into place
 locally; on S3 an `attempt=…` folder made visible by its `_committed.json` marker), so a reader (the report, the
-notifier: `committed_alerts`) sees either the previous check of the run or this one, never half of each;
-re-checking a run replaces its folder.
+notifier: `bench_tasks.lake.committed_run_file`) sees either the previous check of the run or this one, never
+half of each; re-checking a run replaces its folder.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..lake import REGRESSIONS_AREA, committed_run_file, run_output_dir
+from ..lake import REGRESSIONS_AREA, run_output_dir
 from ..storage import LakePath, write_folder
 from .model import RESULTS_SCHEMA_VERSION, RegressionResult
 
@@ -78,9 +78,3 @@ def write_results(lake_root: str | Path | LakePath, result: RegressionResult) ->
         "alerts.json": json.dumps(result.to_dict(), indent=2, sort_keys=True).encode("utf-8"),
     }
     return write_folder(results_dir(lake_root, result), files)
-
-
-def committed_alerts(lake_root: str | Path | LakePath, run_date: str, run_id: str) -> LakePath | None:
-    """The `alerts.json` of the run's committed check, None when the run was never checked (or its check is
-    still being written): what the report and the notifier read."""
-    return committed_run_file(lake_root, REGRESSIONS_AREA, run_date, run_id, "alerts.json")

@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from bench_tasks import Lake, RunInfo, run_cell
-from bench_tasks.lake import history_file, history_files
-from bench_tasks.regressions import committed_alerts, detect, write_results
+from bench_tasks.lake import REGRESSIONS_AREA, committed_run_file, history_file, history_files
+from bench_tasks.regressions import detect, write_results
 from bench_tasks.report import build_run_report
 from bench_tasks.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet, write_parquet_object
 from tests.integration.helpers import make_cell
@@ -102,7 +102,7 @@ def test_full_run_on_s3(
     assert all(a.change.run_id == "s3run" and a.change.relative_change > 0.5 for a in result.alerts)
     folder = write_results(s3_lake, result)
     assert str(folder.parent) == f"{s3_lake}/regressions/run_date=2026-02-01/run_id=s3run"
-    assert committed_alerts(s3_lake, "2026-02-01", "s3run") == folder / "alerts.json"
+    assert committed_run_file(s3_lake, REGRESSIONS_AREA, "2026-02-01", "s3run", "alerts.json") == folder / "alerts.json"
     cli = subprocess.run(
         [str(BIN / "sixnines"), "regressions", "--lake", str(s3_lake), "--run-id", "s3run", "--no-write"],
         env=env,

@@ -25,7 +25,7 @@ from bench_tasks.lake import (
     history_file,
     run_output_dir,
 )
-from bench_tasks.regressions import Settings, analyse, committed_alerts, write_results
+from bench_tasks.regressions import Settings, analyse, write_results
 from bench_tasks.report.data import load_run
 from bench_tasks.storage import (
     COMMIT_MARKER,
@@ -207,12 +207,12 @@ def test_regression_results_appear_whole_and_a_recheck_replaces_them(
 
     # A check that died half way, alerts.json already written: no reader may act on it.
     _crash_half_way(final, {"alerts.json": json.dumps(alerting.to_dict())})
-    assert committed_alerts(lake_root, RUN.run_date, RUN.run_id) is None
+    assert committed_run_file(lake_root, REGRESSIONS_AREA, RUN.run_date, RUN.run_id, "alerts.json") is None
     assert load_run(lake_root, RUN.run_id).regressions is None
 
     first = write_results(lake_root, alerting)
     assert committed_folder(final) == first
-    found = committed_alerts(lake_root, RUN.run_date, RUN.run_id)
+    found = committed_run_file(lake_root, REGRESSIONS_AREA, RUN.run_date, RUN.run_id, "alerts.json")
     assert found == first / "alerts.json"
     assert len(json.loads(found.read_text())["alerts"]) == len(alerting.alerts)
     assert read_parquet(first / "change_points.parquet")["alert"].to_pylist().count(True) == len(alerting.alerts)
