@@ -24,7 +24,16 @@ import pyarrow as pa
 
 from .paths import cache_dir
 from .records import SCHEMA_VERSION, write_parquet
-from .storage import LakePath, S3Path, commit_folder, committed_folder, lake_path, read_parquet, write_text
+from .storage import (
+    LakePath,
+    S3Path,
+    commit_folder,
+    committed_file,
+    committed_folder,
+    lake_path,
+    read_parquet,
+    write_text,
+)
 
 CELLS_SCHEMA = pa.schema(
     [
@@ -76,6 +85,29 @@ def history_files(lake_root: str | Path | S3Path) -> list[LakePath]:
     """Every run's history file, oldest run date first; temporary files (`.name.tmp`) never match."""
     found = (lake_path(lake_root) / HISTORY_DIR).glob("*__*.parquet")
     return sorted(p for p in found if not p.name.startswith("."))
+
+
+# What the analysis writes per run, each a folder committed whole (bench_tasks.storage.write_folder):
+# published/run_date=D/run_id=R/   the tables that passed the gate (spark_jobs.publish)
+# quarantine/run_date=D/run_id=R/  the tables that failed it, with validation.json
+# regressions/run_date=D/run_id=R/ the regression check's change_points.parquet and alerts.json
+PUBLISHED_AREA = "published"
+QUARANTINE_AREA = "quarantine"
+REGRESSIONS_AREA = "regressions"
+
+
+def run_output_dir(lake_root: str | Path | S3Path, area: str, run_date: str, run_id: str) -> LakePath:
+    """The folder one of a run's outputs is committed as (on S3 a prefix holding the marker and attempts;
+    read it through `committed_run_file`)."""
+    return lake_path(lake_root) / area / f"run_date={run_date}" / f"run_id={run_id}"
+
+
+def committed_run_file(
+    lake_root: str | Path | S3Path, area: str, run_date: str, run_id: str, name: str
+) -> LakePath | None:
+    """File `name` of a run's committed output folder, or None when the folder was never committed (or was
+    withdrawn, or is still being written) or lacks the file."""
+    return committed_file(run_output_dir(lake_root, area, run_date, run_id), name)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,13 @@ take either and do the right thing for each.
 
 Atomicity on S3, which has no rename: a single object is one PUT (a large one one multipart upload), and S3
 makes it visible whole or not at all, so single files (result JSON, history files, reports) are written in
-place. A *folder* (a landed cell, a Spark table partition) is written under `<final>/attempt=<token>/` and
-becomes visible only when `<final>/_committed.json`, which names that attempt, is PUT last; readers resolve a
-folder through that marker (`committed_folder`), so they never see a half-written folder, and a retry
-replaces the earlier attempt by replacing the marker (the old attempt is deleted after the switch).
+place. A *folder* (a landed cell, a Spark table partition, a run's published tables, its quarantine, its
+regression results) is written under `<final>/attempt=<token>/` and becomes visible only when
+`<final>/_committed.json`, which names that attempt, is PUT last; readers resolve a folder through that marker
+(`committed_folder`, `committed_file`), so they never see a half-written folder, and a retry replaces the
+earlier attempt by replacing the marker (the old attempt is deleted after the switch). Withdrawing a folder
+deletes its marker first (`withdraw_folder`). Locally the same three operations are a rename into place
+(`replace_dir`, the only one), the folder itself, and a rename away.
 
 Credentials: inside Airflow, the AWS connection named by `SIXNINES_LAKE_CONN_ID` (default `sixnines_lake_s3`,
 an `endpoint_url` extra for MinIO/moto) through the Amazon provider's `AwsBaseHook`; otherwise the standard
@@ -29,6 +32,7 @@ import secrets
 import shutil
 import sys
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -410,16 +414,10 @@ def committed_folder(final: LakePath) -> LakePath | None:
 
 def commit_folder(staging: Path, final: LakePath) -> LakePath:
     """Publish a finished local staging folder as `final`, replacing an earlier version atomically; returns
-    where its files now are. Locally: rename into place (the old version is renamed away first)."""
+    where its files now are. Locally: rename into place (the old version is renamed away first); on S3: upload
+    as a new attempt, then the marker."""
     if not isinstance(final, S3Path):
-        final.parent.mkdir(parents=True, exist_ok=True)
-        old = None
-        if final.exists():
-            old = final.with_name(f".replaced-{final.name}-{secrets.token_hex(3)}")
-            os.replace(final, old)
-        os.replace(staging, final)
-        if old is not None:
-            shutil.rmtree(old)
+        replace_dir(staging, final)
         return final
     folder, token = new_attempt(final)
     for file in sorted(p for p in staging.rglob("*") if p.is_file()):
@@ -427,6 +425,79 @@ def commit_folder(staging: Path, final: LakePath) -> LakePath:
     committed = mark_committed(final, token)
     shutil.rmtree(staging, ignore_errors=True)
     return committed
+
+
+def replace_dir(staging: Path, final: Path) -> None:
+    """The one local "rename a folder into place": a finished folder becomes `final` in one rename; an earlier
+    version is renamed away first (a reader sees the old folder, then for an instant none, then the new one,
+    never a mix) and removed after. `staging` must be on the same file system (a sibling, or under the lake)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    old = None
+    if final.exists():
+        old = final.with_name(f".replaced-{final.name}-{secrets.token_hex(4)}")
+        os.replace(final, old)
+    os.replace(staging, final)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def local_staging(final: Path) -> Path:
+    """A fresh hidden sibling of `final` to build a folder in before `replace_dir` (hidden: the lake's readers
+    glob `key=value` names, which a leading dot never matches)."""
+    staging = final.with_name(f".staging-{final.name}-{secrets.token_hex(4)}")
+    staging.mkdir(parents=True)
+    return staging
+
+
+def write_folder(final: LakePath, files: Mapping[str, bytes]) -> LakePath:
+    """Write a small folder held in memory (published tables, a quarantine, regression results) so that it
+    appears whole or not at all, replacing an earlier version: locally a staging sibling renamed into place,
+    on S3 one object per file under a new attempt and then the marker. Returns where the files are (the folder
+    itself locally, the committed attempt on S3); a failure leaves the earlier version visible."""
+    if isinstance(final, S3Path):
+        folder, token = new_attempt(final)
+        try:
+            for name, data in sorted(files.items()):
+                (folder / name).write_bytes(data)
+        except BaseException:
+            remove_tree(folder)  # best effort: without its marker the attempt is invisible anyway
+            raise
+        return mark_committed(final, token)
+    staging = local_staging(final)
+    try:
+        for name, data in files.items():
+            target = staging / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        replace_dir(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+def withdraw_folder(final: LakePath) -> None:
+    """Remove a committed folder so that readers stop seeing it at once: on S3 the marker goes first (one
+    DELETE; the attempts are then unreachable) and the objects after it; locally the folder is renamed away
+    and then deleted. Nothing there is not an error."""
+    if isinstance(final, S3Path):
+        (final / COMMIT_MARKER).unlink(missing_ok=True)
+        remove_tree(final)
+        return
+    if not final.exists():
+        return
+    gone = final.with_name(f".withdrawn-{final.name}-{secrets.token_hex(4)}")
+    os.replace(final, gone)
+    shutil.rmtree(gone)
+
+
+def committed_file(final: LakePath, name: str) -> LakePath | None:
+    """File `name` of a committed folder (`committed_folder`), or None when the folder or the file is absent."""
+    folder = committed_folder(final)
+    if folder is None:
+        return None
+    path = folder / name
+    return path if path.exists() else None
 
 
 def upload(local: Path, target: S3Path) -> None:

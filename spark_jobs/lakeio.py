@@ -5,17 +5,16 @@ Layout (DESIGN.md, "Data model"; bench_tasks.lake writes the raw side):
   raw/run_date=D/run_id=R/cell_id=C/repeat=K/{sent-p*,received-c*}.parquet   repeat K of a repeated cell
   runs/run_date=D/run_id=R/cells.parquet
   tables/<table>/run_date=D/run_id=R/part-*.parquet          (written here)
-A table partition is written under a hidden staging name and renamed into place, so a reader never sees
-half of it and a re-run replaces it instead of adding to it. On an S3 lake (`s3://bucket/prefix`, read and
-written as `s3a://`) there is no rename: a partition is written as one attempt under its folder and committed
-by the marker that names it (bench_tasks.storage), and raw cells are read only where their marker says.
+A table partition is written under a hidden staging name and renamed into place (bench_tasks.storage's
+`commit_folder`), so a reader never sees half of it and a re-run replaces it instead of adding to it. On an S3
+lake (`s3://bucket/prefix`, read and written as `s3a://`) there is no rename: a partition is written as one
+attempt under its folder and committed by the marker that names it (bench_tasks.storage), and raw cells are
+read only where their marker says.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +27,10 @@ from bench_tasks.lake import committed_cells
 from bench_tasks.storage import (
     LakePath,
     S3Path,
+    commit_folder,
     committed_folder,
     lake_path,
+    local_staging,
     mark_committed,
     new_attempt,
     spark_uri,
@@ -188,22 +189,13 @@ def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:
         attempt, token = new_attempt(final)
         df.coalesce(1).write.mode("overwrite").parquet(spark_uri(attempt))
         return mark_committed(final, token)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.parent / f".staging-{run.run_id}-{uuid.uuid4().hex[:8]}"
-    df.coalesce(1).write.mode("overwrite").parquet(str(staging))
-    replace_dir(staging, final)
-    return final
-
-
-def replace_dir(staging: Path, final: Path) -> None:
-    """Move a finished folder into place; an earlier version is renamed away first, then removed."""
-    old = None
-    if final.exists():
-        old = final.with_name(f".replaced-{final.name}-{uuid.uuid4().hex[:8]}")
-        os.replace(final, old)
-    os.replace(staging, final)
-    if old is not None:
-        shutil.rmtree(old)
+    staging = local_staging(final)
+    try:
+        df.coalesce(1).write.mode("overwrite").parquet(str(staging))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return commit_folder(staging, final)
 
 
 def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) -> DataFrame:

@@ -9,8 +9,11 @@ quarantine for tables that failed the gate. Pure rendering plus atomic writes; n
                                      replaces its one file, so history never holds a run twice. Flat files
                                      (no key=value folders) so readers never see a key twice.
   quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, validation.json}
-On an S3 lake every file is one PUT (whole or absent): the history file is replaced in one object, and a
-published or quarantined folder is emptied and written file by file.
+A published or quarantined folder appears whole or not at all and a re-publish replaces it
+(bench_tasks.storage.write_folder: a rename into place locally; on an S3 lake a new `attempt=…` folder and then
+the `_committed.json` marker naming it, which readers resolve with `committed_folder`). Withdrawing one (a
+publication the gate now fails, a quarantine the run has left) removes its marker first. The history file is
+one object (one PUT on S3, a rename locally).
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench_tasks import PERCENTILES
-from bench_tasks.lake import history_file
-from bench_tasks.storage import LakePath, S3Path, lake_path, remove_tree, write_parquet_object, write_text
+from bench_tasks.lake import PUBLISHED_AREA, QUARANTINE_AREA, history_file, run_output_dir
+from bench_tasks.storage import LakePath, S3Path, withdraw_folder, write_folder, write_parquet_object
 from spark_jobs.exact import percentile_column
-from spark_jobs.lakeio import Lake, RunRef, replace_dir
+from spark_jobs.lakeio import Lake, RunRef
 from spark_jobs.repeats import STATISTIC_COLUMNS, stat_name, variation_column
 
 NS_PER_MS = 1e6
@@ -111,17 +114,7 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _write_folder(final: LakePath, files: dict[str, str]) -> LakePath:
-    if isinstance(final, S3Path):
-        remove_tree(final)
-        for name, text in files.items():
-            write_text(final / name, text)
-        return final
-    staging = final.parent / f".staging-{final.name}-{uuid.uuid4().hex[:8]}"
-    staging.mkdir(parents=True)
-    for name, text in files.items():
-        (staging / name).write_text(text)
-    replace_dir(staging, final)
-    return final
+    return write_folder(final, {name: text.encode("utf-8") for name, text in files.items()})
 
 
 def history_path(lake: Lake, run: RunRef) -> LakePath:
@@ -129,7 +122,7 @@ def history_path(lake: Lake, run: RunRef) -> LakePath:
 
 
 def _run_folder(lake: Lake, area: str, run: RunRef) -> LakePath:
-    return lake_path(lake) / area / f"run_date={run.run_date}" / f"run_id={run.run_id}"
+    return run_output_dir(lake, area, run.run_date, run.run_id)
 
 
 def publish(
@@ -145,7 +138,7 @@ def publish(
     files = {"percentiles.md": markdown(rows, accounting, spread), "percentiles.csv": to_csv(rows)}
     if spread:
         files["repeats.csv"] = to_csv(list(spread))
-    folder = _write_folder(_run_folder(lake, "published", run), files)
+    folder = _write_folder(_run_folder(lake, PUBLISHED_AREA, run), files)
     history = history_path(lake, run)
     if isinstance(history, S3Path):
         write_parquet_object(table, history, compression="zstd")
@@ -154,7 +147,7 @@ def publish(
         staging = history.with_name(f".{history.name}.{uuid.uuid4().hex[:8]}.tmp")
         pq.write_table(table, staging, compression="zstd")
         os.replace(staging, history)
-    remove_tree(_run_folder(lake, "quarantine", run))
+    withdraw_folder(_run_folder(lake, QUARANTINE_AREA, run))
     return folder
 
 
@@ -167,11 +160,13 @@ def quarantine(
     spread: Sequence[dict[str, Any]] = (),
 ) -> LakePath:
     """Keep the tables that failed the gate, with the validation result that failed them. An earlier
-    publication of the same run is withdrawn: what the lake holds for it now does not pass."""
-    remove_tree(_run_folder(lake, "published", run))
+    publication of the same run is withdrawn: what the lake holds for it now does not pass. The history file
+    goes first and the publication after it (publish writes them the other way round), so the history never
+    holds a run whose published folder is not committed, whichever step a crash interrupts."""
     history_path(lake, run).unlink(missing_ok=True)
+    withdraw_folder(_run_folder(lake, PUBLISHED_AREA, run))
     return _write_folder(
-        _run_folder(lake, "quarantine", run),
+        _run_folder(lake, QUARANTINE_AREA, run),
         {
             "percentiles.md": markdown(rows, accounting, spread),
             "percentiles.csv": to_csv(rows),

@@ -1,26 +1,22 @@
 """Writing a check's results: `lake/regressions/run_date=D/run_id=R/{change_points.parquet, alerts.json}`.
 
-Both files are written into a staging folder that is renamed into place, so a reader (the report, the
-notifier) sees either the previous check of the run or this one, never half of each; re-checking a run
-replaces its folder. On an S3 lake each file is one PUT (whole or absent), `alerts.json` last, since readers
-start from it.
+Both files are committed as one folder (bench_tasks.storage.write_folder: a staging folder renamed into place
+locally; on S3 an `attempt=…` folder made visible by its `_committed.json` marker), so a reader (the report, the
+notifier: `bench_tasks.lake.committed_run_file`) sees either the previous check of the run or this one, never
+half of each; re-checking a run replaces its folder.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..storage import LakePath, S3Path, lake_path, write_parquet_object, write_text
+from ..lake import REGRESSIONS_AREA, run_output_dir
+from ..storage import LakePath, write_folder
 from .model import RESULTS_SCHEMA_VERSION, RegressionResult
-
-REGRESSIONS_AREA = "regressions"
 
 CHANGE_POINTS_SCHEMA = pa.schema(
     [
@@ -54,7 +50,7 @@ CHANGE_POINTS_SCHEMA = pa.schema(
 
 
 def results_dir(lake_root: str | Path | LakePath, result: RegressionResult) -> LakePath:
-    return lake_path(lake_root) / REGRESSIONS_AREA / f"run_date={result.run_date}" / f"run_id={result.run_id}"
+    return run_output_dir(lake_root, REGRESSIONS_AREA, result.run_date, result.run_id)
 
 
 def change_points_table(result: RegressionResult) -> pa.Table:
@@ -73,26 +69,12 @@ def change_points_table(result: RegressionResult) -> pa.Table:
 
 
 def write_results(lake_root: str | Path | LakePath, result: RegressionResult) -> LakePath:
-    """Write both files atomically (staging folder + rename) and return the folder."""
-    final = results_dir(lake_root, result)
-    if isinstance(final, S3Path):
-        write_parquet_object(change_points_table(result), final / "change_points.parquet")
-        write_text(final / "alerts.json", json.dumps(result.to_dict(), indent=2, sort_keys=True))
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.with_name(f".staging-{final.name}-{secrets.token_hex(4)}")
-    staging.mkdir()
-    try:
-        pq.write_table(change_points_table(result), staging / "change_points.parquet")
-        (staging / "alerts.json").write_text(json.dumps(result.to_dict(), indent=2, sort_keys=True))
-        old = None
-        if final.exists():
-            old = final.with_name(f".replaced-{final.name}-{secrets.token_hex(4)}")
-            os.replace(final, old)
-        os.replace(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old)
-    return final
+    """Write both files as one folder committed whole (bench_tasks.storage.write_folder), replacing an earlier
+    check of the run; returns where the files are (the folder locally, its committed attempt on S3)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(change_points_table(result), sink)
+    files = {
+        "change_points.parquet": sink.getvalue().to_pybytes(),
+        "alerts.json": json.dumps(result.to_dict(), indent=2, sort_keys=True).encode("utf-8"),
+    }
+    return write_folder(results_dir(lake_root, result), files)

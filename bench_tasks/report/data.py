@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..analysis import CellAnalysis, analyze
-from ..lake import CommittedCell, committed_cells
+from ..lake import QUARANTINE_AREA, REGRESSIONS_AREA, CommittedCell, committed_cells, committed_run_file
 from ..records import RECEIVED_SCHEMA, SENT_SCHEMA
 from ..storage import LakePath, committed_folder, lake_path, read_parquet
 from .pairing import CellKey, ReportError
@@ -171,11 +171,12 @@ def _load_pipeline_outputs(run: RunData) -> None:
             run.tables[name] = read_parquet(files).slice(0, TABLE_ROWS_SHOWN)
         except Exception as exc:
             run.notes.append(f"table {name} could not be read: {exc}")
-    for validation in sorted(run.lake_root.glob(f"*/{part}/validation.json")):
+    # Only committed folders count: on S3 a half-written quarantine or check is not read (storage.committed_file).
+    validation = committed_run_file(run.lake_root, QUARANTINE_AREA, run.run_date, run.run_id, "validation.json")
+    if validation is not None:
         run.validation = _read_json(validation, run)
-        break
-    alerts = run.lake_root / "regressions" / part / "alerts.json"
-    if alerts.exists():
+    alerts = committed_run_file(run.lake_root, REGRESSIONS_AREA, run.run_date, run.run_id, "alerts.json")
+    if alerts is not None:
         run.regressions = _read_json(alerts, run)
         try:  # the alerted series themselves, so the report can plot them
             from ..regressions.history import read_history

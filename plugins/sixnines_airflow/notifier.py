@@ -19,7 +19,7 @@ from typing import Any
 
 from airflow.sdk import BaseNotifier
 
-from bench_tasks.lake import write_json
+from bench_tasks.lake import QUARANTINE_AREA, REGRESSIONS_AREA, committed_run_file, write_json
 from bench_tasks.storage import LakePath
 
 from .runtime import lake_root, run_info, work_for
@@ -63,7 +63,7 @@ class AnalysisFailureNotifier(BaseNotifier):
     def notify(self, context: Any) -> None:
         ti, run = context["ti"], run_info(context)
         part = Path(f"run_date={run.run_date}") / f"run_id={run.run_id}"
-        quarantine = lake_root() / "quarantine" / part / "validation.json"
+        quarantine = committed_run_file(lake_root(), QUARANTINE_AREA, run.run_date, run.run_id, "validation.json")
         record = {
             "schema_version": RECORD_SCHEMA_VERSION,
             "event": "analysis_failed",
@@ -73,7 +73,7 @@ class AnalysisFailureNotifier(BaseNotifier):
             "run_id": run.run_id,
             "run_date": run.run_date,
             "reason": str(context.get("exception")),
-            "validation": str(quarantine) if quarantine.exists() else None,
+            "validation": None if quarantine is None else str(quarantine),
         }
         log.error("sixnines.analysis_failed %s", json.dumps(record, sort_keys=True, default=str))
         write_json(lake_root() / "notifications" / part / "analysis.json", record)
@@ -94,8 +94,8 @@ class RegressionAlertNotifier(BaseNotifier):
     def notify(self, context: Any) -> None:
         run = run_info(context)
         part = Path(f"run_date={run.run_date}") / f"run_id={run.run_id}"
-        found = lake_root() / "regressions" / part / "alerts.json"
-        alerts = json.loads(found.read_text()).get("alerts", []) if found.exists() else []
+        found = committed_run_file(lake_root(), REGRESSIONS_AREA, run.run_date, run.run_id, "alerts.json")
+        alerts = [] if found is None else json.loads(found.read_text()).get("alerts", [])
         for index, alert in enumerate(alerts):
             record = {
                 "schema_version": RECORD_SCHEMA_VERSION,

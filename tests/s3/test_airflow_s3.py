@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.storage import COMMIT_MARKER, S3Path, read_parquet
+from bench_tasks.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet
 from tests.s3.conftest import keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.usefixtures("no_orphans")]
@@ -88,7 +88,9 @@ def test_sweep_dag_on_s3_through_the_connection(
     everything = keys(s3_client, s3_lake)
     assert f"raw/{part}/cell_id={row['cell_id']}/{COMMIT_MARKER}" in everything
     assert f"tables/percentiles/{part}/{COMMIT_MARKER}" in everything
-    assert f"published/{part}/percentiles.md" in everything
+    assert f"published/{part}/{COMMIT_MARKER}" in everything  # committed whole, as one attempt
+    published = committed_folder(s3_lake / "published" / part)
+    assert published is not None and f"{published.relative_to(s3_lake)}/percentiles.md" in everything
     run_date, run_id = (p.split("=", 1)[1] for p in part.split("/"))
     assert f"history/percentiles/{run_date}__{run_id}.parquet" in everything
     report = (s3_lake / "reports" / part / "report.html").read_text()

@@ -15,10 +15,10 @@ import pytest
 from rich.console import Console
 
 from bench_tasks import Lake, RunInfo, run_cell
-from bench_tasks.lake import history_file, history_files
+from bench_tasks.lake import REGRESSIONS_AREA, committed_run_file, history_file, history_files
 from bench_tasks.regressions import detect, write_results
 from bench_tasks.report import build_run_report
-from bench_tasks.storage import COMMIT_MARKER, S3Path, read_parquet, write_parquet_object
+from bench_tasks.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet, write_parquet_object
 from tests.integration.helpers import make_cell
 from tests.s3.conftest import keys
 
@@ -80,9 +80,13 @@ def test_full_run_on_s3(
     for table in ("percentiles", "accounting", "timeline", "histogram"):
         assert f"tables/{table}/run_date=2026-02-01/run_id=s3run/{COMMIT_MARKER}" in tables, tables
     assert not any("_temporary" in k for k in tables)
+    published_dir = s3_lake / "published" / "run_date=2026-02-01" / "run_id=s3run"
+    attempt = committed_folder(published_dir)  # the published tables: one attempt, committed by its marker
+    assert attempt is not None and attempt.name in done.stdout.replace("\n", "")  # where `analyze` published
     assert keys(s3_client, s3_lake, "published/") == [
-        "published/run_date=2026-02-01/run_id=s3run/percentiles.csv",
-        "published/run_date=2026-02-01/run_id=s3run/percentiles.md",
+        f"published/run_date=2026-02-01/run_id=s3run/{COMMIT_MARKER}",
+        f"published/run_date=2026-02-01/run_id=s3run/{attempt.name}/percentiles.csv",
+        f"published/run_date=2026-02-01/run_id=s3run/{attempt.name}/percentiles.md",
     ]
     (history,) = history_files(s3_lake)
     published = read_parquet(history)
@@ -97,7 +101,8 @@ def test_full_run_on_s3(
     assert result.series_checked > 0 and result.alerts, result.to_dict()
     assert all(a.change.run_id == "s3run" and a.change.relative_change > 0.5 for a in result.alerts)
     folder = write_results(s3_lake, result)
-    assert str(folder) == f"{s3_lake}/regressions/run_date=2026-02-01/run_id=s3run"
+    assert str(folder.parent) == f"{s3_lake}/regressions/run_date=2026-02-01/run_id=s3run"
+    assert committed_run_file(s3_lake, REGRESSIONS_AREA, "2026-02-01", "s3run", "alerts.json") == folder / "alerts.json"
     cli = subprocess.run(
         [str(BIN / "sixnines"), "regressions", "--lake", str(s3_lake), "--run-id", "s3run", "--no-write"],
         env=env,
