@@ -120,12 +120,13 @@ def provision_brokers(
     cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None, run_id: str = ""
 ) -> Provisioned:
     """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
-    topology, in the broker host's network namespace, listening on its address; for external brokers, create
+    topology, in the broker host's network namespace (every node of a cluster), listening and advertising on its
+    address, with leaders asked from there; for external brokers, create
     the cell's topics/streams (named after `run_id` too)."""
     check_cpus(cell)
     namespace, address = broker_site(cell, topology)
     with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
-        brokers = provision(cell, workdir, tie_to_parent, address, run_id)
+        brokers = provision(cell, workdir, tie_to_parent, address, run_id, namespace)
     if cell.spec.workload.cpus.broker:
         for pid in brokers.pids():
             os.sched_setaffinity(pid, cell.spec.workload.cpus.broker)
