@@ -388,22 +388,22 @@ class DetachedBrokers(_Faulted):
         self.netns: str = state.get("netns") or ""
         self._name: str = state["process_name"]
         self.client: dict[str, Any] = dict(state.get("client") or {})
-        self._poll = self._leader_poll()
         self.faults = LeaderFaults(self._fault_target, _PidSignals(self.nodes, self._name), self.netns)
-        self._leaders = LeaderWatch(self._poll, self.netns) if self._poll is not None else None
+        poll = self._leader_poll(2.0, 0.2)
+        self._leaders = LeaderWatch(poll, self.netns) if poll is not None else None
 
-    def _leader_poll(self) -> Callable[[], Mapping[int, int]] | None:
+    def _leader_poll(self, kafka_timeout_s: float, nats_timeout_s: float) -> Callable[[], Mapping[int, int]] | None:
         """Partition → leader, for Kafka (the topic) and a NATS cluster (its stream, as partition 0); None for a
         single nats-server."""
         if self.state.get("topic"):
-            return kafka_leaders(self.address, self.state["topic"], self.client, 2.0)
+            return kafka_leaders(self.address, self.state["topic"], self.client, kafka_timeout_s)
         if self.state.get("monitors"):
             from .brokers.nats_cluster import stream_leader
 
             monitors = {int(k): v for k, v in self.state["monitors"].items()}
 
             def poll() -> dict[int, int]:
-                leader = stream_leader(monitors, self.state["stream"], 0.2, skip=self.faults.paused)
+                leader = stream_leader(monitors, self.state["stream"], nats_timeout_s, skip=self.faults.paused)
                 return {} if leader is None else {0: leader}
 
             return poll
@@ -411,9 +411,10 @@ class DetachedBrokers(_Faulted):
 
     def _fault_target(self) -> int:
         """The node a fault hits: the leader of partition 0 / the stream now, or the only node."""
-        if self._poll is None:
+        poll = self._leader_poll(10.0, 0.5)
+        if poll is None:
             return next(iter(self.nodes))
-        leaders = self._poll()
+        leaders = poll()
         if 0 not in leaders and self.state.get("stream"):
             return _stream_leader(None, self.state["stream"])
         return leaders[0]
