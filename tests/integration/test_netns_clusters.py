@@ -142,30 +142,52 @@ def test_three_node_nats_jetstream_cluster_in_a_namespace(tmp_path: Path, consol
     assert ours() == before
 
 
-def test_detached_kafka_broker_in_a_namespace_through_airflow_steps(tmp_path: Path) -> None:
-    """Airflow's steps with one KRaft broker in the broker's namespace: provision records the namespace with the
-    brokers, the detached generator watches partition leaders from it, teardown stops the broker and removes
-    every namespace."""
-    system = {"system": "kafka", "broker": {"brokers": 1, "partitions": 1}}
-    cell = prepare_cell(placed_cell(system, ["loadgen2"], warmup_s=0.5, measure_s=2))
+def run_detached(cell: Cell, tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Airflow's steps for `cell` with a 0.5 s stall of the leader 0.5 s into measure: (state, landed,
+    teardown report); the namespaces and broker processes are checked to be gone."""
     run, work = RunInfo.new(), CellWork(tmp_path / "work")
-    provision_step(cell, run, tmp_path / "lake", work)
+    stall = [{"kind": "stall", "at_s": 0.5, "duration_s": 0.5}]
+    provision_step(prepare_cell(cell), run, tmp_path / "lake", work, faults=stall)
     state = work.read(work.state)
-    assert state is not None and state["topology"] is not None
+    assert state is not None and state["topology"] is not None and state["brokers"] is not None
     names = [h["netns"] for h in state["topology"]["hosts"].values()] + [state["topology"]["switch"]]
     assert state["brokers"]["netns"] == state["topology"]["hosts"]["brokerhost"]["netns"]
-    assert state["brokers"]["address"].startswith(f"{BROKER_ADDRESS}:")
-    pids = list(state["brokers"]["nodes"].values())
     try:
         start_generator(work)
         for phase in ("warmup", "measure", "cooldown"):
             watch_phase(work, phase, log=lambda _: None, poll_s=0.2)
         landed = land_step(work)
-        assert landed["status"] == "ok", landed["reason"]
     finally:
         report = teardown_step(work)
-    facts = work.read(work.cellrun)
-    assert facts is not None and facts["leader_changes"][0]["leader"] == 1  # watched from the namespace
     assert sorted(report["namespaces_removed"]) == sorted(names)
     assert not set(names) & set(netns.list_namespaces())
-    assert_gone(pids)
+    assert_gone(list(state["brokers"]["nodes"].values()))
+    return state, landed, report
+
+
+def test_detached_kafka_broker_in_a_namespace_through_airflow_steps(tmp_path: Path) -> None:
+    """One KRaft broker in the broker's namespace under Airflow's steps: provision records the namespace with the
+    brokers, the detached generator watches partition leaders and stalls the leader from it, teardown stops the
+    broker and removes every namespace."""
+    system = {"system": "kafka", "broker": {"brokers": 1, "partitions": 1}}
+    state, landed, _ = run_detached(placed_cell(system, ["loadgen2"], warmup_s=0.5, measure_s=2), tmp_path)
+    assert landed["status"] == "ok", landed["reason"]
+    assert state["brokers"]["address"].startswith(f"{BROKER_ADDRESS}:")
+    result = json.loads((Path(landed["path"]) / "result.json").read_text())
+    assert result["context"]["broker"]["leader_changes"][0]["leader"] == 1  # watched from the namespace
+    assert [f["kind"] for f in result["faults"]] == ["stall"]
+
+
+def test_detached_nats_cluster_in_a_namespace_through_airflow_steps(tmp_path: Path) -> None:
+    """A 3-node NATS cluster under Airflow's steps: the detached generator follows the stream leader through the
+    monitor ports provision recorded (inside the broker's namespace) and stalls that leader."""
+    system = {"system": "nats", "broker": {"mode": "jetstream", "servers": 3, "replicas": 3}}
+    state, landed, _ = run_detached(placed_cell(system, ["loadgen1"], warmup_s=0.5, measure_s=2), tmp_path)
+    assert landed["status"] == "ok", landed["reason"]
+    assert sorted(state["brokers"]["monitors"]) == ["1", "2", "3"]
+    assert all(url.startswith(f"http://{BROKER_ADDRESS}:") for url in state["brokers"]["monitors"].values())
+    result = json.loads((Path(landed["path"]) / "result.json").read_text())
+    (first, *_) = result["context"]["broker"]["leader_changes"]
+    assert first["partition"] == 0 and first["leader"] in (1, 2, 3)
+    assert [f["kind"] for f in result["faults"]] == ["stall"]
+    assert result["accounting"]["lost"] == 0
