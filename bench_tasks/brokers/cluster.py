@@ -12,6 +12,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from ..errors import BrokerError
@@ -22,13 +23,22 @@ class NodeCluster:
     """Nodes by id, with the fault, stop and context-manager behaviour both Kafka and NATS clusters share.
 
     Subclasses set `KIND` (for messages), `STOP_GRACE_S` (how long a node may take to shut down before SIGKILL)
-    and fill `processes` and `endpoint` (a dataclass) in their `start()`."""
+    and fill `processes` and `endpoint` (a dataclass) in their `start()`. `host` is the address every node
+    listens on and advertises: 127.0.0.1, or a network-namespace host's address when the cluster is started from
+    a thread inside that namespace."""
 
     KIND: ClassVar[str] = "broker"
     STOP_GRACE_S: ClassVar[float] = 10.0
 
-    processes: dict[int, BrokerProcess]
     endpoint: Any
+
+    def __init__(self, version: str, workdir: Path | str, tie_to_parent: bool = True, host: str = "127.0.0.1"):
+        self.version = version
+        self.workdir = Path(workdir)
+        self.tie_to_parent = tie_to_parent
+        self.host = host  # the address every node listens on (and advertises)
+        self.processes: dict[int, BrokerProcess] = {}
+        self.endpoint = None
 
     def start(self) -> Any:
         raise NotImplementedError

@@ -520,15 +520,11 @@ class KafkaCluster(NodeCluster):
     ):
         if brokers < 1:
             raise BrokerError(f"a Kafka cluster needs at least one broker, not {brokers}")
+        super().__init__(version, workdir, tie_to_parent, host)
         self.security = ListenerSecurity.of(security, sasl_mechanism)
-        self.version = version
         self.brokers = brokers
         self.server = dict(server or {})
-        self.workdir = Path(workdir)
-        self.tie_to_parent = tie_to_parent
-        self.host = host
         self.jvm_opts = default_jvm_opts() if jvm_opts is None else tuple(jvm_opts)
-        self.processes: dict[int, BrokerProcess] = {}
         self.endpoint: KafkaEndpoint | None = None
 
     @property

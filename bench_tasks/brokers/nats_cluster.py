@@ -133,12 +133,8 @@ class NatsCluster(NodeCluster):
     ):
         if broker.mode != "jetstream":
             raise BrokerError("a NATS cluster is started for JetStream only (broker.mode 'jetstream')")
-        self.version = version
+        super().__init__(version, workdir, tie_to_parent, host)
         self.broker = broker
-        self.workdir = Path(workdir)
-        self.tie_to_parent = tie_to_parent
-        self.host = host
-        self.processes: dict[int, BrokerProcess] = {}
         self.ports: list[NodePorts] = []
         self.endpoint: NatsClusterEndpoint | None = None
 

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
@@ -21,8 +19,10 @@ from bench_tasks.cell_runner import Fault
 from bench_tasks.lake import Lake, RunInfo
 from bench_tasks.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
 from bench_tasks.matrix import Cell, parse_matrix
-from bench_tasks.runner import CellReport, run_cell, select_cells
+from bench_tasks.runner import run_cell, select_cells
 from bench_tasks.watch import watch_phase
+
+from .test_netns_hosts import HOSTS, ours, received
 
 _WHY_NOT = netns.permitted()
 pytestmark = [
@@ -30,11 +30,6 @@ pytestmark = [
     pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}"),
 ]
 
-HOSTS = {
-    "brokerhost": {"netns": "broker"},
-    "loadgen1": {"queue": "loadgen_1", "netns": "lg1"},
-    "loadgen2": {"queue": "loadgen_2", "netns": "lg2"},
-}
 BROKER_ADDRESS = "10.99.0.2"  # the first placed host (the broker's) gets the first address of netns.SUBNET
 
 
@@ -60,15 +55,6 @@ def placed_cell(system: dict[str, Any], load_hosts: list[str], **workload: Any) 
     }
     (cell,) = select_cells(parse_matrix(raw, "itest_netns_clusters"))
     return cell
-
-
-def ours() -> list[str]:
-    return [ns for ns in netns.list_namespaces() if ns.startswith(f"{netns.PREFIX}-")]
-
-
-def received(report: CellReport) -> pa.Table:
-    assert report.path is not None
-    return pa.concat_tables([pq.read_table(p) for p in sorted(report.path.glob("received-c*.parquet"))])
 
 
 def assert_gone(pids: list[int]) -> None:
