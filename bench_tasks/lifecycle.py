@@ -317,7 +317,7 @@ def _brokers_for(
         known = json.loads(entry.read_text())
         if all(DetachedBrokers(known).alive().values()):
             provisioning["reused"] = True
-            return {**known, "topic": _topic(cell)}
+            return {**known, **_watched_route(cell, known)}
     brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=False, topology=topology)
     state = detached_state(brokers)
     if provisioning["policy"] == "reuse" and entry is not None:
@@ -337,13 +337,20 @@ def topology_of(state: dict[str, Any] | None) -> Topology | None:
     return Topology.from_dict(data) if data else None
 
 
-def _topic(cell: Cell) -> str | None:
-    if cell.spec.system != "kafka":
-        return None
+def _watched_route(cell: Cell, known: dict[str, Any]) -> dict[str, Any]:
+    """A reused cluster's record made this cell's: the topic (Kafka) or stream (a NATS cluster) whose leaders
+    are watched and faulted is the new cell's, not the one of the cell that started the cluster."""
     from .drivers import final_route
-    from .drivers.kafka import topic_for
 
-    return topic_for(cell.instance, final_route(cell.spec))
+    if cell.spec.system == "kafka":
+        from .drivers.kafka import topic_for
+
+        return {"topic": topic_for(cell.instance, final_route(cell.spec))}
+    if known.get("monitors"):
+        from .drivers.nats import stream_for
+
+        return {"topic": None, "stream": stream_for(cell.instance, final_route(cell.spec))}
+    return {"topic": None}
 
 
 def start_generator(work: CellWork) -> int:
