@@ -425,7 +425,7 @@ class ListenerSecurity:
             return {"protocol": "PLAINTEXT"}
         facts: dict[str, Any] = {"protocol": self.protocol, "inter_broker": f"same listener ({self.protocol})"}
         if self.tls:
-            facts["tls"] = "PEM CA + server certificate (the listeners' address, 127.0.0.1, localhost) made at start"
+            facts["tls"] = "PEM CA + server certificate (listener address, 127.0.0.1, localhost) by `cryptography`"
         if self.mechanism is not None:
             facts |= {"sasl_mechanism": self.mechanism, "sasl_username": CLIENT_USER}
         return facts
