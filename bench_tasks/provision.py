@@ -3,7 +3,10 @@
 NATS: one nats-server, or a 3-node JetStream cluster (`broker.servers: 3`) whose faults hit the node that leads
 the cell's stream. Kafka: a KRaft cluster of 1 or 3 nodes; faults hit the broker that leads partition 0 when
 the fault fires (a leader failure is what seeds 001 and 003 study). Leaders (Kafka partitions, the NATS stream
-as partition 0) are watched for the whole cell so every change lands with the results.
+as partition 0) are watched for the whole cell so every change lands with the results: one `LeaderWatch` over
+a poll function, one `LeaderFaults` aiming at the leader, for clusters started here and for detached ones
+(Airflow) alike. Brokers placed on a network-namespace host run inside it, on its address; leaders are then
+asked from a thread inside that namespace, since nothing outside it can reach them.
 """
 
 from __future__ import annotations
