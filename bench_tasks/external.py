@@ -266,9 +266,10 @@ class ExternalBrokers:
         if self.cell.spec.system != "kafka":
             return
         from .drivers.kafka import topic_for
-        from .provision import LeaderWatch
+        from .provision import LeaderWatch, kafka_leaders
 
-        self._leaders = LeaderWatch(self.address, topic_for(self.names, final_route(self.cell.spec)), self.client)
+        topic = topic_for(self.names, final_route(self.cell.spec))
+        self._leaders = LeaderWatch(kafka_leaders(self.address, topic, self.client, 2.0))
         self._leaders.start()
 
     def stop_watching(self) -> None:

@@ -121,12 +121,13 @@ def provision_brokers(
     cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None, run_id: str = ""
 ) -> Provisioned:
     """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
-    topology, in the broker host's network namespace, listening on its address; for external brokers, create
+    topology, in the broker host's network namespace (every node of a cluster), listening and advertising on its
+    address, with leaders asked from there; for external brokers, create
     the cell's topics/streams (named after `run_id` too)."""
     check_cpus(cell)
     namespace, address = broker_site(cell, topology)
     with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
-        brokers = provision(cell, workdir, tie_to_parent, address, run_id)
+        brokers = provision(cell, workdir, tie_to_parent, address, run_id, namespace)
     if cell.spec.workload.cpus.broker:
         for pid in brokers.pids():
             os.sched_setaffinity(pid, cell.spec.workload.cpus.broker)
@@ -325,7 +326,7 @@ def _brokers_for(
         known = json.loads(entry.read_text())
         if all(DetachedBrokers(known).alive().values()):
             provisioning["reused"] = True
-            return {**known, "topic": _topic(cell)}
+            return {**known, **_watched_route(cell, known)}
     brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=False, topology=topology)
     state = detached_state(brokers)
     if provisioning["policy"] == "reuse" and entry is not None:
@@ -345,13 +346,20 @@ def topology_of(state: dict[str, Any] | None) -> Topology | None:
     return Topology.from_dict(data) if data else None
 
 
-def _topic(cell: Cell) -> str | None:
-    if cell.spec.system != "kafka":
-        return None
+def _watched_route(cell: Cell, known: dict[str, Any]) -> dict[str, Any]:
+    """A reused cluster's record made this cell's: the topic (Kafka) or stream (a NATS cluster) whose leaders
+    are watched and faulted is the new cell's, not the one of the cell that started the cluster."""
     from .drivers import final_route
-    from .drivers.kafka import topic_for
 
-    return topic_for(cell.instance, final_route(cell.spec))
+    if cell.spec.system == "kafka":
+        from .drivers.kafka import topic_for
+
+        return {"topic": topic_for(cell.instance, final_route(cell.spec))}
+    if known.get("monitors"):
+        from .drivers.nats import stream_for
+
+        return {"topic": None, "stream": stream_for(cell.instance, final_route(cell.spec))}
+    return {"topic": None}
 
 
 def start_generator(work: CellWork) -> int:

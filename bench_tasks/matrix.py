@@ -187,6 +187,12 @@ class _CellBase(StrictModel):
                 raise ValueError("workload.cpus.broker: external brokers run elsewhere; they cannot be pinned")
             if self.broker.server:  # type: ignore[attr-defined]
                 raise ValueError("broker.server: external brokers keep their own server config; leave it empty")
+            if _placed_in_netns(self):
+                raise ValueError(
+                    f"workload.placement: hosts {', '.join(_placed_in_netns(self))} are network namespaces, which "
+                    "are isolated from the network external brokers are reached on; place external-broker cells "
+                    "on hosts without netns"
+                )
         else:
             if self.connection is not None:
                 raise ValueError("connection: only for brokers 'external'; provisioned brokers need none")
@@ -211,11 +217,6 @@ class NatsCell(_CellBase):
             raise ValueError("measurement 'rtt' is core request/reply; use 'publish' for JetStream acks")
         if self.workload.prefill_messages or self.workload.lagging_consumers:
             raise ValueError("workload.prefill_messages and lagging_consumers apply to Kafka cells only")
-        if _broker_in_netns(self) and self.broker.servers > 1:
-            raise ValueError(
-                "workload.placement.broker: a 3-node NATS cluster in a network namespace is not supported yet; "
-                "use broker.servers 1"
-            )
         if self.brokers == "external" and self.broker.sync_interval != "default":
             raise ValueError("broker.sync_interval: external servers keep their own fsync policy; leave it 'default'")
         for name, bg in self.background.items():
@@ -236,11 +237,6 @@ class KafkaCell(_CellBase):
     def _measurement_fits(self) -> KafkaCell:
         if self.measurement == "rtt":
             raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
-        if _broker_in_netns(self):
-            raise ValueError(
-                "workload.placement.broker: Kafka brokers in a network namespace are not supported yet "
-                "(their listeners are bound to 127.0.0.1); place Kafka cells on real hosts or run them locally"
-            )
         if self.workload.lagging_consumers and not self.workload.prefill_messages:
             raise ValueError("workload.lagging_consumers need a backlog to lag behind: set workload.prefill_messages")
         if self.client.consumer_mode == "assigned" and self.measurement == "chain":
@@ -262,9 +258,10 @@ class KafkaCell(_CellBase):
         return self
 
 
-def _broker_in_netns(cell: _CellBase) -> bool:
-    placement = cell.workload.placement
-    return bool(placement and placement.broker and cell.hosts and cell.hosts[placement.broker].netns)
+def _placed_in_netns(cell: _CellBase) -> list[str]:
+    """The cell's placed hosts that are realised as network namespaces."""
+    placement, hosts = cell.workload.placement, cell.hosts or {}
+    return [h for h in (placement.all_hosts() if placement else []) if h in hosts and hosts[h].netns]
 
 
 def _drop_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Apache Kafka in KRaft mode: any release from Maven Central, one to a few combined nodes on 127.0.0.1.
+"""Apache Kafka in KRaft mode: any release from Maven Central, one to a few combined nodes on one address
+(127.0.0.1, or a network-namespace host's).
 
 Why jars from Maven Central and not the release tarball: Central is the artefact store the harness can always
 reach, and it keeps every release. The runtime classpath of `org.apache.kafka:kafka_2.13:<version>` is resolved
@@ -7,11 +8,11 @@ reload4j for 3.x and log4j2 for 4.x; without one the broker would log nothing). 
 sha256 digests is written with the jars and checked before every use, so a truncated or tampered jar is
 reported by name instead of surfacing as a ClassNotFoundError in the middle of a benchmark.
 
-Every node is a combined broker+controller (`process.roles=broker,controller`) with its own loopback ports and
-log dir, in a static quorum (`controller.quorum.voters`, understood by 3.9 and 4.x alike), formatted with a fresh
-cluster id on every start. Settings that matter for a single-host benchmark are defaulted (replication factors
-of internal topics fit the cluster size, no group rebalance delay, no topic auto-creation); `server` settings
-pass through to server.properties untouched and override them.
+Every node is a combined broker+controller (`process.roles=broker,controller`) with its own ports and log dir,
+in a static quorum (`controller.quorum.voters`, understood by 3.9 and 4.x alike), formatted with a fresh cluster
+id on every start. Settings that matter for a single-host benchmark are defaulted (replication factors of
+internal topics fit the cluster size, no group rebalance delay, no topic auto-creation); `server` settings pass
+through to server.properties untouched and override them.
 """
 
 from __future__ import annotations
@@ -34,12 +35,11 @@ import uuid
 import xml.etree.ElementTree as ET
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic, TopicMetadata
@@ -47,7 +47,8 @@ from confluent_kafka.admin import AdminClient, NewTopic, TopicMetadata
 from ..errors import BrokerError
 from ..maven import copy_dependencies
 from ..paths import cache_dir
-from .process import BrokerProcess, stop_pid
+from .cluster import NodeCluster, free_ports, stop_nodes
+from .process import BrokerProcess
 
 MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
 KAFKA_ARTIFACT = "org.apache.kafka:kafka_2.13"
@@ -354,19 +355,22 @@ class ListenerSecurity:
     def _tls_dir(workdir: Path) -> Path:
         return workdir / "tls"
 
-    def prepare(self, workdir: Path) -> None:
-        """Make the TLS material (once per start) before any node's config points at it."""
+    def prepare(self, workdir: Path, host: str = "127.0.0.1") -> None:
+        """Make the TLS material (once per start) before any node's config points at it; the certificate
+        names `host` (the listeners' address) besides localhost and 127.0.0.1."""
         if self.tls:
             from .tls import make_tls
 
-            make_tls(self._tls_dir(workdir))
+            make_tls(self._tls_dir(workdir), tuple(dict.fromkeys(("localhost", "127.0.0.1", host))))
 
-    def server_settings(self, port: int, controller_port: int, workdir: Path) -> dict[str, Any]:
+    def server_settings(
+        self, port: int, controller_port: int, workdir: Path, host: str = "127.0.0.1"
+    ) -> dict[str, Any]:
         if self.protocol == "PLAINTEXT":
             return {}
         settings: dict[str, Any] = {
-            "listeners": f"CLIENT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"CLIENT://127.0.0.1:{port}",
+            "listeners": f"CLIENT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+            "advertised.listeners": f"CLIENT://{host}:{port}",
             "listener.security.protocol.map": f"CLIENT:{self.protocol},CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "CLIENT",
         }
@@ -421,7 +425,7 @@ class ListenerSecurity:
             return {"protocol": "PLAINTEXT"}
         facts: dict[str, Any] = {"protocol": self.protocol, "inter_broker": f"same listener ({self.protocol})"}
         if self.tls:
-            facts["tls"] = "PEM CA + server certificate (127.0.0.1, localhost) made at start with `cryptography`"
+            facts["tls"] = "PEM CA + server certificate (listener address, 127.0.0.1, localhost) by `cryptography`"
         if self.mechanism is not None:
             facts |= {"sasl_mechanism": self.mechanism, "sasl_username": CLIENT_USER}
         return facts
@@ -488,12 +492,18 @@ class _NodePlan:
         return self.home / "server.log"
 
 
-class KafkaCluster:
-    """A KRaft cluster of `brokers` combined nodes for one cell (or one `brokers up`), all on 127.0.0.1.
+class KafkaCluster(NodeCluster):
+    """A KRaft cluster of `brokers` combined nodes for one cell (or one `brokers up`), all on one address.
 
     1 and 3 nodes are what the harness tests; 3 is the smallest quorum that survives losing a node. `jvm_opts`
-    defaults to `default_jvm_opts()`; whatever is used is recorded in the endpoint.
+    defaults to `default_jvm_opts()`; whatever is used is recorded in the endpoint. `host` is the address every
+    listener (client, inter-broker, controller) binds and advertises: 127.0.0.1, or the broker host's address
+    when the cluster is started from a thread inside that host's network namespace (so clients in other
+    namespaces reach it across the links, and the nodes reach each other on it).
     """
+
+    KIND: ClassVar[str] = "Kafka"
+    STOP_GRACE_S: ClassVar[float] = 15.0
 
     def __init__(
         self,
@@ -506,17 +516,15 @@ class KafkaCluster:
         jvm_opts: Sequence[str] | None = None,
         security: str | None = None,
         sasl_mechanism: str | None = None,
+        host: str = "127.0.0.1",
     ):
         if brokers < 1:
             raise BrokerError(f"a Kafka cluster needs at least one broker, not {brokers}")
+        super().__init__(version, workdir, tie_to_parent, host)
         self.security = ListenerSecurity.of(security, sasl_mechanism)
-        self.version = version
         self.brokers = brokers
         self.server = dict(server or {})
-        self.workdir = Path(workdir)
-        self.tie_to_parent = tie_to_parent
         self.jvm_opts = default_jvm_opts() if jvm_opts is None else tuple(jvm_opts)
-        self.processes: dict[int, BrokerProcess] = {}
         self.endpoint: KafkaEndpoint | None = None
 
     @property
@@ -532,12 +540,12 @@ class KafkaCluster:
             "process.roles": "broker,controller",
             "node.id": node_id,
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": f"PLAINTEXT://{self.host}:{port},CONTROLLER://{self.host}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{port}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            **self.security.server_settings(port, controller_port, self.workdir),
+            **self.security.server_settings(port, controller_port, self.workdir, self.host),
             "log.dirs": str(log_dir),
             "offsets.topic.replication.factor": replicas,
             "transaction.state.log.replication.factor": replicas,
@@ -562,8 +570,8 @@ class KafkaCluster:
         release = _release(self.version)
         java = _java()
         plans = self._plan()
-        voters = ",".join(f"{p.node_id}@127.0.0.1:{p.controller_port}" for p in plans)
-        self.security.prepare(self.workdir)
+        voters = ",".join(f"{p.node_id}@{self.host}:{p.controller_port}" for p in plans)
+        self.security.prepare(self.workdir, self.host)
         settings = {p.node_id: self.settings(p.node_id, p.port, p.controller_port, p.log_dir, voters) for p in plans}
         properties = {node: render_properties(redacted(values)) for node, values in settings.items()}  # recorded
         for plan in plans:
@@ -571,7 +579,7 @@ class KafkaCluster:
             plan.properties_path.write_text(render_properties(settings[plan.node_id]))
         cluster_id = new_cluster_id()
         jvm_common = [self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
-        bootstrap = ",".join(f"127.0.0.1:{p.port}" for p in plans)
+        bootstrap = ",".join(f"{self.host}:{p.port}" for p in plans)
         try:
             tool = [java, *_TOOL_JVM_OPTS, *jvm_common, release.storage_tool]
             _format_storage(tool, plans, cluster_id, deadline, self.security.format_args())
@@ -611,7 +619,7 @@ class KafkaCluster:
     def _plan(self) -> list[_NodePlan]:
         """Ports and fresh folders per node; a node's folder from an earlier start is wiped (its cluster id is
         stale), nothing else in `workdir` is touched."""
-        ports = free_ports(2 * self.brokers)
+        ports = free_ports(2 * self.brokers, self.host)
         plans = []
         for i in range(self.brokers):
             home = self.workdir / f"node-{i + 1}"
@@ -638,7 +646,7 @@ class KafkaCluster:
         waiting_for = "the nodes to start"
         while time.monotonic() < deadline:
             self._check_alive()
-            if admin is None and all(_accepts(p.port) for p in plans):
+            if admin is None and all(_accepts(self.host, p.port) for p in plans):
                 admin = _admin(bootstrap, self.client_config)  # only now: librdkafka logs refused connections
             if admin is not None:
                 unstarted = [n for n, proc in self.processes.items() if _STARTED_MARKER not in _read(proc.log_path)]
@@ -670,59 +678,11 @@ class KafkaCluster:
             if reported != self.version:
                 raise BrokerError(f"Kafka node {node_id} reports version {reported}, expected {self.version}")
 
-    @property
-    def node_pids(self) -> dict[int, int]:
-        return {node_id: proc.pid for node_id, proc in self.processes.items()}
-
-    def pause(self, node_id: int) -> None:
-        """SIGSTOP one node (the CTRL+Z test); its peers see it as unresponsive, not gone."""
-        self._node(node_id).pause()
-
-    def resume(self, node_id: int) -> None:
-        self._node(node_id).resume()
-
-    def kill(self, node_id: int) -> None:
-        """SIGKILL one node: an abrupt failure, for loss accounting and leader failover."""
-        self._node(node_id).kill()
-
-    def stop(self, grace_s: float = 15.0) -> None:
-        """SIGTERM every node at once, then SIGKILL what is left after `grace_s`. All at once because a node that
-        is shut down after its quorum is gone waits for a controller that will not answer."""
-        procs = list(self.processes.values())
-        if procs:
-            with ThreadPoolExecutor(len(procs)) as pool:
-                list(pool.map(lambda proc: proc.stop(grace_s), procs))
-
-    def _node(self, node_id: int) -> BrokerProcess:
-        if node_id not in self.processes:
-            raise BrokerError(f"no Kafka node {node_id}; nodes: {sorted(self.processes) or 'none (not started)'}")
-        return self.processes[node_id]
-
-    def __enter__(self) -> KafkaCluster:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def state(self) -> dict[str, Any]:
-        """The endpoint as JSON-able data: with tie_to_parent=False, `stop_detached(state)` ends it later."""
-        if self.endpoint is None:
-            raise BrokerError("the Kafka cluster has not been started")
-        return asdict(self.endpoint)
-
 
 def stop_detached(state: Mapping[str, Any], grace_s: float = 15.0) -> list[int]:
-    """Stop the nodes of a detached cluster (from `KafkaCluster.state()`) by PID, all at once.
-
-    Each PID is checked to be a `kafka.Kafka` JVM before it is signalled. Returns the PIDs that were running.
-    """
-    pids = [int(node["pid"]) for node in state["nodes"]]
-    if not pids:
-        return []
-    with ThreadPoolExecutor(len(pids)) as pool:
-        stopped = list(pool.map(lambda pid: stop_pid(pid, MAIN_CLASS, grace_s), pids))
-    return [pid for pid, was_running in zip(pids, stopped, strict=True) if was_running]
+    """Stop the nodes of a detached cluster (from `KafkaCluster.state()`) by PID, all at once; each PID is checked
+    to be a `kafka.Kafka` JVM before it is signalled. Returns the PIDs that were running."""
+    return stop_nodes(state, MAIN_CLASS, grace_s)
 
 
 def _format_storage(
@@ -789,18 +749,6 @@ def new_cluster_id() -> str:
             return text
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free loopback ports: all sockets are held open together so no port is handed out twice."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def default_jvm_opts() -> tuple[str, ...]:
     """Kafka's own heap and GC defaults; `$KAFKA_HEAP_OPTS` replaces the heap flags, as it does for
     kafka-server-start.sh, so a host with less memory can shrink the brokers without code changes."""
@@ -825,9 +773,9 @@ def java_version(java: str) -> str:
     return "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
 
 
-def _accepts(port: int) -> bool:
+def _accepts(host: str, port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        with socket.create_connection((host, port), timeout=0.5):
             return True
     except OSError:
         return False

@@ -1,5 +1,8 @@
-"""A 3-node nats-server JetStream cluster on 127.0.0.1, for R3 streams (a replicated stream survives one node).
+"""A 3-node nats-server JetStream cluster on one address, for R3 streams (a replicated stream survives one node).
 
+The address is 127.0.0.1, or the broker host's address when the cluster is started from a thread inside that
+host's network namespace: clients in other namespaces reach it across the links, and the nodes' routes and
+monitor ports use it too (so whoever watches the cluster must be in that namespace as well).
 Each node gets its own client, route and monitor port, `server_name` n1..n3, its own JetStream store dir, and
 explicit routes to the other two in one named cluster. Ready means more than "processes answer": every node's
 `/healthz` is ok (which, clustered, already requires a meta leader and the node being current with it), all
@@ -11,20 +14,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import BrokerError
 from ..systems import NatsBroker
+from .cluster import NodeCluster, free_ports, stop_nodes
 from .nats import render_config, server_binary
-from .process import BrokerProcess, stop_pid
+from .process import BrokerProcess
 
 CLUSTER_NAME = "sixnines"
 NODES = 3
@@ -50,20 +52,25 @@ class NodePorts:
 
 
 def cluster_settings(
-    index: int, ports: list[NodePorts], store_dir: Path, broker: NatsBroker, cluster_name: str = CLUSTER_NAME
+    index: int,
+    ports: list[NodePorts],
+    store_dir: Path,
+    broker: NatsBroker,
+    cluster_name: str = CLUSTER_NAME,
+    host: str = "127.0.0.1",
 ) -> dict[str, Any]:
-    """nats-server config of node `index` (1-based) of the cluster whose ports are `ports`: harness defaults,
-    then `broker.server` verbatim on top (so a matrix can still override any native option)."""
+    """nats-server config of node `index` (1-based) of the cluster whose ports are `ports` on `host`: harness
+    defaults, then `broker.server` verbatim on top (so a matrix can still override any native option)."""
     me = ports[index - 1]
-    routes = [f"nats-route://127.0.0.1:{p.cluster}" for i, p in enumerate(ports, 1) if i != index]
+    routes = [f"nats-route://{host}:{p.cluster}" for i, p in enumerate(ports, 1) if i != index]
     js: dict[str, Any] = {"store_dir": str(store_dir)}
     if broker.sync_interval != "default":
         js["sync_interval"] = broker.sync_interval
     settings: dict[str, Any] = {
         "server_name": node_name(index),
-        "listen": f"127.0.0.1:{me.client}",
-        "http": f"127.0.0.1:{me.monitor}",
-        "cluster": {"name": cluster_name, "listen": f"127.0.0.1:{me.cluster}", "routes": routes},
+        "listen": f"{host}:{me.client}",
+        "http": f"{host}:{me.monitor}",
+        "cluster": {"name": cluster_name, "listen": f"{host}:{me.cluster}", "routes": routes},
         "jetstream": js,
     }
     settings.update(broker.server)
@@ -110,17 +117,24 @@ def servers_of(url: str) -> list[str]:
     return [part.strip() for part in url.split(",") if part.strip()]
 
 
-class NatsCluster:
-    """Three nats-server processes forming one JetStream cluster, for one cell (or one `brokers up`)."""
+class NatsCluster(NodeCluster):
+    """Three nats-server processes forming one JetStream cluster, for one cell (or one `brokers up`), on `host`."""
 
-    def __init__(self, version: str, broker: NatsBroker, workdir: Path | str, tie_to_parent: bool = True):
+    KIND: ClassVar[str] = "NATS"
+    STOP_GRACE_S: ClassVar[float] = 10.0
+
+    def __init__(
+        self,
+        version: str,
+        broker: NatsBroker,
+        workdir: Path | str,
+        tie_to_parent: bool = True,
+        host: str = "127.0.0.1",
+    ):
         if broker.mode != "jetstream":
             raise BrokerError("a NATS cluster is started for JetStream only (broker.mode 'jetstream')")
-        self.version = version
+        super().__init__(version, workdir, tie_to_parent, host)
         self.broker = broker
-        self.workdir = Path(workdir)
-        self.tie_to_parent = tie_to_parent
-        self.processes: dict[int, BrokerProcess] = {}
         self.ports: list[NodePorts] = []
         self.endpoint: NatsClusterEndpoint | None = None
 
@@ -131,7 +145,7 @@ class NatsCluster:
             raise BrokerError("this NATS cluster was already started; make a new NatsCluster")
         began = time.monotonic()
         binary = server_binary(self.version)
-        flat = free_ports(3 * NODES)
+        flat = free_ports(3 * NODES, self.host)
         self.ports = [NodePorts(*flat[3 * i : 3 * i + 3]) for i in range(NODES)]
         configs: dict[int, str] = {}
         try:
@@ -139,7 +153,8 @@ class NatsCluster:
                 home = self.workdir / node_name(index)
                 shutil.rmtree(home, ignore_errors=True)  # a stale store holds another cluster's peers
                 home.mkdir(parents=True)
-                configs[index] = render_config(cluster_settings(index, self.ports, home / "jetstream", self.broker))
+                settings = cluster_settings(index, self.ports, home / "jetstream", self.broker, host=self.host)
+                configs[index] = render_config(settings)
                 (home / "nats-server.conf").write_text(configs[index])
                 argv = [str(binary), "-c", str(home / "nats-server.conf")]
                 self.processes[index] = BrokerProcess(argv, home / "nats-server.log", self.tie_to_parent)
@@ -151,7 +166,7 @@ class NatsCluster:
             self.stop()
             raise
         self.endpoint = NatsClusterEndpoint(
-            url=",".join(f"nats://127.0.0.1:{p.client}" for p in self.ports),
+            url=",".join(f"nats://{self.host}:{p.client}" for p in self.ports),
             cluster_name=CLUSTER_NAME,
             version=self.version,
             mode=self.broker.mode,
@@ -160,7 +175,7 @@ class NatsCluster:
                     index=i,
                     name=node_name(i),
                     pid=proc.pid,
-                    url=f"nats://127.0.0.1:{self.ports[i - 1].client}",
+                    url=f"nats://{self.host}:{self.ports[i - 1].client}",
                     monitor_url=self._monitor(i),
                     cluster_port=self.ports[i - 1].cluster,
                     version=versions[i],
@@ -175,7 +190,7 @@ class NatsCluster:
         return self.endpoint
 
     def _monitor(self, index: int) -> str:
-        return f"http://127.0.0.1:{self.ports[index - 1].monitor}"
+        return f"http://{self.host}:{self.ports[index - 1].monitor}"
 
     def _wait_ready(self, deadline: float, timeout_s: float) -> None:
         waiting_for = "the nodes to answer"
@@ -220,84 +235,35 @@ class NatsCluster:
                 return f"node {index} routes to {sorted(names - {node_name(index)})} (it has {sorted(peers)})"
         return ""
 
-    @property
-    def node_pids(self) -> dict[int, int]:
-        return {index: proc.pid for index, proc in self.processes.items()}
-
     def stream_leader(self, stream: str, timeout_s: float = 0.5, skip: int | None = None) -> int | None:
-        """Node index leading `stream`, as the first node that answers `/jsz?streams=true` sees it; None while
-        there is none (an election) or no node answers. `skip`: a node known to be frozen, not worth a timeout."""
-        for index, proc in self.processes.items():
-            if index == skip or not proc.alive():
-                continue
-            status, body = _get(self._monitor(index), "/jsz?streams=true", timeout_s)
-            if status != 200:
-                continue
-            for account in body.get("account_details") or []:
-                for detail in account.get("stream_detail") or []:
-                    if detail.get("name") == stream:
-                        return node_index((detail.get("cluster") or {}).get("leader", ""))
-        return None
+        """Node index leading `stream` (see `stream_leader`), asking only nodes whose process still runs."""
+        monitors = {index: self._monitor(index) for index, proc in self.processes.items() if proc.alive()}
+        return stream_leader(monitors, stream, timeout_s, skip)
 
-    def pause(self, index: int) -> None:
-        """SIGSTOP one node (the CTRL+Z test); its peers see it as unresponsive, not gone."""
-        self._node(index).pause()
 
-    def resume(self, index: int) -> None:
-        self._node(index).resume()
-
-    def kill(self, index: int) -> None:
-        """SIGKILL one node: an abrupt failure, for loss accounting and stream leader fail-over."""
-        self._node(index).kill()
-
-    def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM every node at once, then SIGKILL what is left after `grace_s`: one after the other, the last
-        nodes would wait for a quorum that is already gone."""
-        procs = list(self.processes.values())
-        if procs:
-            with ThreadPoolExecutor(len(procs)) as pool:
-                list(pool.map(lambda proc: proc.stop(grace_s), procs))
-
-    def _node(self, index: int) -> BrokerProcess:
-        if index not in self.processes:
-            raise BrokerError(f"no NATS node {index}; nodes: {sorted(self.processes) or 'none (not started)'}")
-        return self.processes[index]
-
-    def __enter__(self) -> NatsCluster:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def state(self) -> dict[str, Any]:
-        """The endpoint as JSON-able data: with tie_to_parent=False, `stop_detached(state)` ends it later."""
-        if self.endpoint is None:
-            raise BrokerError("the NATS cluster has not been started")
-        return asdict(self.endpoint)
+def stream_leader(
+    monitors: Mapping[int, str], stream: str, timeout_s: float = 0.5, skip: int | None = None
+) -> int | None:
+    """Node index leading `stream`, as the first node (by monitor URL) that answers `/jsz?streams=true` sees it;
+    None while there is none (an election) or no node answers. `skip`: a node known to be frozen, not worth a
+    timeout. Call it from the cluster's network namespace."""
+    for index, monitor_url in monitors.items():
+        if index == skip:
+            continue
+        status, body = _get(monitor_url, "/jsz?streams=true", timeout_s)
+        if status != 200:
+            continue
+        for account in body.get("account_details") or []:
+            for detail in account.get("stream_detail") or []:
+                if detail.get("name") == stream:
+                    return node_index((detail.get("cluster") or {}).get("leader", ""))
+    return None
 
 
 def stop_detached(state: Mapping[str, Any], grace_s: float = 10.0) -> list[int]:
     """Stop the nodes of a detached cluster (from `NatsCluster.state()`) by PID, all at once; each PID is checked
     to be a nats-server before it is signalled. Returns the PIDs that were running."""
-    pids = [int(node["pid"]) for node in state["nodes"]]
-    if not pids:
-        return []
-    with ThreadPoolExecutor(len(pids)) as pool:
-        stopped = list(pool.map(lambda pid: stop_pid(pid, "nats-server", grace_s), pids))
-    return [pid for pid, was_running in zip(pids, stopped, strict=True) if was_running]
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free loopback ports: all sockets are held open together so no port is handed out twice."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+    return stop_nodes(state, "nats-server", grace_s)
 
 
 def _get(monitor_url: str, path: str, timeout_s: float = 1.0) -> tuple[int | None, dict[str, Any]]:

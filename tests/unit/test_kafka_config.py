@@ -125,3 +125,24 @@ def test_keys_follow_the_logical_producer(keys: str, expect: list) -> None:
     driver._partitions = 4
     key_for = driver._key_function("p")
     assert [key_for(seq, stream) for seq, stream in ((0, 0), (1, 1), (3, 0))] == expect
+
+
+def test_a_cluster_on_a_namespace_address_binds_advertises_and_certifies_it(tmp_path: Path) -> None:
+    """Kafka in a network-namespace host: every listener on that address, and with TLS the certificate names it
+    (clients in other namespaces verify the host name they connect to)."""
+    import ipaddress
+
+    from cryptography import x509
+
+    cluster = KafkaCluster("4.3.1", 3, None, tmp_path, host="10.99.0.2", security="ssl")
+    values = cluster.settings(2, 9092, 9093, Path("/data"), "2@10.99.0.2:9093")
+    assert values["listeners"] == "CLIENT://10.99.0.2:9092,CONTROLLER://10.99.0.2:9093"
+    assert values["advertised.listeners"] == "CLIENT://10.99.0.2:9092"
+    cluster.security.prepare(tmp_path, cluster.host)
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls" / "server-cert.pem").read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert ipaddress.ip_address("10.99.0.2") in names.get_values_for_type(x509.IPAddress)
+    assert "localhost" in names.get_values_for_type(x509.DNSName)
+    plain = KafkaCluster("4.3.1", 1, None, tmp_path, host="10.99.0.2").settings(1, 1, 2, Path("/d"), "1@10.99.0.2:2")
+    assert plain["listeners"] == "PLAINTEXT://10.99.0.2:1,CONTROLLER://10.99.0.2:2"
+    assert plain["advertised.listeners"] == "PLAINTEXT://10.99.0.2:1"

@@ -186,3 +186,27 @@ def test_only_a_sustained_lag_means_the_generator_fell_behind() -> None:
     rtt = rtt.model_copy(update={"spec": rtt.spec.model_copy(update={"measurement": "rtt"})})
     exempt = _Behind(rtt)
     assert all(exempt.check(status(t, 900)) is None for t in range(10))
+
+
+def test_a_reused_cluster_is_watched_on_the_new_cells_topic_or_stream() -> None:
+    """Faults and leader watches of a reused cluster follow the cell that now uses it, not the one that started it."""
+    from bench_tasks.drivers.kafka import topic_for
+    from bench_tasks.drivers.nats import stream_for
+    from bench_tasks.lifecycle import _watched_route
+
+    raw = {
+        "name": "unit",
+        "systems": [
+            {"system": "nats", "versions": ["latest"], "broker": {"mode": "jetstream", "servers": 3, "replicas": 3}},
+            {"system": "kafka", "versions": ["latest"]},
+        ],
+        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "warmup_s": 2, "measure_s": 10, "cooldown_s": 1},
+        "measurements": ["e2e"],
+    }
+    nats_cell, kafka_cell = sorted(parse_matrix(raw, "unit.yaml").cells, key=lambda c: c.spec.system, reverse=True)
+    started_by_another = {"monitors": {"1": "http://127.0.0.1:1"}, "stream": "SIXNINES_other", "topic": None}
+    mine = stream_for(nats_cell.instance, "")
+    assert _watched_route(nats_cell, started_by_another) == {"topic": None, "stream": mine}
+    assert _watched_route(kafka_cell, {"topic": "other"}) == {"topic": topic_for(kafka_cell.instance, "")}
+    (single,) = cells()
+    assert _watched_route(single, {"topic": None}) == {"topic": None}

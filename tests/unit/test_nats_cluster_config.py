@@ -58,3 +58,10 @@ def test_helpers() -> None:
 def test_a_cluster_is_jetstream_only(tmp_path: Path) -> None:
     with pytest.raises(BrokerError, match="JetStream only"):
         NatsCluster("2.15.1", NatsBroker(mode="core"), tmp_path)
+
+
+def test_a_cluster_on_a_namespace_address_listens_and_routes_there() -> None:
+    settings = cluster_settings(1, PORTS, Path("/s/n1"), R3, host="10.99.0.2")
+    assert (settings["listen"], settings["http"]) == ("10.99.0.2:4001", "10.99.0.2:8001")
+    assert settings["cluster"]["listen"] == "10.99.0.2:6001"
+    assert settings["cluster"]["routes"] == ["nats-route://10.99.0.2:6002", "nats-route://10.99.0.2:6003"]

@@ -156,10 +156,26 @@ def test_network_rate_is_an_axis() -> None:
     assert len({c.id for c in cells}) == 2
 
 
-def test_kafka_brokers_in_a_namespace_are_refused() -> None:
+def test_kafka_and_nats_clusters_may_run_in_a_namespace() -> None:
     raw = placed()
-    raw["systems"] = [{"system": "kafka", "versions": ["latest"]}]
-    assert "Kafka brokers in a network namespace are not supported yet" in problems(raw)
+    raw["systems"] = [
+        {"system": "kafka", "versions": ["latest"], "broker": {"brokers": 3, "replication_factor": 3}},
+        {"system": "nats", "versions": ["latest"], "broker": {"mode": "jetstream", "servers": 3, "replicas": 3}},
+    ]
+    cells = parse(raw).cells
+    assert sorted(c.spec.system for c in cells) == ["kafka", "nats"]
+    assert all(c.spec.workload.placement and c.spec.workload.placement.broker == "brokerhost" for c in cells)
+
+
+def test_external_brokers_cannot_be_reached_from_namespace_hosts() -> None:
+    raw = placed()
+    raw["systems"] = [{"system": "kafka", "brokers": "external", "connection": "sixnines_kafka_external"}]
+    text = problems(raw)
+    assert "workload.placement: hosts brokerhost, loadgen1, loadgen2 are network namespaces" in text
+    raw["hosts"] = {name: {"queue": host.get("queue", "default")} for name, host in HOSTS.items()}
+    raw["workload"]["placement"] = {"producers": ["loadgen1"], "consumers": ["loadgen1"]}
+    (cell,) = parse(raw).cells  # real hosts: fine
+    assert cell.spec.brokers == "external"
 
 
 def test_generator_queue_follows_the_load_hosts() -> None:

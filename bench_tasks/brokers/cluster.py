@@ -1,0 +1,115 @@
+"""What every multi-node broker cluster the harness starts does the same way, whatever the broker.
+
+A cluster is a set of `BrokerProcess` nodes keyed by node id (Kafka's node.id, NATS's n1..n3 index). Faults hit
+one node (SIGSTOP, SIGCONT, SIGKILL); stopping ends every node at once, because a node shut down after its
+quorum is gone waits for peers that will not answer. A detached cluster (`tie_to_parent=False`) is stopped later
+by PID from the JSON-able `state()`, each PID checked to be the broker before it is signalled.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from ..errors import BrokerError
+from .process import BrokerProcess, stop_pid
+
+
+class NodeCluster:
+    """Nodes by id, with the fault, stop and context-manager behaviour both Kafka and NATS clusters share.
+
+    Subclasses set `KIND` (for messages), `STOP_GRACE_S` (how long a node may take to shut down before SIGKILL)
+    and fill `processes` and `endpoint` (a dataclass) in their `start()`. `host` is the address every node
+    listens on and advertises: 127.0.0.1, or a network-namespace host's address when the cluster is started from
+    a thread inside that namespace."""
+
+    KIND: ClassVar[str] = "broker"
+    STOP_GRACE_S: ClassVar[float] = 10.0
+
+    endpoint: Any
+
+    def __init__(self, version: str, workdir: Path | str, tie_to_parent: bool = True, host: str = "127.0.0.1"):
+        self.version = version
+        self.workdir = Path(workdir)
+        self.tie_to_parent = tie_to_parent
+        self.host = host  # the address every node listens on (and advertises)
+        self.processes: dict[int, BrokerProcess] = {}
+        self.endpoint = None
+
+    def start(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def node_pids(self) -> dict[int, int]:
+        return {node_id: proc.pid for node_id, proc in self.processes.items()}
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP one node (the CTRL+Z test); its peers see it as unresponsive, not gone."""
+        self._node(node_id).pause()
+
+    def resume(self, node_id: int) -> None:
+        self._node(node_id).resume()
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL one node: an abrupt failure, for loss accounting and leader fail-over."""
+        self._node(node_id).kill()
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """SIGTERM every node at once, then SIGKILL what is left after `grace_s` (default `STOP_GRACE_S`)."""
+        grace = self.STOP_GRACE_S if grace_s is None else grace_s
+        procs = list(self.processes.values())
+        if procs:
+            with ThreadPoolExecutor(len(procs)) as pool:
+                list(pool.map(lambda proc: proc.stop(grace), procs))
+
+    def _node(self, node_id: int) -> BrokerProcess:
+        if node_id not in self.processes:
+            known = sorted(self.processes) or "none (not started)"
+            raise BrokerError(f"no {self.KIND} node {node_id}; nodes: {known}")
+        return self.processes[node_id]
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def state(self) -> dict[str, Any]:
+        """The endpoint as JSON-able data: with tie_to_parent=False, the module's `stop_detached(state)` ends
+        the cluster later."""
+        if self.endpoint is None:
+            raise BrokerError(f"the {self.KIND} cluster has not been started")
+        return asdict(self.endpoint)
+
+
+def stop_pids(pids: Sequence[int], process_name: str, grace_s: float) -> list[int]:
+    """Stop detached broker nodes by PID, all at once (SIGTERM, SIGKILL after `grace_s`); each PID is checked to
+    be a `process_name` process before it is signalled. Returns the PIDs that were running."""
+    if not pids:
+        return []
+    with ThreadPoolExecutor(len(pids)) as pool:
+        stopped = list(pool.map(lambda pid: stop_pid(pid, process_name, grace_s), pids))
+    return [pid for pid, was_running in zip(pids, stopped, strict=True) if was_running]
+
+
+def stop_nodes(state: Mapping[str, Any], process_name: str, grace_s: float) -> list[int]:
+    """Stop the nodes of a detached cluster from its `state()` (see `stop_pids`)."""
+    return stop_pids([int(node["pid"]) for node in state["nodes"]], process_name, grace_s)
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` distinct free ports on `host` (of the calling thread's network namespace): all sockets are held
+    open together so no port is handed out twice."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((host, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
