@@ -40,8 +40,7 @@ def build(cell: Cell, token: str | None = None) -> netns.Topology | None:
 
 def broker_site(cell: Cell, topo: netns.Topology | None) -> tuple[str, str]:
     """(namespace, bind address) of the broker: ('', 127.0.0.1) when it runs locally, or with load on real hosts
-    the address they reach this host by (`advertised_address`; a single nats-server binds it, other brokers
-    listen on loopback, so across machines use `brokers: external`)."""
+    the address they reach this host by (`advertised_address`), which every provisioned node listens on."""
     placement = cell.spec.workload.placement
     if topo is None or placement is None or placement.broker not in topo.hosts:
         return "", advertised_address() if per_host(cell) else LOOPBACK
