@@ -138,17 +138,41 @@ class CeleryAirflow:
         self.services.remove(service)
         return subprocess.CompletedProcess(args, code, service.log.read_text(errors="replace"), "")
 
-    def task_instances(self, dag_id: str) -> list[dict[str, object]]:
-        """Every task instance of `dag_id` straight from the metadata DB (the row the UI shows)."""
+    def run_scheduled(self, dag_id: str, timeout: float = 900) -> dict[str, object]:
+        """The production path instead of `dags_test`: start the DAG processor and the scheduler (pools, priority
+        and the executor's task adoption as in a deployment), with DAGs created unpaused, so the scheduler makes
+        the DAG's latest scheduled run (catchup is off: exactly one); wait until that run finishes and return its
+        row (`run_id`, `state`, `logical_date`). Both services are stopped with the deployment."""
+        unpaused = {**self.env, "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
+        started = [
+            self.start("dag-processor", ["dag-processor"], env=unpaused),
+            self.start("scheduler", ["scheduler", "--skip-serve-logs"], env=unpaused),
+        ]
+        deadline = time.monotonic() + timeout
+        while True:
+            runs = self._query("SELECT run_id, state, logical_date FROM dag_run WHERE dag_id = ?", (dag_id,))
+            finished = [r for r in runs if r["state"] in ("success", "failed")]
+            if finished:
+                return finished[0]
+            dead = [s.name for s in started if s.proc.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                why = f"{dead[0]} exited" if dead else f"no run finished within {timeout:.0f} s ({runs})"
+                raise RuntimeError(f"{dag_id}: {why}\n" + self.logs())
+            time.sleep(2)
+
+    def _query(self, sql: str, args: tuple[object, ...]) -> list[dict[str, object]]:
         db = Path(self.env["AIRFLOW_HOME"]) / "airflow.db"
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as conn:
             conn.row_factory = sqlite3.Row
-            rows = conn.execute(
-                "SELECT id, task_id, run_id, map_index, state, queue, hostname, try_number, start_date, end_date "
-                "FROM task_instance WHERE dag_id = ? ORDER BY start_date",
-                (dag_id,),
-            ).fetchall()
-        return [dict(r) for r in rows]
+            return [dict(r) for r in conn.execute(sql, args).fetchall()]
+
+    def task_instances(self, dag_id: str) -> list[dict[str, object]]:
+        """Every task instance of `dag_id` straight from the metadata DB (the row the UI shows)."""
+        return self._query(
+            "SELECT id, task_id, run_id, map_index, state, queue, hostname, try_number, start_date, end_date "
+            "FROM task_instance WHERE dag_id = ? ORDER BY start_date",
+            (dag_id,),
+        )
 
     def executed_by(self) -> dict[str, str]:
         """Celery's side of the record: task instance id → host of the worker whose log shows it executing that
@@ -164,7 +188,7 @@ class CeleryAirflow:
         return "\n".join(s.tail() for s in self.services)
 
     def stop(self) -> None:
-        """Workers first (no new task can start), then the API server; then anything a task left behind."""
+        """In reverse start order (scheduler, workers, then the API server); then anything a task left behind."""
         for service in reversed(self.services):
             service.stop()
         self.services.clear()

@@ -18,6 +18,7 @@ from tests.airflow_celery import celery_airflow
 from tests.airflow_project import airflow_project
 
 pytestmark = [pytest.mark.integration, pytest.mark.celery, pytest.mark.timeout(1500)]
+DAG_ID = "sixnines_itest_celery"
 TINY = """
 name: itest_celery
 description: one tiny core NATS cell whose load runs on load-generator host lg1 (queue loadgen_1)
@@ -41,17 +42,25 @@ measurements: [e2e]
 """
 
 
-def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None) -> None:
+@pytest.mark.parametrize("mode", ["dags_test", "scheduler"])
+def test_tasks_run_on_the_worker_of_their_queue(mode: str, tmp_path: Path, no_orphans: None) -> None:
+    """`dags_test`: `airflow dags test --use-executor` (no scheduler: pools are not enforced). `scheduler`: the
+    scheduler and DAG processor make and run the DAG's scheduled run, pools and all, as a deployment does."""
     env = airflow_project(tmp_path / "project", {"itest_celery": TINY})
     started = time.monotonic()
     with celery_airflow(env) as deployment:
         ready = time.monotonic()
-        done = deployment.dags_test("sixnines_itest_celery", "2026-03-03", timeout=600)
-        tis = deployment.task_instances("sixnines_itest_celery")
+        if mode == "dags_test":
+            done = deployment.dags_test(DAG_ID, "2026-03-03", timeout=900)
+            state, log = ("success" if done.returncode == 0 else f"exit {done.returncode}"), done.stdout
+        else:
+            run = deployment.run_scheduled(DAG_ID, timeout=900)
+            state, log = str(run["state"]), ""
+        tis = deployment.task_instances(DAG_ID)
         executed_by = deployment.executed_by()
         logs = deployment.logs()
-    print(f"deployment up in {ready - started:.0f} s; sweep through Celery {time.monotonic() - ready:.0f} s")
-    assert done.returncode == 0, done.stdout[-5000:] + logs[-8000:]
+    print(f"{mode}: deployment up in {ready - started:.0f} s; sweep through Celery {time.monotonic() - ready:.0f} s")
+    assert state == "success", log[-5000:] + logs[-8000:]
     assert deployment.leftovers == [], deployment.leftovers
 
     # every task instance ran on the worker host serving its own queue: as Airflow recorded it (the TI's
@@ -68,8 +77,8 @@ def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None
     assert on_loadgen, "no task was routed to loadgen_1"
     assert {t["queue"] for t in tis} == {"default", "loadgen_1"}
 
-    # the cell landed ok in the lake
-    (cells_path,) = (Path(env["SIXNINES_LAKE"]) / "runs" / "run_date=2026-03-03").glob("run_id=*/cells.parquet")
+    # the cell landed ok in the lake (one run: the given logical date, or the scheduler's latest nightly one)
+    (cells_path,) = (Path(env["SIXNINES_LAKE"]) / "runs").glob("run_date=*/run_id=*/cells.parquet")
     (row,) = pq.read_table(cells_path).to_pylist()
     assert row["status"] == "ok", row["reason"]
     assert row["received"] == row["scheduled"] == 1500 and row["lost"] == 0
