@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,8 +16,8 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from tests.airflow_project import airflow, airflow_project, migrate
+
 TINY = """
 name: itest_airflow
 description: two tiny core NATS cells
@@ -44,28 +41,12 @@ axes:
 
 @pytest.fixture(scope="module")
 def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A project folder with the DAG file and the tiny matrix, and a migrated SQLite Airflow home for it."""
+    """A project folder with the DAG files and the tiny matrix, and a migrated SQLite Airflow home for it."""
     root = tmp_path_factory.mktemp("airflow-project")
-    (root / "dags").mkdir()
-    (root / "matrices").mkdir()
-    shutil.copy(REPO / "dags" / "sixnines_sweeps.py", root / "dags")
-    shutil.copy(REPO / "dags" / "sixnines_compare_versions.py", root / "dags")
-    (root / "matrices" / "itest_airflow.yaml").write_text(TINY)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},  # e.g. tests/dags' own home
-        "AIRFLOW_HOME": str(root / "airflow-home"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "SIXNINES_LAKE": str(root / "lake"),
-        "SIXNINES_CACHE": str(root / "cache"),
-        "PATH": f"{BIN}:{os.environ['PATH']}",
-        "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[*]"}',  # as tools/airflow sets it
-        "ROOT": str(root),
-    }
-    for cmd in (["db", "migrate"], ["pools", "set", "sixnines_bench", "1", "itest"]):
-        done = subprocess.run([str(BIN / "airflow"), *cmd], env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    env = airflow_project(
+        root, {"itest_airflow": TINY}, dag_files=("sixnines_sweeps.py", "sixnines_compare_versions.py")
+    )
+    migrate(env)
     return env
 
 
@@ -96,14 +77,7 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     )
     killer.start()
     try:
-        done = subprocess.run(
-            [str(BIN / "airflow"), "dags", "test", "sixnines_itest_airflow", "2026-01-15"],
-            env=airflow_env,
-            capture_output=True,
-            text=True,
-            timeout=540,
-            cwd=root,
-        )
+        done = airflow(airflow_env, "dags", "test", "sixnines_itest_airflow", "2026-01-15", timeout=540)
     finally:
         stop.set()
         killer.join(5)
@@ -158,13 +132,10 @@ def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, 
     The older release is fetched into the shared cache once (as the CLI test does)."""
     root = Path(airflow_env["ROOT"])
     conf = {"system": "nats", "versions": ["2.15.1", "2.10.26"], "matrix": "itest_airflow", "phase_scale": 0.5}
-    done = subprocess.run(
-        [str(BIN / "airflow"), "dags", "test", "sixnines_compare_versions", "2026-01-16", "-c", json.dumps(conf)],
-        env={**airflow_env, "SIXNINES_CACHE": os.environ["SIXNINES_CACHE"]},
-        capture_output=True,
-        text=True,
+    done = airflow(
+        {**airflow_env, "SIXNINES_CACHE": os.environ["SIXNINES_CACHE"]},
+        *("dags", "test", "sixnines_compare_versions", "2026-01-16", "-c", json.dumps(conf)),
         timeout=540,
-        cwd=root,
     )
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-4000:]

@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench_tasks.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet
+from tests.airflow_project import REPO, airflow, airflow_project, migrate
 from tests.s3.conftest import keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.usefixtures("no_orphans")]
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 TINY = """
 name: itest_s3
 description: one tiny core NATS cell
@@ -42,40 +38,24 @@ measurements: [e2e]
 def test_sweep_dag_on_s3_through_the_connection(
     s3_lake: S3Path, s3_env: dict[str, str], s3_client, tmp_path: Path
 ) -> None:
-    root = tmp_path / "project"
-    for folder in ("dags", "matrices"):
-        (root / folder).mkdir(parents=True)
-    shutil.copy(REPO / "dags" / "sixnines_sweeps.py", root / "dags")
-    (root / "matrices" / "itest_s3.yaml").write_text(TINY)
     connection = {
         "conn_type": "aws",
         "login": s3_env["AWS_ACCESS_KEY_ID"],
         "password": s3_env["AWS_SECRET_ACCESS_KEY"],
         "extra": {"endpoint_url": s3_env["AWS_ENDPOINT_URL"], "region_name": "us-east-1"},
     }
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))},
-        "AIRFLOW_HOME": str(root / "airflow-home"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[1]"}',
-        "AIRFLOW_CONN_SIXNINES_LAKE_S3": json.dumps(connection),
-        "SIXNINES_LAKE": str(s3_lake),
-        "SIXNINES_CACHE": os.environ.get("SIXNINES_CACHE", str(REPO / ".cache")),
-        "PATH": f"{BIN}:{os.environ['PATH']}",
-    }
-    for cmd in (["db", "migrate"], ["pools", "set", "sixnines_bench", "1", "itest"]):
-        done = subprocess.run([str(BIN / "airflow"), *cmd], env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    done = subprocess.run(
-        [str(BIN / "airflow"), "dags", "test", "sixnines_itest_s3", "2026-02-02"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=540,
-        cwd=root,
+    root = tmp_path / "project"
+    env = airflow_project(
+        root,
+        {"itest_s3": TINY},
+        lake=str(s3_lake),
+        cache=os.environ.get("SIXNINES_CACHE", str(REPO / ".cache")),
+        spark_master="local[1]",
+        drop_prefixes=("AWS_",),  # the bucket's credentials and endpoint only in the connection
+        extra_env={"AIRFLOW_CONN_SIXNINES_LAKE_S3": json.dumps(connection)},
     )
+    migrate(env)
+    done = airflow(env, "dags", "test", "sixnines_itest_s3", "2026-02-02", timeout=540)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-5000:]
     assert "credentials retrieved from login and password" in log  # the Amazon provider read the connection

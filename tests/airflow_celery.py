@@ -1,0 +1,296 @@
+"""A real Airflow CeleryExecutor deployment on this one machine, for one test: what proves that a task routed to a
+load-generator queue (`queue=` on the operator) runs on the Celery worker serving that queue, and that tasks on
+different queues run at the same time.
+
+    airflow db migrate              SQLite metadata DB (tests/airflow_project.py)
+    airflow api-server              the execution API the workers' task runners talk to over HTTP
+                                    ([core] execution_api_server_url), on a free loopback port
+    airflow celery worker × N       one per queue (default, loadgen_1, loadgen_2), each its own host name
+    airflow dags test --use-executor  queues every ready task to the CeleryExecutor and follows the run
+                                    (the scheduler's own event processing; no scheduler or DAG processor)
+
+Celery needs a broker and a result backend; these need no server process: kombu's filesystem transport (a
+folder of message files, with fanout, so Celery's remote control and Airflow's duplicate-hostname check work)
+and Celery's SQLAlchemy result backend on a SQLite file (`db+sqlite:///`), which Airflow's executor reads in
+bulk. A worker on a real host would name a Redis/RabbitMQ broker instead (docker-compose.yaml: Redis).
+
+Host names: Airflow records in each task instance the `hostname` of the machine whose worker ran it
+(`[core] hostname_callable`, the FQDN by default). Here every worker runs on one machine, so each worker is
+given the host name it would have on its own machine through that option (`worker_hostname` below reads it
+from the worker's environment), the same name as its Celery node name — the way `loadgen1`/`loadgen2` are
+the host names of the docker-compose workers.
+
+Every process is started in its own session and stopped by its process group (SIGTERM, then SIGKILL), even
+when the test fails; anything the deployment's tasks left behind (every such process carries the project's
+`ROOT` in its environment) is killed too and reported, so a leak fails the test without outliving it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import signal
+import socket
+import sqlite3
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.airflow_project import BIN, REPO, migrate
+
+QUEUES = ("default", "loadgen_1", "loadgen_2")  # the docker-compose workers' queues
+HOSTNAME_ENV = "SIXNINES_TEST_WORKER_HOSTNAME"
+# the celery provider's log line for a workload a worker executes (celery_executor_utils.execute_workload)
+EXECUTING = re.compile(r"Executing workload in Celery: .*? ti=TaskInstance\w*\(id=UUID\('([0-9a-f-]+)'\)")
+
+
+def worker_hostname() -> str:
+    """`[core] hostname_callable` of the test's workers: the host name the worker would have on its own machine
+    (set per worker in its environment); the FQDN, as Airflow's default, in any other process."""
+    return os.environ.get(HOSTNAME_ENV) or socket.getfqdn()
+
+
+def host_of(queue: str) -> str:
+    """The worker host serving `queue`, named as in docker-compose.yaml: loadgen_1 → loadgen1."""
+    return queue.replace("_", "")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Service:
+    """One long-running Airflow process of the deployment, the leader of its own process group."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def tail(self, chars: int = 3000) -> str:
+        try:
+            return f"--- {self.name} ({self.log}) ---\n" + self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return f"--- {self.name}: no log ---"
+
+    def stop(self, grace_s: float = 20) -> None:
+        """SIGTERM the whole process group (Celery's warm shutdown, uvicorn's graceful one), SIGKILL after
+        `grace_s`; reaps the leader."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace_s)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the leader's children, even when the leader has exited
+        self.proc.wait()
+
+
+@dataclass
+class CeleryAirflow:
+    """A running deployment: its environment, its services, and the queue → worker host name map."""
+
+    env: dict[str, str]
+    workers: dict[str, str]  # queue → host name (== Celery node name's host part)
+    services: list[Service] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)  # processes the tasks left behind, killed at stop
+
+    @property
+    def root(self) -> Path:
+        return Path(self.env["ROOT"])
+
+    def start(self, name: str, args: Sequence[str], env: Mapping[str, str] | None = None) -> Service:
+        log = self.root / "logs" / f"{name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                [str(BIN / "airflow"), *args],
+                env=dict(env or self.env),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.root,
+                start_new_session=True,
+            )
+        service = Service(name, proc, log)
+        self.services.append(service)
+        return service
+
+    def dags_test(
+        self, dag_id: str, logical_date: str, *extra: str, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        """`airflow dags test DAG DATE --use-executor`: every task goes through Celery. Its own process group,
+        killed whole if it overruns `timeout` (the result then has return code -9 and the log so far)."""
+        args = ["dags", "test", dag_id, logical_date, "--use-executor", *extra]
+        service = self.start(f"dags-test-{dag_id}-{logical_date}", args)
+        try:
+            code = service.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            service.stop(grace_s=5)
+            code = -9
+        self.services.remove(service)
+        return subprocess.CompletedProcess(args, code, service.log.read_text(errors="replace"), "")
+
+    def run_scheduled(self, dag_id: str, timeout: float = 900) -> dict[str, object]:
+        """The production path instead of `dags_test`: start the DAG processor and the scheduler (pools, priority
+        and the executor's task adoption as in a deployment), with DAGs created unpaused, so the scheduler makes
+        the DAG's latest scheduled run (catchup is off: exactly one); wait until that run finishes and return its
+        row (`run_id`, `state`, `logical_date`). Both services are stopped with the deployment."""
+        unpaused = {**self.env, "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
+        started = [
+            self.start("dag-processor", ["dag-processor"], env=unpaused),
+            self.start("scheduler", ["scheduler", "--skip-serve-logs"], env=unpaused),
+        ]
+        deadline = time.monotonic() + timeout
+        while True:
+            runs = self._query("SELECT run_id, state, logical_date FROM dag_run WHERE dag_id = ?", (dag_id,))
+            finished = [r for r in runs if r["state"] in ("success", "failed")]
+            if finished:
+                return finished[0]
+            dead = [s.name for s in started if s.proc.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                why = f"{dead[0]} exited" if dead else f"no run finished within {timeout:.0f} s ({runs})"
+                raise RuntimeError(f"{dag_id}: {why}\n" + self.logs())
+            time.sleep(2)
+
+    def _query(self, sql: str, args: tuple[object, ...]) -> list[dict[str, object]]:
+        db = Path(self.env["AIRFLOW_HOME"]) / "airflow.db"
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as conn:
+            conn.row_factory = sqlite3.Row
+            return [dict(r) for r in conn.execute(sql, args).fetchall()]
+
+    def task_instances(self, dag_id: str) -> list[dict[str, object]]:
+        """Every task instance of `dag_id` straight from the metadata DB (the row the UI shows)."""
+        return self._query(
+            "SELECT id, task_id, run_id, map_index, state, queue, hostname, try_number, start_date, end_date "
+            "FROM task_instance WHERE dag_id = ? ORDER BY start_date",
+            (dag_id,),
+        )
+
+    def executed_by(self) -> dict[str, str]:
+        """Celery's side of the record: task instance id → host of the worker whose log shows it executing that
+        task instance's workload (the provider logs each workload it receives, with the TI in it)."""
+        ran: dict[str, str] = {}
+        for service in self.services:
+            if service.name.startswith("worker-"):
+                for ti_id in EXECUTING.findall(service.log.read_text(errors="replace")):
+                    ran[ti_id.replace("-", "")] = service.name.removeprefix("worker-")  # as the DB stores it
+        return ran
+
+    def logs(self) -> str:
+        return "\n".join(s.tail() for s in self.services)
+
+    def stop(self) -> None:
+        """In reverse start order (scheduler, workers, then the API server); then anything a task left behind."""
+        for service in reversed(self.services):
+            service.stop()
+        self.services.clear()
+        self.leftovers = _kill_descendants_of_root(str(self.root))
+
+
+def _kill_descendants_of_root(root: str) -> list[str]:
+    """Processes whose environment carries this deployment's ROOT (every process it or its tasks started
+    inherits it) and are still alive: SIGKILL each by pid; returns what was found."""
+    import psutil
+
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        if proc.pid == me:
+            continue
+        try:
+            if proc.environ().get("ROOT") != root:
+                continue
+            found.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or ())[:100]}")
+            proc.kill()
+            proc.wait(timeout=10)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, psutil.TimeoutExpired):
+            continue
+    return found
+
+
+def celery_env(env: Mapping[str, str], api_port: int) -> dict[str, str]:
+    """The project's environment plus the CeleryExecutor settings every process of the deployment shares."""
+    home = Path(env["AIRFLOW_HOME"])
+    broker = home / "celery"
+    for folder in ("messages", "control", "processed"):
+        (broker / folder).mkdir(parents=True, exist_ok=True)
+    return {
+        **env,
+        "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{api_port}",
+        # one secret for the token signer (dags test's executor) and its verifier (the API server)
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        "AIRFLOW__CELERY__BROKER_URL": "filesystem://",
+        # producers and consumers share one folder: a message file is written there and taken from there
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__DATA_FOLDER_IN": str(broker / "messages"),
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__DATA_FOLDER_OUT": str(broker / "messages"),
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__CONTROL_FOLDER": str(broker / "control"),
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__PROCESSED_FOLDER": str(broker / "processed"),
+        "AIRFLOW__CELERY__RESULT_BACKEND": f"db+sqlite:///{home / 'celery-results.db'}",
+        "AIRFLOW__CELERY__SYNC_PARALLELISM": "1",  # send and poll from the executor's process, no pool
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+    }
+
+
+def _wait_until(ready: Callable[[], bool], what: str, services: list[Service], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        dead = [s for s in services if s.proc.poll() is not None]
+        if dead or time.monotonic() > deadline:
+            why = f"{dead[0].name} exited {dead[0].proc.returncode}" if dead else f"not within {timeout_s:.0f} s"
+            raise RuntimeError(f"{what}: {why}\n" + "\n".join(s.tail() for s in services))
+        time.sleep(0.5)
+
+
+def _api_up(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/execution/health", timeout=2) as reply:
+            return reply.status < 500
+    except urllib.error.HTTPError as err:
+        return err.code < 500
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def celery_airflow(
+    env: Mapping[str, str], queues: Sequence[str] = QUEUES, concurrency: int = 2, start_timeout_s: float = 240
+) -> Iterator[CeleryAirflow]:
+    """Migrate the project's DB, start the API server and one Celery worker per queue, yield the deployment,
+    and stop every process at the end, whatever happened. `env`: from `tests.airflow_project.airflow_project`."""
+    port = _free_port()
+    deployment = CeleryAirflow(env=celery_env(env, port), workers={q: host_of(q) for q in queues})
+    try:
+        migrate(deployment.env)
+        api = deployment.start(
+            "api-server", ["api-server", "--host", "127.0.0.1", "--port", str(port), "--apps", "execution", "-w", "1"]
+        )
+        for queue, host in deployment.workers.items():
+            worker_env = {
+                **deployment.env,
+                HOSTNAME_ENV: host,
+                "AIRFLOW__CORE__HOSTNAME_CALLABLE": f"{__name__}.worker_hostname",
+            }
+            args = ["celery", "worker", "--queues", queue, "--celery-hostname", host, "--concurrency", str(concurrency)]
+            deployment.start(f"worker-{host}", [*args, "--skip-serve-logs"], env=worker_env)
+        _wait_until(lambda: _api_up(port), "airflow api-server", [api], start_timeout_s)
+        for service in deployment.services[1:]:
+            host = service.name.removeprefix("worker-")
+            _wait_until(
+                lambda s=service, h=host: f"celery@{h} ready" in s.log.read_text(errors="replace"),
+                f"celery worker {host}",
+                deployment.services,
+                start_timeout_s,
+            )
+        yield deployment
+    finally:
+        deployment.stop()

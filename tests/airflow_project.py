@@ -1,0 +1,78 @@
+"""A throw-away Airflow project for tests that run the sweep DAG for real: a folder with this checkout's DAG
+files, the test's own matrices, a SQLite Airflow home and a lake, and the environment every Airflow process
+of the test gets. One place for what `tests/integration/test_airflow_sweep.py`, `tests/s3/test_airflow_s3.py`
+and the Celery executor harness (`tests/airflow_celery.py`) all need, so they cannot drift apart.
+
+The environment starts from the test's own with every `AIRFLOW*` variable dropped (a developer's or
+`tests/dags`' Airflow home must not leak in), then sets what `tools/airflow` sets for a checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SWEEP_DAG_FILES = ("sixnines_sweeps.py",)
+POOL = "sixnines_bench"
+
+
+def airflow_project(
+    root: Path,
+    matrices: Mapping[str, str],
+    *,
+    dag_files: Sequence[str] = SWEEP_DAG_FILES,
+    lake: str | None = None,
+    cache: str | None = None,
+    spark_master: str = "local[*]",
+    drop_prefixes: Iterable[str] = (),
+    extra_env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Lay out `root` (dags/, matrices/ with `matrices` as `<name>.yaml`) and return the environment of its
+    Airflow processes. `lake` defaults to `root/lake`, `cache` to `root/cache`; `drop_prefixes` removes more
+    inherited variables (e.g. `AWS_` when credentials must come from a connection only)."""
+    (root / "dags").mkdir(parents=True, exist_ok=True)
+    (root / "matrices").mkdir(exist_ok=True)
+    for name in dag_files:
+        shutil.copy(REPO / "dags" / name, root / "dags")
+    for name, text in matrices.items():
+        (root / "matrices" / f"{name}.yaml").write_text(text)
+    dropped = ("AIRFLOW", *drop_prefixes)
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(dropped)},
+        "AIRFLOW_HOME": str(root / "airflow-home"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_CONN_SPARK_DEFAULT": f'{{"conn_type": "spark", "host": "{spark_master}"}}',  # as tools/airflow
+        "SIXNINES_LAKE": lake or str(root / "lake"),
+        "SIXNINES_CACHE": cache or str(root / "cache"),
+        "PATH": f"{BIN}:{os.environ['PATH']}",  # Airflow's subprocesses and spark-submit need the venv
+        "ROOT": str(root),
+        **(extra_env or {}),
+    }
+
+
+def airflow(
+    env: Mapping[str, str], *args: str, timeout: float = 300, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the Airflow CLI of this venv in the project's environment (output captured, never raises on exit)."""
+    return subprocess.run(
+        [str(BIN / "airflow"), *args],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd or env.get("ROOT"),
+    )
+
+
+def migrate(env: Mapping[str, str]) -> None:
+    """Create the SQLite metadata DB and the one-slot pool every benchmark task runs in, as `make bench` does."""
+    for cmd in (["db", "migrate"], ["pools", "set", POOL, "1", "one benchmark at a time (test)"]):
+        done = airflow(env, *cmd)
+        assert done.returncode == 0, f"airflow {' '.join(cmd)}: " + done.stdout[-2000:] + done.stderr[-2000:]
