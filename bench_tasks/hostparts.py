@@ -30,8 +30,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import Popen
 from typing import Any
 
 from rich.console import Console
@@ -44,7 +46,7 @@ from .matrix import Cell
 from .paths import cache_dir
 from .provision import attach, target_of
 from .rendezvous import HostPart, Rendezvous
-from .storage import LakePath, get_folder, put_folder, remove_tree, write_text
+from .storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
 
 CELL_FILE = "cell.json"
 _SCHEMA_VERSION = 1
@@ -168,21 +170,74 @@ def discard(folder: LakePath) -> None:
             folder.parent.rmdir()
 
 
+def child_env(cell: Cell, lake: LakePath) -> dict[str, str]:
+    """The environment of a process that drives a cell (or a host's part) outside the task that starts it: secrets
+    reach it in memory (its environment), never through a file — the external brokers' connection, and for
+    an S3 lake the credentials this process resolved (from the lake connection, inside Airflow)."""
+    env = {**os.environ, "SIXNINES_CACHE": str(cache_dir())}
+    if cell.spec.brokers == "external":
+        from .connections import env_var, get_connection
+
+        assert cell.spec.connection is not None
+        env[env_var(cell.spec.connection)] = get_connection(cell.spec.connection).to_json()
+    if isinstance(lake, S3Path):
+        env.update(lake.settings.environment())
+        env[CONN_ID_ENV] = ""  # the child uses those credentials, never a connection it cannot reach
+    return env
+
+
+def start_host(folder: LakePath, host: str, staging: Path, env: dict[str, str], pipe: bool = False) -> Popen:
+    """One host's part as its own process (`sixnines cell host`): a fresh interpreter, because a Celery
+    worker's task process is daemonic and may not start the part's worker processes itself."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench_tasks", "cell", "host", str(folder), host, str(staging)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if pipe else None,
+        stderr=subprocess.STDOUT if pipe else None,
+        text=pipe,
+        env=env,
+    )
+
+
+def stop_hosts(procs: list[Popen]) -> None:
+    """SIGTERM what still runs (it records its partial part, tells the other hosts), then SIGKILL."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_host(folder: LakePath, host: str, staging: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """Airflow's generate task: this host's part in its own process, its output into the task log; returns the
+    facts it left (or a failure saying it left none). Whatever ends the task also ends the process."""
+    cell = Cell.model_validate(json.loads((folder / CELL_FILE).read_text())["cell"])
+    proc = start_host(folder, host, staging, child_env(cell, folder), pipe=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log(line.rstrip())
+        proc.wait()
+    finally:
+        stop_hosts([proc])
+    facts = Rendezvous(folder, (host,), host, cell.id).read("facts", host)
+    if facts is None:
+        return {"status": "failed", "reason": f"its generator exited with code {proc.returncode} before reporting"}
+    return facts
+
+
 def drive_hosts(folder: LakePath, cell: Cell, staging: Path, console: Console) -> Collected:
     """The CLI's way to run a cell on real hosts from one machine: one `sixnines cell host` process per load
     host, started together like the generate tasks of separate workers, then their parts collected."""
-    hosts = load_hosts(cell)
     w = cell.spec.workload
     budget = HOSTS_TIMEOUT_S * 2 + w.warmup_s + w.measure_s + w.cooldown_s + w.drain_timeout_s + 120
     base = cache_dir() / "host-parts" / folder.name
-    procs = {
-        host: subprocess.Popen(
-            [sys.executable, "-m", "bench_tasks", "cell", "host", str(folder), host, str(base / host)],
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "SIXNINES_CACHE": str(cache_dir())},
-        )
-        for host in hosts
-    }
+    env = child_env(cell, folder)
+    procs = {host: start_host(folder, host, base / host, env) for host in load_hosts(cell)}
     try:
         deadline = time.monotonic() + budget
         for host, proc in procs.items():
@@ -192,14 +247,6 @@ def drive_hosts(folder: LakePath, cell: Cell, staging: Path, console: Console) -
                 console.print(f"[red]host {host}: its generator did not end within {budget:.0f} s[/]")
                 break
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_hosts(list(procs.values()))
         shutil.rmtree(base, ignore_errors=True)
     return collect_parts(folder, cell, staging)

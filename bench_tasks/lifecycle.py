@@ -43,7 +43,7 @@ from pydantic import ValidationError
 from . import hosts, netns
 from .cell_runner import CellRun, check_cpus
 from .errors import BrokerError, CellError, MatrixError, SixninesError
-from .hostparts import collect_parts, discard, publish_cell
+from .hostparts import child_env, collect_parts, discard, publish_cell
 from .hosts import broker_site
 from .lake import Lake, RunInfo, write_json
 from .landing import CellReport, describe, keep_broker_logs, land_cell
@@ -374,13 +374,7 @@ def start_generator(work: CellWork) -> int:
     state = work.read(work.state)
     if state is None or state.get("brokers") is None:
         raise CellError("?", f"cannot start a generator: no provisioned brokers in {work.root}")
-    env = {**os.environ, "SIXNINES_CACHE": str(cache_dir())}
-    if state["brokers"].get("external"):  # the connection reaches the generator in memory, never through a file
-        from .connections import env_var, get_connection
-
-        conn_id = Cell.model_validate(state["cell"]).spec.connection
-        assert conn_id is not None
-        env[env_var(conn_id)] = get_connection(conn_id).to_json()
+    env = child_env(Cell.model_validate(state["cell"]), lake_path(state["lake"]))
     with open(work.log, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench_tasks", "cell", "drive", str(work.root)],

@@ -21,16 +21,14 @@ import datetime as dt
 import json
 import logging
 import shutil
-import sys
 from datetime import timedelta
 from typing import Any, NoReturn
 
 from airflow.sdk import get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
-from rich.console import Console
 
 from bench_tasks.cell_runner import HOSTS_TIMEOUT_S
-from bench_tasks.hostparts import run_host_part
+from bench_tasks.hostparts import run_host
 from bench_tasks.lake import Lake
 from bench_tasks.lifecycle import HostBusy, land_step, prepare_cell, provision_step, start_generator, teardown_step
 from bench_tasks.matrix import Cell
@@ -139,9 +137,8 @@ def generate(host: str) -> dict[str, Any]:
     run, group = run_info(context), group_of(context)
     folder = Lake(lake_root()).hosts_dir(run, group)
     staging = run_dir(context) / group / f"host-{host}"
-    console = Console(file=sys.stdout, width=120, force_terminal=False, no_color=True)
     try:
-        facts = run_host_part(folder, host, staging, console)
+        facts = run_host(folder, host, staging, log.info)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if facts["status"] != "ok":

@@ -1,13 +1,15 @@
 """The sweep DAG through a real CeleryExecutor (tests/airflow_celery.py): API server, one Celery worker per queue
-(default, loadgen_1, loadgen_2), `airflow dags test --use-executor`. A cell whose load is placed on a real host
-(`hosts: {lg1: {queue: loadgen_1}}`) must have its load tasks run on the worker serving loadgen_1 and everything
-else on the default worker, as the metadata DB records it; and the cell must land ok.
+(default, loadgen_1, loadgen_2), `airflow dags test --use-executor` or the scheduler. A cell whose load is placed
+on two real hosts (`lg1` on queue loadgen_1, `lg2` on loadgen_2) has one generate task per host: each must run on
+the worker serving its host's queue, both at the same time (they meet on one schedule through the lake), and
+everything else on the default worker, as the metadata DB records it; and the cell must land ok.
 
-Data-driven on purpose: whichever tasks the cell's TaskGroup has (the load tasks' names change as per-host
-generators arrive), each task instance must have run on the worker of its own `queue`."""
+Data-driven: each task instance must have run on the worker of its own `queue`."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import time
 from pathlib import Path
 
@@ -21,10 +23,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.celery, pytest.mark.timeout(1
 DAG_ID = "sixnines_itest_celery"
 TINY = """
 name: itest_celery
-description: one tiny core NATS cell whose load runs on load-generator host lg1 (queue loadgen_1)
+description: one tiny core NATS cell whose load runs on load-generator hosts lg1 and lg2 (queues loadgen_1/_2)
 schedule: "0 2 * * *"
 hosts:
   lg1: {queue: loadgen_1}
+  lg2: {queue: loadgen_2}
 systems:
   - system: nats
     versions: [latest]
@@ -32,12 +35,14 @@ systems:
 workload:
   message_size_bytes: 256
   rate_per_s: 500
+  producers: 2
+  consumers: 2
   warmup_s: 1
   measure_s: 3
   cooldown_s: 1
   drain_timeout_s: 2
   max_schedule_lag_ms: 1000  # three workers on two shared cores: routing is tested here, the lag gate elsewhere
-  placement: {producers: [lg1], consumers: [lg1]}
+  placement: {producers: [lg1, lg2], consumers: [lg1, lg2]}  # each host's consumer reads its own producer
 measurements: [e2e]
 """
 
@@ -73,12 +78,23 @@ def test_tasks_run_on_the_worker_of_their_queue(mode: str, tmp_path: Path, no_or
         if not t["hostname"] == executed_by.get(t["id"]) == workers.get(t["queue"])
     ]
     assert wrong == [], f"task instances not run by their queue's worker {workers}: {wrong}"
-    on_loadgen = [t["task_id"] for t in tis if t["queue"] == "loadgen_1"]
-    assert on_loadgen, "no task was routed to loadgen_1"
-    assert {t["queue"] for t in tis} == {"default", "loadgen_1"}
+    assert {t["queue"] for t in tis} == {"default", "loadgen_1", "loadgen_2"}
+    generate = {str(t["task_id"]).rsplit(".", 1)[1]: t for t in tis if ".generate_" in str(t["task_id"])}
+    assert {name: t["queue"] for name, t in generate.items()} == {
+        "generate_lg1": "loadgen_1",
+        "generate_lg2": "loadgen_2",
+    }
+    starts = [dt.datetime.fromisoformat(str(t["start_date"])) for t in generate.values()]
+    ends = [dt.datetime.fromisoformat(str(t["end_date"])) for t in generate.values()]
+    assert max(starts) < min(ends), "the two hosts' generate tasks did not run at the same time"
 
     # the cell landed ok in the lake (one run: the given logical date, or the scheduler's latest nightly one)
     (cells_path,) = (Path(env["SIXNINES_LAKE"]) / "runs").glob("run_date=*/run_id=*/cells.parquet")
     (row,) = pq.read_table(cells_path).to_pylist()
     assert row["status"] == "ok", row["reason"]
     assert row["received"] == row["scheduled"] == 1500 and row["lost"] == 0
+    generators = json.loads(row["context_json"])["hosts"]["generators"]
+    assert {h: (g["queue"], g["status"]) for h, g in generators.items()} == {
+        "lg1": ("loadgen_1", "ok"),
+        "lg2": ("loadgen_2", "ok"),
+    }
