@@ -68,6 +68,7 @@ def _kill_broker_mid_measure(cache: Path, group: str, killed: list[int], stop: t
         time.sleep(0.2)
 
 
+@pytest.mark.timeout(1500)  # whole sweeps with Spark and the GX gate: minutes each, more under load
 def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[str, str], no_orphans: None) -> None:
     root = Path(airflow_env["ROOT"])
     killed: list[int] = []
@@ -77,7 +78,7 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     )
     killer.start()
     try:
-        done = airflow(airflow_env, "dags", "test", "sixnines_itest_airflow", "2026-01-15", timeout=540)
+        done = airflow(airflow_env, "dags", "test", "sixnines_itest_airflow", "2026-01-15", timeout=1400)
     finally:
         stop.set()
         killer.join(5)
@@ -127,6 +128,7 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     assert first["cell_id"] in report and second["cell_id"] in report and "died during measure" in report
 
 
+@pytest.mark.timeout(1500)
 def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, str], no_orphans: None) -> None:
     """Two nats-server releases, the tiny matrix at half length: four cells in one lake run, compared by series.
     The older release is fetched into the shared cache once (as the CLI test does)."""
@@ -135,7 +137,7 @@ def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, 
     done = airflow(
         {**airflow_env, "SIXNINES_CACHE": os.environ["SIXNINES_CACHE"]},
         *("dags", "test", "sixnines_compare_versions", "2026-01-16", "-c", json.dumps(conf)),
-        timeout=540,
+        timeout=1400,
     )
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-4000:]

@@ -15,7 +15,13 @@ from bench_tasks.storage import COMMIT_MARKER, S3Path, committed_folder, read_pa
 from tests.airflow_project import REPO, airflow, airflow_project, migrate
 from tests.s3.conftest import keys
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.usefixtures("no_orphans")]
+# a whole sweep with Spark and the GX gate: about 7 minutes on two shared cores, more under load
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.spark,
+    pytest.mark.usefixtures("no_orphans"),
+    pytest.mark.timeout(1500),
+]
 TINY = """
 name: itest_s3
 description: one tiny core NATS cell
@@ -55,7 +61,7 @@ def test_sweep_dag_on_s3_through_the_connection(
         extra_env={"AIRFLOW_CONN_SIXNINES_LAKE_S3": json.dumps(connection)},
     )
     migrate(env)
-    done = airflow(env, "dags", "test", "sixnines_itest_s3", "2026-02-02", timeout=540)
+    done = airflow(env, "dags", "test", "sixnines_itest_s3", "2026-02-02", timeout=1400)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-5000:]
     assert "credentials retrieved from login and password" in log  # the Amazon provider read the connection
