@@ -25,9 +25,17 @@ from .matrix import Cell, Matrix, cell_id, expand_repeats, series_key
 from .netns import Topology
 from .paths import cache_dir
 from .provision import Provisioned, detached_state, target_of
-from .systems import resolve_version
+from .systems import SETUP_ESTIMATE_S, resolve_version
 
-__all__ = ["CellReport", "acked_metric", "resolve_cells", "run_cell", "run_matrix", "select_cells"]
+__all__ = [
+    "CellReport",
+    "acked_metric",
+    "estimated_wall_s",
+    "resolve_cells",
+    "run_cell",
+    "run_matrix",
+    "select_cells",
+]
 
 
 def resolve_cells(matrix: Matrix) -> list[Cell]:
@@ -40,6 +48,16 @@ def resolve_cells(matrix: Matrix) -> list[Cell]:
         new = cell.model_copy(update={"spec": spec, "id": cell_id(spec), "series_key": series_key(spec)})
         resolved.setdefault(new.id, new)
     return list(resolved.values())
+
+
+def estimated_wall_s(cells: Sequence[Cell]) -> float:
+    """A sweep's wall time for planning: every run of every cell (repeats included), its whole schedule plus
+    its system's typical set-up and tear-down."""
+    total = 0.0
+    for cell in expand_repeats(list(cells)):
+        w = cell.spec.workload
+        total += w.warmup_s + w.measure_s + w.cooldown_s + SETUP_ESTIMATE_S[cell.spec.system]
+    return total
 
 
 def select_cells(matrix: Matrix, only: Sequence[str] = ()) -> list[Cell]:

@@ -113,6 +113,10 @@ class NatsClient(StrictModel):
 
 SYSTEM_VERSIONS: dict[str, tuple[str, ...]] = {"nats": NATS_VERSIONS, "kafka": KAFKA_VERSIONS}
 
+# Seconds a cell of each system typically spends outside its schedule on a small host (brokers started and
+# stopped, workers spawned, stragglers drained, the cell landed): what `sixnines cells` plans a sweep with.
+SETUP_ESTIMATE_S: dict[str, float] = {"nats": 5.0, "kafka": 20.0}
+
 
 def resolve_version(system: str, version: str) -> str:
     """Turn `latest` into the newest known release; a concrete version is returned unchanged."""

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..runs import report_path as run_report_path
 from ..storage import LakePath, lake_path, write_text
 from .compare_view import render_compare
 from .data import load_run
 from .run_view import render_run
-
-
-def run_report_path(lake_root: str | Path | LakePath, run_date: str, run_id: str) -> LakePath:
-    return lake_path(lake_root) / "reports" / f"run_date={run_date}" / f"run_id={run_id}" / "report.html"
 
 
 def compare_report_path(lake_root: str | Path | LakePath, run_a: str, run_b: str) -> LakePath:

@@ -18,6 +18,7 @@ import pyarrow as pa
 from ..analysis import CellAnalysis, analyze
 from ..lake import QUARANTINE_AREA, REGRESSIONS_AREA, CommittedCell, committed_cells, committed_run_file
 from ..records import RECEIVED_SCHEMA, SENT_SCHEMA
+from ..runs import RunNotFound, find_run_date
 from ..storage import LakePath, committed_folder, lake_path, read_parquet
 from .pairing import CellKey, ReportError
 
@@ -59,14 +60,13 @@ class RunData:
 
 
 def find_run(lake_root: str | Path | LakePath, run_id: str) -> tuple[str, LakePath]:
-    """The run's date and raw folder; a precise error listing known runs when it is not in the lake."""
-    raw = lake_path(lake_root) / "raw"
-    found = sorted(raw.glob(f"run_date=*/run_id={run_id}"))
-    if not found:
-        known = sorted(p.name.removeprefix("run_id=") for p in raw.glob("run_date=*/run_id=*"))
-        hint = f"; runs in the lake: {', '.join(known[-10:])}" if known else "; the lake has no runs"
-        raise ReportError(f"no run {run_id} under {raw}{hint}")
-    return found[-1].parent.name.removeprefix("run_date="), found[-1]
+    """The run's date and raw folder (bench_tasks.runs names the newest runs when it is not in the lake)."""
+    root = lake_path(lake_root)
+    try:
+        run_date = find_run_date(root, run_id)
+    except RunNotFound as exc:
+        raise ReportError(str(exc)) from None
+    return run_date, root / "raw" / f"run_date={run_date}" / f"run_id={run_id}"
 
 
 def load_run(lake_root: str | Path | LakePath, run_id: str) -> RunData:
