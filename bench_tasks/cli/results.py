@@ -60,7 +60,7 @@ def analyze(
     exits 1 naming the failed expectations."""
     run_id = resolve_run_id(lake, run_id, latest)
     folder = _analyze(lake, run_id, master, measure_tolerance, allowed_loss_ratio)
-    out.print(f"published {run_id}: {folder}")
+    out.print(f"published {run_id}: {folder}", soft_wrap=True)
 
 
 @app.command()
@@ -87,7 +87,7 @@ def report(
         )
     else:
         path = build_run_report(lake, resolve_run_id(lake, run_id, latest), out_file)
-    out.print(f"report: {path}  ({path.stat().st_size / 1024:.0f} KiB)")  # an S3 object: its uri
+    out.print(f"report: {path}  ({path.stat().st_size / 1024:.0f} KiB)", soft_wrap=True)  # an S3 object: its uri
 
 
 @app.command()
@@ -172,10 +172,10 @@ def analyze_and_report(lake: str, run_id: str, console: Console) -> bool:
     console.rule("analysis")
     published = True
     try:
-        console.print(f"published {run_id}: {_analyze(lake, run_id, None, 0.01, 0.0)}")
+        console.print(f"published {run_id}: {_analyze(lake, run_id, None, 0.01, 0.0)}", soft_wrap=True)
     except SixninesError as exc:
         err.print(f"[red]analysis:[/] {escape(str(exc))}")
         published = False
     path = build_run_report(lake, run_id)
-    console.print(f"report: {path}")
+    console.print(f"report: {path}", soft_wrap=True)
     return published

@@ -62,13 +62,17 @@ def test_run_json_and_only(tmp_path: Path) -> None:
     assert Path(cell["path"], "sent-p0.parquet").exists()
 
 
-def test_run_table_output(tmp_path: Path) -> None:
+def test_run_table_output_then_report(tmp_path: Path) -> None:
     matrix = tmp_path / "tiny.yaml"
     matrix.write_text(TINY_MATRIX.replace("[core, jetstream]", "[core]"))
-    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"))
+    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"), "--report")
     assert done.returncode == 0, done.stderr
-    for text in ("e2e resp", "e2e svc", "send lag", "p99.9999", "unsup.", "lost 0"):
+    for text in ("e2e resp", "e2e svc", "send lag", "p99.9999", "unsup.", "lost 0", "published "):
         assert text in done.stdout
+    report = Path(done.stdout.split("report: ")[-1].split()[0])  # `run --report` ends with the report's path
+    assert report.name == "report.html" and "<html" in report.read_text()[:200].lower()
+    listed = sixnines("runs", "--lake", str(tmp_path / "lake"))
+    assert str(report) in listed.stdout and " tiny " in listed.stdout
 
 
 def test_unknown_cell_is_a_clear_error(tmp_path: Path) -> None:
