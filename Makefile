@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint venv tools clean airflow-init airflow airflow-stop
+.PHONY: bench test test-fast lint lock venv tools clean airflow-init airflow airflow-stop
 
 # Airflow with its embedded defaults kept inside the clone (tools/airflow: .airflow/ home with SQLite, this
 # checkout's DAGs and plugins, lake/, the venv first on PATH).
@@ -20,12 +20,24 @@ tools:
 	@command -v chromium >/dev/null || \
 		{ echo "installing chromium (apt)"; apt-get update -qq && apt-get install -y -qq chromium; }
 
-# Re-install only when the project's declared dependencies change.
-$(STAMP): pyproject.toml
+# Every Python dependency is pinned in one lock for Python 3.11 (constraints-3.11.txt, Airflow's style of
+# constraints file, resolved by uv from pyproject.toml with every extra): a fresh clone installs exactly those
+# versions. Re-install only when the lock or the project's declared dependencies change.
+LOCK := constraints-3.11.txt
+PIP_VERSION := 26.3
+UV_VERSION := 0.13.8
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip uv==0.13.8
-	$(BIN)/uv pip install --python $(BIN)/python --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet pip==$(PIP_VERSION) uv==$(UV_VERSION)
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -r $(LOCK)
+	$(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps -e .
 	touch $(STAMP)
+
+# Refresh the lock: re-resolve pyproject.toml's dependencies with the newest releases they allow, then run
+# `make test` and commit constraints-3.11.txt with the change that needed it.
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --all-extras --universal --python-version 3.11 --upgrade --quiet \
+		--custom-compile-command "make lock" -o $(LOCK)
 
 # Idempotent: migrate (or create) the metadata DB and the one-slot pool every benchmark task runs in; again
 # only when the installed packages change (~25 s saved per `make bench`).
