@@ -40,8 +40,13 @@ def no_orphans() -> Iterator[None]:
             continue
         try:
             proc.wait(timeout=5)  # a worker that is just exiting gets a moment
+            continue
         except psutil.TimeoutExpired:
-            left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
+            pass
         except psutil.NoSuchProcess:
+            continue
+        try:
+            left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
+        except psutil.NoSuchProcess:  # gone, or a zombie not yet reaped (its parent, if left too, is listed)
             pass
     assert not left, f"processes left behind: {left}"

@@ -1,4 +1,4 @@
-"""The README's Celery-on-one-machine block says what the executor test (tests/airflow_celery.py) really runs:
+"""docs/airflow.md's Celery-on-one-machine block says what the executor test (tests/airflow_celery.py) really runs:
 the same settings, the same worker per queue and host name, `dags test --use-executor`."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _block() -> list[str]:
-    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", (REPO / "README.md").read_text(), re.S) if "Celery" in b]
+    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", (REPO / "docs" / "airflow.md").read_text(), re.S) if "Celery" in b]
     return block.splitlines()
 
 

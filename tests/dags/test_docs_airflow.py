@@ -1,4 +1,4 @@
-"""The README's Airflow commands name DAGs that exist and conf their params accept (running them is the
+"""docs/airflow.md's Airflow commands name DAGs that exist and conf their params accept (running them is the
 integration tests' job: a backfill needs the scheduler)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = [
     shlex.split(line)
-    for block in re.findall(r"```sh\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    for block in re.findall(r"```sh\n(.*?)```", (REPO / "docs" / "airflow.md").read_text(), flags=re.S)
     for line in block.splitlines()
     if line.startswith("tools/airflow ")
 ]
