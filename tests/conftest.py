@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from multiprocessing import resource_tracker
@@ -45,8 +46,6 @@ def no_orphans() -> Iterator[None]:
             pass
         except psutil.NoSuchProcess:
             continue
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):  # gone, or a zombie its (listed) parent has not reaped
             left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
-        except psutil.NoSuchProcess:  # gone, or a zombie not yet reaped (its parent, if left too, is listed)
-            pass
     assert not left, f"processes left behind: {left}"

@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _block() -> list[str]:
-    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", (REPO / "docs" / "airflow.md").read_text(), re.S) if "Celery" in b]
+    text = (REPO / "docs" / "airflow.md").read_text()
+    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if "Celery" in b]
     return block.splitlines()
 
 

@@ -218,15 +218,16 @@ def test_what_real_hosts_cannot_do_is_refused_when_the_cell_starts() -> None:
 
 
 def test_documented_hosts_example_is_the_shipped_matrix() -> None:
-    """docs/hosts-and-network.md's abridged matrices/netns_hosts.yaml says what the file says, and completed by the file's
-    other keys it is a valid matrix."""
+    """docs/hosts-and-network.md's abridged matrices/netns_hosts.yaml says what the file says, and completed by
+    the file's other keys it is a valid matrix."""
     import re
     from pathlib import Path
 
     import yaml
 
     repo = Path(__file__).resolve().parents[2]
-    (block,) = re.findall(r"```yaml\n(# matrices/netns_hosts\.yaml.*?)```", (repo / "docs" / "hosts-and-network.md").read_text(), re.S)
+    text = (repo / "docs" / "hosts-and-network.md").read_text()
+    (block,) = re.findall(r"```yaml\n(# matrices/netns_hosts\.yaml.*?)```", text, re.S)
     shown = yaml.safe_load(block)
     shipped = yaml.safe_load((repo / "matrices/netns_hosts.yaml").read_text())
     assert shown["hosts"] == shipped["hosts"]
