@@ -488,7 +488,8 @@ def test_cli_error_text_is_not_parsed_as_markup(tmp_path: Path) -> None:
 def test_cli_cells_quick_matrix_lists_five_cells() -> None:
     result = run_cli("cells", "matrices/quick.yaml")
     assert result.returncode == 0, result.stderr
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    header, _columns, *lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert header.startswith("matrix quick: 5 cell(s)")
     assert len(lines) == 5
     for line in lines:
         cell_id, series, label = line.split(maxsplit=2)
