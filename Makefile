@@ -14,11 +14,14 @@ venv: $(STAMP) tools
 
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
+# apt's own output goes to .cache/apt.log (shown only when an install fails).
+APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
+APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
 tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || \
-		{ echo "installing java and maven (apt)"; apt-get update -qq && apt-get install -y -qq default-jre-headless maven; }
+		{ echo "installing java and maven (apt)"; $(APT_INSTALL) default-jre-headless maven $(APT_DONE); }
 	@command -v chromium >/dev/null || \
-		{ echo "installing chromium (apt)"; apt-get update -qq && apt-get install -y -qq chromium; }
+		{ echo "installing chromium (apt)"; $(APT_INSTALL) chromium $(APT_DONE); }
 
 # Every Python dependency is pinned in one lock for Python 3.11 (constraints-3.11.txt, Airflow's style of
 # constraints file, resolved by uv from pyproject.toml with every extra): a fresh clone installs exactly those
@@ -80,6 +83,11 @@ airflow-stop:
 test: $(STAMP) tools
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra
+
+# The inner loop: unit tests, DAG integrity and matrix validation, no brokers (under 2 minutes).
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/unit tests/dags
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
