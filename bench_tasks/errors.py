@@ -44,3 +44,16 @@ class CellError(SixninesError):
 
 class NetworkError(SixninesError):
     """Network namespaces, links or bandwidth caps for load-generator hosts could not be set up or removed."""
+
+
+class InteropError(SixninesError):
+    """A file of another tool (an OpenMessaging Benchmark workload or driver) cannot be imported, or a run
+    cannot be exported as asked. Exit code 2: the input is wrong. Each problem names the file and the field."""
+
+    exit_code = 2
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"{source}:\n{lines}" if len(problems) > 1 else f"{source}: {problems[0]}")
