@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from .cli_interop import export_app, import_app
 from .errors import BrokerError, SixninesError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -24,6 +25,8 @@ brokers_app = typer.Typer(no_args_is_help=True, help="Start, stop and inspect br
 app.add_typer(brokers_app, name="brokers")
 cell_app = typer.Typer(no_args_is_help=True, help="One cell's detached steps (what Airflow's tasks start).")
 app.add_typer(cell_app, name="cell")
+app.add_typer(import_app, name="import")
+app.add_typer(export_app, name="export")
 
 # Off a terminal (CI, logs, pipes) rich would wrap at 80 columns; the percentile table needs ~100.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)

@@ -6,6 +6,6 @@ as CSV/Parquet (table_files); export writes them (the only module here that does
 docs/interop.md describes the formats and the field mapping.
 """
 
-from .omb_workload import ImportOptions, Imported, import_omb, matrix_yaml
+from .omb_workload import Imported, ImportOptions, import_omb, matrix_yaml
 
 __all__ = ["ImportOptions", "Imported", "import_omb", "matrix_yaml"]
