@@ -55,9 +55,8 @@ def write_tables(folder: LakePath, tables: Mapping[str, pa.Table]) -> None:
         write_bytes(folder / f"{name}.parquet", parquet_bytes(table))
 
 
-def report_uri(lake_root: str | Path | LakePath, run_id: str) -> str | None:
-    """Where run RUN_ID's report is (a local path or an s3:// URI), or None when none was built: what
-    `sixnines runs` lists and what the Airflow UI links to."""
+def find_report(lake_root: str | Path | LakePath, run_id: str) -> LakePath | None:
+    """Run RUN_ID's report in the lake (a local path or an S3 object), or None when none was built."""
     from .data import find_run
 
     try:
@@ -65,7 +64,13 @@ def report_uri(lake_root: str | Path | LakePath, run_id: str) -> str | None:
     except ReportError:
         return None
     path = run_report_path(lake_root, run_date, run_id)
-    return str(path) if path.exists() else None
+    return path if path.exists() else None
+
+
+def report_uri(lake_root: str | Path | LakePath, run_id: str) -> str | None:
+    """Where run RUN_ID's report is, as text (a path or an s3:// URI), or None: what `sixnines runs` lists."""
+    path = find_report(lake_root, run_id)
+    return None if path is None else str(path)
 
 
 def build_compare_report(lake_root: str | Path | LakePath, run_a: str, run_b: str, out: Path | None = None) -> LakePath:

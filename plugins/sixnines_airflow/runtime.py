@@ -8,7 +8,6 @@ its cells instead of adding a second copy.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,11 @@ def lake_root() -> LakePath:
 def run_info(context: Any) -> RunInfo:
     """The lake's run identity: the logical date (a manual run without one: when it was due) and
     `<dag_id>__<dag run id>` with unsafe path characters replaced."""
+    from .report_view import lake_run_id
+
     run = context["dag_run"]
     when = run.logical_date or run.run_after
-    return RunInfo(run_id=f"{run.dag_id}__{re.sub(r'[^A-Za-z0-9_.-]', '_', run.run_id)}", run_date=f"{when:%Y-%m-%d}")
+    return RunInfo(run_id=lake_run_id(run.dag_id, run.run_id), run_date=f"{when:%Y-%m-%d}")
 
 
 def run_dir(context: Any) -> Path:

@@ -85,7 +85,9 @@ def test_palette_png_keeps_the_picture() -> None:
 
 
 def test_styles_become_classes_with_one_rule_each() -> None:
-    svg = '<svg width="1pt"><path style="fill: red"/><path style="fill: red"/><text style="font-size: 9px">a</text></svg>'
+    svg = (
+        '<svg width="1pt"><path style="fill: red"/><path style="fill: red"/><text style="font-size: 9px">a</text></svg>'
+    )
     out = styles_to_classes(svg)
     assert "style=" not in out.replace("<style>", "")
     classes = re.findall(r'class="(k[0-9a-f]{8})"', out)
