@@ -30,9 +30,10 @@ def table_files(folder: str, name: str) -> dict[str, str]:
 
 
 def constant_columns(table: pa.Table) -> dict[str, Any]:
-    """Columns with one value in every row (and at least one row), in schema order."""
+    """Columns with one value in every row, in schema order (none for a table of fewer than two rows: its one
+    row is shown whole)."""
     out: dict[str, Any] = {}
-    if table.num_rows == 0:
+    if table.num_rows < 2:
         return out
     for name in table.column_names:
         if pa.types.is_nested(table.schema.field(name).type):
