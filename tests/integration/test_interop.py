@@ -19,6 +19,8 @@ from bench_tasks.lake import Lake, RunInfo
 from bench_tasks.matrix import load_matrix
 from bench_tasks.runner import run_cell, select_cells
 
+from .helpers import make_cell
+
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
 # Written from OMB's documented Workload fields, in the shape of its 1-topic workloads.
@@ -148,3 +150,75 @@ def test_cli_refuses_what_it_cannot_import_naming_file_and_field(tmp_path: Path)
     assert missing.returncode == 2 and "no run no-such-run" in missing.stderr
     both = sixnines("export", "hgrm", "r1", "--latest", "--lake", str(tmp_path / "lake"))
     assert both.returncode == 2 and "not both" in both.stderr
+
+
+# OMB's TestResult, declared here from its documented format (field names and Java types) so Jackson — the
+# library OMB reads results with, default settings: unknown fields are an error — reads our files as OMB would.
+TEST_RESULT_JAVA = """
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.File;
+import java.util.*;
+
+public class ReadResult {
+    public static class TestResult {
+        public String workload; public String driver; public long messageSize; public int topics;
+        public int partitions; public int producersPerTopic; public int consumersPerTopic;
+        public List<Double> publishRate, publishErrorRate, consumeRate; public List<Long> backlog;
+        public List<Double> publishLatencyAvg, publishLatency50pct, publishLatency75pct, publishLatency95pct,
+            publishLatency99pct, publishLatency999pct, publishLatency9999pct, publishLatencyMax;
+        public List<Double> publishDelayLatencyAvg;
+        public List<Long> publishDelayLatency50pct, publishDelayLatency75pct, publishDelayLatency95pct,
+            publishDelayLatency99pct, publishDelayLatency999pct, publishDelayLatency9999pct, publishDelayLatencyMax;
+        public double aggregatedPublishLatencyAvg, aggregatedPublishLatency50pct, aggregatedPublishLatency75pct,
+            aggregatedPublishLatency95pct, aggregatedPublishLatency99pct, aggregatedPublishLatency999pct,
+            aggregatedPublishLatency9999pct, aggregatedPublishLatencyMax;
+        public double aggregatedPublishDelayLatencyAvg;
+        public long aggregatedPublishDelayLatency50pct, aggregatedPublishDelayLatency75pct,
+            aggregatedPublishDelayLatency95pct, aggregatedPublishDelayLatency99pct, aggregatedPublishDelayLatency999pct,
+            aggregatedPublishDelayLatency9999pct, aggregatedPublishDelayLatencyMax;
+        public Map<Double, Double> aggregatedPublishLatencyQuantiles;
+        public Map<Double, Long> aggregatedPublishDelayLatencyQuantiles;
+        public List<Double> endToEndLatencyAvg, endToEndLatency50pct, endToEndLatency75pct, endToEndLatency95pct,
+            endToEndLatency99pct, endToEndLatency999pct, endToEndLatency9999pct, endToEndLatencyMax;
+        public Map<Double, Double> aggregatedEndToEndLatencyQuantiles;
+        public double aggregatedEndToEndLatencyAvg, aggregatedEndToEndLatency50pct, aggregatedEndToEndLatency75pct,
+            aggregatedEndToEndLatency95pct, aggregatedEndToEndLatency99pct, aggregatedEndToEndLatency999pct,
+            aggregatedEndToEndLatency9999pct, aggregatedEndToEndLatencyMax;
+    }
+
+    public static void main(String[] args) throws Exception {
+        TestResult r = new ObjectMapper().readValue(new File(args[0]), TestResult.class);
+        System.out.println(r.workload + "|" + r.aggregatedEndToEndLatency50pct + "|" + r.aggregatedEndToEndLatencyMax
+            + "|" + r.aggregatedEndToEndLatencyQuantiles.get(100.0) + "|" + r.backlog + "|" + r.publishRate.size());
+    }
+}
+"""
+
+
+def test_omb_java_reader_reads_the_export(tmp_path: Path, console: Console) -> None:
+    """An exported result of a real cell read by Jackson into OMB's TestResult (Jackson from the Kafka release
+    the harness runs, fetched from Maven Central)."""
+    from bench_tasks.brokers.kafka import kafka_classpath
+    from bench_tasks.systems import resolve_version
+
+    cell = make_cell("e2e", broker={"mode": "jetstream"}, rate_per_s=300, measure_s=1)
+    lake, run = Lake(tmp_path / "lake"), RunInfo.new()
+    assert run_cell(cell, lake, run, console).status == "ok"
+    assert (
+        sixnines("export", "omb", run.run_id, "--lake", str(lake.root), "--out", str(tmp_path / "omb")).returncode == 0
+    )
+    exported = json.loads((tmp_path / "omb" / f"{cell.id}.json").read_text())
+
+    (tmp_path / "ReadResult.java").write_text(TEST_RESULT_JAVA)
+    classpath = f"{kafka_classpath(resolve_version('kafka', 'latest'))}/*"
+    subprocess.run(["javac", "-cp", classpath, "ReadResult.java"], cwd=tmp_path, check=True, timeout=120)
+    done = subprocess.run(
+        ["java", "-cp", f"{classpath}:{tmp_path}", "ReadResult", str(tmp_path / "omb" / f"{cell.id}.json")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    workload, p50, top, q100, backlog, intervals = done.stdout.strip().split("|")
+    assert workload == exported["workload"]
+    assert float(p50) == exported["aggregatedEndToEndLatency50pct"]
+    assert float(top) == float(q100) == exported["aggregatedEndToEndLatencyMax"]
+    assert backlog == "[" + ", ".join(map(str, exported["backlog"])) + "]" and intervals == "1"  # Java's List
