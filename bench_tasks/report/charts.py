@@ -18,7 +18,7 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from .labels import spread
+from .labels import spread, stack_rows
 from .spectrum import Spectrum, axis_ticks, tail_x
 from .svg_compact import compact_svg
 
@@ -163,6 +163,13 @@ def scatter_chart(
 ) -> str:
     """Every sample's latency against its intended send time (seed 001's view): phases shaded, faults and
     leader changes as labelled vertical lines. The dots are rasterized; axes, labels and lines stay vector."""
+    return to_svg(scatter_figure(title, layers, phases_s, markers))
+
+
+def scatter_figure(
+    title: str, layers: Sequence[Points], phases_s: Sequence[tuple[str, float, float]], markers: Sequence[Marker]
+) -> Figure:
+    """The scatter chart as a figure (tests measure where its labels landed)."""
     fig = Figure(figsize=(9, 4.2))
     ax = fig.add_subplot()
     for name, start, end in phases_s:
@@ -190,11 +197,12 @@ def scatter_chart(
         ax.axvline(m.at_s, color=m.color, lw=1.2, ls="--", gid=f"marker-{i}")
         if m.end_s is not None:
             ax.axvspan(m.at_s, m.end_s, color=m.color, alpha=0.12)
+    for m, row in zip(markers, _marker_rows(fig, ax, markers), strict=True):
         ax.annotate(
             m.label,
-            (m.at_s, 0.97 - 0.07 * (i % 4)),
+            (m.at_s, 0.97 - MARKER_ROW * row),
             xycoords=("data", "axes fraction"),
-            fontsize=7.5,
+            fontsize=MARKER_FONT_PT,
             color=m.color,
             ha="left",
             va="top",
@@ -212,7 +220,22 @@ def scatter_chart(
         for handle, layer in zip(legend.legend_handles, layers, strict=True):
             if handle is not None:
                 handle.set_gid(layer.gid)
-    return to_svg(fig)
+    return fig
+
+
+MARKER_ROW = 0.07  # axes fraction per row of marker labels
+MARKER_FONT_PT = 7.5
+
+
+def _marker_rows(fig: Figure, ax: Axes, markers: Sequence[Marker]) -> list[int]:
+    """Rows for the marker labels so that none runs into another: each label's extent along the time axis is
+    estimated from its length (DejaVu Sans averages under 0.62 em per character)."""
+    ax.get_xlim()  # settle the autoscaled limits
+    x0, x1 = ax.get_xlim()
+    width_pt = ax.get_position().width * fig.get_figwidth() * 72
+    per_pt = (x1 - x0) / width_pt
+    spans = [(m.at_s, m.at_s + (3 + 0.62 * MARKER_FONT_PT * len(m.label)) * per_pt) for m in markers]
+    return stack_rows(spans, pad=2 * per_pt)
 
 
 def histogram_chart(title: str, layers: Sequence[Points], buckets_per_decade: int = 20) -> str:

@@ -1,8 +1,10 @@
-"""Placing chart labels so they never overlap: one-dimensional spreading along an axis.
+"""Placing chart labels so they never overlap.
 
-Each label wants to sit at a position (its point's height, as a fraction of the axes); labels closer than
-`gap` are pushed apart — as little as possible, keeping their order — and the whole column is kept inside
-[low, high]. The chart then draws each label at its spread position with a leader line to its point. Pure.
+`spread`: each label wants to sit at a position (its point's height, as a fraction of the axes); labels
+closer than `gap` are pushed apart — as little as possible, keeping their order — and the whole column is kept
+inside [low, high]. The chart draws each label there with a leader line to its point.
+`stack_rows`: labels along a time axis (faults, leader changes) each start at their event; a label goes to
+the first row where it does not run into the one before it. Pure.
 """
 
 from __future__ import annotations
@@ -27,3 +29,18 @@ def spread(wanted: Sequence[float], gap: float, low: float = 0.0, high: float = 
     for k, i in enumerate(order):
         out[i] = placed[k]
     return out
+
+
+def stack_rows(spans: Sequence[tuple[float, float]], pad: float = 0.0) -> list[int]:
+    """A row for each (start, end) span such that spans in one row do not overlap (first fit, by start)."""
+    row_ends: list[float] = []
+    rows = [0] * len(spans)
+    for i in sorted(range(len(spans)), key=lambda i: spans[i][0]):
+        start, end = spans[i]
+        row = next((r for r, last in enumerate(row_ends) if last + pad <= start), len(row_ends))
+        if row == len(row_ends):
+            row_ends.append(end)
+        else:
+            row_ends[row] = end
+        rows[i] = row
+    return rows

@@ -20,7 +20,7 @@ from bench_tasks.report import page
 from bench_tasks.report.build import tables_folder_name, write_tables
 from bench_tasks.report.charts import CYCLE, Curve, spectrum_chart, spectrum_figure
 from bench_tasks.report.data import GATE_PASSED, RunData
-from bench_tasks.report.labels import spread
+from bench_tasks.report.labels import spread, stack_rows
 from bench_tasks.report.spectrum import spectrum
 from bench_tasks.report.svg_compact import compact_svg, palette_png, styles_to_classes
 from bench_tasks.report.tables_view import HEAD_ROWS, constant_columns, pipeline_section, value_text
@@ -165,3 +165,28 @@ def test_svg_images_are_palette_pngs() -> None:
     svg = scatter_chart("t", [layer], [("measure", 0, 10)], [])
     (data,) = re.findall(r'xlink:href="data:image/png;base64,([^"]+)"', svg)
     assert Image.open(io.BytesIO(base64.b64decode(data))).mode == "P"
+
+
+def test_stack_rows_first_fit() -> None:
+    assert stack_rows([(0, 2), (1, 3), (2.5, 4), (5, 6)]) == [0, 1, 0, 0]
+    assert stack_rows([(1, 3), (0, 2)]) == [1, 0]  # by start, whatever the input order
+    assert stack_rows([]) == []
+
+
+def test_fault_and_leader_labels_never_overlap() -> None:
+    """Nine events within two seconds (a leader-election storm): the old four fixed heights put the first and
+    the fifth label on top of each other."""
+    from bench_tasks.report.charts import Marker, Points, scatter_figure
+
+    rng = np.random.default_rng(4)
+    at = np.sort(rng.uniform(0, 20, 4000))
+    layer = Points("response time", "scatter-x", at, rng.lognormal(14, 1, 4000).astype(np.int64), CYCLE[0])
+    markers = [Marker(8 + 0.25 * i, f"leader p{i}: 1 → {2 + i % 2}", CYCLE[1]) for i in range(9)]
+    fig = scatter_figure("t", [layer], [("warmup", 0, 5), ("measure", 5, 18), ("cooldown", 18, 20)], markers)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    labels = [t for t in fig.axes[0].texts if t.get_text().startswith("leader")]
+    assert len(labels) == 9
+    boxes = [Text.get_window_extent(t, renderer) for t in labels]
+    for a, b in itertools.combinations(boxes, 2):
+        assert not _overlap(a, b)
