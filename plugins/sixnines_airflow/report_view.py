@@ -15,23 +15,10 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-URL_PREFIX = "/sixnines"
-# `href` is relative (no leading slash) so it works behind a proxy; the UI fills in the run's ids. The trailing
-# slash makes the report's relative links (report-tables/…) resolve under the run's own route.
-EXTERNAL_VIEW = {
-    "name": "sixnines report",
-    "href": "sixnines/reports/{DAG_ID}/{RUN_ID}/",
-    "destination": "dag_run",
-    "url_route": "sixnines-report",
-    "category": "sixnines",
-}
+from .report_links import lake_run_id
+
 _TABLE_FILE = re.compile(r"^[a-z0-9_]+\.(csv|parquet)$")
 _MEDIA = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
-
-
-def lake_run_id(dag_id: str, dag_run_id: str) -> str:
-    """The lake's id of a DAG run's sweep: `<dag_id>__<dag run id>` with unsafe path characters replaced."""
-    return f"{dag_id}__{re.sub(r'[^A-Za-z0-9_.-]', '_', dag_run_id)}"
 
 
 def _access() -> Any:

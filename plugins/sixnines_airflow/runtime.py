@@ -16,6 +16,8 @@ from bench_tasks.lifecycle import CellWork
 from bench_tasks.paths import cache_dir
 from bench_tasks.storage import LakePath, lake_path
 
+from .report_links import lake_run_id
+
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = REPO / "matrices"
 POOL = "sixnines_bench"
@@ -31,8 +33,6 @@ def lake_root() -> LakePath:
 def run_info(context: Any) -> RunInfo:
     """The lake's run identity: the logical date (a manual run without one: when it was due) and
     `<dag_id>__<dag run id>` with unsafe path characters replaced."""
-    from .report_view import lake_run_id
-
     run = context["dag_run"]
     when = run.logical_date or run.run_after
     return RunInfo(run_id=lake_run_id(run.dag_id, run.run_id), run_date=f"{when:%Y-%m-%d}")

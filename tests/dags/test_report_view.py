@@ -32,7 +32,8 @@ def test_airflow_loads_the_plugin_with_its_view_and_app() -> None:
 @pytest.fixture
 def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[TestClient, list[str], Path]:
     """A lake with one run's raw folder and report, and the app reading it."""
-    from sixnines_airflow.report_view import lake_run_id, report_app
+    from sixnines_airflow.report_links import lake_run_id
+    from sixnines_airflow.report_view import report_app
 
     run = RunInfo(lake_run_id("sixnines_quick", "manual__2026-11-23T10:00:00+00:00"), "2026-11-23")
     (tmp_path / "raw" / f"run_date={run.run_date}" / f"run_id={run.run_id}").mkdir(parents=True)
