@@ -55,5 +55,6 @@ class InteropError(SixninesError):
     def __init__(self, source: str, problems: list[str]):
         self.source = source
         self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"{source}:\n{lines}" if len(problems) > 1 else f"{source}: {problems[0]}")
+        lines = [p if p.startswith(f"{source}:") else f"{source}: {p}" for p in problems]
+        listed = "\n".join(f"  - {line}" for line in lines)
+        super().__init__(lines[0] if len(lines) == 1 else f"{source}: {len(lines)} problems\n{listed}")
