@@ -49,6 +49,7 @@ class CellReport:
             "faults": self.faults,
             "background": self.background,
             "spec": self.cell.spec.model_dump(mode="json"),
+            **({"origin": self.cell.origin} if self.cell.origin else {}),
             **(self.analysis.to_dict() if self.analysis else {}),
         }
 

@@ -169,6 +169,7 @@ def prepare_cell(cell: Cell, versions: Mapping[str, str] | None = None, phase_sc
         spec=validated,
         repeat=cell.repeat,
         repeats=cell.repeats,
+        origin=cell.origin,
     )
 
 

@@ -351,6 +351,9 @@ class MatrixFile(StrictModel):
     )
     hosts: dict[str, Host] = Field(default_factory=dict, description="load-generator and broker hosts by name")
     network: dict[str, Any] | None = Field(None, description="bandwidth cap on network-namespace links (tc tbf)")
+    origin: dict[str, Any] | None = Field(
+        None, description="where the matrix came from (an import's field-by-field mapping); kept with each cell"
+    )
 
     @field_validator("hosts")
     @classmethod
@@ -374,6 +377,7 @@ class Cell(StrictModel):
     spec: AnyCell
     repeat: int = Field(1, ge=1)
     repeats: int = Field(1, ge=1)
+    origin: dict[str, Any] | None = None  # the matrix's `origin:`; not part of the spec, so never of the id
 
     @property
     def instance(self) -> str:
@@ -617,6 +621,7 @@ def _expand_block(file: MatrixFile, block: SystemBlock, where: str) -> tuple[lis
                 matrix=file.name,
                 spec=validated,
                 repeats=_repeats_for(file.repeats, chosen),
+                origin=file.origin,
             )
         )
     return problems, cells

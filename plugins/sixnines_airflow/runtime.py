@@ -8,7 +8,6 @@ its cells instead of adding a second copy.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,8 @@ from bench_tasks.lake import RunInfo
 from bench_tasks.lifecycle import CellWork
 from bench_tasks.paths import cache_dir
 from bench_tasks.storage import LakePath, lake_path
+
+from .report_links import lake_run_id
 
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = REPO / "matrices"
@@ -34,7 +35,7 @@ def run_info(context: Any) -> RunInfo:
     `<dag_id>__<dag run id>` with unsafe path characters replaced."""
     run = context["dag_run"]
     when = run.logical_date or run.run_after
-    return RunInfo(run_id=f"{run.dag_id}__{re.sub(r'[^A-Za-z0-9_.-]', '_', run.run_id)}", run_date=f"{when:%Y-%m-%d}")
+    return RunInfo(run_id=lake_run_id(run.dag_id, run.run_id), run_date=f"{when:%Y-%m-%d}")
 
 
 def run_dir(context: Any) -> Path:
