@@ -22,8 +22,8 @@ from rich.console import Console
 
 from bench_tasks.cell_runner import Fault
 from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.matrix import parse_matrix
 from bench_tasks.runner import run_cell, select_cells
+from bench_tasks.spec.matrix import parse_matrix
 
 
 def main() -> None:

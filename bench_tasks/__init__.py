@@ -17,10 +17,10 @@ from .lifecycle import (
     start_generator,
     teardown_step,
 )
-from .matrix import Cell, Matrix, load_matrix, parse_matrix
 from .percentiles import PERCENTILES, LatencySummary, is_supported, required_samples, summarize
 from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, read_schema_version
 from .runner import CellReport, run_cell, run_matrix
+from .spec.matrix import Cell, Matrix, load_matrix, parse_matrix
 from .watch import watch_phase
 
 __all__ = [

@@ -16,8 +16,9 @@ from rich.console import Console
 
 from .cell_runner import Fault
 from .lake import Lake, RunInfo
-from .matrix import parse_matrix
 from .runner import CellReport, run_cell, select_cells
+from .spec.matrix import parse_matrix
+from .systems import system
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def calibration_matrix(spec: CalibrationSpec) -> dict:
         "request_timeout_s": max(10.0, 3 * spec.stall_s),
         "drain_timeout_s": max(5.0, 2 * spec.stall_s),
     }
-    broker = {"mode": "core"} if spec.system == "nats" else {"brokers": 1}
+    broker = dict(system(spec.system).calibration_broker)
     return {
         "name": "calibration",
         "systems": [{"system": spec.system, "versions": [spec.version], "broker": broker}],

@@ -24,8 +24,8 @@ from .lake import write_json
 from .landing import describe
 from .lifecycle import CellWork, topology_of
 from .live import LiveMonitor
-from .matrix import Cell
 from .provision import attach, target_of
+from .spec.matrix import Cell
 
 STATUS_SCHEMA_VERSION = 1  # 1: first version
 

@@ -34,11 +34,11 @@ from .hosts import (
 )
 from .live import LiveMonitor
 from .loop import run_precise
-from .matrix import Cell
 from .netns import Topology, inside
 from .percentiles import summarize
 from .rendezvous import HostPart
 from .schedule import NS_PER_S, PhasePlan
+from .spec.matrix import Cell
 
 _START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
 _READY_TIMEOUT_S = 60.0

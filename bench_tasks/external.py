@@ -23,7 +23,8 @@ from .connections import ClientAccess, get_connection, kafka_access, nats_access
 from .drivers import Target, driver_for, final_route, routes
 from .errors import BrokerError
 from .loop import run_precise
-from .matrix import Cell, NatsCell
+from .spec.matrix import Cell
+from .systems.nats.settings import NatsCell
 
 _NAME_TAG_LEN = 8
 

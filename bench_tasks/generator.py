@@ -31,10 +31,10 @@ from .drivers import HOP2, MEASURED, background_route, background_spec, driver_f
 from .drivers.base import Driver
 from .errors import PayloadError
 from .loop import run_precise, tighten_timer_slack
-from .matrix import CELL_ADAPTER, CellSpec
 from .payload import PayloadFactory, decode_header, decode_relay_stamp, relay, stamp_relay_sent
 from .records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
 from .schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
+from .spec.matrix import CELL_ADAPTER, CellSpec
 
 REPORT_EVERY_S = 0.25
 _YIELD_EVERY = 32  # when behind schedule, still let the client's flusher run this often

@@ -42,10 +42,10 @@ from .cell_runner import HOSTS_TIMEOUT_S, CellRun, drive_cell
 from .errors import CellError
 from .hosts import load_hosts, queue_of
 from .landing import describe
-from .matrix import Cell
 from .paths import cache_dir
 from .provision import attach, target_of
 from .rendezvous import HostPart, Rendezvous
+from .spec.matrix import Cell
 from .storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
 
 CELL_FILE = "cell.json"

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import netns
 from .drivers import MEASURED
-from .matrix import Cell
-from .placement import domain_of, domain_routes
+from .spec.matrix import Cell
+from .spec.placement import domain_of, domain_routes
 
 if TYPE_CHECKING:
     from .rendezvous import HostPart

@@ -22,8 +22,9 @@ from .context import harness_context
 from .errors import SixninesError
 from .hdr import write_hlog
 from .lake import Lake, RunInfo, write_json
-from .matrix import Cell, NatsCell
 from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
+from .spec.matrix import Cell
+from .systems import system_of
 
 
 @dataclass
@@ -55,14 +56,12 @@ class CellReport:
 
 
 def acked_metric(cell: Cell) -> str | None:
-    """What an acknowledgement means in this cell: a JetStream PubAck or Kafka delivery report ('publish'),
-    an rtt reply, or nothing (core NATS publish)."""
+    """What an acknowledgement means in this cell: the broker's ack of a send ('publish'), an rtt reply, or
+    nothing (a broker that does not acknowledge sends, asked of the cell's system)."""
     spec = cell.spec
     if spec.measurement == "rtt":
         return "rtt"
-    if isinstance(spec, NatsCell) and spec.broker.mode == "core":
-        return None
-    return "publish"
+    return "publish" if system_of(spec).sends_acknowledged(spec.broker.model_dump()) else None
 
 
 def describe(cell: Cell, exc: BaseException) -> str:

@@ -47,10 +47,11 @@ from .hostparts import child_env, collect_parts, discard, publish_cell
 from .hosts import broker_site
 from .lake import Lake, RunInfo, write_json
 from .landing import CellReport, describe, keep_broker_logs, land_cell
-from .matrix import CELL_ADAPTER, Cell, cell_id, series_key
 from .netns import Topology, inside
 from .paths import cache_dir
 from .provision import DetachedBrokers, Provisioned, attach, detached_state, provision, reap_if_child
+from .spec.cell import cell_id, series_key
+from .spec.matrix import CELL_ADAPTER, Cell
 from .storage import lake_path
 from .systems import resolve_version
 

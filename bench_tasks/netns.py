@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import NetworkError
-from .placement import Host, Network
+from .spec.placement import Host, Network
 
 PREFIX = "sixnines"
 SUBNET = ipaddress.ip_network("10.99.0.0/24")

@@ -23,8 +23,10 @@ from typing import Any, Protocol
 
 from .brokers.cluster import NodeCluster
 from .drivers import Target
-from .matrix import Cell, KafkaCell, NatsCell
 from .netns import enter, inside
+from .spec.matrix import Cell
+from .systems.kafka.settings import KafkaCell
+from .systems.nats.settings import NatsCell
 
 
 class Provisioned(Protocol):

@@ -21,11 +21,12 @@ from .hostparts import discard, drive_hosts, publish_cell
 from .lake import Lake, RunInfo
 from .landing import CellReport, acked_metric, describe, land_cell
 from .lifecycle import provision_brokers, stop_brokers
-from .matrix import Cell, Matrix, cell_id, expand_repeats, series_key
 from .netns import Topology
 from .paths import cache_dir
 from .provision import Provisioned, detached_state, target_of
-from .systems import SETUP_ESTIMATE_S, resolve_version
+from .spec.cell import cell_id, series_key
+from .spec.matrix import Cell, Matrix, expand_repeats
+from .systems import resolve_version, system
 
 __all__ = [
     "CellReport",
@@ -56,7 +57,7 @@ def estimated_wall_s(cells: Sequence[Cell]) -> float:
     total = 0.0
     for cell in expand_repeats(list(cells)):
         w = cell.spec.workload
-        total += w.warmup_s + w.measure_s + w.cooldown_s + SETUP_ESTIMATE_S[cell.spec.system]
+        total += w.warmup_s + w.measure_s + w.cooldown_s + system(cell.spec.system).setup_estimate_s
     return total
 
 

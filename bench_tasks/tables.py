@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from .analysis import Accounting, CellAnalysis
-from .matrix import Cell
 from .percentiles import PERCENTILES, LatencySummary
 from .runner import CellReport
+from .spec.matrix import Cell
 
 BASIS_LABEL = {"intended": "resp", "sent": "svc"}
 UNSUPPORTED = "unsup."

@@ -19,9 +19,9 @@ from typing import Any
 from .errors import CellError
 from .lake import write_json
 from .lifecycle import PHASES, CellWork, generator_alive
-from .matrix import Cell
 from .provision import DetachedBrokers, attach
 from .schedule import NS_PER_S
+from .spec.matrix import Cell
 
 STALE_S = 15.0  # a running generator writes its status every second
 START_TIMEOUT_S = 120.0  # worker processes start and the topic/stream is created before t0

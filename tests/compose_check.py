@@ -582,7 +582,7 @@ class Route:
 
 def matrix_routes(root: Path = REPO) -> list[Route]:
     """The distinct external routes of every matrix under `root` (its cells, as the harness expands them)."""
-    from bench_tasks.matrix import load_matrix
+    from bench_tasks.spec.matrix import load_matrix
 
     seen: dict[tuple[Any, ...], Route] = {}
     for path in sorted((root / "matrices").glob("*.y*ml")):

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import BrokerError
 from ..paths import cache_dir
-from ..systems import NatsBroker
+from ..systems.nats.settings import NatsBroker
 from .process import BrokerProcess
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import BrokerError
-from ..systems import NatsBroker
+from ..systems.nats.settings import NatsBroker
 from .cluster import NodeCluster, free_ports, stop_nodes
 from .nats import render_config, server_binary
 from .process import BrokerProcess

@@ -50,7 +50,7 @@ def brokers_up(
     from pydantic import ValidationError
 
     from ..brokers.nats import NatsServer
-    from ..systems import NatsBroker
+    from ..systems.nats.settings import NatsBroker
 
     try:
         settings = {"mode": mode, "storage": storage, "sync_interval": sync_interval, "servers": servers}
@@ -178,27 +178,27 @@ def brokers_fetch(
     list_versions: Annotated[bool, typer.Option("--list", help="list the releases available")] = False,
 ) -> None:
     """Fetch a broker release into the cache (verified before use), or list the releases."""
-    from ..systems import SYSTEM_VERSIONS, resolve_version
+    from .. import systems as registry
 
     _known_system(system)
     if list_versions or version is None:
         if system == "kafka":
             from ..brokers.kafka import available_versions
 
-            supported = set(SYSTEM_VERSIONS["kafka"])
+            supported = set(registry.system("kafka").versions)
             for v in available_versions():
                 out.print(f"{v}{'  (supported)' if v in supported else ''}")
         else:
-            for v in SYSTEM_VERSIONS[system]:
+            for v in registry.system(system).versions:
                 out.print(v)
         return
-    version = resolve_version(system, version)
+    version = registry.resolve_version(system, version)
     if system == "kafka":
         from ..brokers.kafka import kafka_classpath
 
         out.print(str(kafka_classpath(version)))
         return
-    if version not in SYSTEM_VERSIONS[system]:
+    if version not in registry.system(system).versions:
         raise BrokerError(f"unknown {system} version {version!r}; see 'sixnines brokers fetch {system} --list'")
     from ..brokers.nats import server_binary
 

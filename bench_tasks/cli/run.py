@@ -21,8 +21,8 @@ def run(
     as_json: JsonOption = False,
 ) -> None:
     """Run every cell of MATRIX one at a time and print its percentile tables (exit 1 if any cell failed)."""
-    from ..matrix import load_matrix
     from ..runner import run_matrix
+    from ..spec.matrix import load_matrix
     from ..tables import print_report, report_json
 
     loaded = load_matrix(matrix)
@@ -54,8 +54,8 @@ def cells(matrix: MatrixArgument, as_json: JsonOption = False) -> None:
 
     Each line: cell id, series key (the id without the version), label. A bad file exits 2 with every
     problem found, each naming the field."""
-    from ..matrix import expand_repeats, load_matrix
     from ..runner import estimated_wall_s, resolve_cells
+    from ..spec.matrix import expand_repeats, load_matrix
 
     loaded = load_matrix(matrix)
     resolved = resolve_cells(loaded)
@@ -102,8 +102,9 @@ def calibrate(
     """The CTRL+Z test: freeze the broker mid-measure; corrected percentiles must show the stall."""
     from ..calibrate import CalibrationSpec
     from ..calibrate import calibrate as do_calibrate
+    from ..systems import system as system_named
 
-    measurement = measurement or ("e2e" if system == "kafka" else "rtt")
+    measurement = measurement or system_named(system).calibration_measurement
     spec = CalibrationSpec(
         system, version, measurement, rate, connections, message_size, warmup, measure, cooldown, stall
     )

@@ -21,7 +21,7 @@ from nats.js.client import JetStreamContext
 
 from ..brokers.nats_cluster import servers_of
 from ..errors import BrokerError
-from ..matrix import NatsCell
+from ..systems.nats.settings import NatsCell
 from .base import AckCallback, MessageCallback
 
 QUEUE_GROUP = "sixnines"

@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 
 from ..errors import InteropError, MatrixError
-from ..matrix import Matrix, parse_matrix
 from ..payload import HEADER_SIZE
+from ..spec.matrix import Matrix, parse_matrix
 from .kafka_props import Role, parse_properties, translate
 
 # The fields of OMB's Workload class, with the defaults its Java fields start with.

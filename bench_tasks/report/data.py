@@ -20,6 +20,7 @@ from ..lake import PUBLISHED_AREA, QUARANTINE_AREA, REGRESSIONS_AREA, CommittedC
 from ..records import RECEIVED_SCHEMA, SENT_SCHEMA
 from ..runs import RunNotFound, find_run_date
 from ..storage import LakePath, committed_folder, lake_path, read_parquet
+from ..systems import system_of
 from .pairing import CellKey, ReportError
 
 GATE_PASSED, GATE_FAILED, GATE_UNCHECKED = "passed", "failed", "not checked"
@@ -141,9 +142,7 @@ def acked_metric(result: dict[str, Any]) -> str | None:
     spec = result["spec"]
     if spec["measurement"] == "rtt":
         return "rtt"
-    if spec["system"] == "nats" and (spec.get("broker") or {}).get("mode") == "core":
-        return None
-    return "publish"
+    return "publish" if system_of(spec).sends_acknowledged(spec.get("broker") or {}) else None
 
 
 def read_parts(folder: LakePath, pattern: str, schema: pa.Schema) -> pa.Table:

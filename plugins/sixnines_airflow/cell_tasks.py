@@ -31,7 +31,7 @@ from bench_tasks.cell_runner import HOSTS_TIMEOUT_S
 from bench_tasks.hostparts import run_host
 from bench_tasks.lake import Lake
 from bench_tasks.lifecycle import HostBusy, land_step, prepare_cell, provision_step, start_generator, teardown_step
-from bench_tasks.matrix import Cell
+from bench_tasks.spec.matrix import Cell
 from bench_tasks.watch import watch_phase
 
 from .notifier import CellFailureNotifier

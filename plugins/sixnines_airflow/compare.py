@@ -15,14 +15,15 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, dag, get_current_context, task
 
-from bench_tasks.matrix import load_matrix
-from bench_tasks.systems import SYSTEM_VERSIONS
+from bench_tasks.spec.matrix import load_matrix
+from bench_tasks.systems import SYSTEMS
 
 from .cell_tasks import MAX_PHASE_SCALE
 from .runtime import POOL, lake_root, run_info
 from .sweep import DEFAULT_ARGS, START_DATE
 
 log = logging.getLogger("sixnines")
+DEFAULT_SYSTEM = next(iter(SYSTEMS))  # the first registered system, until the run's conf names another
 
 
 def build_compare_dag(matrices: Path) -> DAG:
@@ -39,9 +40,9 @@ def build_compare_dag(matrices: Path) -> DAG:
         default_args=DEFAULT_ARGS,
         doc_md=__doc__,
         params={
-            "system": Param("nats", enum=sorted(SYSTEM_VERSIONS), description="The system whose versions differ."),
+            "system": Param(DEFAULT_SYSTEM, enum=sorted(SYSTEMS), description="The system whose versions differ."),
             "versions": Param(
-                list(SYSTEM_VERSIONS["nats"][:2]),
+                list(SYSTEMS[DEFAULT_SYSTEM].versions[:2]),
                 type="array",
                 items={"type": "string"},
                 minItems=2,
@@ -66,7 +67,7 @@ def plan(matrices: str) -> list[str]:
     from bench_tasks.errors import MatrixError
 
     params = get_current_context()["params"]
-    known = SYSTEM_VERSIONS[params["system"]]
+    known = SYSTEMS[params["system"]].versions
     unknown = [v for v in params["versions"] if v != "latest" and v not in known]
     if unknown:
         raise MatrixError(
@@ -111,7 +112,7 @@ def compare(ran: list[list[dict[str, Any]]]) -> dict[str, Any]:
 
     context = get_current_context()
     params, run = context["params"], run_info(context)
-    versions = [v if v != "latest" else SYSTEM_VERSIONS[params["system"]][0] for v in params["versions"]]
+    versions = [v if v != "latest" else SYSTEMS[params["system"]].versions[0] for v in params["versions"]]
     lake = Lake(lake_root())
     path = lake.cells_path(run)
     rows = read_parquet(path).to_pylist() if path.exists() else []

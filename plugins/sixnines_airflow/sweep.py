@@ -21,14 +21,14 @@ from airflow.sdk import DAG, Asset, Param, TaskGroup, dag, get_current_context, 
 
 from bench_tasks.errors import MatrixError, SixninesError
 from bench_tasks.hosts import generator_queue, load_hosts, per_host, queue_of
-from bench_tasks.matrix import Cell, Matrix, expand_repeats, load_matrix
-from bench_tasks.systems import SYSTEM_VERSIONS
+from bench_tasks.spec.matrix import Cell, Matrix, expand_repeats, load_matrix
+from bench_tasks.systems import SYSTEMS, system_of
 
 from . import cell_tasks, tail
 from .runtime import POOL, clusters_for, lake_root, run_dir, run_info
 
 log = logging.getLogger("sixnines")
-APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", *SYSTEM_VERSIONS})
+APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", *SYSTEMS})
 START_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 DEFAULT_ARGS: dict[str, Any] = {"owner": "sixnines", "retries": 1, "retry_delay": dt.timedelta(seconds=30)}
 
@@ -69,7 +69,7 @@ def group_id(index: int, cell: Cell) -> str:
     """Stable at parse time (the cell id may change when `latest` or an override resolves): position in the
     matrix + shape, and `_rK` for repeat K of a repeated cell (every repeat of a cell shares its position)."""
     s = cell.spec
-    setup = s.broker.mode if s.system == "nats" else f"b{s.broker.brokers}"  # type: ignore[union-attr]
+    setup = system_of(s).group_tag(s)
     setup = f"ext_{setup}" if s.brokers == "external" else setup
     repeat = f"_r{cell.repeat}" if cell.repeats > 1 else ""
     return f"c{index:02d}_{s.system}_{setup}_{s.measurement}{repeat}"
@@ -147,7 +147,7 @@ def _params() -> dict[str, Param]:
             {},
             type="object",
             additionalProperties={"type": "string"},
-            propertyNames={"enum": sorted(SYSTEM_VERSIONS)},
+            propertyNames={"enum": sorted(SYSTEMS)},
             description='Override the version of a system in every cell, e.g. {"nats": "2.10.26"}.',
         ),
         "phase_scale": Param(

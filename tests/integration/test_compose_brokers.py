@@ -35,8 +35,8 @@ from rich.console import Console
 from bench_tasks.brokers.kafka import _LOG4J2_CONFIG, _admin, _java, _release, free_ports
 from bench_tasks.connections import kafka_access, parse_connection
 from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.matrix import Cell, parse_matrix
 from bench_tasks.runner import run_cell, select_cells
+from bench_tasks.spec.matrix import Cell, parse_matrix
 from tests import compose_check as cc
 
 pytestmark = pytest.mark.usefixtures("no_orphans")

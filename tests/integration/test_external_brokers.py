@@ -19,9 +19,10 @@ from bench_tasks.brokers.tls import make_tls
 from bench_tasks.errors import BrokerError
 from bench_tasks.lake import Lake, RunInfo
 from bench_tasks.lifecycle import PHASES, CellWork, land_step, provision_step, start_generator, teardown_step
-from bench_tasks.matrix import Cell, parse_matrix
 from bench_tasks.runner import run_cell, select_cells
-from bench_tasks.systems import KAFKA_VERSIONS, NatsBroker
+from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
+from bench_tasks.systems.nats.settings import NatsBroker
 from bench_tasks.watch import watch_phase
 
 from .helpers import make_cell

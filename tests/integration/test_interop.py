@@ -16,8 +16,8 @@ from rich.console import Console
 
 from bench_tasks.interop.hgrm import parse_hgrm
 from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.matrix import load_matrix
 from bench_tasks.runner import run_cell, select_cells
+from bench_tasks.spec.matrix import load_matrix
 
 from .helpers import make_cell
 

@@ -32,7 +32,7 @@ from bench_tasks.brokers.kafka import (
     stop_detached,
 )
 from bench_tasks.errors import BrokerError
-from bench_tasks.systems import KAFKA_VERSIONS
+from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 

@@ -20,7 +20,7 @@ from bench_tasks.brokers.nats_cluster import NatsCluster, servers_of
 from bench_tasks.cell_runner import Fault
 from bench_tasks.lake import Lake, RunInfo
 from bench_tasks.runner import run_cell
-from bench_tasks.systems import NATS_VERSIONS, NatsBroker
+from bench_tasks.systems.nats.settings import NATS_VERSIONS, NatsBroker
 
 from .helpers import make_cell
 

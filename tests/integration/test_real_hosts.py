@@ -20,10 +20,10 @@ from rich.console import Console
 from bench_tasks.hostparts import collect_parts, publish_cell, run_host_part
 from bench_tasks.lake import Lake, RunInfo
 from bench_tasks.lifecycle import provision_brokers
-from bench_tasks.matrix import Cell, parse_matrix
 from bench_tasks.provision import detached_state
 from bench_tasks.rendezvous import Rendezvous
 from bench_tasks.runner import CellReport, run_cell, select_cells
+from bench_tasks.spec.matrix import Cell, parse_matrix
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench_tasks.matrix import load_matrix, parse_matrix
 from bench_tasks.runner import resolve_cells
+from bench_tasks.spec.matrix import load_matrix, parse_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
@@ -88,8 +88,9 @@ def test_readme_links_resolve() -> None:
 
 
 def test_every_key_example_is_valid_and_shows_every_key() -> None:
-    from bench_tasks.matrix import MatrixFile, SystemBlock, Workload
-    from bench_tasks.systems import NatsBroker, NatsClient
+    from bench_tasks.spec.cell import Workload
+    from bench_tasks.spec.matrix import MatrixFile, SystemBlock
+    from bench_tasks.systems.nats.settings import NatsBroker, NatsClient
 
     example = blocks(MATRIX_DOC, "yaml")[0]
     matrix = parse_matrix(yaml.safe_load(example), "docs/matrix.md")

@@ -14,7 +14,7 @@ from bench_tasks.connections import BrokerConnection, get_connection, kafka_acce
 from bench_tasks.errors import BrokerError, MatrixError
 from bench_tasks.external import refuse_faults, route_names
 from bench_tasks.lifecycle import prepare_cell
-from bench_tasks.matrix import load_matrix, parse_matrix
+from bench_tasks.spec.matrix import load_matrix, parse_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 

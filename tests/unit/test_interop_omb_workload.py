@@ -12,7 +12,9 @@ import yaml
 
 from bench_tasks.errors import InteropError
 from bench_tasks.interop.omb_workload import ImportOptions, import_omb, matrix_yaml
-from bench_tasks.matrix import KafkaCell, NatsCell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.systems.kafka.settings import KafkaCell
+from bench_tasks.systems.nats.settings import NatsCell
 
 ONE_TOPIC = {
     "name": "1 topic / 1 partition / 1Kb",

@@ -18,7 +18,8 @@ from bench_tasks.brokers.kafka import (
 )
 from bench_tasks.errors import BrokerError
 from bench_tasks.maven import mvn_reason
-from bench_tasks.systems import KAFKA_VERSIONS, SYSTEM_VERSIONS
+from bench_tasks.systems import system
+from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
 
 def test_render_properties_writes_values_as_kafka_parses_them() -> None:
@@ -100,7 +101,7 @@ def test_maven_failure_names_the_missing_artifact() -> None:
 
 
 def test_supported_releases_cover_both_release_lines_newest_first() -> None:
-    assert SYSTEM_VERSIONS["kafka"] == KAFKA_VERSIONS
+    assert system("kafka").versions == KAFKA_VERSIONS
     keys = [tuple(int(p) for p in v.split(".")) for v in KAFKA_VERSIONS]
     assert keys == sorted(keys, reverse=True)
     assert {v.split(".")[0] for v in KAFKA_VERSIONS} == {"3", "4"}
@@ -118,7 +119,7 @@ def test_supported_releases_cover_both_release_lines_newest_first() -> None:
 def test_keys_follow_the_logical_producer(keys: str, expect: list) -> None:
     """Background producers multiplexed on one client still get one key each (seed 004's keyed TRAFFIC)."""
     from bench_tasks.drivers.kafka import KafkaDriver
-    from bench_tasks.kafka_settings import KafkaClient
+    from bench_tasks.systems.kafka.settings import KafkaClient
 
     cell = type("Spec", (), {"client": KafkaClient(keys=keys)})()
     driver = KafkaDriver("127.0.0.1:9", cell, "c")

@@ -11,12 +11,12 @@ import pytest
 from bench_tasks.compare import compare_versions, format_comparison
 from bench_tasks.errors import CellError, MatrixError
 from bench_tasks.lifecycle import CellWork, broker_key, prepare_cell
-from bench_tasks.matrix import parse_matrix
-from bench_tasks.systems import SYSTEM_VERSIONS
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.systems import system
 from bench_tasks.tables import percentile_table, report_from_row
 from bench_tasks.watch import phase_summary, progress_line
 
-NATS_LATEST, NATS_OLDER = SYSTEM_VERSIONS["nats"][0], SYSTEM_VERSIONS["nats"][1]
+NATS_LATEST, NATS_OLDER = system("nats").versions[:2]
 
 
 def cells(**axes: list) -> list:

@@ -10,7 +10,7 @@ import pytest
 
 from bench_tasks.errors import CellError, MatrixError
 from bench_tasks.hosts import check_runnable, generator_queue, load_hosts, per_host, queue_of, worker_route
-from bench_tasks.matrix import Matrix, parse_matrix
+from bench_tasks.spec.matrix import Matrix, parse_matrix
 
 from .test_matrix import BASE_CELL_ID, BASE_SERIES_KEY, base_raw
 

