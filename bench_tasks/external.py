@@ -4,7 +4,7 @@ Provisioning only creates the cell's topics (Kafka) or streams (JetStream), unde
 cell, so two runs (or two sweeps) measuring on one cluster at once never share a topic or consumer group; tearing
 down deletes them — also after a failed cell, and when creating them failed half-way. No process is started,
 signalled or stopped: faults (stall, kill) are refused. The context records what the brokers say about
-themselves (NATS: the server's INFO; Kafka: its features, see `brokers.kafka.reported_version`), how they were
+themselves (NATS: the server's INFO; Kafka: its features, see the system's version probe), how they were
 reached (connection id, address, security protocol, user name) and the route names — never a secret.
 
 The connection is resolved by each process that needs it (`connections.get_connection`): provision and teardown
@@ -128,11 +128,11 @@ class ExternalBrokers:
         return run_precise(self._delete_streams())
 
     def _delete_topics(self) -> list[str]:
-        from .brokers.kafka import _admin, delete_topic
+        from .systems.kafka.admin import admin_client, delete_topic
 
         names = self.route_names()
         try:
-            existing = set(_admin(self.address, self.client).list_topics(timeout=15).topics)
+            existing = set(admin_client(self.address, self.client).list_topics(timeout=15).topics)
         except Exception as exc:
             raise BrokerError(f"cannot list topics on {self.address}: {exc}") from exc
         gone = [name for name in names if name in existing]
@@ -144,9 +144,9 @@ class ExternalBrokers:
     def _delete_groups(self, topics: list[str]) -> None:
         """The cell's consumer groups (named after its topics) would otherwise linger on the cluster until
         offsets.retention.minutes; they are empty once the cell's consumers closed."""
-        from .brokers.kafka import _admin
+        from .systems.kafka.admin import admin_client
 
-        admin = _admin(self.address, self.client)
+        admin = admin_client(self.address, self.client)
         wanted = {g for t in topics for g in (t, f"{t}-lagging")}
         try:
             listed = admin.list_consumer_groups(request_timeout=15).result(timeout=20)
@@ -192,7 +192,7 @@ class ExternalBrokers:
         """The brokers' own word on their version. Kafka's probe is a separate JVM tool: if it cannot run, the cell
         still runs (topic creation proves the cluster answers) and the context says `unknown` and why."""
         if self.cell.spec.system == "kafka":
-            from .brokers.kafka import reported_version
+            from .systems.kafka.probe import reported_version
 
             try:
                 return reported_version(self.address, self.client)

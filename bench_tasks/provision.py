@@ -66,7 +66,7 @@ class _Faulted:
 
 class NatsProvisioned(_Faulted):
     def __init__(self, cell: NatsCell, workdir: Path, tie_to_parent: bool, host: str = "127.0.0.1"):
-        from .brokers.nats import NatsServer
+        from .systems.nats.server import NatsServer
 
         self.server = NatsServer(cell.version, cell.broker, workdir, tie_to_parent, host)
         self.endpoint = self.server.start()
@@ -204,9 +204,9 @@ class NatsClusterProvisioned(_ClusterProvisioned):
     def __init__(
         self, cell: NatsCell, cell_id: str, workdir: Path, tie_to_parent: bool, host: str = "127.0.0.1", netns: str = ""
     ):
-        from .brokers.nats_cluster import NatsCluster
         from .drivers import final_route
         from .drivers.nats import stream_for
+        from .systems.nats.cluster import NatsCluster
 
         self.cluster = NatsCluster(cell.version, cell.broker, workdir, tie_to_parent, host)
         self.endpoint = self.cluster.start()
@@ -254,9 +254,9 @@ class KafkaProvisioned(_ClusterProvisioned):
         host: str = "127.0.0.1",
         netns: str = "",
     ):
-        from .brokers.kafka import KafkaCluster
         from .drivers import final_route
         from .drivers.kafka import topic_for
+        from .systems.kafka.cluster import KafkaCluster
 
         b, c = cell.broker, cell.client
         self.cluster = KafkaCluster(
@@ -292,7 +292,7 @@ def kafka_leaders(
     """A poll of `topic`'s partition leaders (-1: none) from the cluster's metadata, for LeaderWatch/LeaderFaults."""
 
     def poll() -> dict[int, int]:
-        from .brokers.kafka import partition_leaders
+        from .systems.kafka.admin import partition_leaders
 
         return partition_leaders(address, topic, timeout_s, client)
 
@@ -341,7 +341,7 @@ def detached_state(brokers: Provisioned) -> dict[str, Any]:
         nodes, name, topic = {str(k): v for k, v in brokers.cluster.node_pids.items()}, "nats-server", None
         extra = {"stream": brokers.stream, "monitors": {str(n.index): n.monitor_url for n in brokers.endpoint.nodes}}
     else:
-        from .brokers.kafka import MAIN_CLASS
+        from .systems.kafka.cluster import MAIN_CLASS
 
         assert isinstance(brokers, KafkaProvisioned)
         nodes, name, topic = {str(k): v for k, v in brokers.cluster.node_pids.items()}, MAIN_CLASS, brokers.topic
@@ -403,7 +403,7 @@ class DetachedBrokers(_Faulted):
         if self.state.get("topic"):
             return kafka_leaders(self.address, self.state["topic"], self.client, kafka_timeout_s)
         if self.state.get("monitors"):
-            from .brokers.nats_cluster import stream_leader
+            from .systems.nats.cluster import stream_leader
 
             monitors = {int(k): v for k, v in self.state["monitors"].items()}
 

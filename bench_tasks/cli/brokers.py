@@ -35,7 +35,7 @@ def brokers_up(
     version = resolve_version(system, version)
     workdir = cache_dir() / "brokers" / system
     if system == "kafka":
-        from ..brokers.kafka import KafkaCluster
+        from ..systems.kafka.cluster import KafkaCluster
 
         if brokers not in (1, 3):
             raise BrokerError(f"--brokers {brokers}: a cluster has 1 or 3 nodes")
@@ -49,7 +49,7 @@ def brokers_up(
         return
     from pydantic import ValidationError
 
-    from ..brokers.nats import NatsServer
+    from ..systems.nats.server import NatsServer
     from ..systems.nats.settings import NatsBroker
 
     try:
@@ -59,7 +59,7 @@ def brokers_up(
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'broker'}: {e['msg']}" for e in exc.errors())
         raise BrokerError(f"nats broker settings: {problems}") from None
     if broker.servers > 1:
-        from ..brokers.nats_cluster import NatsCluster
+        from ..systems.nats.cluster import NatsCluster
 
         cluster = NatsCluster(version, broker, workdir, tie_to_parent=False)
         cluster_endpoint = cluster.start()
@@ -91,11 +91,11 @@ def brokers_down(system: Annotated[str, typer.Argument(help="nats or kafka")]) -
         out.print(f"{system}: nothing to stop")
         return
     if system == "kafka":
-        from ..brokers.kafka import stop_detached
+        from ..systems.kafka.cluster import stop_detached
 
         stopped = stop_detached(current)
     elif "nodes" in current:  # a NATS cluster
-        from ..brokers.nats_cluster import stop_detached as stop_nats_cluster
+        from ..systems.nats.cluster import stop_detached as stop_nats_cluster
 
         stopped = stop_nats_cluster(current)
     else:
@@ -123,7 +123,7 @@ def brokers_status(system: Annotated[str, typer.Argument(help="nats or kafka")] 
             f"nodes alive {len(alive)}/{len(pids)}"
         )
         return
-    from ..brokers.nats import NatsServer
+    from ..systems.nats.server import NatsServer
 
     if "nodes" in current:  # a NATS cluster: what each live node says about the JetStream meta group
         live = [n for n in current["nodes"] if n["pid"] in alive]
@@ -183,7 +183,7 @@ def brokers_fetch(
     _known_system(system)
     if list_versions or version is None:
         if system == "kafka":
-            from ..brokers.kafka import available_versions
+            from ..systems.kafka.release import available_versions
 
             supported = set(registry.system("kafka").versions)
             for v in available_versions():
@@ -194,13 +194,13 @@ def brokers_fetch(
         return
     version = registry.resolve_version(system, version)
     if system == "kafka":
-        from ..brokers.kafka import kafka_classpath
+        from ..systems.kafka.release import kafka_classpath
 
         out.print(str(kafka_classpath(version)))
         return
     if version not in registry.system(system).versions:
         raise BrokerError(f"unknown {system} version {version!r}; see 'sixnines brokers fetch {system} --list'")
-    from ..brokers.nats import server_binary
+    from ..systems.nats.release import server_binary
 
     out.print(str(server_binary(version)))
 

@@ -19,8 +19,8 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
 
-from ..brokers.nats_cluster import servers_of
 from ..errors import BrokerError
+from ..systems.nats.cluster import servers_of
 from ..systems.nats.settings import NatsCell
 from .base import AckCallback, MessageCallback
 

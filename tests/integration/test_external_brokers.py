@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from bench_tasks.brokers.kafka import KafkaCluster, _admin
-from bench_tasks.brokers.nats import NatsServer
 from bench_tasks.brokers.tls import make_tls
 from bench_tasks.errors import BrokerError
 from bench_tasks.lake import Lake, RunInfo
 from bench_tasks.lifecycle import PHASES, CellWork, land_step, provision_step, start_generator, teardown_step
 from bench_tasks.runner import run_cell, select_cells
 from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.systems.kafka.admin import admin_client
+from bench_tasks.systems.kafka.cluster import KafkaCluster
 from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
+from bench_tasks.systems.nats.server import NatsServer
 from bench_tasks.systems.nats.settings import NatsBroker
 from bench_tasks.watch import watch_phase
 
@@ -81,7 +82,7 @@ def test_external_kafka_sasl_ssl_cell_creates_and_deletes_its_topic_only(
         }
         monkeypatch.setenv("AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL", json.dumps(conn))
         cell = external_cell("kafka", "sixnines_kafka_external", {"partitions": 2}, {"producer": {"acks": "all"}})
-        admin = _admin(f"127.0.0.1:{port}", client)
+        admin = admin_client(f"127.0.0.1:{port}", client)
         before = set(admin.list_topics(timeout=10).topics)
 
         report = run_cell(cell, Lake(tmp_path / "lake"), RunInfo.new(), console)
@@ -115,7 +116,7 @@ def nats_external(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         "tls": {"cert_file": str(tls.server_cert), "key_file": str(tls.server_key)},
         "authorization": {"user": "bench", "password": password},
     }
-    from bench_tasks.brokers.nats import bundled_version
+    from bench_tasks.systems.nats.release import bundled_version
 
     nats = NatsServer(bundled_version(), NatsBroker(mode="jetstream", server=server), tmp_path / "nats")
     endpoint = nats.start()

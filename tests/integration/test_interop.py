@@ -198,8 +198,8 @@ public class ReadResult {
 def test_omb_java_reader_reads_the_export(tmp_path: Path, console: Console) -> None:
     """An exported result of a real cell read by Jackson into OMB's TestResult (Jackson from the Kafka release
     the harness runs, fetched from Maven Central)."""
-    from bench_tasks.brokers.kafka import kafka_classpath
     from bench_tasks.systems import resolve_version
+    from bench_tasks.systems.kafka.release import kafka_classpath
 
     cell = make_cell("e2e", broker={"mode": "jetstream"}, rate_per_s=300, measure_s=1)
     lake, run = Lake(tmp_path / "lake"), RunInfo.new()

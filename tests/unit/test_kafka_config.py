@@ -1,4 +1,4 @@
-"""bench_tasks.brokers.kafka without a broker: server.properties, cluster ids, release lists, Maven errors."""
+"""The Kafka system without a broker: server.properties, cluster ids, release lists, Maven errors."""
 
 from __future__ import annotations
 
@@ -8,17 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.brokers.kafka import (
-    KafkaCluster,
-    available_versions,
-    default_jvm_opts,
-    free_ports,
-    new_cluster_id,
-    render_properties,
-)
+from bench_tasks.brokers.cluster import free_ports
 from bench_tasks.errors import BrokerError
 from bench_tasks.maven import mvn_reason
 from bench_tasks.systems import system
+from bench_tasks.systems.kafka.cluster import KafkaCluster, new_cluster_id
+from bench_tasks.systems.kafka.jvm import default_jvm_opts
+from bench_tasks.systems.kafka.properties import render_properties
+from bench_tasks.systems.kafka.release import available_versions
 from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
 

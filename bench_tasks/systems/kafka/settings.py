@@ -17,7 +17,7 @@ from ...spec.cell import BrokerSettings, CellBase, ClientSettings
 
 # Releases of org.apache.kafka:kafka_2.13 on Maven Central that this harness runs and tests, newest first:
 # the newest two 4.x minors and the last 3.x line. 4.4.0 is listed on Central but not complete there (no
-# kafka-tools-api 4.4.0), so it cannot be assembled yet; `brokers.kafka.available_versions()` lists all.
+# kafka-tools-api 4.4.0), so it cannot be assembled yet; `release.available_versions()` lists all.
 KAFKA_VERSIONS: tuple[str, ...] = (
     "4.3.1",
     "4.2.1",

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import BrokerError
-from ..systems.nats.settings import NatsBroker
-from .cluster import NodeCluster, free_ports, stop_nodes
-from .nats import render_config, server_binary
-from .process import BrokerProcess
+from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
+from ...brokers.process import BrokerProcess
+from ...errors import BrokerError
+from .release import server_binary
+from .server import render_config
+from .settings import NatsBroker
 
 CLUSTER_NAME = "sixnines"
 NODES = 3
