@@ -18,9 +18,7 @@ def redacted(settings: Mapping[str, Any]) -> dict[str, Any]:
 def render_properties(settings: Mapping[str, Any]) -> str:
     """server.properties text. Values are written as Kafka parses them (booleans lower-case, lists
     comma-joined); backslashes, line breaks and key separators are escaped as java.util.Properties requires."""
-    return "".join(
-        f"{_escape(str(key), key=True)}={_escape(config_value(value))}\n" for key, value in settings.items()
-    )
+    return "".join(f"{_escape(str(key), key=True)}={_escape(config_value(value))}\n" for key, value in settings.items())
 
 
 def config_value(value: Any) -> str:
