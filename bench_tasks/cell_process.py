@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
+from .brokers.provision import attach
 from .cell_runner import CellRun, Fault, drive_cell
 from .errors import CellError
 from .hdr import new_histogram
@@ -24,7 +25,6 @@ from .lake import write_json
 from .landing import describe
 from .lifecycle import CellWork, topology_of
 from .live import LiveMonitor
-from .provision import attach, target_of
 from .spec.matrix import Cell
 
 STATUS_SCHEMA_VERSION = 1  # 1: first version
@@ -91,7 +91,7 @@ class _RecordingControl:
     broker kill from a broker that died."""
 
     def __init__(self, brokers: Any, writer: StatusWriter):
-        """`brokers`: DetachedBrokers, or ExternalBrokers (which refuse faults)."""
+        """`brokers`: attached by PID, or external (which refuse faults)."""
         self.brokers = brokers
         self.writer = writer
 
@@ -132,7 +132,7 @@ def generator_main(root: Path) -> int:
     try:
         run = drive_cell(
             cell,
-            target_of(brokers),
+            brokers.target(),
             Path(state["staging"]),
             _RecordingControl(brokers, writer),
             console,

@@ -36,13 +36,12 @@ from .live import LiveMonitor
 from .loop import run_precise
 from .netns import Topology, inside
 from .percentiles import summarize
-from .rendezvous import HostPart
+from .rendezvous import HOSTS_TIMEOUT_S, HostPart
 from .schedule import NS_PER_S, PhasePlan
 from .spec.matrix import Cell
 
 _START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
 _READY_TIMEOUT_S = 60.0
-HOSTS_TIMEOUT_S = 300.0  # a cell split over hosts: how long one host waits for the others' generate tasks
 _PROGRESS_EVERY_NS = 500_000_000  # a host part's progress note while it waits for the other hosts
 
 

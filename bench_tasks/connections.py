@@ -8,11 +8,7 @@ free of credentials. The connection is resolved when a step runs, not when a mat
 - otherwise through Airflow (`airflow.sdk.BaseHook.get_connection`, the Airflow 3 task SDK), which also consults
   the secrets backends.
 
-Kafka: host/port (or extra `bootstrap_servers`, a list or a comma-separated string; or extra `listeners`, a map
-of security protocol → bootstrap servers for clusters with one listener per protocol) → `bootstrap.servers`;
-login/password → SASL username/password; extras `security_protocol`, `sasl_mechanism`, `ssl_ca_location`
-(a CA file) and `config` (more librdkafka settings, verbatim). NATS: host/port (or extra `servers`) →
-`nats://host:port`; login/password → user/password, extra `token`; extra `tls_ca_file` → TLS with that CA.
+What each system reads of a connection (host, port, login, extras) is its own (`systems/<name>/access.py`).
 """
 
 from __future__ import annotations
@@ -24,11 +20,6 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .errors import BrokerError
-
-KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-KAFKA_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-DEFAULT_KAFKA_PORT = 9092
-DEFAULT_NATS_PORT = 4222
 
 
 @dataclass(frozen=True)
@@ -154,78 +145,3 @@ class ClientAccess:
     address: str
     client: dict[str, Any]
     described: dict[str, Any]
-
-
-def kafka_access(conn: BrokerConnection, security: str | None = None, mechanism: str | None = None) -> ClientAccess:
-    """librdkafka settings for `conn`; the cell's `client.security`/`client.sasl_mechanism` win over the
-    connection's extras, which win over plaintext/PLAIN."""
-    extra = conn.extra
-    where = f"connection {conn.conn_id!r}"
-    protocol = (security or extra.get("security_protocol") or "plaintext").upper()
-    if protocol not in KAFKA_PROTOCOLS:
-        raise BrokerError(
-            f"{where}: extra.security_protocol {protocol!r} — expected one of {', '.join(KAFKA_PROTOCOLS)}"
-        )
-    listeners = extra.get("listeners") or {}
-    if not isinstance(listeners, dict):
-        raise BrokerError(f"{where}: extra.listeners must map a security protocol to bootstrap servers")
-    listeners = {str(k).upper(): v for k, v in listeners.items()}
-    servers = listeners.get(protocol) or extra.get("bootstrap_servers")
-    if servers:
-        address = servers if isinstance(servers, str) else ",".join(str(s) for s in servers)
-    elif conn.host:
-        address = f"{conn.host}:{conn.port or DEFAULT_KAFKA_PORT}"
-    else:
-        raise BrokerError(f"{where}: no host (and no extra.bootstrap_servers) for protocol {protocol}")
-    client: dict[str, Any] = {"security.protocol": protocol}
-    described: dict[str, Any] = {
-        "connection": conn.conn_id,
-        "bootstrap_servers": address,
-        "security_protocol": protocol,
-    }
-    if protocol.startswith("SASL"):
-        chosen = mechanism or extra.get("sasl_mechanism") or "PLAIN"
-        if chosen not in KAFKA_MECHANISMS:
-            raise BrokerError(
-                f"{where}: extra.sasl_mechanism {chosen!r} — expected one of {', '.join(KAFKA_MECHANISMS)}"
-            )
-        if not conn.login or conn.password is None:
-            raise BrokerError(f"{where}: login and password are required for security protocol {protocol}")
-        client |= {"sasl.mechanism": chosen, "sasl.username": conn.login, "sasl.password": conn.password}
-        described |= {"sasl_mechanism": chosen, "sasl_username": conn.login}
-    ca = extra.get("ssl_ca_location")
-    if protocol.endswith("SSL") and ca:
-        client["ssl.ca.location"] = str(ca)
-        described["ssl_ca_location"] = str(ca)
-    more = extra.get("config") or {}
-    if not isinstance(more, dict):
-        raise BrokerError(f"{where}: extra.config must be a map of librdkafka settings")
-    client |= {str(k): str(v) for k, v in more.items()}
-    described["config_keys"] = sorted(str(k) for k in more)  # names only: values may be secrets
-    return ClientAccess(address, client, described)
-
-
-def nats_access(conn: BrokerConnection) -> ClientAccess:
-    """`nats.connect()` keyword arguments for `conn` (JSON-able; `tls_ca_file` becomes an SSL context at connect)."""
-    extra = conn.extra
-    servers = extra.get("servers")
-    ca = extra.get("tls_ca_file")
-    if servers:
-        address = servers if isinstance(servers, str) else ",".join(str(s) for s in servers)
-    elif conn.host:
-        scheme = "tls" if ca else "nats"
-        address = conn.host if "://" in conn.host else f"{scheme}://{conn.host}:{conn.port or DEFAULT_NATS_PORT}"
-    else:
-        raise BrokerError(f"connection {conn.conn_id!r}: no host (and no extra.servers) for NATS")
-    client: dict[str, Any] = {}
-    described: dict[str, Any] = {"connection": conn.conn_id, "servers": address, "auth": "none"}
-    if conn.login:
-        client |= {"user": conn.login, "password": conn.password or ""}
-        described |= {"auth": "user/password", "user": conn.login}
-    elif extra.get("token") or conn.password:
-        client["token"] = str(extra.get("token") or conn.password)
-        described["auth"] = "token"
-    if ca:
-        client["tls_ca_file"] = str(ca)
-        described["tls_ca_file"] = str(ca)
-    return ClientAccess(address, client, described)

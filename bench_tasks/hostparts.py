@@ -38,13 +38,13 @@ from typing import Any
 
 from rich.console import Console
 
-from .cell_runner import HOSTS_TIMEOUT_S, CellRun, drive_cell
+from .brokers.provision import attach
+from .cell_runner import CellRun, drive_cell
 from .errors import CellError
 from .hosts import load_hosts, queue_of
 from .landing import describe
 from .paths import cache_dir
-from .provision import attach, target_of
-from .rendezvous import HostPart, Rendezvous
+from .rendezvous import HOSTS_TIMEOUT_S, HostPart, Rendezvous
 from .spec.matrix import Cell
 from .storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
 
@@ -89,7 +89,7 @@ def run_host_part(folder: LakePath, host: str, staging: Path, console: Console) 
     console.print(f"[bold]cell {cell.instance}[/] {cell.label}: host {host} of {', '.join(hosts)}", highlight=False)
     status, reason, run = "ok", None, None
     try:
-        run = drive_cell(cell, target_of(attach(record["brokers"])), staging, _NoFaults(), console, part=part)
+        run = drive_cell(cell, attach(record["brokers"]).target(), staging, _NoFaults(), console, part=part)
     except CellError as exc:
         status, reason, run = "failed", str(exc), exc.partial_run  # type: ignore[assignment]
     except BaseException as exc:  # a task killed (SIGTERM, timeout) still tells the other hosts and land

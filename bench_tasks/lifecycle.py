@@ -41,6 +41,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import hosts, netns
+from .brokers.external import ExternalBrokers
+from .brokers.handles import BrokerHandle, reap_if_child
+from .brokers.provision import attach, provision, reuse_for
 from .cell_runner import CellRun, check_cpus
 from .errors import BrokerError, CellError, MatrixError, SixninesError
 from .hostparts import child_env, collect_parts, discard, publish_cell
@@ -49,7 +52,6 @@ from .lake import Lake, RunInfo, write_json
 from .landing import CellReport, describe, keep_broker_logs, land_cell
 from .netns import Topology, inside
 from .paths import cache_dir
-from .provision import DetachedBrokers, Provisioned, attach, detached_state, provision, reap_if_child
 from .spec.cell import cell_id, series_key
 from .spec.matrix import CELL_ADAPTER, Cell
 from .storage import lake_path
@@ -120,7 +122,7 @@ class CellWork:
 # -- steps shared with the CLI runner ---------------------------------------------------------------------
 def provision_brokers(
     cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None, run_id: str = ""
-) -> Provisioned:
+) -> BrokerHandle:
     """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
     topology, in the broker host's network namespace (every node of a cluster), listening and advertising on its
     address, with leaders asked from there; for external brokers, create
@@ -135,7 +137,7 @@ def provision_brokers(
     return brokers
 
 
-def stop_brokers(brokers: Provisioned, staging: Path, broker_context: dict) -> None:
+def stop_brokers(brokers: BrokerHandle, staging: Path, broker_context: dict) -> None:
     """Stop the brokers (leaving no process), then keep their logs and leader timeline with the cell."""
     try:
         brokers.stop()
@@ -264,7 +266,7 @@ def provision_step(
     generate task finds the cell and its brokers."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
-    from .external import refuse_faults
+    from .brokers.external import refuse_faults
 
     refuse_faults(cell, faults or [])
     if work.state.exists():
@@ -322,15 +324,15 @@ def _brokers_for(
     run_id: str = "",
 ) -> dict[str, Any]:
     if cell.spec.brokers == "external":  # nothing to reuse: only the cell's own topics/streams are made
-        return detached_state(provision_brokers(cell, work.brokers_dir, tie_to_parent=False, run_id=run_id))
+        return provision_brokers(cell, work.brokers_dir, tie_to_parent=False, run_id=run_id).state()
     entry = clusters / f"{provisioning['cluster_key']}.json" if clusters is not None else None
     if provisioning["policy"] == "reuse" and entry is not None and entry.exists():
         known = json.loads(entry.read_text())
-        if all(DetachedBrokers(known).alive().values()):
+        if all(attach(known).alive().values()):
             provisioning["reused"] = True
-            return {**known, **_watched_route(cell, known)}
+            return reuse_for(cell, known)
     brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=False, topology=topology)
-    state = detached_state(brokers)
+    state = brokers.state()
     if provisioning["policy"] == "reuse" and entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)
         write_json(entry, state)
@@ -346,22 +348,6 @@ def topology_of(state: dict[str, Any] | None) -> Topology | None:
     """The cell's namespaces as provision recorded them (None: the cell runs in the root namespace)."""
     data = (state or {}).get("topology")
     return Topology.from_dict(data) if data else None
-
-
-def _watched_route(cell: Cell, known: dict[str, Any]) -> dict[str, Any]:
-    """A reused cluster's record made this cell's: the topic (Kafka) or stream (a NATS cluster) whose leaders
-    are watched and faulted is the new cell's, not the one of the cell that started the cluster."""
-    from .drivers import final_route
-
-    if cell.spec.system == "kafka":
-        from .drivers.kafka import topic_for
-
-        return {"topic": topic_for(cell.instance, final_route(cell.spec))}
-    if known.get("monitors"):
-        from .drivers.nats import stream_for
-
-        return {"topic": None, "stream": stream_for(cell.instance, final_route(cell.spec))}
-    return {"topic": None}
 
 
 def start_generator(work: CellWork) -> int:
@@ -497,10 +483,10 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
     state = work.read(work.state) or {}
     kept: list[int] = []
     brokers = attach(state["brokers"]) if state.get("brokers") else None
-    external = bool((state.get("brokers") or {}).get("external"))
+    external = isinstance(brokers, ExternalBrokers)
     deleted: list[str] = []
     if brokers is not None:
-        if external:
+        if isinstance(brokers, ExternalBrokers):
             deleted = brokers.delete_routes()
         elif keep_reused and state["provisioning"]["policy"] == "reuse":
             kept = brokers.pids()
@@ -508,7 +494,7 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
             stopped += brokers.stop()
     survivors = [p.pid for p in _generator_group(work.read(work.generator))]
     if brokers is not None and not kept:
-        survivors += [brokers.nodes[n] for n, alive in brokers.alive().items() if alive]
+        survivors += brokers.running()
     topology = topology_of(state)
     if survivors:
         if topology is not None:  # the namespaces go even so; a survivor keeps running, but named nowhere
@@ -537,11 +523,12 @@ def release_clusters(clusters: Path) -> list[int]:
     """Stop every cluster kept for reuse in `clusters` (the end of a run with policy `reuse`)."""
     stopped: list[int] = []
     for entry in sorted(clusters.glob("*.json")) if clusters.exists() else []:
-        brokers = DetachedBrokers(json.loads(entry.read_text()))
+        state = json.loads(entry.read_text())
+        brokers = attach(state)
         stopped += brokers.stop()
         if any(brokers.alive().values()):
             raise BrokerError(f"cluster {entry.stem} still running after stop: {brokers.pids()}")
-        shutil.rmtree(brokers.workdir, ignore_errors=True)
+        shutil.rmtree(state["workdir"], ignore_errors=True)
         entry.unlink()
     return stopped
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import hosts, netns
+from .brokers.handles import BrokerHandle
 from .cell_runner import CellRun, Fault, drive_cell
 from .errors import CellError, SixninesError
 from .hostparts import discard, drive_hosts, publish_cell
@@ -23,7 +24,6 @@ from .landing import CellReport, acked_metric, describe, land_cell
 from .lifecycle import provision_brokers, stop_brokers
 from .netns import Topology
 from .paths import cache_dir
-from .provision import Provisioned, detached_state, target_of
 from .spec.cell import cell_id, series_key
 from .spec.matrix import Cell, Matrix, expand_repeats
 from .systems import resolve_version, system
@@ -88,7 +88,7 @@ def run_cell(
     started = dt.datetime.now(dt.UTC).isoformat()
     staging = lake.staging_dir(run, cell.instance)
     broker_dir = cache_dir() / "runs" / run.run_id / cell.instance
-    brokers: Provisioned | None = None
+    brokers: BrokerHandle | None = None
     topology: Topology | None = None
     link_stats: dict = {}
     broker_context: dict = {}
@@ -96,7 +96,7 @@ def run_cell(
     generators: dict = {}
     status, reason = "ok", None
     try:
-        from .external import refuse_faults
+        from .brokers.external import refuse_faults
 
         refuse_faults(cell, faults)
         hosts.check_runnable(cell, faults)
@@ -107,7 +107,7 @@ def run_cell(
         brokers.watch_leaders()
         if hosts.per_host(cell):  # one generator per real host, meeting through the lake
             folder = lake.hosts_dir(run, cell.instance)
-            publish_cell(folder, cell, detached_state(brokers))
+            publish_cell(folder, cell, brokers.state())
             try:
                 collected = drive_hosts(folder, cell, staging, console)
             finally:
@@ -116,7 +116,7 @@ def run_cell(
             if collected.reason:
                 status, reason = "failed", collected.reason
         else:
-            cell_run = drive_cell(cell, target_of(brokers), staging, brokers, console, faults, topology=topology)
+            cell_run = drive_cell(cell, brokers.target(), staging, brokers, console, faults, topology=topology)
     except CellError as exc:
         status, reason = "failed", str(exc)
         cell_run = exc.partial_run  # type: ignore[assignment]

@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .brokers.handles import BrokerHandle
+from .brokers.provision import attach
 from .errors import CellError
 from .lake import write_json
 from .lifecycle import PHASES, CellWork, generator_alive
-from .provision import DetachedBrokers, attach
 from .schedule import NS_PER_S
 from .spec.matrix import Cell
 
@@ -74,7 +75,7 @@ def watch_phase(
 
 
 def _problem(
-    work: CellWork, cell: Cell, brokers: DetachedBrokers, status: dict[str, Any] | None, phase: str
+    work: CellWork, cell: Cell, brokers: BrokerHandle, status: dict[str, Any] | None, phase: str
 ) -> str | None:
     known = work.read(work.generator)
     if known is None:

@@ -702,8 +702,8 @@ def kafka_listeners(text: str) -> list[tuple[str, str, str]]:
 def _kafka_route(
     compose: dict[str, Any], env: dict[str, str], route: Route, conn: Any, workers: list[str], certs: Any
 ) -> list[str]:
-    from bench_tasks.connections import kafka_access
     from bench_tasks.errors import BrokerError
+    from bench_tasks.systems.kafka.access import kafka_access
 
     label = f"{route.where}: kafka client.security {route.security or 'default'} via {route.conn_id}"
     try:
@@ -781,7 +781,7 @@ def _kafka_route(
 def _nats_route(
     compose: dict[str, Any], env: dict[str, str], route: Route, conn: Any, workers: list[str], certs: Any
 ) -> list[str]:
-    from bench_tasks.connections import nats_access
+    from bench_tasks.systems.nats.access import nats_access
 
     label = f"{route.where}: nats via {route.conn_id}"
     access = nats_access(conn)

@@ -8,10 +8,16 @@ code import it when called, so parsing a matrix (Airflow does it at DAG parse ti
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..spec.cell import CellBase, Measurement
+
+if TYPE_CHECKING:
+    from ..brokers.handles import StartedBrokers
+    from ..brokers.leaders import LeaderPoll
+    from ..connections import BrokerConnection, ClientAccess
 
 
 class System:
@@ -46,3 +52,63 @@ class System:
         """Does the broker acknowledge a send (so `publish` latency exists), given the broker settings as a
         mapping (a model's dump, or a spec read back from the lake)?"""
         return True
+
+    # -- releases ---------------------------------------------------------------------------------------------------
+    def releases(self) -> list[str]:
+        """Every release that could be fetched (the known ones are marked supported by the CLI)."""
+        return list(self.versions)
+
+    def fetch_release(self, version: str) -> Path:
+        """Fetch (once, verified) and return where a release lives in the cache."""
+        raise NotImplementedError(f"{self.name} has no releases to fetch")
+
+    def describe_running(self, state: Mapping[str, Any]) -> list[str]:
+        """Lines about running brokers (from a handle's state) worth showing in `sixnines brokers status`."""
+        return []
+
+    # -- brokers a cell starts -------------------------------------------------------------------------------------
+    def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+        """Start what `spec` needs on `host` (127.0.0.1, or a namespace host's address, in whose namespace the
+        calling thread already is) and return once it is ready for traffic. `names`: the token the cell's routes
+        are named from (for the route whose leader is watched)."""
+        raise NotImplementedError(f"{self.name} cannot provision brokers")
+
+    def leader_poll(
+        self,
+        address: str,
+        client: Mapping[str, Any],
+        ref: Mapping[str, Any],
+        patient: bool,
+        paused: Callable[[], int | None],
+    ) -> LeaderPoll | None:
+        """A poll of who leads the route `ref` names (partition -> node), or None when nothing leads. `patient`:
+        a fault waits longer for an answer than the watch does; `paused()`: a node known to be frozen."""
+        return None
+
+    def retarget_leader(self, ref: Mapping[str, Any] | None, spec: Any, names: str) -> dict[str, Any] | None:
+        """A reused cluster's leader reference made the next cell's."""
+        return dict(ref) if ref else None
+
+    # -- brokers a cell does not own (`brokers: external`) ---------------------------------------------------------
+    def client_access(self, conn: BrokerConnection, spec: Any) -> ClientAccess:
+        raise NotImplementedError(f"{self.name} cannot reach external brokers")
+
+    def ask_version(self, address: str, client: Mapping[str, Any], spec: Any) -> dict[str, Any]:
+        """What the brokers say they are (recorded in the context)."""
+        return {"version": "unknown", "version_error": f"{self.name} has no version probe"}
+
+    def route_names(self, spec: Any, names: str) -> list[str]:
+        """The named resources the cell's routes create on the brokers (topics, streams), if any."""
+        return []
+
+    def delete_routes(self, address: str, client: Mapping[str, Any], spec: Any, names: str) -> list[str]:
+        """Delete what `route_names` names, where it exists; returns what was deleted."""
+        return []
+
+    def leader_ref(self, spec: Any, names: str) -> dict[str, Any] | None:
+        """External brokers: the reference `leader_poll` follows for the measured route, if the system can ask."""
+        return None
+
+    def external_context(self, spec: Any) -> dict[str, Any]:
+        """Settings of an external cell worth recording beside what the brokers report."""
+        return {}

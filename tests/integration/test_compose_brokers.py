@@ -33,10 +33,11 @@ from confluent_kafka.admin import AdminClient
 from rich.console import Console
 
 from bench_tasks.brokers.cluster import free_ports
-from bench_tasks.connections import kafka_access, parse_connection
+from bench_tasks.connections import parse_connection
 from bench_tasks.lake import Lake, RunInfo
 from bench_tasks.runner import run_cell, select_cells
 from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.systems.kafka.access import kafka_access
 from bench_tasks.systems.kafka.admin import admin_client
 from bench_tasks.systems.kafka.cluster import _LOG4J2_CONFIG
 from bench_tasks.systems.kafka.jvm import java_binary

@@ -131,10 +131,11 @@ def nats_external(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def _streams(cell: Cell) -> list[str]:
+    from bench_tasks.connections import get_connection
     from bench_tasks.drivers.nats import connect
-    from bench_tasks.external import access_for
+    from bench_tasks.systems import system_of
 
-    access = access_for(cell.spec)
+    access = system_of(cell.spec).client_access(get_connection(cell.spec.connection), cell.spec)
 
     async def names() -> list[str]:
         nc = await connect(access.address, cell.spec, "probe", access.client)  # type: ignore[arg-type]
@@ -154,7 +155,7 @@ def test_external_nats_jetstream_through_the_airflow_steps(tmp_path: Path, nats_
 
     info = provision_step(cell, run, lake, work)
     state = work.read(work.state)
-    assert state is not None and state["brokers"]["external"] and password not in json.dumps(state)
+    assert state is not None and state["brokers"]["kind"] == "external" and password not in json.dumps(state)
     (stream,) = state["brokers"]["context"]["routes"]
     assert _streams(cell) == [stream] and info["cell_id"] == cell.id
     start_generator(work)  # hands the connection to the generator in its environment, never in a file

@@ -170,8 +170,8 @@ def test_detached_nats_cluster_in_a_namespace_through_airflow_steps(tmp_path: Pa
     system = {"system": "nats", "broker": {"mode": "jetstream", "servers": 3, "replicas": 3}}
     state, landed, _ = run_detached(placed_cell(system, ["loadgen1"], warmup_s=0.5, measure_s=2), tmp_path)
     assert landed["status"] == "ok", landed["reason"]
-    assert sorted(state["brokers"]["monitors"]) == ["1", "2", "3"]
-    assert all(url.startswith(f"http://{BROKER_ADDRESS}:") for url in state["brokers"]["monitors"].values())
+    assert sorted(state["brokers"]["leader"]["monitors"]) == ["1", "2", "3"]
+    assert all(url.startswith(f"http://{BROKER_ADDRESS}:") for url in state["brokers"]["leader"]["monitors"].values())
     result = json.loads((Path(landed["path"]) / "result.json").read_text())
     (first, *_) = result["context"]["broker"]["leader_changes"]
     assert first["partition"] == 0 and first["leader"] in (1, 2, 3)

@@ -51,7 +51,9 @@ def test_readme_first_matrix_is_valid_and_marks_the_required_keys() -> None:
 
 
 def test_readme_own_broker_fragment_and_connections() -> None:
-    from bench_tasks.connections import kafka_access, nats_access, parse_connection
+    from bench_tasks.connections import parse_connection
+    from bench_tasks.systems.kafka.access import kafka_access
+    from bench_tasks.systems.nats.access import nats_access
 
     raw = yaml.safe_load(block_with(README, "yaml", "first_matrix"))
     raw["systems"] = yaml.safe_load(block_with(README, "yaml", "brokers: external"))["systems"]
@@ -169,7 +171,8 @@ def test_external_fragment_is_valid_with_the_main_example() -> None:
 
 
 def test_connection_example_gives_the_documented_client_settings() -> None:
-    from bench_tasks.connections import kafka_access, parse_connection
+    from bench_tasks.connections import parse_connection
+    from bench_tasks.systems.kafka.access import kafka_access
 
     conn = parse_connection("sixnines_kafka_external", block_with(EXTERNAL_DOC, "json", '"conn_type": "kafka"'))
     sasl = kafka_access(conn)

@@ -34,7 +34,7 @@ def reported_version(
     brokers support (SupportedMaxVersion), beside the finalized level and every feature as the tool printed it.
     `client` holds librdkafka security settings; they are translated for the Java tool into a 0600 file that
     is deleted at once. Raises BrokerError when the cluster cannot be asked."""
-    from ..systems.kafka.settings import KAFKA_VERSIONS
+    from .settings import KAFKA_VERSIONS
 
     tool_version = KAFKA_VERSIONS[0]
     libs = tools_classpath(tool_version)
