@@ -42,6 +42,7 @@ def _code_tokens(path: Path) -> list[tuple[int, str]]:
     return kept
 
 
+@pytest.mark.xfail(reason="issue 16 in progress: drivers, OMB mapping, Spark and plugins still to move", strict=True)
 def test_the_core_never_names_a_system() -> None:
     """Only `bench_tasks/systems/<name>/` knows a system; adding one touches its package and the registry line."""
     found = [
@@ -124,6 +125,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+@pytest.mark.xfail(reason="issue 16 in progress: drivers, OMB mapping, Spark and plugins still to move", strict=True)
 def test_airflow_side_imports_only_the_public_api() -> None:
     """plugins/ and dags/ import `bench_tasks` (its __init__'s names) and nothing deeper."""
     deep = [
@@ -140,6 +142,7 @@ HEAVY = ("numpy", "pyarrow", "pandas", "pyspark", "confluent_kafka", "nats", "gr
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.xfail(reason="issue 16 in progress: drivers, OMB mapping, Spark and plugins still to move", strict=True)
 def test_parsing_the_dag_folder_loads_nothing_heavy(tmp_path: Path) -> None:
     """DAG files are parsed again and again by Airflow's DAG processor: measurement, client and analysis libraries
     load inside tasks only. Prints how long the parse took (a figure, not a limit)."""
