@@ -23,9 +23,9 @@ from .systems import system
 
 @dataclass(frozen=True)
 class CalibrationSpec:
-    system: str = "nats"
+    system: str
     version: str = "latest"
-    measurement: str = "rtt"  # Kafka: e2e
+    measurement: str = "rtt"  # the system's calibration shape by default (the CLI fills it in)
     rate_per_s: float = 2000
     connections: int = 100
     message_size_bytes: int = 64

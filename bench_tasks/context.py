@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-_CLIENT_PACKAGES = ("nats-py", "confluent-kafka", "hdrhistogram", "pyarrow", "numpy")
+_HARNESS_PACKAGES = ("hdrhistogram", "pyarrow", "numpy")
 
 
 @cache
@@ -57,7 +57,9 @@ def host_facts() -> dict[str, Any]:
 
 def client_versions() -> dict[str, str]:
     versions = {}
-    for name in _CLIENT_PACKAGES:
+    from .systems import SYSTEMS
+
+    for name in [p for s in SYSTEMS.values() for p in s.client_libraries] + list(_HARNESS_PACKAGES):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -14,10 +14,11 @@ import typer
 from pydantic import ValidationError
 
 from ..errors import BrokerError
+from ..systems import SYSTEMS
 from .app import brokers_app, out
 
 T = TypeVar("T")
-SystemArgument = Annotated[str, typer.Argument(metavar="SYSTEM", help="the broker system (e.g. nats, kafka)")]
+SystemArgument = Annotated[str, typer.Argument(metavar="SYSTEM", help=f"the broker system: {', '.join(SYSTEMS)}")]
 _SETTING = "{name} has no broker setting {key!r}"
 # Each option sets the broker setting of its name (`--sync-interval` -> broker.sync_interval); the system's model
 # says which it has and what it allows (docs/matrix.md).

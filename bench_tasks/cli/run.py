@@ -7,7 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..systems import SYSTEMS
 from .app import JsonOption, LakeOption, MatrixArgument, app, err, out
+
+DEFAULT_SYSTEM = next(iter(SYSTEMS))
 
 
 @app.command()
@@ -83,11 +86,11 @@ def cells(matrix: MatrixArgument, as_json: JsonOption = False) -> None:
 
 @app.command()
 def calibrate(
-    system: Annotated[str, typer.Option(help="system under test")] = "nats",
+    system: Annotated[str, typer.Option(help="system under test (default: the first registered)")] = DEFAULT_SYSTEM,
     version: Annotated[str, typer.Option(help="broker version or 'latest'")] = "latest",
     measurement: Annotated[
         Optional[str],  # noqa: UP045 (typer needs Optional here)
-        typer.Option(help="rtt (request/reply) or e2e (one-way); default rtt for nats, e2e for kafka"),
+        typer.Option(help="rtt (request/reply) or e2e (one-way); default: the system's own calibration shape"),
     ] = None,
     rate: Annotated[float, typer.Option(help="total requests per second")] = 2000,
     connections: Annotated[int, typer.Option(help="rtt: synchronous connections")] = 100,

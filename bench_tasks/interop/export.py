@@ -147,7 +147,7 @@ def _meta(result: Mapping[str, Any], matrix: str) -> ResultMeta:
         workload=str(origin.get("workload_name") or f"sixnines {matrix}"),
         driver=str(result.get("label") or result["cell_id"]) + (f" r{result.get('repeat')}" if repeats > 1 else ""),
         message_size=int(workload["message_size_bytes"]),
-        partitions=int((spec.get("broker") or {}).get("partitions", 1)) if spec["system"] == "kafka" else 1,
+        partitions=int((spec.get("broker") or {}).get("partitions", 1)),  # routes without partitions: one
         producers=int(workload.get("producers", 1)),
         consumers=int(workload.get("consumers", 1)),
     )

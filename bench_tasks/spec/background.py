@@ -28,16 +28,20 @@ class Background(StrictModel):
     rate_per_producer_per_s: float = Field(gt=0, description="each logical producer's own rate")
     producers: int = Field(1, ge=0, description="logical producers; 0 switches the workload off (an axis value)")
     processes: int = Field(1, ge=1, description="OS processes the logical producers are spread over")
-    consumers: int = Field(0, ge=0, description="unmeasured consumers reading it (Kafka: one group)")
+    consumers: int = Field(
+        0, ge=0, description="unmeasured consumers reading it (one group where the system has groups)"
+    )
     arrival: Literal["uniform", "poisson"] = "uniform"
     keys: Literal["none", "round_robin", "random", "per_producer"] = Field(
-        "none", description="Kafka: per_producer gives every logical producer its own key (seed 004's keyed TRAFFIC)"
+        "none", description="keyed routes: per_producer gives every logical producer its own key"
     )
-    partitions: int = Field(1, ge=1, description="Kafka: partitions of the background topic")
-    replication_factor: int = Field(1, ge=1, description="Kafka: replication factor of the background topic")
-    topic: dict[str, Any] = Field(default_factory=dict, description="Kafka: background topic config, verbatim")
+    partitions: int = Field(1, ge=1, description="partitioned routes: partitions of the background route")
+    replication_factor: int = Field(
+        1, ge=1, description="replicated routes: replication factor of the background route"
+    )
+    topic: dict[str, Any] = Field(default_factory=dict, description="the background route's own config, verbatim")
     producer: dict[str, Any] = Field(
-        default_factory=dict, description="Kafka: librdkafka producer config for background producers, verbatim"
+        default_factory=dict, description="the client library's producer config for background producers, verbatim"
     )
 
     @model_validator(mode="after")

@@ -60,17 +60,21 @@ class Workload(StrictModel):
         100.0, gt=0, description="fail the cell when generator schedule lag p99.9 exceeds this"
     )
     seed: int = Field(0, ge=0, description="poisson schedules are reproducible per seed")
-    prefill_messages: int = Field(0, ge=0, description="Kafka: backlog written before the cell starts")
+    prefill_messages: int = Field(
+        0, ge=0, description="a backlog written before the cell starts (systems that keep one)"
+    )
     lagging_consumers: int = Field(
-        0, ge=0, description="Kafka: unmeasured consumers reading the topic from its oldest message (seed 003)"
+        0,
+        ge=0,
+        description="unmeasured consumers reading the route from its oldest message (systems that keep a backlog)",
     )
     relays: int = Field(1, ge=1, description="chain: relay services (one group) between the two hops")
     allowed_loss_ratio: float = Field(
         0.0,
         ge=0,
         le=1,
-        description="loss the data-quality gate tolerates where delivery is not guaranteed (Kafka acks=0/1, "
-        "core NATS); cells that guarantee delivery (acks=all, JetStream) tolerate none",
+        description="loss the data-quality gate tolerates where delivery is not guaranteed (fire-and-forget "
+        "sends, a leader's ack only); cells whose system guarantees delivery tolerate none",
     )
     cpus: CpuPlacement = CpuPlacement()
     placement: Placement | None = Field(None, description="hosts of the broker, producers and consumers")

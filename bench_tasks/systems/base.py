@@ -30,6 +30,7 @@ class System:
     setup_estimate_s: ClassVar[float] = 5.0
     calibration_measurement: ClassVar[Measurement] = "e2e"  # the CTRL+Z test's default shape
     calibration_broker: ClassVar[Mapping[str, Any]] = {}  # one node, the simplest that can be frozen
+    client_libraries: ClassVar[tuple[str, ...]] = ()  # distributions whose versions every cell records
 
     @property
     def versions(self) -> tuple[str, ...]:

@@ -148,7 +148,7 @@ def _params() -> dict[str, Param]:
             type="object",
             additionalProperties={"type": "string"},
             propertyNames={"enum": sorted(SYSTEMS)},
-            description='Override the version of a system in every cell, e.g. {"nats": "2.10.26"}.',
+            description='Override the version of a system in every cell: {"<system>": "<version>"}.',
         ),
         "phase_scale": Param(
             1.0,
@@ -161,7 +161,7 @@ def _params() -> dict[str, Param]:
             [],
             type="array",
             items={"type": "string"},
-            description="Run only these cells (TaskGroup ids such as c01_nats_core_e2e, or cell ids); empty: all.",
+            description="Run only these cells (TaskGroup ids such as c01_<system>_<tag>_e2e, or cell ids); empty: all.",
         ),
         "broker_policy": Param(
             "fresh",

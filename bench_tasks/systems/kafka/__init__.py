@@ -18,6 +18,7 @@ class Kafka(System):
     cell_model = KafkaCell
     setup_estimate_s = 20.0  # a JVM per node, KRaft formatting and election
     calibration_broker: ClassVar[Mapping[str, Any]] = {"brokers": 1}
+    client_libraries = ("confluent-kafka",)
 
     def label(self, spec: Any) -> str:
         b, c = spec.broker, spec.client

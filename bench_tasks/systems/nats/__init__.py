@@ -16,6 +16,7 @@ class Nats(System):
     setup_estimate_s = 5.0
     calibration_measurement = "rtt"  # core request/reply: a synchronous connection's service time hides a stall
     calibration_broker: ClassVar[Mapping[str, Any]] = {"mode": "core"}
+    client_libraries = ("nats-py",)
 
     def label(self, spec: Any) -> str:
         setup = f"nats/{spec.broker.mode}"
