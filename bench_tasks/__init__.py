@@ -3,11 +3,7 @@
 What DAGs, Spark jobs and tests may import is named here; the rest is private (STYLE 7).
 """
 
-from .analysis import Accounting, CellAnalysis, analyze
-from .cell_runner import Fault
-from .errors import BrokerError, CellError, MatrixError, PayloadError, SixninesError
-from .lake import CELLS_SCHEMA, Lake, RunInfo
-from .lifecycle import (
+from .cell.lifecycle import (
     CellWork,
     land_step,
     landed_summary,
@@ -17,11 +13,15 @@ from .lifecycle import (
     start_generator,
     teardown_step,
 )
-from .percentiles import PERCENTILES, LatencySummary, is_supported, required_samples, summarize
-from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, read_schema_version
-from .runner import CellReport, run_cell, run_matrix
+from .cell.runner import CellReport, run_cell, run_matrix
+from .cell.watch import watch_phase
+from .cell_runner import Fault
+from .core.analysis import Accounting, CellAnalysis, analyze
+from .core.percentiles import PERCENTILES, LatencySummary, is_supported, required_samples, summarize
+from .errors import BrokerError, CellError, MatrixError, PayloadError, SixninesError
+from .lake.layout import CELLS_SCHEMA, Lake, RunInfo
+from .lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, read_schema_version
 from .spec.matrix import Cell, Matrix, load_matrix, parse_matrix
-from .watch import watch_phase
 
 __all__ = [
     "CELLS_SCHEMA",

@@ -20,10 +20,15 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from rich.console import Console
 
+from .core.percentiles import summarize
+from .core.schedule import NS_PER_S, PhasePlan
 from .drivers import MEASURED, Target, driver_for, final_route, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
-from .hosts import (
+from .live import LiveMonitor
+from .loop import run_precise
+from .spec.matrix import Cell
+from .topology.hosts import (
     broker_site,
     cell_routes,
     host_of,
@@ -32,13 +37,8 @@ from .hosts import (
     worker_netns,
     worker_route,
 )
-from .live import LiveMonitor
-from .loop import run_precise
-from .netns import Topology, inside
-from .percentiles import summarize
-from .rendezvous import HOSTS_TIMEOUT_S, HostPart
-from .schedule import NS_PER_S, PhasePlan
-from .spec.matrix import Cell
+from .topology.netns import Topology, inside
+from .topology.rendezvous import HOSTS_TIMEOUT_S, HostPart
 
 _START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
 _READY_TIMEOUT_S = 60.0

@@ -16,13 +16,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .analysis import CellAnalysis, analyze, leaders_at
+from .cell.context import harness_context
 from .cell_runner import CellRun
-from .context import harness_context
+from .core.analysis import CellAnalysis, analyze, leaders_at
+from .core.hdr import write_hlog
 from .errors import SixninesError
-from .hdr import write_hlog
-from .lake import Lake, RunInfo, write_json
-from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
+from .lake.layout import Lake, RunInfo, write_json
+from .lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
 from .spec.matrix import Cell
 from .systems import system_of
 

@@ -666,7 +666,7 @@ def _service_by_host(compose: dict[str, Any], host: str) -> str | None:
 
 
 def _conn(compose: dict[str, Any], env: dict[str, str], service: str, conn_id: str) -> Any:
-    from bench_tasks.connections import env_var, parse_connection
+    from bench_tasks.brokers.connections import env_var, parse_connection
 
     raw = environment(compose["services"][service]).get(env_var(conn_id), "")
     value = interpolate(raw, env).strip()

@@ -19,12 +19,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..connections import ClientAccess, get_connection
 from ..drivers import Target, driver_for, routes
 from ..errors import BrokerError
 from ..loop import run_precise
 from ..spec.matrix import Cell
 from ..systems import system_of
+from .connections import ClientAccess, get_connection
 from .handles import STATE_SCHEMA
 from .leaders import LeaderWatch
 

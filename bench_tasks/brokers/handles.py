@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..drivers import Target
 from ..errors import BrokerError
-from ..netns import inside
+from ..topology.netns import inside
 from .cluster import stop_pids
 from .leaders import LeaderPoll, LeaderWatch
 

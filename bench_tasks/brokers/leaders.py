@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from ..netns import enter
+from ..topology.netns import enter
 
 # partition -> leader node, as the cluster says now (a partition left out has no known leader: an election)
 LeaderPoll = Callable[[], Mapping[int, int]]

@@ -18,7 +18,7 @@ import yaml
 from rich.markup import escape
 
 from ..errors import InteropError
-from ..runs import resolve_run_id
+from ..lake.runs import resolve_run_id
 from .app import LakeOption, LatestOption, RunIdArgument, app, err, out
 
 import_app = typer.Typer(no_args_is_help=True, help="Read other tools' files: OpenMessaging Benchmark workloads.")

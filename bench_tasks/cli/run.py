@@ -24,9 +24,9 @@ def run(
     as_json: JsonOption = False,
 ) -> None:
     """Run every cell of MATRIX one at a time and print its percentile tables (exit 1 if any cell failed)."""
-    from ..runner import run_matrix
+    from ..cell.runner import run_matrix
+    from ..cell.tables import print_report, report_json
     from ..spec.matrix import load_matrix
-    from ..tables import print_report, report_json
 
     loaded = load_matrix(matrix)
     progress = err if as_json else out
@@ -57,7 +57,7 @@ def cells(matrix: MatrixArgument, as_json: JsonOption = False) -> None:
 
     Each line: cell id, series key (the id without the version), label. A bad file exits 2 with every
     problem found, each naming the field."""
-    from ..runner import estimated_wall_s, resolve_cells
+    from ..cell.runner import estimated_wall_s, resolve_cells
     from ..spec.matrix import expand_repeats, load_matrix
 
     loaded = load_matrix(matrix)
@@ -103,8 +103,8 @@ def calibrate(
     as_json: JsonOption = False,
 ) -> None:
     """The CTRL+Z test: freeze the broker mid-measure; corrected percentiles must show the stall."""
-    from ..calibrate import CalibrationSpec
-    from ..calibrate import calibrate as do_calibrate
+    from ..cell.calibrate import CalibrationSpec
+    from ..cell.calibrate import calibrate as do_calibrate
     from ..systems import system as system_named
 
     measurement = measurement or system_named(system).calibration_measurement
@@ -125,7 +125,7 @@ def calibrate(
 def _print_calibration(data: dict, measurement: str, rate: float, stall: float) -> None:
     from rich.table import Table
 
-    from ..percentiles import PERCENTILES
+    from ..core.percentiles import PERCENTILES
 
     table = Table(
         title=f"CTRL+Z calibration: {measurement}, {rate:g}/s, stall {stall} s "

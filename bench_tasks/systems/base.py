@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..spec.cell import CellBase, Measurement
 
 if TYPE_CHECKING:
+    from ..brokers.connections import BrokerConnection, ClientAccess
     from ..brokers.handles import StartedBrokers
     from ..brokers.leaders import LeaderPoll
-    from ..connections import BrokerConnection, ClientAccess
 
 
 class System:

@@ -1,4 +1,4 @@
-"""The tasks of one cell's TaskGroup: thin wrappers over `bench_tasks.lifecycle`, one step each.
+"""The tasks of one cell's TaskGroup: thin wrappers over `bench_tasks.cell.lifecycle`, one step each.
 
     provision (setup) → warmup → measure → cooldown → land → teardown (teardown)
     provision (setup) → generate_<host> (one per load host, together) → land → teardown (teardown)
@@ -27,12 +27,12 @@ from typing import Any, NoReturn
 from airflow.sdk import get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
+from bench_tasks.cell.lifecycle import HostBusy, land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.cell.watch import watch_phase
 from bench_tasks.cell_runner import HOSTS_TIMEOUT_S
 from bench_tasks.hostparts import run_host
-from bench_tasks.lake import Lake
-from bench_tasks.lifecycle import HostBusy, land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.lake.layout import Lake
 from bench_tasks.spec.matrix import Cell
-from bench_tasks.watch import watch_phase
 
 from .notifier import CellFailureNotifier
 from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info, work_for

@@ -84,9 +84,9 @@ def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
     """Run the matrix's cells of the system at `version`, one at a time (in-process `run_cell`)."""
     from rich.console import Console
 
-    from bench_tasks.lake import Lake
-    from bench_tasks.lifecycle import landed_summary, prepare_cell
-    from bench_tasks.runner import run_cell
+    from bench_tasks.cell.lifecycle import landed_summary, prepare_cell
+    from bench_tasks.cell.runner import run_cell
+    from bench_tasks.lake.layout import Lake
 
     context = get_current_context()
     params, run = context["params"], run_info(context)
@@ -106,9 +106,9 @@ def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
 @task(retries=1, trigger_rule="all_done")
 def compare(ran: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """Compare the landed rows of this run across versions; write the comparison beside the run's tables."""
-    from bench_tasks.compare import COMPARISON_SCHEMA_VERSION, compare_versions, format_comparison
-    from bench_tasks.lake import Lake, write_json
-    from bench_tasks.storage import read_parquet
+    from bench_tasks.core.compare import COMPARISON_SCHEMA_VERSION, compare_versions, format_comparison
+    from bench_tasks.lake.layout import Lake, write_json
+    from bench_tasks.lake.storage import read_parquet
 
     context = get_current_context()
     params, run = context["params"], run_info(context)

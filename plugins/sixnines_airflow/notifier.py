@@ -19,8 +19,8 @@ from typing import Any
 
 from airflow.sdk import BaseNotifier
 
-from bench_tasks.lake import QUARANTINE_AREA, REGRESSIONS_AREA, committed_run_file, write_json
-from bench_tasks.storage import LakePath
+from bench_tasks.lake.layout import QUARANTINE_AREA, REGRESSIONS_AREA, committed_run_file, write_json
+from bench_tasks.lake.storage import LakePath
 
 from .runtime import lake_root, run_info, work_for
 

@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench_tasks.lake import RunInfo
-from bench_tasks.lifecycle import CellWork
+from bench_tasks.cell.lifecycle import CellWork
+from bench_tasks.lake.layout import RunInfo
+from bench_tasks.lake.storage import LakePath, lake_path
 from bench_tasks.paths import cache_dir
-from bench_tasks.storage import LakePath, lake_path
 
 from .report_links import lake_run_id
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench_tasks.runner import select_cells
+from bench_tasks.cell.runner import select_cells
 from bench_tasks.spec.matrix import Cell, parse_matrix
 
 

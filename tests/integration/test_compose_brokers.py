@@ -33,9 +33,9 @@ from confluent_kafka.admin import AdminClient
 from rich.console import Console
 
 from bench_tasks.brokers.cluster import free_ports
-from bench_tasks.connections import parse_connection
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.runner import run_cell, select_cells
+from bench_tasks.brokers.connections import parse_connection
+from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.systems.kafka.access import kafka_access
 from bench_tasks.systems.kafka.admin import admin_client

@@ -14,17 +14,17 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.brokers.tls import make_tls
+from bench_tasks.cell.lifecycle import PHASES, CellWork, land_step, provision_step, start_generator, teardown_step
+from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.cell.watch import watch_phase
 from bench_tasks.errors import BrokerError
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.lifecycle import PHASES, CellWork, land_step, provision_step, start_generator, teardown_step
-from bench_tasks.runner import run_cell, select_cells
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.systems.kafka.admin import admin_client
 from bench_tasks.systems.kafka.cluster import KafkaCluster
 from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 from bench_tasks.systems.nats.server import NatsServer
 from bench_tasks.systems.nats.settings import NatsBroker
-from bench_tasks.watch import watch_phase
 
 from .helpers import make_cell
 
@@ -131,7 +131,7 @@ def nats_external(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def _streams(cell: Cell) -> list[str]:
-    from bench_tasks.connections import get_connection
+    from bench_tasks.brokers.connections import get_connection
     from bench_tasks.drivers.nats import connect
     from bench_tasks.systems import system_of
 

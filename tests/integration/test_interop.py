@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.interop.hgrm import parse_hgrm
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.runner import run_cell, select_cells
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import load_matrix
 
 from .helpers import make_cell

@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks import netns
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
-from bench_tasks.runner import CellReport, run_cell, select_cells
+from bench_tasks.cell.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.cell.runner import CellReport, run_cell, select_cells
+from bench_tasks.cell.watch import watch_phase
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
-from bench_tasks.watch import watch_phase
+from bench_tasks.topology import netns
 
 _WHY_NOT = netns.permitted()
 pytestmark = [

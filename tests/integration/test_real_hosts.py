@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from bench_tasks.cell.lifecycle import provision_brokers
+from bench_tasks.cell.runner import CellReport, run_cell, select_cells
 from bench_tasks.hostparts import collect_parts, publish_cell, run_host_part
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.lifecycle import provision_brokers
-from bench_tasks.rendezvous import Rendezvous
-from bench_tasks.runner import CellReport, run_cell, select_cells
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.topology.rendezvous import Rendezvous
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench_tasks.runner import resolve_cells
+from bench_tasks.cell.runner import resolve_cells
 from bench_tasks.spec.matrix import load_matrix, parse_matrix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def test_readme_first_matrix_is_valid_and_marks_the_required_keys() -> None:
 
 
 def test_readme_own_broker_fragment_and_connections() -> None:
-    from bench_tasks.connections import parse_connection
+    from bench_tasks.brokers.connections import parse_connection
     from bench_tasks.systems.kafka.access import kafka_access
     from bench_tasks.systems.nats.access import nats_access
 
@@ -171,7 +171,7 @@ def test_external_fragment_is_valid_with_the_main_example() -> None:
 
 
 def test_connection_example_gives_the_documented_client_settings() -> None:
-    from bench_tasks.connections import parse_connection
+    from bench_tasks.brokers.connections import parse_connection
     from bench_tasks.systems.kafka.access import kafka_access
 
     conn = parse_connection("sixnines_kafka_external", block_with(EXTERNAL_DOC, "json", '"conn_type": "kafka"'))

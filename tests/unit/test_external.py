@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from bench_tasks.brokers.connections import BrokerConnection, get_connection, parse_connection
 from bench_tasks.brokers.external import refuse_faults, route_names
-from bench_tasks.connections import BrokerConnection, get_connection, parse_connection
+from bench_tasks.cell.lifecycle import prepare_cell
 from bench_tasks.errors import BrokerError, MatrixError
-from bench_tasks.lifecycle import prepare_cell
 from bench_tasks.spec.matrix import load_matrix, parse_matrix
 from bench_tasks.systems.kafka.access import kafka_access
 from bench_tasks.systems.kafka.probe import java_client_properties, parse_features

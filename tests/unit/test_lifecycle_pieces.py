@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.compare import compare_versions, format_comparison
+from bench_tasks.cell.lifecycle import CellWork, broker_key, prepare_cell
+from bench_tasks.cell.tables import percentile_table, report_from_row
+from bench_tasks.cell.watch import phase_summary, progress_line
+from bench_tasks.core.compare import compare_versions, format_comparison
 from bench_tasks.errors import CellError, MatrixError
-from bench_tasks.lifecycle import CellWork, broker_key, prepare_cell
 from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.systems import system
-from bench_tasks.tables import percentile_table, report_from_row
-from bench_tasks.watch import phase_summary, progress_line
 
 NATS_LATEST, NATS_OLDER = system("nats").versions[:2]
 
@@ -166,7 +166,7 @@ def test_progress_line_and_phase_summary() -> None:
 
 
 def test_only_a_sustained_lag_means_the_generator_fell_behind() -> None:
-    from bench_tasks.watch import SUSTAINED_S, _Behind
+    from bench_tasks.cell.watch import SUSTAINED_S, _Behind
 
     (cell,) = cells()  # max_schedule_lag_ms defaults to 100
 

@@ -412,7 +412,7 @@ def test_seed_matrix_covers_the_seeds_axes() -> None:
 
 
 def test_version_matrix_pairs_each_cell_across_a_3x_and_a_4x_release() -> None:
-    from bench_tasks.runner import select_cells  # resolves `latest`, as a run does
+    from bench_tasks.cell.runner import select_cells
 
     cells = select_cells(load_matrix(REPO / "matrices" / "kafka-versions.yaml"))
     by_series: dict[str, set[str]] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...connections import BrokerConnection, ClientAccess
+from ...brokers.connections import BrokerConnection, ClientAccess
 from ...errors import BrokerError
 from .settings import KafkaCell
 

@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ...brokers.maven import copy_dependencies
 from ...errors import BrokerError
-from ...maven import copy_dependencies
 from ...paths import cache_dir
 
 _log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from ...connections import BrokerConnection, ClientAccess
+from ...brokers.connections import BrokerConnection, ClientAccess
 from ...errors import BrokerError
 from ...loop import run_precise
 from .settings import NatsCell

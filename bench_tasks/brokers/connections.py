@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .errors import BrokerError
+from ..errors import BrokerError
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..drivers import MEASURED
+from ..spec.matrix import Cell
+from ..spec.placement import domain_of, domain_routes
 from . import netns
-from .drivers import MEASURED
-from .spec.matrix import Cell
-from .spec.placement import domain_of, domain_routes
 
 if TYPE_CHECKING:
     from .rendezvous import HostPart
@@ -160,7 +160,7 @@ def check_runnable(cell: Cell, faults: Sequence[Any] = ()) -> None:
     SASL users live on the provisioning host; across hosts use `brokers: external` and a connection)."""
     if not per_host(cell):
         return
-    from .errors import CellError
+    from ..errors import CellError
 
     if faults:
         raise CellError(

@@ -17,15 +17,15 @@ from typing import Any
 
 from rich.console import Console
 
-from .brokers.provision import attach
-from .cell_runner import CellRun, Fault, drive_cell
-from .errors import CellError
-from .hdr import new_histogram
-from .lake import write_json
-from .landing import describe
+from ..brokers.provision import attach
+from ..cell_runner import CellRun, Fault, drive_cell
+from ..core.hdr import new_histogram
+from ..errors import CellError
+from ..lake.layout import write_json
+from ..landing import describe
+from ..live import LiveMonitor
+from ..spec.matrix import Cell
 from .lifecycle import CellWork, topology_of
-from .live import LiveMonitor
-from .spec.matrix import Cell
 
 STATUS_SCHEMA_VERSION = 1  # 1: first version
 

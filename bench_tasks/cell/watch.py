@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .brokers.handles import BrokerHandle
-from .brokers.provision import attach
-from .errors import CellError
-from .lake import write_json
+from ..brokers.handles import BrokerHandle
+from ..brokers.provision import attach
+from ..core.schedule import NS_PER_S
+from ..errors import CellError
+from ..lake.layout import write_json
+from ..spec.matrix import Cell
 from .lifecycle import PHASES, CellWork, generator_alive
-from .schedule import NS_PER_S
-from .spec.matrix import Cell
 
 STALE_S = 15.0  # a running generator writes its status every second
 START_TIMEOUT_S = 120.0  # worker processes start and the topic/stream is created before t0

@@ -57,7 +57,7 @@ def host_facts() -> dict[str, Any]:
 
 def client_versions() -> dict[str, str]:
     versions = {}
-    from .systems import SYSTEMS
+    from ..systems import SYSTEMS
 
     for name in [p for s in SYSTEMS.values() for p in s.client_libraries] + list(_HARNESS_PACKAGES):
         try:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .cell_runner import Fault
-from .lake import Lake, RunInfo
+from ..cell_runner import Fault
+from ..lake.layout import Lake, RunInfo
+from ..spec.matrix import parse_matrix
+from ..systems import system
 from .runner import CellReport, run_cell, select_cells
-from .spec.matrix import parse_matrix
-from .systems import system
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def calibration_matrix(spec: CalibrationSpec) -> dict:
 def calibrate(spec: CalibrationSpec, lake_root: str | Path, console: Console) -> CalibrationResult:
     """Run one cell with a SIGSTOP stall of `stall_s` centred in the measure phase."""
     if not 0 < spec.stall_s < spec.measure_s:
-        from .errors import MatrixError
+        from ..errors import MatrixError
 
         raise MatrixError(
             "calibrate", [f"stall: {spec.stall_s} — must be > 0 and shorter than measure ({spec.measure_s})"]

@@ -11,10 +11,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .analysis import Accounting, CellAnalysis
-from .percentiles import PERCENTILES, LatencySummary
+from ..core.analysis import Accounting, CellAnalysis
+from ..core.percentiles import PERCENTILES, LatencySummary
+from ..spec.matrix import Cell
 from .runner import CellReport
-from .spec.matrix import Cell
 
 BASIS_LABEL = {"intended": "resp", "sent": "svc"}
 UNSUPPORTED = "unsup."

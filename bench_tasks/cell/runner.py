@@ -14,19 +14,19 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import hosts, netns
-from .brokers.handles import BrokerHandle
-from .cell_runner import CellRun, Fault, drive_cell
-from .errors import CellError, SixninesError
-from .hostparts import discard, drive_hosts, publish_cell
-from .lake import Lake, RunInfo
-from .landing import CellReport, acked_metric, describe, land_cell
+from ..brokers.handles import BrokerHandle
+from ..cell_runner import CellRun, Fault, drive_cell
+from ..errors import CellError, SixninesError
+from ..hostparts import discard, drive_hosts, publish_cell
+from ..lake.layout import Lake, RunInfo
+from ..landing import CellReport, acked_metric, describe, land_cell
+from ..paths import cache_dir
+from ..spec.cell import cell_id, series_key
+from ..spec.matrix import Cell, Matrix, expand_repeats
+from ..systems import resolve_version, system
+from ..topology import hosts, netns
+from ..topology.netns import Topology
 from .lifecycle import provision_brokers, stop_brokers
-from .netns import Topology
-from .paths import cache_dir
-from .spec.cell import cell_id, series_key
-from .spec.matrix import Cell, Matrix, expand_repeats
-from .systems import resolve_version, system
 
 __all__ = [
     "CellReport",
@@ -96,7 +96,7 @@ def run_cell(
     generators: dict = {}
     status, reason = "ok", None
     try:
-        from .brokers.external import refuse_faults
+        from ..brokers.external import refuse_faults
 
         refuse_faults(cell, faults)
         hosts.check_runnable(cell, faults)

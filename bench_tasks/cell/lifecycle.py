@@ -40,22 +40,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import hosts, netns
-from .brokers.external import ExternalBrokers
-from .brokers.handles import BrokerHandle, reap_if_child
-from .brokers.provision import attach, provision, reuse_for
-from .cell_runner import CellRun, check_cpus
-from .errors import BrokerError, CellError, MatrixError, SixninesError
-from .hostparts import child_env, collect_parts, discard, publish_cell
-from .hosts import broker_site
-from .lake import Lake, RunInfo, write_json
-from .landing import CellReport, describe, keep_broker_logs, land_cell
-from .netns import Topology, inside
-from .paths import cache_dir
-from .spec.cell import cell_id, series_key
-from .spec.matrix import CELL_ADAPTER, Cell
-from .storage import lake_path
-from .systems import resolve_version
+from ..brokers.external import ExternalBrokers
+from ..brokers.handles import BrokerHandle, reap_if_child
+from ..brokers.provision import attach, provision, reuse_for
+from ..cell_runner import CellRun, check_cpus
+from ..errors import BrokerError, CellError, MatrixError, SixninesError
+from ..hostparts import child_env, collect_parts, discard, publish_cell
+from ..lake.layout import Lake, RunInfo, write_json
+from ..lake.storage import lake_path
+from ..landing import CellReport, describe, keep_broker_logs, land_cell
+from ..paths import cache_dir
+from ..spec.cell import cell_id, series_key
+from ..spec.matrix import CELL_ADAPTER, Cell
+from ..systems import resolve_version
+from ..topology import hosts, netns
+from ..topology.hosts import broker_site
+from ..topology.netns import Topology, inside
 
 BROKER_POLICIES = ("fresh", "reuse")
 PHASES = ("warmup", "measure", "cooldown")
@@ -266,7 +266,7 @@ def provision_step(
     generate task finds the cell and its brokers."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
-    from .brokers.external import refuse_faults
+    from ..brokers.external import refuse_faults
 
     refuse_faults(cell, faults or [])
     if work.state.exists():

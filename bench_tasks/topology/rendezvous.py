@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import CellError
+from ..lake.storage import LakePath, write_text
 from .clock import Clock, host_clock, wall_shift_ns
-from .errors import CellError
-from .storage import LakePath, write_text
 
 HOSTS_TIMEOUT_S = 300.0  # a cell split over hosts: how long one host waits for the others' generate tasks
 

@@ -112,7 +112,7 @@ def measure(
             best = (rtt, offset)
         time.sleep(0.002)
     if best is None:
-        from .errors import NetworkError
+        from ..errors import NetworkError
 
         raise NetworkError(f"clock offset {from_host} → {to_host}: no answer from {server[0]}:{server[1]}")
     return ClockOffset(from_host, to_host, best[1], (best[0] + 1) // 2, best[0], answered, method)

@@ -5,7 +5,7 @@ raw/run_date=D/run_id=R/cell_id=C/repeat=K/…  the same, once per repeat, for a
 runs/run_date=D/run_id=R/cells.parquet — one row per cell (per repeat of a repeated cell)
 
 A cell is written into a staging folder and renamed into place when complete, so a reader never sees half
-a cell; a re-run replaces the cell's folder and its row instead of adding to them. On S3 (bench_tasks.storage)
+a cell; a re-run replaces the cell's folder and its row instead of adding to them. On S3 (bench_tasks.lake.storage)
 the staging folder is local (under the cache) and is uploaded under the cell's prefix as one attempt that
 becomes visible when its commit marker is written; `committed_cells` is how readers find what is visible.
 """
@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from .paths import cache_dir
+from ..paths import cache_dir
 from .records import SCHEMA_VERSION, write_parquet
 from .storage import (
     LakePath,
@@ -87,7 +87,7 @@ def history_files(lake_root: str | Path | S3Path) -> list[LakePath]:
     return sorted(p for p in found if not p.name.startswith("."))
 
 
-# What the analysis writes per run, each a folder committed whole (bench_tasks.storage.write_folder):
+# What the analysis writes per run, each a folder committed whole (bench_tasks.lake.storage.write_folder):
 # published/run_date=D/run_id=R/   the tables that passed the gate (spark_jobs.publish)
 # quarantine/run_date=D/run_id=R/  the tables that failed it, with validation.json
 # regressions/run_date=D/run_id=R/ the regression check's change_points.parquet and alerts.json
@@ -122,7 +122,7 @@ class RunInfo:
 
 
 class Lake:
-    """The lake at `root`: a local folder, or `s3://bucket/prefix` (bench_tasks.storage)."""
+    """The lake at `root`: a local folder, or `s3://bucket/prefix` (bench_tasks.lake.storage)."""
 
     def __init__(self, root: str | Path | S3Path):
         self.root: LakePath = lake_path(root)

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .errors import SixninesError
+from ..errors import SixninesError
 
 CONN_ID_ENV = "SIXNINES_LAKE_CONN_ID"
 DEFAULT_CONN_ID = "sixnines_lake_s3"

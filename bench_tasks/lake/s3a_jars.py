@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .maven import copy_dependencies
-from .paths import cache_dir
+from ..brokers.maven import copy_dependencies
+from ..paths import cache_dir
 from .storage import StorageError
 
 _MVN_TIMEOUT_S = 900  # the SDK bundle is ~700 MB

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SixninesError
+from ..errors import SixninesError
 from .storage import LakePath, lake_path, read_parquet
 
 

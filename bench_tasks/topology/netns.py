@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import NetworkError
-from .spec.placement import Host, Network
+from ..errors import NetworkError
+from ..spec.placement import Host, Network
 
 PREFIX = "sixnines"
 SUBNET = ipaddress.ip_network("10.99.0.0/24")

@@ -1,0 +1,1 @@
+"""Where a cell's roles run: network namespaces, load-generator hosts, their clocks and their meeting point."""
