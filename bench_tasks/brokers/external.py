@@ -169,6 +169,9 @@ class ExternalBrokers:
     def pids(self) -> list[int]:
         return []
 
+    def node_pids(self) -> dict[int, int]:
+        return {}
+
     def logs(self) -> list[Path]:
         return []
 

@@ -90,7 +90,8 @@ def _problem(
     if running and time.monotonic_ns() - status["updated_ns"] > STALE_S * NS_PER_S:
         return f"the generator stopped reporting for more than {STALE_S:.0f} s"
     killed = any(f["kind"] == "kill" for f in (status or {}).get("faults", []))
-    dead = [f"node {n} (pid {brokers.nodes[n]})" for n, alive in brokers.alive().items() if not alive]
+    pids = brokers.node_pids()
+    dead = [f"node {n} (pid {pids[n]})" for n, alive in brokers.alive().items() if not alive]
     if dead and not killed:
         return f"broker {', '.join(dead)} died during {phase}"
     return None

@@ -62,7 +62,9 @@ def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
             await nc.close()
 
         asyncio.run(replicated_stream())
-        leader = cluster.stream_leader("T")
+        deadline = time.monotonic() + 10  # /jsz reports the new stream's leader a moment after it is created
+        while (leader := cluster.stream_leader("T")) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert leader in (1, 2, 3)
         pids = list(cluster.node_pids.values())
     assert_gone(pids)
