@@ -28,6 +28,7 @@ from .generator import Channels, WorkerPlan, worker_main
 from .live import LiveMonitor
 from .loop import run_precise
 from .spec.matrix import Cell
+from .topology import HOSTS_TIMEOUT_S
 from .topology.hosts import (
     broker_site,
     cell_routes,
@@ -38,7 +39,7 @@ from .topology.hosts import (
     worker_route,
 )
 from .topology.netns import Topology, inside
-from .topology.rendezvous import HOSTS_TIMEOUT_S, HostPart
+from .topology.rendezvous import HostPart
 
 _START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
 _READY_TIMEOUT_S = 60.0

@@ -45,8 +45,9 @@ from .lake.storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder,
 from .landing import describe
 from .paths import cache_dir
 from .spec.matrix import Cell
+from .topology import HOSTS_TIMEOUT_S
 from .topology.hosts import load_hosts, queue_of
-from .topology.rendezvous import HOSTS_TIMEOUT_S, HostPart, Rendezvous
+from .topology.rendezvous import HostPart, Rendezvous
 
 CELL_FILE = "cell.json"
 _SCHEMA_VERSION = 1

@@ -185,8 +185,8 @@ def measure_host_offsets(cell: Cell, part: HostPart) -> list[dict[str, Any]]:
     placement, known = spec.workload.placement, spec.hosts or {}
     if placement is None or placement.cross_host_clock != "measure_offset" or spec.measurement not in ("e2e", "chain"):
         return []
+    from . import HOSTS_TIMEOUT_S
     from .clock import ClockServer, measure
-    from .rendezvous import HOSTS_TIMEOUT_S
 
     me, sync = part.host, part.rendezvous
     consumers, producers = list(dict.fromkeys(placement.consumers)), list(dict.fromkeys(placement.producers))

@@ -25,8 +25,6 @@ from ..errors import CellError
 from ..lake.storage import LakePath, write_text
 from .clock import Clock, host_clock, wall_shift_ns
 
-HOSTS_TIMEOUT_S = 300.0  # a cell split over hosts: how long one host waits for the others' generate tasks
-
 POLL_S = 0.2
 START_MARGIN_NS = 2_000_000_000  # after the last host was ready: every host has read the notes by then
 

@@ -15,8 +15,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, dag, get_current_context, task
 
-from bench_tasks.spec.matrix import load_matrix
-from bench_tasks.systems import SYSTEMS
+from bench_tasks import SYSTEMS, load_matrix
 
 from .cell_tasks import MAX_PHASE_SCALE
 from .runtime import POOL, lake_root, run_info
@@ -64,7 +63,7 @@ def build_compare_dag(matrices: Path) -> DAG:
 @task(retries=0)
 def plan(matrices: str) -> list[str]:
     """Check the versions against what the harness knows before any broker starts."""
-    from bench_tasks.errors import MatrixError
+    from bench_tasks import MatrixError
 
     params = get_current_context()["params"]
     known = SYSTEMS[params["system"]].versions
@@ -84,9 +83,7 @@ def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
     """Run the matrix's cells of the system at `version`, one at a time (in-process `run_cell`)."""
     from rich.console import Console
 
-    from bench_tasks.cell.lifecycle import landed_summary, prepare_cell
-    from bench_tasks.cell.runner import run_cell
-    from bench_tasks.lake.layout import Lake
+    from bench_tasks import Lake, landed_summary, prepare_cell, run_cell
 
     context = get_current_context()
     params, run = context["params"], run_info(context)
@@ -106,9 +103,14 @@ def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
 @task(retries=1, trigger_rule="all_done")
 def compare(ran: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """Compare the landed rows of this run across versions; write the comparison beside the run's tables."""
-    from bench_tasks.core.compare import COMPARISON_SCHEMA_VERSION, compare_versions, format_comparison
-    from bench_tasks.lake.layout import Lake, write_json
-    from bench_tasks.lake.storage import read_parquet
+    from bench_tasks import (
+        COMPARISON_SCHEMA_VERSION,
+        Lake,
+        compare_versions,
+        format_comparison,
+        read_parquet,
+        write_json,
+    )
 
     context = get_current_context()
     params, run = context["params"], run_info(context)

@@ -23,11 +23,11 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
     """A SparkSubmitOperator that reaches an S3 lake (see the module docstring)."""
 
     def execute(self, context: Any) -> None:
-        from bench_tasks.lake.storage import CONN_ID_ENV, S3Path
+        from bench_tasks import CONN_ID_ENV, S3Path
 
         root = lake_root()
         if isinstance(root, S3Path):
-            from bench_tasks.lake.s3a_jars import s3a_jars
+            from bench_tasks import s3a_jars
 
             settings = root.settings
             jars = [str(j) for j in s3a_jars()]

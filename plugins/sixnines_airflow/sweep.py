@@ -19,10 +19,20 @@ from typing import Any
 
 from airflow.sdk import DAG, Asset, Param, TaskGroup, dag, get_current_context, task
 
-from bench_tasks.errors import MatrixError, SixninesError
-from bench_tasks.spec.matrix import Cell, Matrix, expand_repeats, load_matrix
-from bench_tasks.systems import SYSTEMS, system_of
-from bench_tasks.topology.hosts import generator_queue, load_hosts, per_host, queue_of
+from bench_tasks import (
+    SYSTEMS,
+    Cell,
+    Matrix,
+    MatrixError,
+    SixninesError,
+    expand_repeats,
+    generator_queue,
+    load_hosts,
+    load_matrix,
+    per_host,
+    queue_of,
+    system_of,
+)
 
 from . import cell_tasks, tail
 from .runtime import POOL, clusters_for, lake_root, run_dir, run_info
@@ -186,7 +196,7 @@ def _doc(matrix: Matrix, source: Path) -> str:
 @task(pool=POOL, retries=1, trigger_rule="all_done")
 def release_brokers() -> list[int]:
     """Stop the clusters kept for reuse (policy `reuse`); nothing to do with policy `fresh`."""
-    from bench_tasks.cell.lifecycle import release_clusters
+    from bench_tasks import release_clusters
 
     return release_clusters(clusters_for(get_current_context()))
 
@@ -197,9 +207,7 @@ def tables() -> dict[str, Any]:
     hand the run's identity to the analysis tail."""
     from rich.console import Console
 
-    from bench_tasks.cell.tables import print_report, report_from_row
-    from bench_tasks.lake.layout import Lake
-    from bench_tasks.lake.storage import read_parquet
+    from bench_tasks import Lake, print_report, read_parquet, report_from_row
 
     run = run_info(get_current_context())
     lake = Lake(lake_root())
@@ -228,7 +236,7 @@ def verdict(groups: list[str]) -> dict[str, Any]:
     follows this last task; teardowns and the tail do not decide it)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from bench_tasks.cell.lifecycle import CellWork
+    from bench_tasks import CellWork
 
     base = run_dir(get_current_context())
     outcome: dict[str, str] = {}

@@ -125,7 +125,6 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-@pytest.mark.xfail(reason="issue 16 in progress: drivers, OMB mapping, Spark and plugins still to move", strict=True)
 def test_airflow_side_imports_only_the_public_api() -> None:
     """plugins/ and dags/ import `bench_tasks` (its __init__'s names) and nothing deeper."""
     deep = [
