@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..brokers.connections import BrokerConnection, ClientAccess
     from ..brokers.handles import StartedBrokers
     from ..brokers.leaders import LeaderPoll
+    from ..interop.omb_driver import OmbDriver
 
 
 class System:
@@ -66,6 +67,10 @@ class System:
     def describe_running(self, state: Mapping[str, Any]) -> list[str]:
         """Lines about running brokers (from a handle's state) worth showing in `sixnines brokers status`."""
         return []
+
+    def omb_driver(self) -> OmbDriver | None:
+        """How OpenMessaging Benchmark's driver for this system reads in sixnines terms (None: OMB has none)."""
+        return None
 
     # -- brokers a cell starts -------------------------------------------------------------------------------------
     def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:

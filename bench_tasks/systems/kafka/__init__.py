@@ -44,6 +44,11 @@ class Kafka(System):
 
         return kafka_classpath(version)
 
+    def omb_driver(self) -> Any:
+        from .omb import KafkaOmb
+
+        return KafkaOmb()
+
     def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> Any:
         from .provision import start_brokers
 

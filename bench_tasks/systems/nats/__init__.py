@@ -40,6 +40,11 @@ class Nats(System):
 
         return describe_running(state)
 
+    def omb_driver(self) -> Any:
+        from .omb import NatsOmb
+
+        return NatsOmb()
+
     def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> Any:
         from .provision import start_brokers
 
