@@ -32,9 +32,8 @@ from .topology import HOSTS_TIMEOUT_S
 from .topology.hosts import (
     broker_site,
     cell_routes,
+    clock_offsets,
     host_of,
-    measure_clock_offsets,
-    measure_host_offsets,
     worker_netns,
     worker_route,
 )
@@ -174,7 +173,7 @@ def drive_cell(
             leader = part.rendezvous.hosts[:1]
             part.rendezvous.wait("prepared", HOSTS_TIMEOUT_S, leader, hint="the first load host creates the routes")
     # only where the matrix accepts cross-domain e2e
-    clock_offsets = measure_clock_offsets(cell, topology) if part is None else measure_host_offsets(cell, part)
+    offsets = clock_offsets(cell, topology, part)
     cell_json = spec.model_dump_json()
 
     def process(role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
@@ -232,7 +231,7 @@ def drive_cell(
                 t0 = part.agree_t0(HOSTS_TIMEOUT_S)
                 wall_t0_s = t0 / NS_PER_S
             channels.start_at_ns.value = t0
-            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging, clock_offsets=clock_offsets)
+            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging, clock_offsets=offsets)
             monitor.plan = run.plan
             pending = sorted(faults, key=lambda f: f.at_s)
             finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)

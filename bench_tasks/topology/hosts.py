@@ -177,37 +177,79 @@ def check_runnable(cell: Cell, faults: Sequence[Any] = ()) -> None:
         )
 
 
-def measure_host_offsets(cell: Cell, part: HostPart) -> list[dict[str, Any]]:
-    """`measure_clock_offsets` for a cell split over real hosts, on the host clock: each consumer host serves
-    its clock (address noted in the rendezvous) until every producer host of another clock domain has measured
-    it; each producer host measures those servers and keeps the offsets with its facts."""
+def clock_offsets(cell: Cell, topo: netns.Topology | None = None, part: HostPart | None = None) -> list[dict[str, Any]]:
+    """Where the matrix accepts one-way latency across clock domains (`cross_host_clock: measure_offset`): the
+    offset of every consumer host's clock from every producer host's in another domain, measured NTP-style over
+    the hosts' own network (a UDP clock server on the consumer host, a client on the producer host). On one
+    machine (namespaces, `topo`) both ends run here; on real hosts (`part`) each host plays its own ends, on the
+    host clock, meeting through the rendezvous. Empty when nothing needs measuring."""
+    pairs = offset_pairs(cell)
+    if not pairs:
+        return []
+    return _across_hosts(pairs, part) if part is not None else _on_this_machine(pairs, topo)
+
+
+def offset_pairs(cell: Cell) -> list[tuple[str, str]]:
+    """(producer host, consumer host) pairs in different clock domains whose offset the cell measures."""
     spec = cell.spec
     placement, known = spec.workload.placement, spec.hosts or {}
     if placement is None or placement.cross_host_clock != "measure_offset" or spec.measurement not in ("e2e", "chain"):
         return []
+    return [
+        (producer, consumer)
+        for consumer in dict.fromkeys(placement.consumers)
+        for producer in dict.fromkeys(placement.producers)
+        if domain_of(known, producer) != domain_of(known, consumer)
+    ]
+
+
+def _on_this_machine(pairs: list[tuple[str, str]], topo: netns.Topology | None) -> list[dict[str, Any]]:
+    from .clock import ClockServer, measure
+
+    out = []
+    for to_host in dict.fromkeys(to for _, to in pairs):
+        with netns.inside(topo.netns_of(to_host) if topo else ""):
+            server_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            server_sock.bind((_address(topo, to_host), 0))
+        server = ClockServer(server_sock).start()
+        try:
+            for from_host in (frm for frm, to in pairs if to == to_host):
+                with netns.inside(topo.netns_of(from_host) if topo else ""):
+                    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                    client.bind((_address(topo, from_host), 0))
+                with client:
+                    out.append(measure(client, server.address, from_host, to_host).to_dict())
+        finally:
+            server.stop()
+    return out
+
+
+def _across_hosts(pairs: list[tuple[str, str]], part: HostPart) -> list[dict[str, Any]]:
+    """This host's ends: a consumer host serves its clock (address noted in the rendezvous) until every producer
+    host that needs it has measured it; a producer host measures the servers of its pairs."""
     from . import HOSTS_TIMEOUT_S
     from .clock import ClockServer, measure
 
     me, sync = part.host, part.rendezvous
-    consumers, producers = list(dict.fromkeys(placement.consumers)), list(dict.fromkeys(placement.producers))
+    targets = tuple(to for frm, to in pairs if frm == me)
+    needing = tuple(frm for frm, to in pairs if to == me)
     server = None
-    if me in consumers:
+    if needing:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.bind(("0.0.0.0", 0))
         server = ClockServer(sock, part.clock).start()
         sync.note("clock", {"address": [advertised_address(), server.address[1]]})
     out: list[dict[str, Any]] = []
     try:
-        if me in producers:
-            targets = tuple(h for h in consumers if domain_of(known, h) != domain_of(known, me))
+        if targets:
             servers = sync.wait("clock", HOSTS_TIMEOUT_S, targets, hint="consumer hosts serve their clock")
             for host in targets:
                 with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
                     address = tuple(servers[host]["address"])
                     out.append(measure(client, address, me, host, clock=part.clock, method=HOST_CLOCK_METHOD).to_dict())
+        if any(frm == me for frm, _ in pairs):
             sync.note("offsets", {"measured": len(out)})
         if server is not None:  # serve until every producer host that needs this clock has measured it
-            needing = tuple(h for h in producers if domain_of(known, h) != domain_of(known, me))
             sync.wait("offsets", HOSTS_TIMEOUT_S, needing, hint="producer hosts measure consumer hosts' clocks")
     finally:
         if server is not None:
@@ -221,36 +263,6 @@ HOST_CLOCK_METHOD = "udp ping-pong between hosts, min-rtt exchange, host clock (
 def advertised_address() -> str:
     """This host's address as other hosts reach it: `SIXNINES_HOST_ADDRESS`, else what its name resolves to."""
     return os.environ.get("SIXNINES_HOST_ADDRESS") or socket.gethostbyname(socket.gethostname())
-
-
-def measure_clock_offsets(cell: Cell, topo: netns.Topology | None) -> list[dict[str, Any]]:
-    """Where the matrix accepts one-way latency across clock domains: the offset of every consumer host's
-    clock from every producer host's in another domain, measured over the hosts' own network (a UDP clock
-    server in the consumer host, a client in the producer host). Empty otherwise."""
-    spec = cell.spec
-    placement, known = spec.workload.placement, spec.hosts or {}
-    if placement is None or placement.cross_host_clock != "measure_offset" or spec.measurement not in ("e2e", "chain"):
-        return []
-    from .clock import ClockServer, measure
-
-    out = []
-    for to_host in dict.fromkeys(placement.consumers):
-        with netns.inside(topo.netns_of(to_host) if topo else ""):
-            server_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            server_sock.bind((_address(topo, to_host), 0))
-        server = ClockServer(server_sock).start()
-        try:
-            for from_host in dict.fromkeys(placement.producers):
-                if domain_of(known, from_host) == domain_of(known, to_host):
-                    continue
-                with netns.inside(topo.netns_of(from_host) if topo else ""):
-                    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                    client.bind((_address(topo, from_host), 0))
-                with client:
-                    out.append(measure(client, server.address, from_host, to_host).to_dict())
-        finally:
-            server.stop()
-    return out
 
 
 def _address(topo: netns.Topology | None, host: str) -> str:
