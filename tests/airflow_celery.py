@@ -144,6 +144,10 @@ class CeleryAirflow:
         the DAG's latest scheduled run (catchup is off: exactly one); wait until that run finishes and return its
         row (`run_id`, `state`, `logical_date`). Both services are stopped with the deployment."""
         unpaused = {**self.env, "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
+        # A DAG that `dags test` already registered keeps the paused state it was created with: unpause it.
+        subprocess.run(
+            [str(BIN / "airflow"), "dags", "unpause", dag_id], env=self.env, cwd=self.root, capture_output=True
+        )
         started = [
             self.start("dag-processor", ["dag-processor"], env=unpaused),
             self.start("scheduler", ["scheduler", "--skip-serve-logs"], env=unpaused),
