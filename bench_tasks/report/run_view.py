@@ -105,8 +105,8 @@ def ratio_block(pair: Pair, a: CellData, b: CellData, heading: str) -> str:
     ]
     table = page.table(("B/A", *(k if k == "max" else f"p{k}" for k in RATIO_KEYS)), rows)
     text = (
-        f'<p class="meta">A = {page.esc(a.key.title)} ({a.key.cell_id}), B = {page.esc(b.key.title)} '
-        f"({b.key.cell_id}); differs in {page.esc(differs)}</p>"
+        f'<p class="meta">A = {page.esc(a.key.title)} ({page.esc(a.key.cell_id)}), B = {page.esc(b.key.title)} '
+        f"({page.esc(b.key.cell_id)}); differs in {page.esc(differs)}</p>"
     )
     title = f"{heading}: B/A per percentile — {differs}"
     return f"<h3>{page.esc(heading)}</h3>" + text + page.chart(ratio_chart(title, RATIO_KEYS, lines)) + table

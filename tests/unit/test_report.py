@@ -126,3 +126,17 @@ def test_regressions_section_plots_each_alerted_series_with_its_change_point(tmp
     html = regressions_section(run)
     assert html.count('id="regression-0"') == 1 and 'id="regression-1"' not in html
     assert "change point" in html and "+21.3%" in html
+
+
+def test_cell_ids_from_result_json_are_escaped_in_the_ratio_block() -> None:
+    """result.json is data, not markup: a cell id carrying HTML reaches the page escaped, like every other field."""
+    from bench_tasks.report.data import CellData
+    from bench_tasks.report.pairing import Pair
+    from bench_tasks.report.run_view import ratio_block
+
+    hostile = '<img src=x onerror="alert(1)">'
+    a, b = _key(hostile, "s1"), _key(hostile + "b", "s2", rate_per_s=1000)
+    cells = [CellData(key, Path("."), {}, None) for key in (a, b)]
+    html = ratio_block(Pair(a, b, ("workload.rate_per_s",)), *cells, "pair 1")
+    assert "<img" not in html
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
