@@ -2,25 +2,45 @@
 
 Only processes this harness started are ever signalled, and only by their PID. `tie_to_parent` asks the
 kernel to kill the broker if the harness dies (PR_SET_PDEATHSIG), so a crashed test leaves nothing
-behind; Airflow turns it off because its broker must outlive the provisioning task.
+behind; Airflow turns it off because its broker must outlive the provisioning task. Every broker start runs what
+follows the first fork inside `stopped_on_failure`, so a start that fails half-way stops what it started.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import logging
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import BrokerError
 
 _PR_SET_PDEATHSIG = 1
+_log = logging.getLogger(__name__)
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def stopped_on_failure(stop: Callable[[], object], what: str) -> Iterator[None]:
+    """Run a start's steps after its first process exists: whatever fails (an exception, an interrupt), `stop`
+    ends what was started before the failure propagates, so a failed start never leaves a process running that
+    nothing records. A failure of `stop` itself is logged and noted on the original error, which still wins."""
+    try:
+        yield
+    except BaseException as exc:
+        try:
+            stop()
+        except Exception as stop_exc:
+            _log.exception("stopping %s after a failed start failed too", what)
+            exc.add_note(f"stopping {what} after this failure failed too: {stop_exc}")
+        raise
 
 
 class BrokerProcess:

@@ -10,6 +10,7 @@ from ..spec.matrix import Cell
 from ..systems import system_of
 from .external import ExternalBrokers
 from .handles import BrokerHandle, NodeBrokers
+from .process import stopped_on_failure
 
 
 def provision(
@@ -28,7 +29,9 @@ def provision(
     if spec.brokers == "external":
         return ExternalBrokers.for_run(cell, run_id, workdir).start()
     system = system_of(spec)
-    return NodeBrokers(system, system.start_brokers(spec, cell.instance, workdir, tie_to_parent, host), netns)
+    started = system.start_brokers(spec, cell.instance, workdir, tie_to_parent, host)
+    with stopped_on_failure(started.nodes.stop, f"the {system.name} brokers of cell {cell.id}"):
+        return NodeBrokers(system, started, netns)
 
 
 def reuse_for(cell: Cell, state: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from pydantic import ValidationError
 
 from ..brokers.external import ExternalBrokers
 from ..brokers.handles import BrokerHandle, reap_if_child
+from ..brokers.process import stopped_on_failure
 from ..brokers.provision import attach, provision, reuse_for
 from ..cell_runner import CellRun, check_cpus
 from ..errors import BrokerError, CellError, MatrixError, SixninesError
@@ -131,8 +132,8 @@ def provision_brokers(
     namespace, address = broker_site(cell, topology)
     with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
         brokers = provision(cell, workdir, tie_to_parent, address, run_id, namespace)
-    if cell.spec.workload.cpus.broker:
-        for pid in brokers.pids():
+    with stopped_on_failure(brokers.stop, f"the brokers of cell {cell.id}"):
+        for pid in brokers.pids() if cell.spec.workload.cpus.broker else []:
             os.sched_setaffinity(pid, cell.spec.workload.cpus.broker)
     return brokers
 

@@ -38,6 +38,7 @@ def brokers_up(
     """Start brokers in the background on 127.0.0.1 and print how to reach them."""
     from ..brokers import state
     from ..brokers.handles import NodeBrokers
+    from ..brokers.process import stopped_on_failure
     from ..brokers.provision import attach
     from ..paths import cache_dir
     from ..systems import system
@@ -57,8 +58,10 @@ def brokers_up(
     }
     spec = _spec(chosen, version, {k: v for k, v in settings.items() if v is not None})
     workdir = cache_dir() / "brokers" / chosen.name
-    handle = NodeBrokers(chosen, chosen.start_brokers(spec, "brokers", workdir, False, "127.0.0.1"))
-    state.save(chosen.name, handle.state())
+    started = chosen.start_brokers(spec, "brokers", workdir, False, "127.0.0.1")
+    with stopped_on_failure(started.nodes.stop, f"the {chosen.name} brokers"):  # never detached unrecorded
+        handle = NodeBrokers(chosen, started)
+        state.save(chosen.name, handle.state())
     out.print(f"{chosen.name} {spec.version} up: {handle.address}  nodes {handle.pids()}", soft_wrap=True)
     for line in chosen.describe_running(handle.state()):
         out.print(f"  {line}", soft_wrap=True)

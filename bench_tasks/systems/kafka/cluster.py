@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
-from ...brokers.process import BrokerProcess
+from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from .admin import admin_client, registered_brokers
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
@@ -214,16 +214,13 @@ class KafkaCluster(NodeCluster):
         cluster_id = new_cluster_id()
         jvm_common = [self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
         bootstrap = ",".join(f"{self.host}:{p.port}" for p in plans)
-        try:
+        with stopped_on_failure(self.stop, f"the Kafka {self.version} cluster"):
             tool = [java, *TOOL_JVM_OPTS, *jvm_common, release.storage_tool]
             _format_storage(tool, plans, cluster_id, deadline, self.security.format_args())
             for plan in plans:  # from this thread, see the docstring
                 argv = [java, *self.jvm_opts, *jvm_common, MAIN_CLASS, str(plan.properties_path)]
                 self.processes[plan.node_id] = BrokerProcess(argv, plan.log_path, self.tie_to_parent)
             self._wait_ready(bootstrap, plans, deadline, timeout_s)
-        except BaseException:
-            self.stop()
-            raise
         self.endpoint = KafkaEndpoint(
             bootstrap_servers=bootstrap,
             version=self.version,

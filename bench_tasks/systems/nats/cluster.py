@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
-from ...brokers.process import BrokerProcess
+from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from .release import server_binary
 from .server import render_config
@@ -149,7 +149,7 @@ class NatsCluster(NodeCluster):
         flat = free_ports(3 * NODES, self.host)
         self.ports = [NodePorts(*flat[3 * i : 3 * i + 3]) for i in range(NODES)]
         configs: dict[int, str] = {}
-        try:
+        with stopped_on_failure(self.stop, "the NATS cluster"):
             for index in range(1, NODES + 1):
                 home = self.workdir / node_name(index)
                 shutil.rmtree(home, ignore_errors=True)  # a stale store holds another cluster's peers
@@ -163,9 +163,6 @@ class NatsCluster(NodeCluster):
             versions = {i: _get(self._monitor(i), "/varz")[1].get("version", "?") for i in self.processes}
             if set(versions.values()) != {self.version}:
                 raise BrokerError(f"nats-server nodes report versions {versions}, expected {self.version}")
-        except BaseException:
-            self.stop()
-            raise
         self.endpoint = NatsClusterEndpoint(
             url=",".join(f"nats://{self.host}:{p.client}" for p in self.ports),
             cluster_name=CLUSTER_NAME,

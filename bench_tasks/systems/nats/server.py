@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ...brokers.process import BrokerProcess
+from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from .release import server_binary
 from .settings import NatsBroker
@@ -76,21 +76,21 @@ class NatsServer:
         self.process = BrokerProcess(
             [str(binary), "-c", str(config_path)], self.workdir / "nats-server.log", self.tie_to_parent
         )
-        monitor_url = f"http://{self.host}:{monitor_port}"
-        self._wait_healthy(monitor_url, timeout_s)
-        reported = self.varz(monitor_url).get("version", "?")
-        if reported != self.version:
-            self.stop()
-            raise BrokerError(f"nats-server reports version {reported}, expected {self.version}")
-        self.endpoint = NatsEndpoint(
-            url=f"nats://{self.host}:{port}",
-            monitor_url=monitor_url,
-            pid=self.process.pid,
-            version=reported,
-            mode=self.broker.mode,
-            config=config,
-            workdir=str(self.workdir),
-        )
+        with stopped_on_failure(self.stop, f"nats-server {self.process.pid}"):
+            monitor_url = f"http://{self.host}:{monitor_port}"
+            self._wait_healthy(monitor_url, timeout_s)
+            reported = self.varz(monitor_url).get("version", "?")
+            if reported != self.version:
+                raise BrokerError(f"nats-server reports version {reported}, expected {self.version}")
+            self.endpoint = NatsEndpoint(
+                url=f"nats://{self.host}:{port}",
+                monitor_url=monitor_url,
+                pid=self.process.pid,
+                version=reported,
+                mode=self.broker.mode,
+                config=config,
+                workdir=str(self.workdir),
+            )
         return self.endpoint
 
     def _wait_healthy(self, monitor_url: str, timeout_s: float) -> None:
@@ -106,7 +106,6 @@ class NatsServer:
             except OSError:
                 pass
             time.sleep(0.05)
-        self.stop()
         raise BrokerError(f"nats-server not healthy after {timeout_s:.0f}s:\n{self.process.log_tail()}")
 
     @staticmethod
