@@ -195,3 +195,6 @@ class ExternalBrokers:
 
     def leader_changes(self) -> list[dict[str, int]]:
         return self._leaders.changes() if self._leaders is not None else []
+
+    def leader_poll_errors(self) -> dict[str, Any]:
+        return self._leaders.poll_errors() if self._leaders is not None else {"count": 0, "last": None}

@@ -3,11 +3,13 @@
 Leaders are polled from a thread (a stalled broker must not stall the cell's monitor loop), inside the brokers'
 network namespace when they run in one; every change lands with the results so each received sample can be
 attributed to the node that led its partition when it arrived, and faults aimed at "the leader" hit that node.
+A poll that fails (a stalled or dead broker, an election timing out) is counted and recorded with the cell
+(`poll_errors`); the log gets the first failure of each run of failures and the recovery, not one line per poll.
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -16,6 +18,7 @@ from ..topology.netns import enter
 
 # partition -> leader node, as the cluster says now (a partition left out has no known leader: an election)
 LeaderPoll = Callable[[], Mapping[int, int]]
+_log = logging.getLogger(__name__)
 
 
 class LeaderWatch:
@@ -29,6 +32,9 @@ class LeaderWatch:
         self.poll = poll
         self.netns = netns
         self._changes: list[dict[str, int]] = []
+        self._errors = 0
+        self._last_error: str | None = None
+        self._failing = 0  # failed polls in a row, for the log
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -38,9 +44,14 @@ class LeaderWatch:
                 enter(self.netns)
             known: dict[int, int] = {}
             while not self._stop.is_set():
-                with contextlib.suppress(Exception):
+                try:
                     now = time.monotonic_ns()
-                    for partition, leader in sorted(self.poll().items()):
+                    answer = sorted(self.poll().items())
+                except Exception as exc:
+                    self._failed(exc)
+                else:
+                    self._answered()
+                    for partition, leader in answer:
                         if known.get(partition) != leader:
                             self._changes.append({"at_ns": now, "partition": partition, "leader": leader})
                             known[partition] = leader
@@ -49,8 +60,25 @@ class LeaderWatch:
         self._thread = threading.Thread(target=watch, daemon=True, name="leader-watch")
         self._thread.start()
 
+    def _failed(self, exc: Exception) -> None:
+        self._errors += 1
+        self._last_error = f"{type(exc).__name__}: {exc}"
+        self._failing += 1
+        if self._failing == 1:
+            _log.warning("leader poll failed (counted with the cell; retried every 0.25 s): %s", self._last_error)
+
+    def _answered(self) -> None:
+        if self._failing:
+            plural = "s" if self._failing > 1 else ""
+            _log.info("leader poll answers again after %d failed poll%s", self._failing, plural)
+            self._failing = 0
+
     def changes(self) -> list[dict[str, int]]:
         return list(self._changes)
+
+    def poll_errors(self) -> dict[str, int | str | None]:
+        """How many polls failed during the watch, and the last failure: recorded with the cell."""
+        return {"count": self._errors, "last": self._last_error}
 
     def stop(self) -> None:
         self._stop.set()

@@ -144,6 +144,7 @@ def stop_brokers(brokers: BrokerHandle, staging: Path, broker_context: dict) -> 
         brokers.stop()
     finally:
         broker_context["leader_changes"] = brokers.leader_changes()
+        broker_context["leader_poll_errors"] = brokers.leader_poll_errors()
         keep_broker_logs(brokers.logs(), staging)
 
 
@@ -413,6 +414,7 @@ def land_step(work: CellWork) -> dict[str, Any]:
         broker_context.update(brokers.context())
         keep_broker_logs(brokers.logs(), staging)
     broker_context["leader_changes"] = facts.get("leader_changes", [])
+    broker_context["leader_poll_errors"] = facts.get("leader_poll_errors", {"count": 0, "last": None})
     topology = topology_of(state)
     stats = netns.link_stats(topology) if topology is not None else {}
     cell_run = collected.run if collected is not None else CellRun.from_facts(facts, staging)

@@ -147,9 +147,8 @@ def generator_main(root: Path) -> int:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         brokers.stop_watching()
-    write_json(
-        work.cellrun, {**_facts(run), "leader_changes": brokers.leader_changes(), "status": status, "reason": reason}
-    )
+    leaders = {"leader_changes": brokers.leader_changes(), "leader_poll_errors": brokers.leader_poll_errors()}
+    write_json(work.cellrun, {**_facts(run), **leaders, "status": status, "reason": reason})
     writer.write("finished" if status == "ok" else "failed", reason)
     console.print(f"generator {status}" + (f": {reason}" if reason else ""))
     return 0 if status == "ok" else 1

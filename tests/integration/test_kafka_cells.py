@@ -92,6 +92,9 @@ def test_killed_single_broker_is_counted_as_loss(tmp_path: Path, console: Consol
     acked_lost = sum((p, q) not in got for p, q in zip(measured.producer_id, measured.seq, strict=True))
     assert acc.acknowledged_but_lost == acked_lost
     assert acc.acknowledged == len(measured)
+    # the leader watch could not ask a dead broker: each failed poll is counted with the cell, not swallowed
+    errors = json.loads((report.path / "result.json").read_text())["context"]["broker"]["leader_poll_errors"]
+    assert errors["count"] > 0 and errors["last"], errors
 
 
 def test_leader_kill_with_rf3_loses_nothing_acknowledged(tmp_path: Path, console: Console) -> None:
