@@ -208,45 +208,45 @@ def _on_this_machine(pairs: list[tuple[str, str]], topo: netns.Topology | None) 
 
     out = []
     for to_host in dict.fromkeys(to for _, to in pairs):
-        with netns.inside(topo.netns_of(to_host) if topo else ""):
-            server_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            server_sock.bind((_address(topo, to_host), 0))
-        server = ClockServer(server_sock).start()
+        server = None
         try:
+            with netns.inside(topo.netns_of(to_host) if topo else ""):
+                server = ClockServer.bound(_address(topo, to_host)).start()
             for from_host in (frm for frm, to in pairs if to == to_host):
                 with netns.inside(topo.netns_of(from_host) if topo else ""):
                     client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                     client.bind((_address(topo, from_host), 0))
                 with client:
-                    out.append(measure(client, server.address, from_host, to_host).to_dict())
+                    out.append(measure(client, server.address, from_host, to_host, nonce=server.nonce).to_dict())
         finally:
-            server.stop()
+            if server is not None:
+                server.stop()
     return out
 
 
 def _across_hosts(pairs: list[tuple[str, str]], part: HostPart) -> list[dict[str, Any]]:
-    """This host's ends: a consumer host serves its clock (address noted in the rendezvous) until every producer
-    host that needs it has measured it; a producer host measures the servers of its pairs."""
+    """This host's ends: a consumer host serves its clock on its advertised address (address and the server's
+    nonce noted in the rendezvous) until every producer host that needs it has measured it; a producer host
+    measures the servers of its pairs."""
     from . import HOSTS_TIMEOUT_S
-    from .clock import ClockServer, measure
+    from .clock import measure
 
     me, sync = part.host, part.rendezvous
     targets = tuple(to for frm, to in pairs if frm == me)
     needing = tuple(frm for frm, to in pairs if to == me)
     server = None
-    if needing:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.bind(("0.0.0.0", 0))
-        server = ClockServer(sock, part.clock).start()
-        sync.note("clock", {"address": [advertised_address(), server.address[1]]})
     out: list[dict[str, Any]] = []
     try:
+        if needing:
+            server = _clock_server(part)
+            sync.note("clock", {"address": list(server.address), "nonce": server.nonce.hex()})
         if targets:
             servers = sync.wait("clock", HOSTS_TIMEOUT_S, targets, hint="consumer hosts serve their clock")
             for host in targets:
+                address, nonce = tuple(servers[host]["address"]), bytes.fromhex(servers[host]["nonce"])
                 with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
-                    address = tuple(servers[host]["address"])
-                    out.append(measure(client, address, me, host, clock=part.clock, method=HOST_CLOCK_METHOD).to_dict())
+                    offset = measure(client, address, me, host, clock=part.clock, method=HOST_CLOCK_METHOD, nonce=nonce)
+                out.append(offset.to_dict())
         if any(frm == me for frm, _ in pairs):
             sync.note("offsets", {"measured": len(out)})
         if server is not None:  # serve until every producer host that needs this clock has measured it
@@ -255,6 +255,21 @@ def _across_hosts(pairs: list[tuple[str, str]], part: HostPart) -> list[dict[str
         if server is not None:
             server.stop()
     return out
+
+
+def _clock_server(part: HostPart) -> Any:
+    """This host's clock server, on the address the other hosts reach it by (never every interface)."""
+    from ..errors import NetworkError
+    from .clock import ClockServer
+
+    address = advertised_address()
+    try:
+        return ClockServer.bound(address, part.clock).start()
+    except OSError as exc:
+        raise NetworkError(
+            f"host {part.host}: cannot serve its clock on {address} ({exc}); SIXNINES_HOST_ADDRESS must be an "
+            "address of this host that the other load hosts reach"
+        ) from None
 
 
 HOST_CLOCK_METHOD = "udp ping-pong between hosts, min-rtt exchange, host clock (CLOCK_MONOTONIC on the wall epoch)"
