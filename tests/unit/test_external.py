@@ -13,10 +13,10 @@ from bench_tasks.brokers.connections import BrokerConnection, get_connection, pa
 from bench_tasks.brokers.external import refuse_faults, route_names
 from bench_tasks.cell.lifecycle import prepare_cell
 from bench_tasks.errors import BrokerError, MatrixError
+from bench_tasks.secrecy import redacted
 from bench_tasks.spec.matrix import load_matrix, parse_matrix
 from bench_tasks.systems.kafka.access import kafka_access
 from bench_tasks.systems.kafka.probe import java_client_properties, parse_features
-from bench_tasks.systems.kafka.properties import redacted
 from bench_tasks.systems.kafka.security import ListenerSecurity
 from bench_tasks.systems.nats.access import nats_access
 

@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
+from ...secrecy import redacted
 from .admin import admin_client, registered_brokers
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
-from .properties import redacted, render_properties
+from .properties import render_properties
 from .release import release_of, version_key
 from .security import ListenerSecurity
 

@@ -16,7 +16,7 @@ from ...errors import BrokerError
 from .jvm import TOOL_JVM_OPTS, java_binary
 from .properties import render_properties
 from .release import tools_classpath
-from .security import JAAS_MODULE
+from .security import JAAS_MODULE, jaas_config
 
 FEATURE_TOOL_CLASS = "org.apache.kafka.tools.FeatureCommand"
 
@@ -94,8 +94,8 @@ def java_client_properties(client: Mapping[str, Any]) -> dict[str, str]:
     mechanism = client.get("sasl.mechanism") or client.get("sasl.mechanisms")
     if mechanism:
         props["sasl.mechanism"] = str(mechanism)
-        user, password = client.get("sasl.username", ""), client.get("sasl.password", "")
-        props["sasl.jaas.config"] = f'{JAAS_MODULE[str(mechanism)]} required username="{user}" password="{password}";'
+        user, password = str(client.get("sasl.username", "")), str(client.get("sasl.password", ""))
+        props["sasl.jaas.config"] = jaas_config(JAAS_MODULE[str(mechanism)], username=user, password=password)
     if client.get("ssl.ca.location"):
         props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(client["ssl.ca.location"])}
     return props

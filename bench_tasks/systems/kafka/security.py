@@ -82,13 +82,12 @@ class ListenerSecurity:
             }
         if self.mechanism is not None:
             prefix = f"listener.name.client.{self.mechanism.lower()}.sasl.jaas.config"
+            login = {"username": "admin", "password": self.admin_password}
             if self.mechanism == "PLAIN":
-                jaas = (
-                    f'{_PLAIN_LOGIN} required username="admin" password="{self.admin_password}" '
-                    f'user_admin="{self.admin_password}" user_{CLIENT_USER}="{self.client_password}";'
-                )
+                users = {"user_admin": self.admin_password, f"user_{CLIENT_USER}": self.client_password}
+                jaas = jaas_config(_PLAIN_LOGIN, **login, **users)
             else:
-                jaas = f'{_SCRAM_LOGIN} required username="admin" password="{self.admin_password}";'
+                jaas = jaas_config(_SCRAM_LOGIN, **login)
             settings |= {
                 "sasl.enabled.mechanisms": self.mechanism,
                 "sasl.mechanism.inter.broker.protocol": self.mechanism,
@@ -130,3 +129,17 @@ class ListenerSecurity:
 
 
 JAAS_MODULE = {"PLAIN": _PLAIN_LOGIN, "SCRAM-SHA-256": _SCRAM_LOGIN, "SCRAM-SHA-512": _SCRAM_LOGIN}
+
+
+def jaas_config(module: str, **options: str) -> str:
+    """A JAAS login line (`sasl.jaas.config`) with each option quoted as Kafka's parser reads it
+    (java.io.StreamTokenizer: inside quotes a backslash escapes the next character). A quote or backslash in a
+    user name or password is escaped; a line break cannot be carried at all, so it is refused, naming the option
+    (never its value)."""
+    quoted = []
+    for name, value in options.items():
+        if "\n" in value or "\r" in value:
+            raise BrokerError(f"SASL {name}: a line break cannot be carried in a JAAS config; choose another value")
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        quoted.append(f'{name}="{escaped}"')
+    return f"{module} required {' '.join(quoted)};"

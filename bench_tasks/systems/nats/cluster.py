@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
+from ...secrecy import redacted
 from .release import server_binary
 from .server import render_config
 from .settings import NatsBroker
@@ -155,8 +156,8 @@ class NatsCluster(NodeCluster):
                 shutil.rmtree(home, ignore_errors=True)  # a stale store holds another cluster's peers
                 home.mkdir(parents=True)
                 settings = cluster_settings(index, self.ports, home / "jetstream", self.broker, host=self.host)
-                configs[index] = render_config(settings)
-                (home / "nats-server.conf").write_text(configs[index])
+                configs[index] = render_config(redacted(settings))  # recorded: passthrough secrets are not
+                (home / "nats-server.conf").write_text(render_config(settings))
                 argv = [str(binary), "-c", str(home / "nats-server.conf")]
                 self.processes[index] = BrokerProcess(argv, home / "nats-server.log", self.tie_to_parent)
             self._wait_ready(began + timeout_s, timeout_s)

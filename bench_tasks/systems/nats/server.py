@@ -14,6 +14,7 @@ from typing import Any
 
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
+from ...secrecy import redacted
 from .release import server_binary
 from .settings import NatsBroker
 
@@ -70,9 +71,10 @@ class NatsServer:
         binary = server_binary(self.version)
         self.workdir.mkdir(parents=True, exist_ok=True)
         port, monitor_port = free_port(self.host), free_port(self.host)
-        config = render_config(self.settings(port, monitor_port))
+        settings = self.settings(port, monitor_port)
+        config = render_config(redacted(settings))  # recorded: passthrough secrets are not
         config_path = self.workdir / "nats-server.conf"
-        config_path.write_text(config)
+        config_path.write_text(render_config(settings))
         self.process = BrokerProcess(
             [str(binary), "-c", str(config_path)], self.workdir / "nats-server.log", self.tie_to_parent
         )
