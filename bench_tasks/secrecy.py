@@ -1,16 +1,23 @@
-"""What is secret, and how the harness keeps it out of what it records.
+"""What is secret, and how the harness keeps it: out of what it records, and private where it must be written.
 
 One rule (`is_secret`) names a setting secret by its key, for every system: Kafka's server.properties, the
 nats-server config, a matrix's native settings passed through to either, client settings split before a state
 file is written. `redacted` applies it to whatever a cell records, nested maps and lists included, so a system
 never redacts on its own terms: passwords, secrets, tokens, credentials, JAAS configs (which embed passwords),
 private keys and key material (`ssl.keystore.key`, an NKEY `seed`).
+
+A file that holds a secret (a server.properties with a JAAS line, a private key, the client settings a
+detached generator reads back) is written by `write_secret` only: created owner-only before a byte is written,
+in a folder only its owner can enter, replaced atomically. Nothing else in the harness chooses those modes.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -37,3 +44,29 @@ def redacted(settings: Any) -> Any:
     if isinstance(settings, list | tuple):
         return [redacted(v) for v in settings]
     return settings
+
+
+def secret_parts(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`settings` split by the rule into (what may be written anywhere, what only a secret file may hold)."""
+    public = {k: v for k, v in settings.items() if not is_secret(k)}
+    return public, {k: v for k, v in settings.items() if is_secret(k)}
+
+
+def write_secret(path: Path, data: str | bytes, mode: int = 0o600) -> Path:
+    """Write `data` to `path` readable by its owner only: the file is created with `mode` before anything is
+    written into it and renamed into place, so no reader ever sees it with a looser mode or half written. With an
+    owner-only mode the folder is made private too (0700), so the file cannot even be listed by others. A looser
+    `mode` is for material other users' processes must read (the compose deployment's broker keys)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not mode & 0o077:
+        path.parent.chmod(0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # created 0600
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

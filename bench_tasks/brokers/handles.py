@@ -15,6 +15,7 @@ signalled.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..drivers import Target
 from ..errors import BrokerError
+from ..secrecy import secret_parts, write_secret
 from ..topology.netns import inside
 from .cluster import stop_pids
 from .leaders import LeaderPoll, LeaderWatch
@@ -32,7 +34,9 @@ if TYPE_CHECKING:
     from ..systems.base import System
 
 # 1: kind, system, address, nodes {id: pid}, process_name, netns, workdir, logs, context, client, leader
-STATE_SCHEMA = 1
+# 2: `client` without secrets; `client_secrets`: the private file that holds them (None: there are none)
+STATE_SCHEMA = 2
+SECRETS_FILE = Path("secrets") / "client.json"  # under the brokers' workdir, removed with it at teardown
 
 
 class BrokerHandle(Protocol):
@@ -112,7 +116,7 @@ class NodeBrokers:
             workdir=Path(state["workdir"]),
             context=dict(state["context"]),
             logs=[Path(p) for p in state["logs"]],
-            client=dict(state.get("client") or {}),
+            client={**(state.get("client") or {}), **_read_secrets(state.get("client_secrets"))},
             leader=state.get("leader"),
         )
         return cls(system, started, state.get("netns") or "")
@@ -193,8 +197,11 @@ class NodeBrokers:
 
     def state(self) -> dict[str, Any]:
         """What another process needs to signal, watch and stop these brokers. The client settings (a TLS CA
-        path, the throw-away SASL password of a cluster started for this cell) are kept under `client`, outside
-        `context`, which is what the lake records."""
+        path, the throw-away SASL password of a cluster started for this cell) are kept outside `context`, which
+        is what the lake records; their secrets only in a private file in the brokers' own folder (removed with
+        it), which `client_secrets` names, so the state can be written and copied anywhere."""
+        public, secret = secret_parts(self.client)
+        secrets_file = write_secret(self.workdir / SECRETS_FILE, json.dumps(secret)) if secret else None
         return {
             "schema": STATE_SCHEMA,
             "kind": "provisioned",
@@ -206,7 +213,8 @@ class NodeBrokers:
             "workdir": str(self.workdir),
             "logs": [str(p) for p in self._logs],
             "context": self.context(),
-            "client": dict(self.client),
+            "client": public,
+            "client_secrets": str(secrets_file) if secrets_file else None,
             "leader": self.leader_ref,
         }
 
@@ -261,6 +269,14 @@ class PidNodes:
         for pid in pids:
             reap_if_child(pid)
         return ran
+
+
+def _read_secrets(path: str | None) -> dict[str, Any]:
+    """The client secrets a state names (none once its brokers' folder was removed: then only stopping works)."""
+    try:
+        return json.loads(Path(path).read_text()) if path else {}
+    except FileNotFoundError:
+        return {}
 
 
 def pid_alive(pid: int, name: str) -> bool:

@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ..errors import BrokerError
+from ..secrecy import write_secret
 
 _VALID_FOR = dt.timedelta(days=2)
 _RENEW_BEFORE = dt.timedelta(days=7)
@@ -87,10 +88,7 @@ def make_tls(
     files.ca_cert.write_bytes(ca_cert.public_bytes(pem))
     files.server_cert.write_bytes(cert_pem)
     for path, data in ((files.server_key, key_pem), (files.server_pem, key_pem + cert_pem)):
-        path.unlink(missing_ok=True)
-        path.touch(mode=0o600)  # never readable by others while the key is written
-        path.write_bytes(data)
-        path.chmod(key_mode)
+        write_secret(path, data, key_mode)
     return files
 
 

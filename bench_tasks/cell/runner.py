@@ -7,6 +7,7 @@ landed, and the run exits non-zero.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import shutil
 from collections.abc import Sequence
@@ -137,6 +138,8 @@ def run_cell(
                 if status == "ok":
                     status, reason = "failed", f"teardown: {describe(cell, exc)}"
         shutil.rmtree(broker_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the run's folder too, once its last cell's is gone
+            broker_dir.parent.rmdir()
     offsets = cell_run.clock_offsets if cell_run else None
     where = hosts.hosts_context(cell, topology, link_stats, offsets, generators)
     return land_cell(cell, lake, run, staging, cell_run, broker_context, status, reason, started, gate_lag, where)

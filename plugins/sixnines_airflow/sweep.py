@@ -233,23 +233,15 @@ def tables() -> dict[str, Any]:
 @task(retries=0, trigger_rule="all_done")
 def verdict(groups: list[str]) -> dict[str, Any]:
     """Fail the run unless every selected cell landed ok, so a bad night is never green (the run's state
-    follows this last task; teardowns and the tail do not decide it)."""
+    follows this last task; teardowns and the tail do not decide it). The run's work folder in the cache goes
+    once judged, unless kept on purpose (SIXNINES_KEEP_WORK=1) or something in it was not torn down."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from bench_tasks import CellWork
+    from bench_tasks import cell_outcomes, discard_run_work
 
     base = run_dir(get_current_context())
-    outcome: dict[str, str] = {}
-    for group in groups:
-        work = CellWork(base / group)
-        landed = work.read(work.landed)
-        if (work.root / "skipped.json").exists():
-            outcome[group] = "skipped"
-        elif landed is None:
-            failure = work.read(work.root / "failure.json") or {}
-            outcome[group] = f"not landed: {failure.get('reason', 'see the task log of its land task')}"
-        else:
-            outcome[group] = "ok" if landed["status"] == "ok" else f"failed: {landed['reason']}"
+    outcome = cell_outcomes(base, groups)
+    log.info("work folder of the run: %s", discard_run_work(base))
     bad = {g: o for g, o in outcome.items() if o not in ("ok", "skipped")}
     if bad:
         raise AirflowFailException(

@@ -78,7 +78,8 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     )
     killer.start()
     try:
-        done = airflow(airflow_env, "dags", "test", "sixnines_itest_airflow", "2026-01-15", timeout=1400)
+        kept = {**airflow_env, "SIXNINES_KEEP_WORK": "1"}  # kept on purpose: the cells' work folders are inspected
+        done = airflow(kept, "dags", "test", "sixnines_itest_airflow", "2026-01-15", timeout=1400)
     finally:
         stop.set()
         killer.join(5)
@@ -116,6 +117,7 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     record = json.loads(records[1].read_text())
     assert record["cell_id"] == first["cell_id"] and "died during measure" in record["reason"]
     assert "sixnines.cell_failed" in log
+    assert "work folder of the run: kept: SIXNINES_KEEP_WORK is set" in log
 
     # the analysis tail printed the landed cells' percentile tables, ran Spark and the gate — which refused to
     # publish a run that lost messages (quarantined with its validation results) — and wrote the report

@@ -14,6 +14,7 @@ from rich.console import Console
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.lake.records import SCHEMA_VERSION, read_schema_version
+from bench_tasks.paths import cache_dir
 
 from .helpers import make_cell
 
@@ -38,6 +39,7 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     assert acc.scheduled == 1000  # 500/s × 2 s measure, uniform: exact
     assert acc.sent == acc.received == 1000
     assert acc.lost == acc.duplicated == acc.send_errors == 0
+    assert not (cache_dir() / "runs" / run.run_id).exists()  # the run's work folder went with its cell
 
     folder = report.path
     assert folder == Lake(tmp_path).cell_dir(run, cell.id)

@@ -5,11 +5,26 @@ Each test starts real brokers on loopback and looks where a secret could leak: t
 
 from __future__ import annotations
 
+import contextlib
 import json
+import stat
 from pathlib import Path
 
 import pytest
 
+from bench_tasks.brokers.provision import attach
+from bench_tasks.cell.lifecycle import (
+    PHASES,
+    CellWork,
+    land_step,
+    prepare_cell,
+    provision_step,
+    release_clusters,
+    start_generator,
+    teardown_step,
+)
+from bench_tasks.cell.watch import watch_phase
+from bench_tasks.lake.layout import RunInfo
 from bench_tasks.systems.kafka.cluster import KafkaCluster
 from bench_tasks.systems.kafka.probe import reported_version
 from bench_tasks.systems.kafka.security import ListenerSecurity
@@ -18,9 +33,55 @@ from bench_tasks.systems.nats.release import bundled_version
 from bench_tasks.systems.nats.server import NatsServer
 from bench_tasks.systems.nats.settings import NatsBroker
 
+from .helpers import make_cell
+
 pytestmark = pytest.mark.usefixtures("no_orphans")
 NEWEST = KAFKA_VERSIONS[0]
 AWKWARD = 'pa"ss\\wo rd'  # a quote, a backslash and a space: what breaks a hand-quoted JAAS line
+
+
+def files_holding(root: Path, secret: str) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+def private(path: Path) -> bool:
+    """Readable by its owner only, in a folder only its owner can enter."""
+    return not (stat.S_IMODE(path.stat().st_mode) & 0o077 or stat.S_IMODE(path.parent.stat().st_mode) & 0o077)
+
+
+@pytest.mark.timeout(600)
+def test_a_sasl_cell_keeps_its_password_in_private_files_only(tmp_path: Path) -> None:
+    """A provisioned SASL_SSL/SCRAM cluster through Airflow's steps, kept for reuse: the throw-away password is
+    in no state file (state.json, clusters/<key>.json) and in no file anyone but its owner can read; the
+    generator still logs in with it; once the run releases the cluster, it is in no file at all."""
+    client = {"security": "sasl_ssl", "sasl_mechanism": "SCRAM-SHA-512", "producer": {"acks": "all"}}
+    cell = prepare_cell(make_cell("e2e", system="kafka", version=NEWEST, broker={"brokers": 1}, client=client))
+    run, work, lake, clusters = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake", tmp_path / "clusters"
+
+    provision_step(cell, run, lake, work, "reuse", clusters)
+    try:
+        state = work.read(work.state)
+        assert state is not None
+        password = attach(state["brokers"]).target().client["sasl.password"]  # what the generator gets
+        assert len(password) >= 16
+        (entry,) = clusters.glob("*.json")
+        assert password not in work.state.read_text() and password not in entry.read_text()
+        holders = files_holding(tmp_path, password)
+        assert holders and all(private(p) for p in holders), [(p, oct(p.stat().st_mode)) for p in holders]
+
+        start_generator(work)
+        for phase in PHASES:
+            watch_phase(work, phase, log=lambda _: None, poll_s=0.2)
+        landed = land_step(work)
+        assert landed["status"] == "ok", landed["reason"]
+        assert teardown_step(work)["kept"]  # kept on purpose, for the next cell of this broker spec
+        assert release_clusters(clusters)
+    finally:  # whatever failed above: the detached cluster does not outlive the test
+        with contextlib.suppress(Exception):
+            teardown_step(work, keep_reused=False)
+        with contextlib.suppress(Exception):
+            release_clusters(clusters)
+    assert files_holding(tmp_path, password) == []  # the run's work folders went with the cluster
 
 
 def test_nats_passthrough_secrets_are_not_recorded(tmp_path: Path) -> None:

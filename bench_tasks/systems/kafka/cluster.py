@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
-from ...secrecy import redacted
+from ...secrecy import redacted, write_secret
 from .admin import admin_client, registered_brokers
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
 from .properties import render_properties
@@ -209,9 +209,8 @@ class KafkaCluster(NodeCluster):
         self.security.prepare(self.workdir, self.host)
         settings = {p.node_id: self.settings(p.node_id, p.port, p.controller_port, p.log_dir, voters) for p in plans}
         properties = {node: render_properties(redacted(values)) for node, values in settings.items()}  # recorded
-        for plan in plans:
-            plan.properties_path.touch(mode=0o600)
-            plan.properties_path.write_text(render_properties(settings[plan.node_id]))
+        for plan in plans:  # JAAS lines hold the listener's passwords
+            write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
         cluster_id = new_cluster_id()
         jvm_common = [self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
         bootstrap = ",".join(f"{self.host}:{p.port}" for p in plans)

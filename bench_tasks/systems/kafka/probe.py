@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BrokerError
+from ...secrecy import write_secret
 from .jvm import TOOL_JVM_OPTS, java_binary
 from .properties import render_properties
 from .release import tools_classpath
@@ -40,9 +41,7 @@ def reported_version(
     libs = tools_classpath(tool_version)
     java = java_binary()
     with tempfile.TemporaryDirectory(prefix="sixnines-features-") as tmp:
-        config = Path(tmp) / "client.properties"
-        config.touch(mode=0o600)
-        config.write_text(render_properties(java_client_properties(client or {})))
+        config = write_secret(Path(tmp) / "client.properties", render_properties(java_client_properties(client or {})))
         cmd = [
             java,
             *TOOL_JVM_OPTS,

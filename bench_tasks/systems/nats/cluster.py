@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
-from ...secrecy import redacted
+from ...secrecy import redacted, write_secret
 from .release import server_binary
 from .server import render_config
 from .settings import NatsBroker
@@ -157,7 +157,7 @@ class NatsCluster(NodeCluster):
                 home.mkdir(parents=True)
                 settings = cluster_settings(index, self.ports, home / "jetstream", self.broker, host=self.host)
                 configs[index] = render_config(redacted(settings))  # recorded: passthrough secrets are not
-                (home / "nats-server.conf").write_text(render_config(settings))
+                write_secret(home / "nats-server.conf", render_config(settings))  # passthrough may hold secrets
                 argv = [str(binary), "-c", str(home / "nats-server.conf")]
                 self.processes[index] = BrokerProcess(argv, home / "nats-server.log", self.tie_to_parent)
             self._wait_ready(began + timeout_s, timeout_s)

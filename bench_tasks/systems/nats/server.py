@@ -14,7 +14,7 @@ from typing import Any
 
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
-from ...secrecy import redacted
+from ...secrecy import redacted, write_secret
 from .release import server_binary
 from .settings import NatsBroker
 
@@ -74,7 +74,7 @@ class NatsServer:
         settings = self.settings(port, monitor_port)
         config = render_config(redacted(settings))  # recorded: passthrough secrets are not
         config_path = self.workdir / "nats-server.conf"
-        config_path.write_text(render_config(settings))
+        write_secret(config_path, render_config(settings))  # passthrough settings may hold secrets
         self.process = BrokerProcess(
             [str(binary), "-c", str(config_path)], self.workdir / "nats-server.log", self.tie_to_parent
         )
