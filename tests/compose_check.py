@@ -558,6 +558,75 @@ def check_airflow_options(compose: dict[str, Any], known: set[tuple[str, str]]) 
     return problems
 
 
+# -- secrets in process arguments -----------------------------------------------------------------------------
+#
+# Every user of a host (or container) can read any process's command line. A secret variable (by the harness's
+# one rule, bench_tasks.secrecy.is_secret: *PASSWORD*, *SECRET*, *TOKEN*, …) may therefore appear in a command
+# only where no program receives it as an argument: as an argument of a shell builtin (printf writing a private
+# file or a pipe, export), never of a program the shell starts.
+
+_SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env")
+_BUILTINS = frozenset({"printf", "echo", "export", "read", "local", "test", "[", ":", "set", "umask", "cd", "true"})
+_VAR_REF = re.compile(r"\$\$?\{?([A-Za-z_][A-Za-z0-9_]*)")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _scripts(service: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(shell scripts, exec-form argv) of a service: a shell entrypoint (`sh -ec`) runs its command's strings as
+    scripts; otherwise the command is one program's argument list."""
+    entry = service.get("entrypoint") or []
+    entry = shlex.split(entry) if isinstance(entry, str) else [str(a) for a in entry]
+    command = service.get("command") or []
+    words = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+    if entry and entry[0] in _SHELLS:
+        return [w for w in words if not w.startswith("-")], []
+    if any("\n" in w for w in words):
+        return [w for w in words if "\n" in w], []
+    return [], words
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The simple commands of a shell script, roughly: continuations joined, split at ; && || | and grouping."""
+    text = script.replace("\\\n", " ")
+    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}", r"$\1", text)  # ${X:-d} → $X: its braces group nothing
+    for line in text.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line)
+        for part in re.split(r"\|\||&&|[;|(){}]", line):
+            if part.strip():
+                yield part.strip()
+
+
+def _program(statement: str) -> str | None:
+    """The program a simple command starts (None for a builtin or a bare assignment)."""
+    try:
+        words = shlex.split(statement)
+    except ValueError:
+        words = statement.split()
+    words = [w for w in words if not _ASSIGNMENT.match(w)]
+    if words[:1] == ["exec"]:
+        words = words[1:]
+    return words[0] if words and words[0] not in _BUILTINS else None
+
+
+def check_secret_arguments(compose: dict[str, Any]) -> list[str]:
+    from bench_tasks.secrecy import is_secret
+
+    problems: set[str] = set()
+    for name, service in sorted(compose.get("services", {}).items()):
+        scripts, argv = _scripts(service)
+        found = [(_program(s), s) for script in scripts for s in _statements(script)]
+        if argv:
+            found.append((argv[0], " ".join(argv[1:])))
+        for program, text in found:
+            for var in _VAR_REF.findall(text) if program else []:
+                if is_secret(var):
+                    problems.add(
+                        f"service {name}: ${var} is an argument of {program} (every user sees a process's "
+                        "arguments): hand it over in a 0600 file or on standard input"
+                    )
+    return sorted(problems)
+
+
 # -- secured broker routes ------------------------------------------------------------------------------------
 #
 # A matrix measures Kafka's client security as an axis (`client.security`, `client.sasl_mechanism`) against one

@@ -138,7 +138,7 @@ def kafka(
     bin_dir = home / "bin"
     bin_dir.mkdir()
     wrappers = {
-        "kafka-storage.sh": [*java, release.storage_tool],
+        "kafka-run-class.sh": java,  # the main class comes as an argument (or inside an @argument file)
         "kafka-server-start.sh": [*java, f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}", "kafka.Kafka"],
     }
     for name, argv in wrappers.items():  # the image's scripts, reduced to the java call they make
@@ -153,8 +153,10 @@ def kafka(
             "/etc/sixnines/kafka-server.properties": str(home / "kafka-server.properties"),
             "/opt/kafka/config/server.properties": str(home / "server.properties"),
             "/opt/kafka/bin/": f"{bin_dir}/",
+            "/tmp/kafka-format.args": str(home / "kafka-format.args"),
         },
     )
+    assert release.storage_tool in script  # the image's release formats with the class the script names
     node_env = service_env(compose, "kafka1", env)
     node_env["KAFKA_ADVERTISED_LISTENERS"] = rewrite(node_env["KAFKA_ADVERTISED_LISTENERS"], mapping).replace(
         "kafka1", "localhost"

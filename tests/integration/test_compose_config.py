@@ -52,7 +52,9 @@ def test_docker_compose_config_accepts_the_file(compose_config: Path) -> None:
     assert "controller.quorum.voters=1@kafka1:9093,2@kafka2:9093,3@kafka3:9093" in kafka
     assert model["services"]["kafka2"]["configs"][0]["source"] == "kafka-server"
     # `$$` reaches the container as `$`: the start script and nats-server read the secrets from their environment
+    # (the script hands the SCRAM password to the storage tool in a private argument file)
     assert "password=$KAFKA_SASL_PASSWORD]" in model["services"]["kafka2"]["command"][0]
+    assert 'kafka-run-class.sh "@$args"' in model["services"]["kafka2"]["command"][0]
     assert "password: $NATS_PASSWORD" in model["configs"]["nats-server"]["content"]
     kafka_conn = json.loads(worker["environment"]["AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL"])
     assert (

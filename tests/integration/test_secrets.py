@@ -8,8 +8,11 @@ from __future__ import annotations
 import contextlib
 import json
 import stat
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bench_tasks.brokers.provision import attach
@@ -49,6 +52,43 @@ def private(path: Path) -> bool:
     return not (stat.S_IMODE(path.stat().st_mode) & 0o077 or stat.S_IMODE(path.parent.stat().st_mode) & 0o077)
 
 
+class ArgumentWatch:
+    """Every process's command line, read every few milliseconds while the test runs: whatever held a password or
+    a SCRAM user is kept (a format tool lives about a second, far longer than one pass)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, str] = {}
+        self.passes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            for proc in psutil.process_iter(["cmdline"]):
+                line = " ".join(proc.info["cmdline"] or ())
+                if "password" in line.lower() or "--add-scram" in line:
+                    self.seen[proc.pid] = line
+            self.passes += 1
+            self._stop.wait(0.005)
+
+    def holding(self, secret: str) -> list[str]:
+        return [line for line in self.seen.values() if secret in line or "--add-scram" in line]
+
+    def __enter__(self) -> ArgumentWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+@pytest.fixture
+def argument_watch() -> Iterator[ArgumentWatch]:
+    with ArgumentWatch() as watch:
+        yield watch
+
+
 @pytest.mark.timeout(600)
 def test_a_sasl_cell_keeps_its_password_in_private_files_only(tmp_path: Path) -> None:
     """A provisioned SASL_SSL/SCRAM cluster through Airflow's steps, kept for reuse: the throw-away password is
@@ -82,6 +122,22 @@ def test_a_sasl_cell_keeps_its_password_in_private_files_only(tmp_path: Path) ->
         with contextlib.suppress(Exception):
             release_clusters(clusters)
     assert files_holding(tmp_path, password) == []  # the run's work folders went with the cluster
+
+
+@pytest.mark.timeout(300)
+def test_scram_users_are_made_without_a_password_in_any_process_argument(
+    tmp_path: Path, argument_watch: ArgumentWatch
+) -> None:
+    """The storage tool learns the SCRAM users at format time from a private argument file, not from its
+    command line, which every user of the host can read in the process table."""
+    cluster = KafkaCluster(NEWEST, 1, {}, tmp_path / "kafka", security="sasl_plaintext", sasl_mechanism="SCRAM-SHA-256")
+    with cluster:  # ready means the client user logged in over SCRAM: the users were made
+        password = cluster.client_config["sasl.password"]
+        format_log = (tmp_path / "kafka" / "node-1" / "format.log").read_text()
+    assert "Formatting" in format_log, format_log
+    assert argument_watch.passes > 10, "the watch hardly looked"
+    assert argument_watch.holding(password) == [], argument_watch.holding(password)
+    assert not any(p.name.endswith(".args") for p in (tmp_path / "kafka").rglob("*")), "argument file left behind"
 
 
 def test_nats_passthrough_secrets_are_not_recorded(tmp_path: Path) -> None:

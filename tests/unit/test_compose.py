@@ -436,3 +436,35 @@ def test_nats_tls_and_user_mismatches_are_named(compose: dict[str, Any]) -> None
     assert f"{label}: service nats2 requires TLS but the connection names no extra.tls_ca_file" in problems
     assert f"{label}: the connection's user 'sixnines' is not service nats2's authorization user" in problems
     assert len(problems) == 6
+
+
+# -- secrets never reach a process's arguments -----------------------------------------------------------------
+
+
+def test_no_secret_is_a_command_argument(compose: dict[str, Any]) -> None:
+    """A program's arguments are in the process table for every user to read: a secret variable may appear in
+    a command only as an argument of a shell builtin (printf into a private file or a pipe, export)."""
+    assert cc.check_secret_arguments(compose) == []
+    assert "@$$args" in cc.command_text(compose["services"]["kafka1"])  # the storage tool reads an argument file
+
+
+def test_a_secret_passed_as_an_argument_is_named(compose: dict[str, Any]) -> None:
+    init = compose["services"]["minio-init"]
+    init["command"] = [
+        'mc alias set lake http://minio:9000 "$${MINIO_ROOT_USER}" "$${MINIO_ROOT_PASSWORD}"',
+    ]
+    kafka = compose["services"]["kafka2"]
+    kafka["command"] = [
+        'props=x\n/opt/kafka/bin/kafka-storage.sh format --config "$$props" \\\n'
+        '  --add-scram "SCRAM-SHA-256=[name=$$KAFKA_SASL_USERNAME,password=$$KAFKA_SASL_PASSWORD]"\n'
+        "printf '%s\\n' \"$$KAFKA_SASL_PASSWORD\" | tool --password-stdin"
+    ]
+    compose["services"]["spark-master"]["command"] = ["spark-class", "--secret", "${AIRFLOW_API_SECRET_KEY}"]
+    assert cc.check_secret_arguments(compose) == [
+        "service kafka2: $KAFKA_SASL_PASSWORD is an argument of /opt/kafka/bin/kafka-storage.sh (every user sees "
+        "a process's arguments): hand it over in a 0600 file or on standard input",
+        "service minio-init: $MINIO_ROOT_PASSWORD is an argument of mc (every user sees a process's arguments): "
+        "hand it over in a 0600 file or on standard input",
+        "service spark-master: $AIRFLOW_API_SECRET_KEY is an argument of spark-class (every user sees a "
+        "process's arguments): hand it over in a 0600 file or on standard input",
+    ]

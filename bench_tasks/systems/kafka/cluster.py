@@ -215,8 +215,8 @@ class KafkaCluster(NodeCluster):
         jvm_common = [self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
         bootstrap = ",".join(f"{self.host}:{p.port}" for p in plans)
         with stopped_on_failure(self.stop, f"the Kafka {self.version} cluster"):
-            tool = [java, *TOOL_JVM_OPTS, *jvm_common, release.storage_tool]
-            _format_storage(tool, plans, cluster_id, deadline, self.security.format_args())
+            tool = [java, *TOOL_JVM_OPTS, *jvm_common]
+            _format_storage(tool, release.storage_tool, plans, cluster_id, deadline, self.security.format_args())
             for plan in plans:  # from this thread, see the docstring
                 argv = [java, *self.jvm_opts, *jvm_common, MAIN_CLASS, str(plan.properties_path)]
                 self.processes[plan.node_id] = BrokerProcess(argv, plan.log_path, self.tie_to_parent)
@@ -317,17 +317,23 @@ def stop_detached(state: Mapping[str, Any], grace_s: float = 15.0) -> list[int]:
 
 
 def _format_storage(
-    tool: list[str], plans: list[_NodePlan], cluster_id: str, deadline: float, extra: Sequence[str] = ()
+    java: list[str],
+    tool: str,
+    plans: list[_NodePlan],
+    cluster_id: str,
+    deadline: float,
+    extra: Sequence[str] = (),
 ) -> None:
-    """Format every node's log dir with the release's storage tool (`tool` is its java command line), all nodes
-    in parallel; `extra` adds arguments (SCRAM users: `--add-scram`)."""
-    procs = {
-        p.node_id: BrokerProcess(
-            [*tool, "format", "-t", cluster_id, "-c", str(p.properties_path), *extra], p.home / "format.log"
-        )
-        for p in plans
-    }
+    """Format every node's log dir with the release's storage tool (main class `tool`, run by the `java` command
+    line), all nodes in parallel; `extra` adds arguments (SCRAM users with their passwords: `--add-scram`). The
+    tool's arguments reach it through a private argument file (`java @file`), deleted once it ran: a process's
+    command line is readable by every user of the host."""
+    procs: dict[int, BrokerProcess] = {}
     try:
+        for p in plans:
+            args = [tool, "format", "-t", cluster_id, "-c", str(p.properties_path), *extra]
+            argfile = write_secret(p.home / "format.args", java_argfile(args))
+            procs[p.node_id] = BrokerProcess([*java, f"@{argfile}"], p.home / "format.log")
         for node_id, proc in procs.items():
             try:
                 code = proc.popen.wait(timeout=max(1.0, deadline - time.monotonic()))
@@ -338,6 +344,13 @@ def _format_storage(
     finally:
         for proc in procs.values():
             proc.stop(grace_s=1.0)
+        for p in plans:
+            (p.home / "format.args").unlink(missing_ok=True)
+
+
+def java_argfile(args: Sequence[str]) -> str:
+    """`args` as a `java @file` argument file reads them: each quoted, backslash and quote escaped."""
+    return " ".join('"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"' for a in args) + "\n"
 
 
 def new_cluster_id() -> str:
