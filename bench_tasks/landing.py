@@ -23,6 +23,7 @@ from .core.hdr import write_hlog
 from .errors import SixninesError
 from .lake.layout import Lake, RunInfo, write_json
 from .lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
+from .secrecy import without_userinfo
 from .spec.matrix import Cell
 from .systems import system_of
 
@@ -67,6 +68,7 @@ def acked_metric(cell: Cell) -> str | None:
 def describe(cell: Cell, exc: BaseException) -> str:
     """An error as one line that names the cell."""
     text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
+    text = without_userinfo(text)  # a client library's message may quote a server URL with its credentials
     return text if cell.id in text else f"cell {cell.instance}: {text}"
 
 

@@ -4,7 +4,9 @@ One rule (`is_secret`) names a setting secret by its key, for every system: Kafk
 nats-server config, a matrix's native settings passed through to either, client settings split before a state
 file is written. `redacted` applies it to whatever a cell records, nested maps and lists included, so a system
 never redacts on its own terms: passwords, secrets, tokens, credentials, JAAS configs (which embed passwords),
-private keys and key material (`ssl.keystore.key`, an NKEY `seed`).
+private keys and key material (`ssl.keystore.key`, an NKEY `seed`). A URL's `user:password@` is a secret
+wherever it appears: `without_userinfo` removes it from any text that is recorded, logged or printed (and
+`redacted` from every string it records).
 
 A file that holds a secret (a server.properties with a JAAS line, a private key, the client settings a
 detached generator reads back) is written by `write_secret` only: created owner-only before a byte is written,
@@ -19,9 +21,11 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 REDACTED = "<redacted>"
 
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/@,]*)@")
 _SECRET_WORDS = ("password", "passwd", "secret", "token", "credential", "jaas", "private")
 _SECRET_PARTS = frozenset({"pass", "pwd", "seed"})
 
@@ -38,12 +42,28 @@ def is_secret(key: object) -> bool:
 
 def redacted(settings: Any) -> Any:
     """`settings` as a record may hold them: the value of every secret key replaced by `REDACTED`, through nested
-    maps and lists (nats-server's `authorization`, `accounts`, `cluster` blocks). The input is not changed."""
+    maps and lists (nats-server's `authorization`, `accounts`, `cluster` blocks), and every URL's userinfo
+    removed (a route `nats://user:password@host`). The input is not changed."""
     if isinstance(settings, Mapping):
         return {k: REDACTED if is_secret(k) else redacted(v) for k, v in settings.items()}
     if isinstance(settings, list | tuple):
         return [redacted(v) for v in settings]
-    return settings
+    return without_userinfo(settings) if isinstance(settings, str) else settings
+
+
+def without_userinfo(text: str) -> str:
+    """`text` with the `user:password@` (or `token@`) of every URL in it removed: one address, a comma-separated
+    list of them, or a message that quotes one."""
+    return _USERINFO.sub(r"\g<scheme>", text)
+
+
+def userinfo(url: str) -> tuple[str, str | None] | None:
+    """(user, password) of a URL that carries them, (token, None) for `scheme://token@host`; None without."""
+    match = _USERINFO.search(url)
+    if match is None or not match.group("userinfo"):
+        return None
+    user, colon, password = match.group("userinfo").partition(":")
+    return unquote(user), unquote(password) if colon else None
 
 
 def secret_parts(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -22,6 +22,7 @@ from typing import Any
 from ..drivers import Target, driver_for, routes
 from ..errors import BrokerError
 from ..loop import run_precise
+from ..secrecy import without_userinfo
 from ..spec.matrix import Cell
 from ..systems import system_of
 from .connections import ClientAccess, get_connection
@@ -143,7 +144,7 @@ class ExternalBrokers:
             "system": self.system.name,
             "cell": self.cell.model_dump(mode="json"),
             "names": self.names,
-            "address": self.address,
+            "address": without_userinfo(self.address),
             "nodes": {},
             "process_name": "",
             "netns": "",

@@ -22,6 +22,7 @@ from ..hostparts import discard, drive_hosts, publish_cell
 from ..lake.layout import Lake, RunInfo
 from ..landing import CellReport, acked_metric, describe, land_cell
 from ..paths import cache_dir
+from ..secrecy import without_userinfo
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import Cell, Matrix, expand_repeats
 from ..systems import resolve_version, system
@@ -104,7 +105,8 @@ def run_cell(
         topology = hosts.build(cell)  # namespaces for the cell's hosts, if it places roles on netns hosts
         brokers = provision_brokers(cell, broker_dir, topology=topology, run_id=run.run_id)
         broker_context = brokers.context()
-        console.print(f"[bold]cell {cell.instance}[/] {cell.label}  ({brokers.address})", highlight=False)
+        where = without_userinfo(brokers.address)
+        console.print(f"[bold]cell {cell.instance}[/] {cell.label}  ({where})", highlight=False)
         brokers.watch_leaders()
         if hosts.per_host(cell):  # one generator per real host, meeting through the lake
             folder = lake.hosts_dir(run, cell.instance)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import secrets
 import stat
 import threading
 from collections.abc import Iterator
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from rich.console import Console
 
 from bench_tasks.brokers.provision import attach
 from bench_tasks.cell.lifecycle import (
@@ -26,8 +29,11 @@ from bench_tasks.cell.lifecycle import (
     start_generator,
     teardown_step,
 )
+from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.cell.watch import watch_phase
-from bench_tasks.lake.layout import RunInfo
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.report import build_run_report
+from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.systems.kafka.cluster import KafkaCluster
 from bench_tasks.systems.kafka.probe import reported_version
 from bench_tasks.systems.kafka.security import ListenerSecurity
@@ -164,3 +170,51 @@ def test_a_sasl_password_with_quotes_survives_the_jaas_lines(tmp_path: Path) -> 
         properties = json.dumps([n.server_properties for n in cluster.endpoint.nodes])
     assert reported["version"] == ".".join(NEWEST.split(".")[:2])
     assert AWKWARD not in properties and "<redacted>" in properties
+
+
+@pytest.fixture
+def nats_with_url_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A nats-server requiring a user and password, and a connection that carries both in its server URL."""
+    password = "url-secret-" + secrets.token_urlsafe(8)
+    broker = NatsBroker(server={"authorization": {"user": "bench", "password": password}})
+    with NatsServer(bundled_version(), broker, tmp_path / "nats") as server:
+        assert server.endpoint is not None
+        url = server.endpoint.url.replace("nats://", f"nats://bench:{password}@")
+        conn = {"conn_type": "nats", "extra": {"servers": url}}
+        monkeypatch.setenv("AIRFLOW_CONN_SIXNINES_NATS_URL", json.dumps(conn))
+        yield password
+
+
+def test_a_nats_url_with_credentials_reaches_no_record_log_or_report(
+    tmp_path: Path, nats_with_url_credentials: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`nats://user:password@host` in a connection: the cell logs in with it, and neither the lake, the report,
+    the console, the logs, the work folder nor what provision hands to Airflow (XCom) ever shows it."""
+    password = nats_with_url_credentials
+    caplog.set_level(logging.DEBUG)
+    raw = {
+        "name": "urlcreds",
+        "systems": [{"system": "nats", "brokers": "external", "connection": "sixnines_nats_url"}],
+        "workload": {"message_size_bytes": 64, "rate_per_s": 200, "warmup_s": 1, "measure_s": 1, "cooldown_s": 1},
+        "measurements": ["e2e"],
+    }
+    (cell,) = select_cells(parse_matrix(raw, "urlcreds"))
+    lake = tmp_path / "lake"
+    console = Console(record=True, width=200)
+    report = run_cell(cell, Lake(lake), RunInfo.new(), console)  # the CLI's way
+    assert report.status == "ok", report.reason
+    broker = json.loads((report.path / "result.json").read_text())["context"]["broker"]
+    assert broker["access"]["auth"] == "user/password" and broker["access"]["user"] == "bench"
+
+    run, work = RunInfo.new(), CellWork(tmp_path / "work")  # Airflow's way
+    info = provision_step(cell, run, lake, work)
+    start_generator(work)
+    for phase in PHASES:
+        watch_phase(work, phase, log=lambda _: None, poll_s=0.2)
+    assert land_step(work)["status"] == "ok"
+    teardown_step(work)
+    page = build_run_report(lake, run.run_id).read_text()
+
+    assert password not in json.dumps(info) and password not in page
+    assert password not in console.export_text() and password not in caplog.text
+    assert files_holding(lake, password) == [] and files_holding(work.root, password) == []

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bench_tasks.errors import BrokerError
-from bench_tasks.secrecy import REDACTED, is_secret, redacted
+from bench_tasks.secrecy import REDACTED, is_secret, redacted, userinfo, without_userinfo
 from bench_tasks.systems.kafka.security import ListenerSecurity, jaas_config
 
 
@@ -75,3 +75,27 @@ def test_the_server_jaas_lines_escape_the_passwords(tmp_path: object) -> None:
     sec = ListenerSecurity("SASL_PLAINTEXT", "PLAIN", admin_password='a"dmin', client_password="cl\\ient")
     (line,) = [v for k, v in sec.server_settings(1, 2, tmp_path).items() if k.endswith("jaas.config")]  # type: ignore[arg-type]
     assert 'password="a\\"dmin"' in line and 'user_sixnines="cl\\\\ient"' in line
+
+
+def test_userinfo_is_removed_from_every_url_of_a_text() -> None:
+    text = "nats://u:p%40ss@h1:4222,tls://tok@h2:4222, see http://a:b@c/d and h3:9092"
+    assert without_userinfo(text) == "nats://h1:4222,tls://h2:4222, see http://c/d and h3:9092"
+    assert userinfo("nats://u:p%40ss@h1:4222") == ("u", "p@ss") and userinfo("tls://tok@h2") == ("tok", None)
+    assert userinfo("nats://h1:4222") is None
+    assert redacted({"routes": ["nats-route://r:pw@h:6222"]}) == {"routes": ["nats-route://h:6222"]}
+
+
+def test_nats_credentials_in_a_server_url_move_into_the_client_settings() -> None:
+    from bench_tasks.brokers.connections import BrokerConnection
+    from bench_tasks.systems.nats.access import nats_access
+
+    servers = "nats://bob:pw@h1:4222,nats://bob:pw@h2:4222"
+    access = nats_access(BrokerConnection("n", "nats", extra={"servers": servers}))
+    assert access.address == "nats://h1:4222,nats://h2:4222" and access.client == {"user": "bob", "password": "pw"}
+    assert "pw" not in json.dumps(access.described) and access.described["auth"] == "user/password"
+    token = nats_access(BrokerConnection("n", "nats", host="nats://t0k@h1:4222"))
+    assert token.address == "nats://h1:4222" and token.client == {"token": "t0k"}
+    own = nats_access(BrokerConnection("n", "nats", login="al", password="x", extra={"servers": servers}))
+    assert own.client == {"user": "al", "password": "x"} and own.address == "nats://h1:4222,nats://h2:4222"
+    with pytest.raises(BrokerError, match="different credentials"):
+        nats_access(BrokerConnection("n", "nats", extra={"servers": "nats://a:1@h1,nats://b:2@h2"}))

@@ -2,7 +2,9 @@
 it is (its INFO on connect), and the cell's JetStream streams (deleted at teardown; core subjects need nothing).
 
 Connection fields: host/port (or extra `servers`) -> `nats://host:port`; login/password -> user/password, extra
-`token`; extra `tls_ca_file` -> TLS with that CA.
+`token`; extra `tls_ca_file` -> TLS with that CA. Credentials written into a server URL (`nats://user:pw@host`,
+`nats://token@host`) are taken out of it into the client settings when the connection has none of its own: the
+address, which is recorded, logged and printed, never carries them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from ...brokers.connections import BrokerConnection, ClientAccess
 from ...errors import BrokerError
 from ...loop import run_precise
+from ...secrecy import userinfo, without_userinfo
 from .settings import NatsCell
 
 DEFAULT_NATS_PORT = 4222
@@ -46,18 +49,37 @@ def nats_access(conn: BrokerConnection) -> ClientAccess:
         address = conn.host if "://" in conn.host else f"{scheme}://{conn.host}:{conn.port or DEFAULT_NATS_PORT}"
     else:
         raise BrokerError(f"connection {conn.conn_id!r}: no host (and no extra.servers) for NATS")
+    login, password, token = _credentials(conn, address)
+    address = without_userinfo(address)
     client: dict[str, Any] = {}
     described: dict[str, Any] = {"connection": conn.conn_id, "servers": address, "auth": "none"}
-    if conn.login:
-        client |= {"user": conn.login, "password": conn.password or ""}
-        described |= {"auth": "user/password", "user": conn.login}
-    elif extra.get("token") or conn.password:
-        client["token"] = str(extra.get("token") or conn.password)
+    if login:
+        client |= {"user": login, "password": password or ""}
+        described |= {"auth": "user/password", "user": login}
+    elif token:
+        client["token"] = token
         described["auth"] = "token"
     if ca:
         client["tls_ca_file"] = str(ca)
         described["tls_ca_file"] = str(ca)
     return ClientAccess(address, client, described)
+
+
+def _credentials(conn: BrokerConnection, address: str) -> tuple[str | None, str | None, str | None]:
+    """(login, password, token): the connection's own fields, else what its server URLs carry (all the same)."""
+    token = str(conn.extra.get("token") or conn.password or "") or None
+    if conn.login or token:
+        return conn.login, conn.password, None if conn.login else token
+    found = {userinfo(url) for url in address.split(",")} - {None}
+    if len(found) > 1:
+        raise BrokerError(
+            f"connection {conn.conn_id!r}: its server URLs carry different credentials; put one user in the "
+            "connection's login and password instead"
+        )
+    if not found:
+        return None, None, None
+    user, secret = found.pop()  # type: ignore[misc]
+    return (user, secret, None) if secret is not None else (None, None, user)
 
 
 def ask_version(address: str, client: Mapping[str, Any], spec: NatsCell) -> dict[str, Any]:
