@@ -33,7 +33,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         )
     },
     **{name: ("cell.runner", name) for name in ("CellReport", "run_cell", "run_matrix")},
-    **{name: ("cell.verdict", name) for name in ("cell_outcomes", "discard_run_work")},
+    **{name: ("cell.verdict", name) for name in ("cell_outcomes", "discard_run_work", "run_verdict")},
     "watch_phase": ("cell.watch", "watch_phase"),
     **{name: ("cell.tables", name) for name in ("print_report", "report_from_row")},
     "run_host": ("hostparts", "run_host"),

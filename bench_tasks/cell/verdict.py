@@ -1,8 +1,11 @@
-"""A sweep's verdict over its cells, read from their work folders, and the end of those folders.
+"""A sweep's verdict over its cells and its alerts, and the end of the run's work folders.
 
 Airflow's last task of a run reads each cell's outcome from its work folder (`lifecycle.CellWork`: landed,
-skipped, or why it never landed), then removes the run's folder in the cache: the brokers' folders already went
-with each teardown, and what is left (states, generator logs, heartbeats) is of no use once the run is judged.
+skipped, or why it never landed) and every notification record of the run in the lake: an alert whose channel
+could not be reached (`delivery.failed`, written by the notifier) fails the run as a failed cell does, because
+a night whose alerts went nowhere must not look green. Then it removes the run's folder in the cache: the
+brokers' folders already went with each teardown, and what is left (states, generator logs, heartbeats) is of
+no use once the run is judged.
 It stays when it is kept on purpose (`SIXNINES_KEEP_WORK=1`, to look at a run by hand), when a cell's teardown
 did not finish (what it left is evidence, and the next provision of that cell stops it), or when a cluster kept
 for reuse was not released.
@@ -10,11 +13,13 @@ for reuse was not released.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..lake.storage import LakePath, lake_path
 from .lifecycle import CellWork
 
 KEEP_WORK_ENV = "SIXNINES_KEEP_WORK"
@@ -34,6 +39,30 @@ def cell_outcomes(base: Path, groups: Sequence[str]) -> dict[str, str]:
         else:
             outcome[group] = "ok" if landed["status"] == "ok" else f"failed: {landed['reason']}"
     return outcome
+
+
+def run_verdict(
+    base: Path, groups: Sequence[str], lake: str | LakePath, run_date: str, run_id: str
+) -> tuple[dict[str, str], list[str]]:
+    """(each cell's outcome, what fails the run): the cells that did not land ok, then the alerts whose
+    channel could not be reached."""
+    outcome = cell_outcomes(base, groups)
+    problems = [f"{g}: {o}" for g, o in outcome.items() if o not in ("ok", "skipped")]
+    return outcome, problems + undelivered(lake, run_date, run_id)
+
+
+def undelivered(lake: str | LakePath, run_date: str, run_id: str) -> list[str]:
+    """Every notification of the run whose delivery failed, naming the record, the channel and why."""
+    folder = lake_path(lake) / "notifications" / f"run_date={run_date}" / f"run_id={run_id}"
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.exists() else []:
+        delivery = json.loads(path.read_text()).get("delivery") or {}
+        if delivery.get("failed"):
+            found.append(
+                f"alert {path.name} was not delivered: channel {delivery.get('conn_id')} unreachable "
+                f"({delivery['failed']})"
+            )
+    return found
 
 
 def discard_run_work(base: Path) -> str:

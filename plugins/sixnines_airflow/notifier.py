@@ -2,8 +2,10 @@
 
 When an Airflow connection `sixnines_notify` exists it is also sent there: an `http`/`https` connection is a
 webhook (Slack incoming webhooks included) receiving `{"text": ..., "record": ...}`; an `smtp`/`email`
-connection sends a mail to the `to` of its extras. No connection, no attempt — and a delivery that fails
-is logged, never allowed to hide the record.
+connection sends a mail to the `to` of its extras, over STARTTLS that verifies the server's certificate (the
+system's CAs, or extra `ssl_ca_file`) before it logs in. No connection, no attempt. A delivery that fails is
+logged and written into the record (`delivery.failed`), and the run's verdict fails on it: an alert channel
+that cannot be reached is an error of the run, never a silent loss of its alerts.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import datetime as dt
 import json
 import logging
 import smtplib
+import ssl
 import urllib.request
 from email.message import EmailMessage
 from pathlib import Path
@@ -41,11 +44,10 @@ class CellFailureNotifier(BaseNotifier):
         log.error("sixnines.cell_failed %s", json.dumps(record, sort_keys=True, default=str))
         path = record_path(lake_root(), record)
         path.parent.mkdir(parents=True, exist_ok=True)
-        sixnines.write_json(path, record)
         text = f"sixnines: cell {record.get('cell_id')} failed in {record['dag_id']} ({record['run_id']}): " + str(
             record.get("reason")
         )
-        deliver(self.conn_id, text, record)
+        publish(path, record, self.conn_id, text)
 
 
 class AnalysisFailureNotifier(BaseNotifier):
@@ -77,8 +79,8 @@ class AnalysisFailureNotifier(BaseNotifier):
             "validation": None if quarantine is None else str(quarantine),
         }
         log.error("sixnines.analysis_failed %s", json.dumps(record, sort_keys=True, default=str))
-        sixnines.write_json(lake_root() / "notifications" / part / "analysis.json", record)
-        deliver(self.conn_id, f"sixnines: analysis of {run.run_id} failed: {record['reason']}"[:500], record)
+        text = f"sixnines: analysis of {run.run_id} failed: {record['reason']}"[:500]
+        publish(lake_root() / "notifications" / part / "analysis.json", record, self.conn_id, text)
 
 
 class RegressionAlertNotifier(BaseNotifier):
@@ -110,19 +112,29 @@ class RegressionAlertNotifier(BaseNotifier):
                 **alert,
             }
             log.error("sixnines.regression %s", json.dumps(record, sort_keys=True, default=str))
-            sixnines.write_json(lake_root() / "notifications" / part / f"regression-{index:03d}.json", record)
-            deliver(self.conn_id, f"sixnines regression in {record['dag_id']}: {alert.get('summary')}", record)
+            path = lake_root() / "notifications" / part / f"regression-{index:03d}.json"
+            publish(path, record, self.conn_id, f"sixnines regression in {record['dag_id']}: {alert.get('summary')}")
 
 
-def deliver(conn_id: str, text: str, record: dict[str, Any]) -> None:
-    """Send `text` and `record` over the optional connection `conn_id` (http(s) webhook or SMTP); without one,
-    the log line and the JSON file already written are the notification."""
+def publish(path: sixnines.LakePath, record: dict[str, Any], conn_id: str, text: str) -> None:
+    """Write `record` to the lake, deliver it, and write it again with the failure when delivery failed (the
+    run's verdict reads it): the record exists before any delivery is tried, and a failure is never lost."""
+    sixnines.write_json(path, record)
+    failed = deliver(conn_id, text, record)
+    if failed is not None:
+        sixnines.write_json(path, {**record, "delivery": {"conn_id": conn_id, "failed": failed}})
+
+
+def deliver(conn_id: str, text: str, record: dict[str, Any]) -> str | None:
+    """Send `text` and `record` over the optional connection `conn_id` (http(s) webhook or SMTP). Returns why
+    delivery failed, or None: delivered, or no such connection (the log line and the JSON file are then the
+    notification)."""
     from airflow.sdk import BaseHook
 
     try:
         conn = BaseHook.get_connection(conn_id)
     except Exception:  # no such connection: the log line and the file are the notification
-        return
+        return None
     try:
         if conn.conn_type in ("http", "https"):
             url = conn.host if "://" in (conn.host or "") else f"{conn.conn_type}://{conn.host}"
@@ -130,19 +142,26 @@ def deliver(conn_id: str, text: str, record: dict[str, Any]) -> None:
             req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
             urllib.request.urlopen(req, timeout=10).close()
         elif conn.conn_type in ("smtp", "email"):
-            msg = EmailMessage()
-            msg["Subject"], msg["From"] = text[:120], conn.login or "sixnines@localhost"
-            msg["To"] = conn.extra_dejson["to"]
-            msg.set_content(json.dumps(record, indent=2, default=str))
-            with smtplib.SMTP(conn.host, conn.port or 25, timeout=10) as smtp:
-                if conn.login:
-                    smtp.starttls()
-                    smtp.login(conn.login, conn.password or "")
-                smtp.send_message(msg)
+            _mail(conn, text, record)
         else:
-            log.warning("connection %s has type %s; expected http(s) or smtp", conn_id, conn.conn_type)
-    except Exception:
+            return f"connection {conn_id} has type {conn.conn_type!r}; expected http, https or smtp"
+    except Exception as exc:
         log.exception("could not deliver %s to %s", record.get("event"), conn_id)
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _mail(conn: Any, text: str, record: dict[str, Any]) -> None:
+    """One mail to the connection's extra `to`; with a login, only after STARTTLS verified the server."""
+    msg = EmailMessage()
+    msg["Subject"], msg["From"] = text[:120], conn.login or "sixnines@localhost"
+    msg["To"] = conn.extra_dejson["to"]
+    msg.set_content(json.dumps(record, indent=2, default=str))
+    with smtplib.SMTP(conn.host, conn.port or 25, timeout=10) as smtp:
+        if conn.login:
+            smtp.starttls(context=ssl.create_default_context(cafile=conn.extra_dejson.get("ssl_ca_file")))
+            smtp.login(conn.login, conn.password or "")
+        smtp.send_message(msg)
 
 
 def failure_record(context: Any) -> dict[str, Any]:

@@ -237,15 +237,13 @@ def verdict(groups: list[str]) -> dict[str, Any]:
     once judged, unless kept on purpose (SIXNINES_KEEP_WORK=1) or something in it was not torn down."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from bench_tasks import cell_outcomes, discard_run_work
+    from bench_tasks import discard_run_work, run_verdict
 
-    base = run_dir(get_current_context())
-    outcome = cell_outcomes(base, groups)
+    context = get_current_context()
+    base, run = run_dir(context), run_info(context)
+    outcome, problems = run_verdict(base, groups, lake_root(), run.run_date, run.run_id)
     log.info("work folder of the run: %s", discard_run_work(base))
-    bad = {g: o for g, o in outcome.items() if o not in ("ok", "skipped")}
-    if bad:
-        raise AirflowFailException(
-            f"{len(bad)} of {len(groups)} cell(s) failed: " + "; ".join(f"{g}: {o}" for g, o in bad.items())
-        )
+    if problems:
+        raise AirflowFailException(f"the run failed ({len(groups)} cell(s)): " + "; ".join(problems))
     log.info("cells: %s", outcome)
     return outcome
