@@ -31,7 +31,7 @@ import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import yaml
@@ -714,16 +714,27 @@ def volume_at(service: dict[str, Any], path: str) -> str | None:
     return mounts[best] if best else None
 
 
-def certificate_service(compose: dict[str, Any]) -> tuple[str, str, list[str]] | None:
-    """(service, volume it writes, host names) of the one-shot service running `brokers certs FOLDER --host …`."""
+class CertificateService(NamedTuple):
+    """The one-shot service running `brokers certs FOLDER [--ca-out DIR] --host …`: the volume its keys and
+    certificates go to, the names they cover, and the volume holding the CA alone (what clients mount)."""
+
+    service: str
+    key_volume: str
+    hosts: list[str]
+    ca_volume: str
+
+
+def certificate_service(compose: dict[str, Any]) -> CertificateService | None:
     for name in sorted(one_shot(compose)):
         service = compose["services"].get(name) or {}
         words = shlex.split(command_text(service))
         if "certs" not in words or "brokers" not in words:
             continue
         folder = words[words.index("certs") + 1]
+        ca_folder = words[words.index("--ca-out") + 1] if "--ca-out" in words[:-1] else folder
         hosts = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--host"]
-        return name, volume_at(service, folder + "/ca.pem") or "", hosts
+        keys = volume_at(service, folder + "/ca.pem") or ""
+        return CertificateService(name, keys, hosts, volume_at(service, ca_folder + "/ca.pem") or "")
     return None
 
 
@@ -747,12 +758,18 @@ def _interp_env(service: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
 
 
 def _tls_file_problems(
-    compose: dict[str, Any], label: str, path: str, readers: list[str], certs: tuple[str, str, list[str]] | None
+    compose: dict[str, Any],
+    label: str,
+    path: str,
+    readers: list[str],
+    certs: CertificateService | None,
+    client: bool = False,
 ) -> list[str]:
-    """`path` (a CA or key file) lies on the certificate service's volume in every service in `readers`."""
+    """`path` (a CA or key file) lies on the certificate service's volume in every service in `readers`: the
+    CA-only volume for clients (`client`), the key volume for brokers."""
     if certs is None:
         return [f"{label}: {path} — no one-shot service makes broker certificates (`brokers certs …`)"]
-    _, volume, _ = certs
+    volume = certs.ca_volume if client else certs.key_volume
     found = {reader: volume_at(compose["services"][reader], path) for reader in readers}
     return [
         f"{label}: {path} is not on volume {volume} in service {reader} (mounted there: {there})"
@@ -787,7 +804,7 @@ def _kafka_route(
         if not ca:
             problems.append(f"{label}: the connection names no extra.ssl_ca_location")
         else:
-            problems += _tls_file_problems(compose, label, ca, workers, certs)
+            problems += _tls_file_problems(compose, label, ca, workers, certs, client=True)
     for address in access.address.split(","):
         host, _, port = address.strip().rpartition(":")
         name = _service_by_host(compose, host)
@@ -855,7 +872,7 @@ def _nats_route(
     label = f"{route.where}: nats via {route.conn_id}"
     access = nats_access(conn)
     ca = access.client.get("tls_ca_file")
-    problems = _tls_file_problems(compose, label, ca, workers, certs) if ca else []
+    problems = _tls_file_problems(compose, label, ca, workers, certs, client=True) if ca else []
     for url in access.address.split(","):
         parts = urlsplit(url.strip())
         name = _service_by_host(compose, parts.hostname or "")
@@ -907,4 +924,127 @@ def check_secured_routes(compose: dict[str, Any], env: dict[str, str], routes: l
             continue
         check = _kafka_route if route.system == "kafka" else _nats_route
         problems += check(compose, env, route, conn, workers, certs)
+    return problems
+
+
+# -- least exposure ---------------------------------------------------------------------------------------------
+#
+# What the deployment shows the world: published ports only on the Docker host's loopback unless an operator
+# chooses otherwise (the Spark master UI has no login and can kill applications), the lake reached with a MinIO
+# user of its own rather than the root account, no example secret ever accepted, NATS routes that admit only
+# nodes with a certificate of the deployment's CA, and no broker private key on a Celery worker.
+
+PUBLISH_DEFAULT = "${SIXNINES_PUBLISH_ADDRESS:-127.0.0.1}"
+_ALL_INTERFACES = ("", "0.0.0.0", "::", "[::]")
+
+
+def example_env(text: str) -> dict[str, str]:
+    """The .env an operator writes from .env.example: each secret it leaves empty set (to a test value made of
+    letters and digits, as the file asks), the rest as they are."""
+    import hashlib
+
+    return {k: v or "t" + hashlib.sha256(k.encode()).hexdigest()[:20] for k, v in env_file(text).items()}
+
+
+def published(compose: dict[str, Any], env: dict[str, str]) -> dict[str, list[str]]:
+    """Each service's short-syntax `ports:` entries as compose interpolates them with `env`."""
+    return {
+        name: [interpolate(str(p), env) for p in service["ports"] if not isinstance(p, dict)]
+        for name, service in sorted(compose.get("services", {}).items())
+        if service.get("ports")
+    }
+
+
+def check_published_ports(compose: dict[str, Any], env: dict[str, str]) -> list[str]:
+    problems = []
+    for name, service in sorted(compose.get("services", {}).items()):
+        for port in service.get("ports") or []:
+            if isinstance(port, dict):
+                if str(port.get("host_ip", "")) in _ALL_INTERFACES:
+                    problems.append(
+                        f"service {name} publishes {port.get('published')} on every interface of the Docker host "
+                        f"(give it host_ip {PUBLISH_DEFAULT})"
+                    )
+                continue
+            text = interpolate(str(port), env)
+            host_ip = text.rsplit(":", 2)[0] if text.count(":") >= 2 else ""
+            if host_ip in _ALL_INTERFACES:
+                problems.append(
+                    f"service {name} publishes {text} on every interface of the Docker host (prefix it with "
+                    f"{PUBLISH_DEFAULT}:)"
+                )
+    return problems
+
+
+def check_lake_credentials(compose: dict[str, Any]) -> list[str]:
+    """The lake's credentials (AWS_* variables, the lake's S3 connection) are not MinIO's root account."""
+    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AIRFLOW_CONN_SIXNINES_LAKE_S3")
+    problems = []
+    for name, service in sorted(compose.get("services", {}).items()):
+        env = environment(service)
+        for key in keys:
+            root = sorted({v for v, _, _ in _VAR.findall(env.get(key, "")) if v.startswith("MINIO_ROOT_")})
+            if root:
+                problems.append(
+                    f"service {name}: {key} uses MinIO's root account ({', '.join(root)}); the lake has its own user"
+                )
+    return problems
+
+
+def check_example_refused(compose_text: str, env_example: str) -> list[str]:
+    """Every variable compose requires (`${X:?…}`) is empty in .env.example: a copied example never starts."""
+    values = env_file(env_example)
+    return [
+        f"{var} has a value in .env.example ({values[var]}): compose would start on it; leave it empty so "
+        f"`${{{var}:?…}}` refuses to start until it is set"
+        for var, default in sorted(compose_variables(compose_text).items())
+        if default is None and values.get(var)
+    ]
+
+
+def _block(text: str, name: str) -> str | None:
+    """The body of the first `name { … }` block of a nats-server config (nested braces included)."""
+    match = re.search(rf"(?m)^\s*{re.escape(name)}\s*\{{", text)
+    if match is None:
+        return None
+    depth, start = 1, match.end()
+    for i in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i]
+    return text[start:]
+
+
+def check_nats_routes(compose: dict[str, Any]) -> list[str]:
+    """Clustered NATS nodes (`--routes` or routes in their config) route only over TLS that verifies peers."""
+    problems = []
+    for name, service in sorted(compose.get("services", {}).items()):
+        conf = "\n".join(c for t, c in service_configs(compose, name).items() if t.endswith(".conf"))
+        cluster = _block(conf, "cluster")
+        if "--routes" not in command_text(service) and "routes" not in (cluster or ""):
+            continue
+        tls = _block(cluster or "", "tls")
+        if tls is None:
+            problems.append(f"service {name}: cluster routes have no tls block (plaintext routes)")
+        elif not re.search(r"verify\s*:\s*true", tls) or "ca_file" not in tls:
+            problems.append(
+                f"service {name}: cluster routes accept peers without a certificate (cluster tls needs verify: true "
+                "and ca_file)"
+            )
+    return problems
+
+
+def check_key_mounts(compose: dict[str, Any]) -> list[str]:
+    """No Airflow service (a Celery worker runs cells, and so any code a matrix brings) mounts the brokers' keys."""
+    certs = certificate_service(compose)
+    if certs is None or certs.key_volume == certs.ca_volume:
+        return [] if certs is None else [f"service {certs.service} writes no CA-only volume (--ca-out) for clients"]
+    problems = []
+    for name in sorted(airflow_services(compose)):
+        for target, volume in sorted(volume_mounts(compose["services"][name]).items()):
+            if volume == certs.key_volume:
+                problems.append(
+                    f"service {name} mounts {volume} (the brokers' private keys) at {target}; a worker needs only "
+                    f"the CA ({certs.ca_volume})"
+                )
     return problems

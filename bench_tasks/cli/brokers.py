@@ -136,6 +136,10 @@ def brokers_certs(
     readable_keys: Annotated[
         bool, typer.Option("--readable-keys", help="private keys readable by every user (brokers of another uid)")
     ] = False,
+    ca_out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--ca-out", help="also copy ca.pem alone into this folder: what clients mount, without keys"),
+    ] = None,
 ) -> None:
     """Make a CA and a server certificate for brokers in FOLDER, or keep the ones a previous run made there.
 
@@ -144,7 +148,7 @@ def brokers_certs(
     host or expires within a week is an error naming the fix, never silently replaced under running brokers."""
     import datetime as dt
 
-    from ..brokers.tls import TlsError, ensure_tls
+    from ..brokers.tls import TlsError, ensure_tls, tls_files
 
     if days < 8:
         raise typer.BadParameter(f"--days {days}: at least 8 (material is renewed a week before it expires)")
@@ -156,6 +160,10 @@ def brokers_certs(
             "start again; clients and brokers then share the new CA"
         ) from None
     out.print(f"{'made' if made else 'kept'} TLS material in {folder} for {', '.join(host)}")
+    if ca_out is not None:  # the certificate clients trust, in a folder that holds no private key
+        ca_out.mkdir(parents=True, exist_ok=True)
+        (ca_out / "ca.pem").write_bytes(tls_files(folder).ca_cert.read_bytes())
+        out.print(f"copied the CA certificate to {ca_out / 'ca.pem'}")
 
 
 @brokers_app.command("fetch")

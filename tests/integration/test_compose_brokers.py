@@ -7,8 +7,9 @@ start script (entrypoint and command, run by bash as the container would) format
 and starts Kafka 4.3.1 (the image's release, jars from Maven Central) on the `kafka-server` settings, nats-server
 runs on the `nats-server` config and the node's own flags. Then one short cell per route a matrix can measure
 runs through the deployment's own connections (`AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL` / `…_NATS_EXTERNAL`, as
-compose interpolates them from .env.example): Kafka over PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL with both
-SCRAM mechanisms, NATS JetStream over TLS with the user; a wrong password and a client without TLS are refused.
+compose interpolates them from .env.example with its secrets set): Kafka over PLAINTEXT, SSL, SASL_PLAINTEXT and
+SASL_SSL with both SCRAM mechanisms, NATS JetStream over TLS with the user; a wrong password and a client without
+TLS are refused; the NATS routes take only peers with a certificate of the deployment's CA.
 Differences from the containers: nats-server is the bundled release, not the image's 2.12.1; the JVM is this
 host's; the quorum has one node instead of three.
 """
@@ -63,8 +64,8 @@ def compose() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def env() -> dict[str, str]:
-    """The variables compose interpolates the file with: .env.example's example values."""
-    return cc.env_file((cc.REPO / ".env.example").read_text())
+    """The variables compose interpolates the file with: .env.example with its (empty) secrets set."""
+    return cc.example_env((cc.REPO / ".env.example").read_text())
 
 
 def service_env(compose: dict[str, Any], name: str, env: dict[str, str]) -> dict[str, str]:
@@ -88,9 +89,11 @@ def certs(compose: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> 
     command = [str(a) for a in compose["services"]["broker-certs"]["command"]]
     assert command[:5] == ["python", "-m", "bench_tasks", "brokers", "certs"] and command[5] == CERTS
     command = [sys.executable, *command[1:5], str(folder), *command[6:]]
-    command = [cc.interpolate(a, {}) for a in command]  # ${BROKER_CERT_DAYS:-365} → its default
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    command = [cc.interpolate(a, {}).replace("/opt/sixnines/ca", str(folder / "ca-only")) for a in command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)  # ${BROKER_CERT_DAYS:-365}: default
     assert done.returncode == 0, done.stderr
+    assert [p.name for p in (folder / "ca-only").iterdir()] == ["ca.pem"]  # what workers mount: no key
+    assert (folder / "ca-only" / "ca.pem").read_bytes() == (folder / "ca.pem").read_bytes()
     return folder
 
 
@@ -364,3 +367,71 @@ def test_nats_refuses_plaintext_and_a_wrong_password(
     assert asyncio.run(attempt(servers=[f"nats://localhost:{nats}"], user=user, password=password)).startswith(
         "refused"
     )
+
+
+def _routes(monitor_port: int) -> set[str]:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{monitor_port}/routez", timeout=2) as resp:
+            return {r.get("remote_name") for r in json.loads(resp.read()).get("routes") or []}
+    except OSError:
+        return set()
+
+
+def test_nats_routes_admit_only_nodes_with_the_deployments_certificate(
+    compose: dict[str, Any], env: dict[str, str], certs: Path, tmp_path: Path
+) -> None:
+    """Two nodes on the compose `nats-server` config form a cluster over TLS routes; a node routing in plain
+    text, and one with a certificate of another CA, are refused by both."""
+    from bench_tasks.brokers.tls import make_tls
+    from bench_tasks.systems.nats.release import bundled_version, server_binary
+
+    conf = cc.interpolate(compose["configs"]["nats-server"]["content"], env).replace(CERTS, str(certs))
+    (tmp_path / "deployment.conf").write_text(conf)
+    other = make_tls(tmp_path / "other-ca", ("localhost", "127.0.0.1"))
+    (tmp_path / "other.conf").write_text(
+        conf.replace(str(certs / "server-cert.pem"), str(other.server_cert))
+        .replace(str(certs / "server-key.pem"), str(other.server_key))
+        .replace(str(certs / "ca.pem"), str(other.ca_cert))
+    )
+    (tmp_path / "plain.conf").write_text("")
+    client, cluster, monitor = (free_ports(4) for _ in range(3))
+    routes = ",".join(f"nats://localhost:{port}" for port in cluster[:2])
+    node_env = {"PATH": os.environ["PATH"], **service_env(compose, "nats1", env)}
+    procs = []
+    for i, conf_name in enumerate(("deployment", "deployment", "plain", "other")):
+        argv = [
+            str(server_binary(bundled_version())),
+            "--config",
+            str(tmp_path / f"{conf_name}.conf"),
+            "--name",
+            f"n{i}",
+            "--addr",
+            "127.0.0.1",
+            "--port",
+            str(client[i]),
+            "--http_port",
+            str(monitor[i]),
+            "--cluster_name",
+            "sixnines",
+            "--cluster",
+            f"nats://127.0.0.1:{cluster[i]}",
+            "--routes",
+            routes,
+        ]
+        log = (tmp_path / f"n{i}.log").open("wb")
+        procs.append(subprocess.Popen(argv, env=node_env, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        deadline = time.monotonic() + 30
+        while _routes(monitor[0]) != {"n1"} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _routes(monitor[0]) == {"n1"}, (tmp_path / "n0.log").read_text()[-2000:]
+        time.sleep(3)  # the strangers have retried by now
+        assert _routes(monitor[0]) == {"n1"} and _routes(monitor[1]) == {"n0"}
+        assert _routes(monitor[2]) == set() and _routes(monitor[3]) == set()
+        refused = (tmp_path / "n0.log").read_text() + (tmp_path / "n1.log").read_text()
+        assert "TLS route handshake error" in refused, refused[-2000:]
+    finally:
+        for proc in procs:
+            stop(proc)

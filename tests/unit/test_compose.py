@@ -65,7 +65,7 @@ def test_environment_the_code_reads_is_defined(compose: dict[str, Any], expected
 
 
 def test_connections_are_defined_and_parse(compose: dict[str, Any], expected: cc.Expectations) -> None:
-    env = cc.env_file(ENV_EXAMPLE)
+    env = cc.example_env(ENV_EXAMPLE)
     assert cc.check_connections(compose, expected) == []
     assert cc.check_connection_values(compose, env) == []
     assert cc.check_connection_hosts(compose, env) == []
@@ -124,7 +124,7 @@ def test_pools_are_created(compose: dict[str, Any], expected: cc.Expectations) -
 def test_env_example_documents_every_variable() -> None:
     assert cc.check_variables_documented(COMPOSE_TEXT, ENV_EXAMPLE) == []
     required = {k for k, v in cc.compose_variables(COMPOSE_TEXT).items() if v is None}
-    assert required <= set(cc.env_file(ENV_EXAMPLE)), "every required variable has a value in .env.example"
+    assert required <= set(cc.env_file(ENV_EXAMPLE)), "every required variable is listed (empty) in .env.example"
 
 
 # -- each check fails for the right reason ---------------------------------------------------------------------
@@ -241,7 +241,7 @@ def test_an_undocumented_variable_is_named() -> None:
 
 
 def test_a_broken_connection_value_is_named(compose: dict[str, Any]) -> None:
-    env = cc.env_file(ENV_EXAMPLE)
+    env = cc.example_env(ENV_EXAMPLE)
     service_env = compose["services"]["airflow-apiserver"]["environment"]
     service_env["AIRFLOW_CONN_SIXNINES_NATS_EXTERNAL"] = '{"conn_type": "nats", "host": "nats9"}'
     service_env["AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL"] = '{"host": "kafka1", "extra": {'
@@ -278,7 +278,7 @@ def test_deployment_doc_example_targets_this_deployment(tmp_path: Path, compose:
         ("sasl_ssl", None),
         ("sasl_ssl", "SCRAM-SHA-256"),
     }
-    assert cc.check_secured_routes(compose, cc.env_file(ENV_EXAMPLE), routes) == []
+    assert cc.check_secured_routes(compose, cc.example_env(ENV_EXAMPLE), routes) == []
 
 
 def test_interpolation_follows_compose() -> None:
@@ -320,18 +320,18 @@ def test_the_matrices_routes_are_served_by_the_compose_brokers(
     kafka = {r.security for r in matrix_routes if r.conn_id == "sixnines_kafka_external"}
     assert {"plaintext", "ssl", "sasl_ssl"} <= kafka
     assert any(r.conn_id == "sixnines_nats_external" for r in matrix_routes)
-    assert cc.check_secured_routes(compose, cc.env_file(ENV_EXAMPLE), matrix_routes) == []
+    assert cc.check_secured_routes(compose, cc.example_env(ENV_EXAMPLE), matrix_routes) == []
 
 
 def test_every_kafka_security_protocol_and_mechanism_has_a_route(compose: dict[str, Any]) -> None:
     """Routes no shipped matrix uses yet (SASL_PLAINTEXT, SCRAM-SHA-256) are served too."""
-    env = cc.env_file(ENV_EXAMPLE)
+    env = cc.example_env(ENV_EXAMPLE)
     assert cc.check_secured_routes(compose, env, [*KAFKA_ROUTES, NATS_ROUTE]) == []
     certs = cc.certificate_service(compose)
-    assert certs is not None and certs[:2] == ("broker-certs", "broker-certs")
-    assert {f"{s}{n}" for s in ("kafka", "nats") for n in (1, 2, 3)} <= set(certs[2])
-    for worker in ("airflow-worker", "loadgen1", "loadgen2"):
-        assert cc.volume_at(compose["services"][worker], "/opt/sixnines/certs/ca.pem") == "broker-certs"
+    assert certs is not None and certs[:2] == ("broker-certs", "broker-certs") and certs.ca_volume == "broker-ca"
+    assert {f"{s}{n}" for s in ("kafka", "nats") for n in (1, 2, 3)} <= set(certs.hosts)
+    for worker in ("airflow-worker", "loadgen1", "loadgen2"):  # the CA alone: no broker key on a worker
+        assert cc.volume_at(compose["services"][worker], "/opt/sixnines/certs/ca.pem") == "broker-ca"
     conn = json.loads(
         cc.interpolate(compose["services"]["loadgen1"]["environment"]["AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL"], env)
     )
@@ -346,7 +346,7 @@ def _kafka_config(compose: dict[str, Any], old: str, new: str) -> None:
 
 def _set_conn(compose: dict[str, Any], conn_id: str, edit: Any) -> None:
     """Apply `edit` to the (interpolated) JSON of a connection in every Airflow service."""
-    env = cc.env_file(ENV_EXAMPLE)
+    env = cc.example_env(ENV_EXAMPLE)
     key = f"AIRFLOW_CONN_{conn_id.upper()}"
     for service in compose["services"].values():
         values = service.get("environment") or {}
@@ -357,7 +357,7 @@ def _set_conn(compose: dict[str, Any], conn_id: str, edit: Any) -> None:
 
 
 def test_a_missing_listener_is_named(compose: dict[str, Any]) -> None:
-    env = cc.env_file(ENV_EXAMPLE)
+    env = cc.example_env(ENV_EXAMPLE)
     node = compose["services"]["kafka2"]["environment"]
     node["KAFKA_ADVERTISED_LISTENERS"] = node["KAFKA_ADVERTISED_LISTENERS"].replace(",SASL_SSL://kafka2:9096", "")
     assert cc.check_secured_routes(compose, env, [KAFKA_ROUTES[4]]) == [
@@ -374,7 +374,7 @@ def test_a_missing_listener_is_named(compose: dict[str, Any]) -> None:
 
 def test_a_connection_pointing_at_the_wrong_listener_is_named(compose: dict[str, Any]) -> None:
     _set_conn(compose, "sixnines_kafka_external", lambda c: c["extra"]["listeners"].update(SSL="kafka1:9092"))
-    assert cc.check_secured_routes(compose, cc.env_file(ENV_EXAMPLE), [KAFKA_ROUTES[1]]) == [
+    assert cc.check_secured_routes(compose, cc.example_env(ENV_EXAMPLE), [KAFKA_ROUTES[1]]) == [
         "test: kafka client.security ssl via sixnines_kafka_external: kafka1:9092 is no SSL listener of service "
         "kafka1 (it advertises kafka1:9092 (PLAINTEXT), kafka1:9094 (SSL), kafka1:9095 (SASL_PLAINTEXT), "
         "kafka1:9096 (SASL_SSL))"
@@ -382,7 +382,7 @@ def test_a_connection_pointing_at_the_wrong_listener_is_named(compose: dict[str,
 
 
 def test_a_mechanism_or_user_the_brokers_lack_is_named(compose: dict[str, Any]) -> None:
-    env = cc.env_file(ENV_EXAMPLE)
+    env = cc.example_env(ENV_EXAMPLE)
     _kafka_config(
         compose, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512", "sasl.enabled.mechanisms=SCRAM-SHA-512"
     )
@@ -404,14 +404,14 @@ def test_a_mechanism_or_user_the_brokers_lack_is_named(compose: dict[str, Any]) 
 
 
 def test_a_ca_the_workers_cannot_read_is_named(compose: dict[str, Any]) -> None:
-    env = cc.env_file(ENV_EXAMPLE)
+    env = cc.example_env(ENV_EXAMPLE)
     volumes = compose["services"]["loadgen2"]["volumes"]
-    volumes.remove("broker-certs:/opt/sixnines/certs:ro")
+    volumes.remove("broker-ca:/opt/sixnines/certs:ro")
     problems = cc.check_secured_routes(compose, env, [KAFKA_ROUTES[1], NATS_ROUTE])
     assert problems == [
         "test: kafka client.security ssl via sixnines_kafka_external: /opt/sixnines/certs/ca.pem is not on volume "
-        "broker-certs in service loadgen2 (mounted there: None)",
-        "test: nats via sixnines_nats_external: /opt/sixnines/certs/ca.pem is not on volume broker-certs in "
+        "broker-ca in service loadgen2 (mounted there: None)",
+        "test: nats via sixnines_nats_external: /opt/sixnines/certs/ca.pem is not on volume broker-ca in "
         "service loadgen2 (mounted there: None)",
     ]
     assert cc.check_secured_routes(compose, env, [KAFKA_ROUTES[0]]) == []  # plaintext needs no CA
@@ -424,7 +424,7 @@ def test_a_ca_the_workers_cannot_read_is_named(compose: dict[str, Any]) -> None:
 
 
 def test_nats_tls_and_user_mismatches_are_named(compose: dict[str, Any]) -> None:
-    env = cc.env_file(ENV_EXAMPLE)
+    env = cc.example_env(ENV_EXAMPLE)
 
     def plain(conn: dict[str, Any]) -> None:
         del conn["extra"]["tls_ca_file"]
@@ -467,4 +467,86 @@ def test_a_secret_passed_as_an_argument_is_named(compose: dict[str, Any]) -> Non
         "hand it over in a 0600 file or on standard input",
         "service spark-master: $AIRFLOW_API_SECRET_KEY is an argument of spark-class (every user sees a "
         "process's arguments): hand it over in a 0600 file or on standard input",
+    ]
+
+
+# -- least exposure: ports, credentials, example values, routes, keys ------------------------------------------
+
+
+def test_published_ports_listen_on_the_docker_hosts_loopback_by_default(compose: dict[str, Any]) -> None:
+    assert cc.check_published_ports(compose, {}) == []
+    assert cc.published(compose, {}) == {
+        "airflow-apiserver": ["127.0.0.1:8080:8080"],
+        "minio": ["127.0.0.1:9000:9000", "127.0.0.1:9001:9001"],
+        "spark-master": ["127.0.0.1:8081:8080"],
+    }
+    assert cc.published(compose, {"SIXNINES_PUBLISH_ADDRESS": "10.0.0.5"})["minio"][0] == "10.0.0.5:9000:9000"
+
+
+def test_a_port_on_every_interface_is_named(compose: dict[str, Any]) -> None:
+    compose["services"]["spark-master"]["ports"] = ["${SPARK_UI_PORT:-8081}:8080"]
+    compose["services"]["minio"]["ports"] = [{"target": 9000, "published": 9000}]
+    assert cc.check_published_ports(compose, {}) == [
+        "service minio publishes 9000 on every interface of the Docker host (give it host_ip "
+        "${SIXNINES_PUBLISH_ADDRESS:-127.0.0.1})",
+        "service spark-master publishes 8081:8080 on every interface of the Docker host (prefix it with "
+        "${SIXNINES_PUBLISH_ADDRESS:-127.0.0.1}:)",
+    ]
+
+
+def test_the_lake_has_its_own_minio_user(compose: dict[str, Any]) -> None:
+    assert cc.check_lake_credentials(compose) == []
+    env = cc.environment(compose["services"]["loadgen1"])
+    assert "MINIO_LAKE_PASSWORD" in env["AWS_SECRET_ACCESS_KEY"] and "MINIO_LAKE" in env["AWS_ACCESS_KEY_ID"]
+    init = cc.command_text(compose["services"]["minio-init"])
+    assert "mc admin policy attach lake sixnines-lake" in init and '"arn:aws:s3:::${bucket}/*"' in init.replace(
+        "$$", "$"
+    )
+    compose["services"]["loadgen1"]["environment"]["AWS_SECRET_ACCESS_KEY"] = "${MINIO_ROOT_PASSWORD}"
+    compose["services"]["loadgen2"]["environment"]["AIRFLOW_CONN_SIXNINES_LAKE_S3"] = (
+        '{"conn_type": "aws", "login": "${MINIO_ROOT_USER}", "password": "${MINIO_ROOT_PASSWORD}"}'
+    )
+    assert cc.check_lake_credentials(compose) == [
+        "service loadgen1: AWS_SECRET_ACCESS_KEY uses MinIO's root account (MINIO_ROOT_PASSWORD); the lake has "
+        "its own user",
+        "service loadgen2: AIRFLOW_CONN_SIXNINES_LAKE_S3 uses MinIO's root account (MINIO_ROOT_PASSWORD, "
+        "MINIO_ROOT_USER); the lake has its own user",
+    ]
+
+
+def test_the_example_env_is_refused_until_its_secrets_are_set() -> None:
+    """Every `${X:?…}` of the compose file is empty in .env.example, so compose refuses to start on it."""
+    assert cc.check_example_refused(COMPOSE_TEXT, ENV_EXAMPLE) == []
+    placeholder = ENV_EXAMPLE.replace("\nPOSTGRES_PASSWORD=\n", "\nPOSTGRES_PASSWORD=change-me-postgres\n")
+    assert cc.check_example_refused(COMPOSE_TEXT, placeholder) == [
+        "POSTGRES_PASSWORD has a value in .env.example (change-me-postgres): compose would start on it; leave it "
+        "empty so `${POSTGRES_PASSWORD:?…}` refuses to start until it is set"
+    ]
+    with pytest.raises(KeyError, match="POSTGRES_PASSWORD"):
+        cc.interpolate(
+            cc.environment(cc.load_compose()["services"]["postgres"])["POSTGRES_PASSWORD"], cc.env_file(ENV_EXAMPLE)
+        )
+
+
+def test_nats_routes_need_a_certificate_of_the_deployments_ca(compose: dict[str, Any]) -> None:
+    assert cc.check_nats_routes(compose) == []
+    content = compose["configs"]["nats-server"]["content"]
+    compose["configs"]["nats-server"]["content"] = content.replace("verify: true\n", "")
+    assert cc.check_nats_routes(compose) == [
+        "service nats1: cluster routes accept peers without a certificate (cluster tls needs verify: true and ca_file)",
+        "service nats2: cluster routes accept peers without a certificate (cluster tls needs verify: true and ca_file)",
+        "service nats3: cluster routes accept peers without a certificate (cluster tls needs verify: true and ca_file)",
+    ]
+    compose["configs"]["nats-server"]["content"] = content.split("cluster {")[0]
+    assert cc.check_nats_routes(compose)[0] == "service nats1: cluster routes have no tls block (plaintext routes)"
+
+
+def test_workers_mount_the_ca_but_no_broker_key(compose: dict[str, Any]) -> None:
+    assert cc.check_key_mounts(compose) == []
+    certs = cc.certificate_service(compose)
+    assert certs is not None and certs.key_volume == "broker-certs" and certs.ca_volume == "broker-ca"
+    compose["services"]["loadgen2"]["volumes"].append("broker-certs:/opt/sixnines/keys:ro")
+    assert cc.check_key_mounts(compose) == [
+        "service loadgen2 mounts broker-certs (the brokers' private keys) at /opt/sixnines/keys; a worker needs "
+        "only the CA (broker-ca)"
     ]
