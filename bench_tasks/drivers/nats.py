@@ -3,26 +3,36 @@
 The driver only creates the stream, sends, and hands raw message bytes to a callback. It does not read
 clocks: the generator stamps every timestamp itself (STYLE 1). Client options from the matrix
 (`client.connect`) go to `nats.connect()` untouched, over the harness defaults.
+
+A core subscription's messages go from nats-py's protocol parser straight to the harness (`_Client`): the
+ordinary path builds a `Msg`, queues it and wakes a callback task for every message, which costs more
+than everything else the harness does per message and delays every stamp by a trip round the event loop.
+What nats-py has read from the server but not parsed yet, plus what waits unread in the socket, is the
+consumer's backlog.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import functools
 import ssl
+import termios
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import nats
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
 
 from ..brokers.nats_cluster import servers_of
 from ..errors import BrokerError
 from ..matrix import NatsCell
-from .base import AckCallback, MessageCallback
+from .base import AckCallback, MessagesCallback, Outgoing
 
 QUEUE_GROUP = "sixnines"
 # A JetStream stream is one ordered log with one leader: its samples are recorded as partition 0, so the runner's
@@ -35,6 +45,7 @@ _CONNECT_DEFAULTS: dict[str, Any] = {
     "max_reconnect_attempts": 5,
     "reconnect_time_wait": 0.5,
     "pending_size": 64 * 1024 * 1024,
+    "skip_subject_validation": True,  # the harness's subjects are valid by construction; checks cost per publish
 }
 
 
@@ -58,8 +69,62 @@ async def connect(url: str, cell: NatsCell, name: str, client: Mapping[str, Any]
     if ca_file:
         access["tls"] = ssl.create_default_context(cafile=ca_file)
     options = {**_CONNECT_DEFAULTS, "name": name, "error_cb": quiet, **access, **cell.client.connect}
+    nc = _Client()
     # A cluster's address lists every node comma-separated; nats-py takes a list (it refuses a joined string).
-    return await nats.connect(servers_of(url), **options)
+    await nc.connect(servers_of(url), **options)
+    return nc
+
+
+class _Client(Client):
+    """nats-py's client, with the messages of chosen subscriptions handed from the parser to a function.
+
+    `Client._process_msg` is where nats-py's parser delivers every MSG; for a subscription registered in
+    `direct` the payload goes to its function at once, and nats-py's Msg, pending queue and callback task are
+    skipped (that subscription's `pending_msgs` stays 0). Every other subscription (JetStream, request
+    replies) takes nats-py's own path untouched. nats-py is pinned (pyproject), and the integration tests
+    receive through this path, so a change of that method's contract fails them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.direct: dict[int, Callable[[bytes], None]] = {}
+
+    async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
+        deliver = self.direct.get(sid)
+        if deliver is None:
+            await super()._process_msg(sid, subject, reply, data, headers)
+            return
+        deliver(data)
+
+    def unread_bytes(self) -> int | None:
+        """Bytes from the server this client has not parsed: in its stream reader, and unread in the socket."""
+        try:
+            transport = self._transport
+            reader = transport._io_reader  # type: ignore[union-attr]
+            sock = transport._io_writer.get_extra_info("socket")  # type: ignore[union-attr]
+            queued = int.from_bytes(fcntl.ioctl(sock.fileno(), termios.FIONREAD, bytes(4)), "little")
+            return len(reader._buffer) + queued
+        except Exception:  # closed, reconnecting, or a transport without a socket (websocket)
+            return None
+
+
+class _One:
+    """One message handed over (core NATS has neither partitions nor offsets; a JetStream stream is one
+    partition with a sequence)."""
+
+    __slots__ = ("_data", "_offset")
+
+    def __init__(self, data: bytes, offset: int | None = None):
+        self._data = data
+        self._offset = offset
+
+    def payloads(self) -> tuple[bytes]:
+        return (self._data,)
+
+    def partitions(self) -> tuple[int] | None:
+        return None if self._offset is None else (STREAM_PARTITION,)
+
+    def offsets(self) -> tuple[int] | None:
+        return None if self._offset is None else (self._offset,)
 
 
 class NatsDriver:
@@ -77,6 +142,7 @@ class NatsDriver:
         self.acks = self.jetstream
         self.connections: list[Client] = []
         self._contexts: dict[int, JetStreamContext] = {}
+        self._subscription: Subscription | None = None
 
     def js(self, nc: Client) -> JetStreamContext:
         """One JetStream context per connection: each context owns a reply subscription, so making one
@@ -94,12 +160,24 @@ class NatsDriver:
     async def open_producer(self, name: str, connections: int) -> list[Client]:
         return await self.open(name, connections)
 
-    async def open_consumer(self, name: str, on_message: MessageCallback, lagging: bool = False) -> None:
+    async def open_consumer(self, name: str, on_messages: MessagesCallback, lagging: bool = False) -> None:
         if lagging:
             raise BrokerError("lagging consumers read a Kafka topic's backlog; NATS cells have none")
         (nc,) = await self.open(name)
-        await self.subscribe(nc, on_message)
+        self._subscription = await self.subscribe(nc, on_messages)
         await nc.flush()  # the subscription is registered at the server before we report ready
+
+    def backlog(self) -> int | None:
+        """Messages the consumer's connection holds unparsed (bytes over the size of one framed message), plus
+        a JetStream subscription's pending queue; None for a process that only sends."""
+        if self._subscription is None:
+            return None
+        nc = self._subscription._conn
+        unread = nc.unread_bytes() if isinstance(nc, _Client) else None
+        if unread is None:
+            return None
+        frame = len(f"MSG {self.subject} {self._subscription._id} {self.cell.workload.message_size_bytes}\r\n") + 2
+        return self._subscription.pending_msgs + unread // (frame + self.cell.workload.message_size_bytes)
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         (nc,) = await self.open(name)
@@ -131,45 +209,50 @@ class NatsDriver:
         with contextlib.suppress(TimeoutError, nats.js.errors.NotFoundError, nats.errors.Error):
             await self.js(nc).delete_stream(self.stream)
 
-    async def send(self, nc: Client, payload: bytes, seq: int, on_ack: AckCallback, stream: int = 0) -> None:
-        """Publish without waiting for the system. JetStream acks arrive later through `on_ack`."""
-        if not self.jetstream:
-            await nc.publish(self.subject, payload)
-            return
-        future = await self.js(nc).publish_async(self.subject, payload)
-
-        def done(fut: asyncio.Future) -> None:
-            if fut.cancelled():
-                on_ack(seq, None, None, "cancelled")
-            elif fut.exception() is not None:
-                on_ack(seq, None, None, type(fut.exception()).__name__)
-            else:
-                on_ack(seq, STREAM_PARTITION, fut.result().seq, None)
-
-        future.add_done_callback(done)
+    async def send_batch(self, nc: Client, messages: Outgoing, on_ack: AckCallback) -> dict[int, str]:
+        """Publish each message without waiting for the system; nats-py writes the batch to the socket in one
+        go when the generator next yields. JetStream acks arrive later through `on_ack`."""
+        refused: dict[int, str] = {}
+        if self.jetstream:
+            js, subject = self.js(nc), self.subject
+            for seq, _stream, payload in messages:
+                try:
+                    future = await js.publish_async(subject, payload)
+                except Exception as exc:
+                    refused[seq] = type(exc).__name__
+                    continue
+                future.add_done_callback(functools.partial(_js_acked, seq, on_ack))
+            return refused
+        publish, subject = nc.publish, self.subject
+        for seq, _stream, payload in messages:
+            try:
+                await publish(subject, payload)
+            except Exception as exc:
+                refused[seq] = type(exc).__name__
+        return refused
 
     async def request(self, nc: Client, payload: bytes, timeout_s: float) -> None:
         """Core request/reply; returns when the reply arrives (raises on timeout)."""
         await nc.request(self.subject, payload, timeout=timeout_s)
 
-    async def subscribe(self, nc: Client, on_message: MessageCallback) -> None:
-        """Join the cell's queue group (core) or its durable deliver group (JetStream, new messages only)."""
+    async def subscribe(self, nc: Client, on_messages: MessagesCallback) -> Subscription:
+        """Join the cell's queue group (core: straight from the parser) or its durable deliver group
+        (JetStream, new messages only, through nats-py's own path: flow control and heartbeats live there)."""
         if not self.jetstream:
-
-            async def core_cb(msg: Msg) -> None:
-                on_message(msg.data, None, None)
-
-            await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=core_cb, pending_msgs_limit=0, pending_bytes_limit=0)
-            return
+            sub = await nc.subscribe(self.subject, queue=QUEUE_GROUP, pending_msgs_limit=0, pending_bytes_limit=0)
+            if not isinstance(nc, _Client):
+                raise BrokerError("core subscriptions need the harness's own nats-py client (drivers.nats.connect)")
+            nc.direct[sub._id] = lambda data: on_messages(_One(data))
+            return sub
 
         async def js_cb(msg: Msg) -> None:
             try:
                 offset = msg.metadata.sequence.stream
             except Exception:
-                offset = None
-            on_message(msg.data, STREAM_PARTITION, offset)
+                offset = -1
+            on_messages(_One(msg.data, offset))
 
-        await self.js(nc).subscribe(
+        return await self.js(nc).subscribe(
             self.subject,
             queue=QUEUE_GROUP,
             cb=js_cb,
@@ -187,8 +270,18 @@ class NatsDriver:
         await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=echo, pending_msgs_limit=0, pending_bytes_limit=0)
 
     async def close(self) -> None:
+        self._subscription = None
         for nc in self.connections:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(nc.close(), timeout=5)
         self.connections.clear()
         self._contexts.clear()
+
+
+def _js_acked(seq: int, on_ack: AckCallback, fut: asyncio.Future) -> None:
+    if fut.cancelled():
+        on_ack(seq, None, None, "cancelled")
+    elif fut.exception() is not None:
+        on_ack(seq, None, None, type(fut.exception()).__name__)
+    else:
+        on_ack(seq, STREAM_PARTITION, fut.result().seq, None)
