@@ -10,6 +10,11 @@ verdict per cell:
   inside the harness. Native threads (librdkafka's) are judged one by one. How long each thread waited
   runnable for a CPU is recorded beside it: on a crowded host a starved process lags without being busy,
   and then its lag or backlog says so.
+- **starved**: a thread that waited for a CPU at least 10 % of the measure phase, on average a millisecond or
+  more each time it was woken: whatever woke it (a message, a delivery report, its next send) waited that
+  long for the harness. The queue this builds may sit in the broker or the kernel, where no client sees it
+  (a starved librdkafka fetches late), so it is judged from the thread itself. A thread woken thousands of
+  times a second on a busy host waits for a CPU often but briefly; that is recorded, not failed.
 - **backlog**: messages the client held for the harness that it had not taken yet (librdkafka's fetch
   queue or unserved delivery reports, bytes nats-py had not parsed), sampled with every progress report.
   Expressed as time at the process's own rate, a backlog above the cell's `max_schedule_lag_ms` in most of
@@ -35,16 +40,19 @@ import numpy as np
 HARNESS_FACTS_VERSION = 1
 BUSY_LIMIT = 0.97  # runnable this share of the measure phase: the process never caught up
 BACKLOG_SHARE = 0.5  # backlog over the limit in more than this share of the measure samples: it persisted
+STARVED_WAIT_SHARE = 0.1  # a thread that waited for a CPU this share of the measure phase …
+STARVED_WAIT_US = 1000.0  # … this long on average per wake-up, was starved
 PYTHON_THREAD_PREFIX = "py-"  # harness threads that run Python (they share the interpreter lock with main)
 _TASKS = Path("/proc/self/task")
 
 
 @dataclass(frozen=True)
 class ThreadTimes:
-    """Cumulative nanoseconds one thread ran, and waited runnable for a CPU."""
+    """Cumulative nanoseconds one thread ran, and waited runnable for a CPU, and how often it was put on one."""
 
     run_ns: int
     wait_ns: int
+    slices: int = 0
 
 
 def read_threads(tasks: Path = _TASKS) -> dict[str, ThreadTimes]:
@@ -53,12 +61,12 @@ def read_threads(tasks: Path = _TASKS) -> dict[str, ThreadTimes]:
     main = str(os.getpid())
     for task in tasks.iterdir():
         try:
-            run, wait = (int(v) for v in (task / "schedstat").read_text().split()[:2])
+            run, wait, slices = (int(v) for v in (task / "schedstat").read_text().split()[:3])
             name = "main" if task.name == main else (task / "comm").read_text().strip()
         except (OSError, ValueError):  # the thread ended between listing and reading
             continue
-        seen = out.get(name)
-        out[name] = ThreadTimes(run + (seen.run_ns if seen else 0), wait + (seen.wait_ns if seen else 0))
+        seen = out.get(name, ThreadTimes(0, 0, 0))
+        out[name] = ThreadTimes(run + seen.run_ns, wait + seen.wait_ns, slices + seen.slices)
     return out
 
 
@@ -122,11 +130,13 @@ def _thread_busy(
 ) -> dict[str, dict[str, float]]:
     out = {}
     for name, end in sorted(after.items()):
-        start = before.get(name, ThreadTimes(0, 0))
-        run, wait = end.run_ns - start.run_ns, end.wait_ns - start.wait_ns
+        start = before.get(name, ThreadTimes(0, 0, 0))
+        run, wait, slices = end.run_ns - start.run_ns, end.wait_ns - start.wait_ns, end.slices - start.slices
         out[name] = {
             "cpu": round(run / wall_ns, 4),
             "waiting_for_cpu": round(wait / wall_ns, 4),
+            "wakeups_per_s": round(slices / (wall_ns / 1e9), 1),
+            "mean_cpu_wait_us": round(wait / slices / 1e3, 1) if slices else 0.0,
         }
     return out
 
@@ -165,6 +175,15 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
             reasons.append(
                 f"harness saturated: {name} thread {worst} ran {busy_threads[worst]:.0%} of the measure phase"
             )
+        starved = {t: v for t, v in s["threads"].items() if _starved(v)}
+        if starved:
+            worst = max(starved, key=lambda t: starved[t]["waiting_for_cpu"])
+            v = starved[worst]
+            reasons.append(
+                f"harness saturated: {name} thread {worst} was starved of CPU: it waited for one "
+                f"{v['waiting_for_cpu']:.0%} of the measure phase and ran {v['cpu']:.0%} (on average "
+                f"{v['mean_cpu_wait_us']:,.0f} µs per wake-up), so what woke it waited inside the harness"
+            )
         backlog = s.get("backlog")
         if backlog and backlog["share_over_limit"] > BACKLOG_SHARE:
             reasons.append(
@@ -173,3 +192,8 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
                 f"over max_schedule_lag_ms={limit_ms:g} in {backlog['share_over_limit']:.0%} of the measure phase"
             )
     return reasons
+
+
+def _starved(thread: Mapping[str, float]) -> bool:
+    wait = thread["waiting_for_cpu"]
+    return wait >= STARVED_WAIT_SHARE and thread["mean_cpu_wait_us"] >= STARVED_WAIT_US
