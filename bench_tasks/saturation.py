@@ -55,19 +55,46 @@ class ThreadTimes:
     slices: int = 0
 
 
+class ThreadReader:
+    """Reads every thread of this process by name (the main thread as `main`), times of same-named threads
+    added. Each thread's name is read once and its schedstat file kept open (a sample is then one `pread`
+    per thread, tens of microseconds, not the half millisecond of opening files: samples must not delay
+    the messages the process handles)."""
+
+    def __init__(self, tasks: Path = _TASKS):
+        self.tasks = tasks
+        self.main = str(os.getpid())
+        self._open: dict[str, tuple[str, int]] = {}  # tid -> (name, schedstat fd)
+
+    def __call__(self) -> dict[str, ThreadTimes]:
+        tids = set(os.listdir(self.tasks))
+        for gone in set(self._open) - tids:
+            os.close(self._open.pop(gone)[1])
+        out: dict[str, ThreadTimes] = {}
+        for tid in tids:
+            try:
+                name, fd = self._open.get(tid) or self._add(tid)
+                run, wait, slices = (int(v) for v in os.pread(fd, 256, 0).split()[:3])
+            except (OSError, ValueError):  # the thread ended between listing and reading
+                continue
+            seen = out.get(name, ThreadTimes(0, 0, 0))
+            out[name] = ThreadTimes(run + seen.run_ns, wait + seen.wait_ns, slices + seen.slices)
+        return out
+
+    def _add(self, tid: str) -> tuple[str, int]:
+        name = "main" if tid == self.main else (self.tasks / tid / "comm").read_text().strip()
+        self._open[tid] = (name, os.open(self.tasks / tid / "schedstat", os.O_RDONLY))
+        return self._open[tid]
+
+
 def read_threads(tasks: Path = _TASKS) -> dict[str, ThreadTimes]:
-    """Every thread of this process by name (the main thread as `main`), times of same-named threads added."""
-    out: dict[str, ThreadTimes] = {}
-    main = str(os.getpid())
-    for task in tasks.iterdir():
-        try:
-            run, wait, slices = (int(v) for v in (task / "schedstat").read_text().split()[:3])
-            name = "main" if task.name == main else (task / "comm").read_text().strip()
-        except (OSError, ValueError):  # the thread ended between listing and reading
-            continue
-        seen = out.get(name, ThreadTimes(0, 0, 0))
-        out[name] = ThreadTimes(run + seen.run_ns, wait + seen.wait_ns, slices + seen.slices)
-    return out
+    """One reading of every thread (see ThreadReader)."""
+    reader = ThreadReader(tasks)
+    try:
+        return reader()
+    finally:
+        for _, fd in reader._open.values():
+            os.close(fd)
 
 
 def process_cpu_ns() -> int:
@@ -81,7 +108,7 @@ class ProcessWatch:
     messages it had handled (sent or received) by then. `sample()` is called with each progress report."""
 
     clock: Callable[[], int] = time.monotonic_ns
-    read: Callable[[], dict[str, ThreadTimes]] = read_threads
+    read: Callable[[], dict[str, ThreadTimes]] = field(default_factory=ThreadReader)
     cpu: Callable[[], int] = process_cpu_ns
     at_ns: list[int] = field(default_factory=list)
     threads: list[dict[str, ThreadTimes]] = field(default_factory=list)

@@ -7,8 +7,10 @@ clocks: the generator stamps every timestamp itself (STYLE 1). Client options fr
 A core subscription's messages go from nats-py's protocol parser straight to the harness (`_Client`): the
 ordinary path builds a `Msg`, queues it and wakes a callback task for every message, which costs more
 than everything else the harness does per message and delays every stamp by a trip round the event loop.
-What nats-py has read from the server but not parsed yet, plus what waits unread in the socket, is the
-consumer's backlog.
+The rtt responder echoes from the same place, and a requester's reply resolves its wait right there
+(`_Replies`). Whatever is published goes to the socket before the publishing call returns, not on the
+flusher task's next turn. What nats-py has read from the server but not parsed yet, plus what waits
+unread in the socket, is the consumer's backlog.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import fcntl
 import functools
 import ssl
 import termios
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import nats
@@ -75,25 +77,44 @@ async def connect(url: str, cell: NatsCell, name: str, client: Mapping[str, Any]
     return nc
 
 
+# A direct handler: (subject, reply, payload, headers) as the parser read them; may return an awaitable.
+Direct = Callable[[bytes, bytes, bytes, bytes | None], Awaitable[None] | None]
+
+
 class _Client(Client):
     """nats-py's client, with the messages of chosen subscriptions handed from the parser to a function.
 
     `Client._process_msg` is where nats-py's parser delivers every MSG; for a subscription registered in
-    `direct` the payload goes to its function at once, and nats-py's Msg, pending queue and callback task are
-    skipped (that subscription's `pending_msgs` stays 0). Every other subscription (JetStream, request
-    replies) takes nats-py's own path untouched. nats-py is pinned (pyproject), and the integration tests
-    receive through this path, so a change of that method's contract fails them."""
+    `direct` the message goes to its function at once, and nats-py's Msg, pending queue and callback task
+    are skipped (that subscription's `pending_msgs` stays 0). Every other subscription (JetStream) takes
+    nats-py's own path untouched. nats-py is pinned (pyproject), and the integration tests receive through
+    this path, so a change of that method's contract fails them."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.direct: dict[int, Callable[[bytes], None]] = {}
+        self.direct: dict[int, Direct] = {}
 
-    async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
+    async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes | None) -> None:
         deliver = self.direct.get(sid)
         if deliver is None:
             await super()._process_msg(sid, subject, reply, data, headers)
             return
-        deliver(data)
+        pending = deliver(subject, reply, data, headers)
+        if pending is not None:
+            await pending
+
+    async def subscribe_direct(self, subject: str, deliver: Direct, queue: str = "") -> Subscription:
+        sub = await self.subscribe(subject, queue=queue, pending_msgs_limit=0, pending_bytes_limit=0)
+        self.direct[sub._id] = deliver
+        return sub
+
+    def write_pending(self) -> None:
+        """Write what `publish` queued to the socket now, as nats-py's flusher task would on its next turn of
+        the event loop: a message that has been stamped sent leaves at once, not a loop iteration later."""
+        if self._pending_data_size and self.is_connected and self._transport is not None:
+            self._transport.writelines(self._pending)
+            self._pending = []
+            self._pending_data_size = 0
 
     def unread_bytes(self) -> int | None:
         """Bytes from the server this client has not parsed: in its stream reader, and unread in the socket."""
@@ -143,6 +164,7 @@ class NatsDriver:
         self.connections: list[Client] = []
         self._contexts: dict[int, JetStreamContext] = {}
         self._subscription: Subscription | None = None
+        self._replies: dict[int, _Replies] = {}
 
     def js(self, nc: Client) -> JetStreamContext:
         """One JetStream context per connection: each context owns a reply subscription, so making one
@@ -168,8 +190,8 @@ class NatsDriver:
         await nc.flush()  # the subscription is registered at the server before we report ready
 
     def backlog(self) -> int | None:
-        """Messages the consumer's connection holds unparsed (bytes over the size of one framed message), plus
-        a JetStream subscription's pending queue; None for a process that only sends."""
+        """Messages the consumer's (or responder's) connection holds unparsed (bytes over the size of one framed
+        message), plus a JetStream subscription's pending queue; None for a process that only sends."""
         if self._subscription is None:
             return None
         nc = self._subscription._conn
@@ -181,7 +203,7 @@ class NatsDriver:
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         (nc,) = await self.open(name)
-        await self.respond(nc, on_request)
+        self._subscription = await self.respond(nc, on_request)
         await nc.flush()
 
     async def prepare(self) -> None:
@@ -229,21 +251,24 @@ class NatsDriver:
                 await publish(subject, payload)
             except Exception as exc:
                 refused[seq] = type(exc).__name__
+        if isinstance(nc, _Client):
+            nc.write_pending()
         return refused
 
     async def request(self, nc: Client, payload: bytes, timeout_s: float) -> None:
         """Core request/reply; returns when the reply arrives (raises on timeout)."""
-        await nc.request(self.subject, payload, timeout=timeout_s)
+        replies = self._replies.get(id(nc))
+        if replies is None:
+            replies = self._replies[id(nc)] = await _Replies.open(_direct_client(nc))
+        await replies.request(self.subject, payload, timeout_s)
 
     async def subscribe(self, nc: Client, on_messages: MessagesCallback) -> Subscription:
         """Join the cell's queue group (core: straight from the parser) or its durable deliver group
         (JetStream, new messages only, through nats-py's own path: flow control and heartbeats live there)."""
         if not self.jetstream:
-            sub = await nc.subscribe(self.subject, queue=QUEUE_GROUP, pending_msgs_limit=0, pending_bytes_limit=0)
-            if not isinstance(nc, _Client):
-                raise BrokerError("core subscriptions need the harness's own nats-py client (drivers.nats.connect)")
-            nc.direct[sub._id] = lambda data: on_messages(_One(data))
-            return sub
+            return await _direct_client(nc).subscribe_direct(
+                self.subject, lambda _subject, _reply, data, _headers: on_messages(_One(data)), QUEUE_GROUP
+            )
 
         async def js_cb(msg: Msg) -> None:
             try:
@@ -260,22 +285,81 @@ class NatsDriver:
             config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.NEW),
         )
 
-    async def respond(self, nc: Client, on_request: Callable[[], None]) -> None:
-        """rtt responder: echo each request's payload back to its reply subject."""
+    async def respond(self, nc: Client, on_request: Callable[[], None]) -> Subscription:
+        """rtt responder: echo each request's payload back to its reply subject, from the parser."""
+        direct = _direct_client(nc)
 
-        async def echo(msg: Msg) -> None:
-            await nc.publish(msg.reply, msg.data)
+        async def echo(_subject: bytes, reply: bytes, data: bytes, _headers: bytes | None) -> None:
+            await direct.publish(reply.decode(), data)
+            direct.write_pending()
             on_request()
 
-        await nc.subscribe(self.subject, queue=QUEUE_GROUP, cb=echo, pending_msgs_limit=0, pending_bytes_limit=0)
+        return await direct.subscribe_direct(self.subject, echo, QUEUE_GROUP)
 
     async def close(self) -> None:
         self._subscription = None
+        self._replies.clear()
         for nc in self.connections:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(nc.close(), timeout=5)
         self.connections.clear()
         self._contexts.clear()
+
+
+def _direct_client(nc: Client) -> _Client:
+    if not isinstance(nc, _Client):
+        raise BrokerError("direct delivery needs the harness's own nats-py client (drivers.nats.connect)")
+    return nc
+
+
+class _Replies:
+    """The replies of one synchronous rtt connection, on an inbox delivered straight from the parser.
+
+    Each request gets its own reply subject (`<inbox>.<n>`), so a reply that comes after its request timed
+    out is recognised and dropped instead of answering the next one. A reply with headers is the server's
+    status (503: no responders) and fails the request."""
+
+    def __init__(self, nc: _Client, inbox: str):
+        self.nc, self.inbox = nc, inbox
+        self.count = 0
+        self.expected = b""
+        self.waiting: asyncio.Future[None] | None = None
+
+    @classmethod
+    async def open(cls, nc: _Client) -> _Replies:
+        replies = cls(nc, nc.new_inbox())
+        await nc.subscribe_direct(f"{replies.inbox}.*", replies.deliver)
+        await nc.flush()
+        return replies
+
+    def deliver(self, subject: bytes, _reply: bytes, _data: bytes, headers: bytes | None) -> None:
+        waiting = self.waiting
+        if waiting is None or waiting.done() or subject != self.expected:
+            return  # a late reply to a request that already timed out
+        if headers:
+            waiting.set_exception(nats.errors.NoRespondersError())
+        else:
+            waiting.set_result(None)
+
+    async def request(self, subject: str, payload: bytes, timeout_s: float) -> None:
+        self.count += 1
+        reply = f"{self.inbox}.{self.count}"
+        self.expected = reply.encode()
+        loop = asyncio.get_running_loop()
+        self.waiting = waiting = loop.create_future()
+        timer = loop.call_later(timeout_s, _time_out, waiting)
+        try:
+            await self.nc.publish(subject, payload, reply=reply)
+            self.nc.write_pending()
+            await waiting
+        finally:
+            timer.cancel()
+            self.waiting = None
+
+
+def _time_out(waiting: asyncio.Future[None]) -> None:
+    if not waiting.done():
+        waiting.set_exception(nats.errors.TimeoutError())
 
 
 def _js_acked(seq: int, on_ack: AckCallback, fut: asyncio.Future) -> None:
