@@ -23,7 +23,7 @@ import multiprocessing.synchronize
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
 from multiprocessing.sharedctypes import Synchronized
@@ -397,46 +397,37 @@ class _ReceivedLog:
         self.count = 0
         self.reported = 0
         self.bad = 0
-        self._payloads: list[bytes] = []
-        self._stamps: list[int] = []
-        self._partitions: list[int] = []
-        self._offsets: list[int] = []
-        self._oldest = 0
+        self._chunks: list[tuple[int, Sequence[bytes], Sequence[int] | None, Sequence[int] | None]] = []
+        self._gathered = 0
 
     def on_messages(self, batch: Received) -> None:
         received = now_ns()
         payloads = batch.payloads()
-        n = len(payloads)
-        if not self._payloads:
-            self._oldest = received
-        self._payloads.extend(payloads)
-        self._stamps.extend([received] * n)
-        partitions, offsets = batch.partitions(), batch.offsets()
-        self._partitions.extend([-1] * n if partitions is None else partitions)
-        self._offsets.extend([-1] * n if offsets is None else offsets)
-        if len(self._payloads) >= _FLUSH_EVERY or received - self._oldest >= _FLUSH_AFTER_NS:
+        self._chunks.append((received, payloads, batch.partitions(), batch.offsets()))
+        self._gathered += len(payloads)
+        if self._gathered >= _FLUSH_EVERY or received - self._chunks[0][0] >= _FLUSH_AFTER_NS:
             self.flush()
 
     @property
     def handled(self) -> int:
-        return self.count + len(self._payloads)
+        return self.count + self._gathered
 
     def flush(self) -> None:
         """Decode the gathered payloads into the columns (receiving thread, or after the client closed)."""
-        payloads, self._payloads = self._payloads, []
-        if not payloads:
+        chunks, self._chunks, self._gathered = self._chunks, [], 0
+        if not chunks:
             return
-        stamps, self._stamps = self._stamps, []
-        partitions, self._partitions = self._partitions, []
-        offsets, self._offsets = self._offsets, []
+        payloads = [p for _, batch, _, _ in chunks for p in batch]
+        counts = np.fromiter((len(c[1]) for c in chunks), dtype=np.int64, count=len(chunks))
+        stamps = np.repeat(np.fromiter((c[0] for c in chunks), dtype=np.int64, count=len(chunks)), counts)
         headers, ours = decode_headers(payloads)
         self.bad += int(ours.size - ours.sum())
         block = np.empty((len(_RECEIVED_FIELDS), int(ours.sum())), dtype=np.int64)
         for name, field_ in (("pid", "producer_id"), ("seq", "seq"), ("intended", "intended_ns"), ("sent", "sent_ns")):
             block[_COLUMN[name]] = headers[field_][ours]
-        block[_COLUMN["received"]] = np.asarray(stamps, dtype=np.int64)[ours]
-        block[_COLUMN["partition"]] = np.asarray(partitions, dtype=np.int64)[ours]
-        block[_COLUMN["offset"]] = np.asarray(offsets, dtype=np.int64)[ours]
+        block[_COLUMN["received"]] = stamps[ours]
+        block[_COLUMN["partition"]] = _flatten([(c[2], len(c[1])) for c in chunks])[ours]
+        block[_COLUMN["offset"]] = _flatten([(c[3], len(c[1])) for c in chunks])[ours]
         hop = headers["hop"][ours].astype(np.int64)
         block[_COLUMN["hop"]] = np.where(hop > 0, hop + 1, 0)  # the chain's final hop (2), or 0 outside a chain
         block[_COLUMN["relay_received"] : _COLUMN["relay_sent"] + 1] = -1
@@ -484,6 +475,15 @@ class _ReceivedLog:
             },
             schema=RECEIVED_SCHEMA,
         )
+
+
+def _flatten(parts: list[tuple[Sequence[int] | None, int]]) -> np.ndarray:
+    """Per-message values of many hand-overs as one int64 array; a hand-over without them gives -1s."""
+    total = sum(n for _, n in parts)
+    if all(values is None for values, _ in parts):
+        return np.full(total, -1, dtype=np.int64)
+    flat = [v for values, n in parts for v in (values if values is not None else (-1,) * n)]
+    return np.asarray(flat, dtype=np.int64)
 
 
 def _consumer_progress(plan: WorkerPlan, channels: Channels, log: _ReceivedLog) -> None:

@@ -30,6 +30,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
+from nats.protocol.command import pub_cmd
 
 from ..brokers.nats_cluster import servers_of
 from ..errors import BrokerError
@@ -107,6 +108,26 @@ class _Client(Client):
         sub = await self.subscribe(subject, queue=queue, pending_msgs_limit=0, pending_bytes_limit=0)
         self.direct[sub._id] = deliver
         return sub
+
+    def publish_batch(self, subject: str, messages: Outgoing) -> dict[int, str]:
+        """Publish every message as it is pulled, then write them all to the socket in one call: `publish`'s
+        PUB commands (nats-py's own `pub_cmd`) without a coroutine and a flush request per message. Only
+        while connected; during a reconnect the caller uses `publish`, which buffers."""
+        refused: dict[int, str] = {}
+        commands, size = [], 0
+        for seq, _stream, payload in messages:
+            if len(payload) > self._max_payload:
+                refused[seq] = "MaxPayloadError"
+                continue
+            command = pub_cmd(subject, "", payload)
+            commands.append(command)
+            size += len(command)
+        self._pending.extend(commands)
+        self._pending_data_size += size
+        self.stats["out_msgs"] += len(commands)
+        self.stats["out_bytes"] += size
+        self.write_pending()
+        return refused
 
     def write_pending(self) -> None:
         """Write what `publish` queued to the socket now, as nats-py's flusher task would on its next turn of
@@ -245,14 +266,14 @@ class NatsDriver:
                     continue
                 future.add_done_callback(functools.partial(_js_acked, seq, on_ack))
             return refused
+        if isinstance(nc, _Client) and nc.is_connected:
+            return nc.publish_batch(self.subject, messages)
         publish, subject = nc.publish, self.subject
         for seq, _stream, payload in messages:
             try:
                 await publish(subject, payload)
             except Exception as exc:
                 refused[seq] = type(exc).__name__
-        if isinstance(nc, _Client):
-            nc.write_pending()
         return refused
 
     async def request(self, nc: Client, payload: bytes, timeout_s: float) -> None:
