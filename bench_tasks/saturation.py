@@ -10,11 +10,14 @@ verdict per cell:
   inside the harness. Native threads (librdkafka's) are judged one by one. How long each thread waited
   runnable for a CPU is recorded beside it: on a crowded host a starved process lags without being busy,
   and then its lag or backlog says so.
-- **starved**: a thread that waited for a CPU at least 10 % of the measure phase, on average a millisecond or
-  more each time it was woken: whatever woke it (a message, a delivery report, its next send) waited that
-  long for the harness. The queue this builds may sit in the broker or the kernel, where no client sees it
-  (a starved librdkafka fetches late), so it is judged from the thread itself. A thread woken thousands of
-  times a second on a busy host waits for a CPU often but briefly; that is recorded, not failed.
+- **starved**: a thread on the message path (the event loop, the driver's Python threads, librdkafka's
+  broker threads) that waited for a CPU at least 10 % of the measure phase, on average a millisecond or
+  more each time it was woken: whatever woke it (a message, a delivery report) waited that long for the
+  harness. The queue this builds may sit in the broker or the kernel, where no client sees it (a starved
+  librdkafka fetches late), so it is judged from the thread itself. A thread woken thousands of times a
+  second on a busy host waits for a CPU often but briefly; that is recorded, not failed. Housekeeping
+  threads (librdkafka's timers, multiprocessing's queue feeder) are recorded, never judged; neither is a
+  producer's event loop, whose every delay is measured exactly as send lag.
 - **backlog**: messages the client held for the harness that it had not taken yet (librdkafka's fetch
   queue or unserved delivery reports, bytes nats-py had not parsed), sampled with every progress report.
   Expressed as time at the process's own rate, a backlog above the cell's `max_schedule_lag_ms` in most of
@@ -43,6 +46,7 @@ BACKLOG_SHARE = 0.5  # backlog over the limit in more than this share of the mea
 STARVED_WAIT_SHARE = 0.1  # a thread that waited for a CPU this share of the measure phase …
 STARVED_WAIT_US = 1000.0  # … this long on average per wake-up, was starved
 PYTHON_THREAD_PREFIX = "py-"  # harness threads that run Python (they share the interpreter lock with main)
+MESSAGE_PATH_PREFIXES = ("main", PYTHON_THREAD_PREFIX, "rdk:broker")  # threads every message goes through
 _TASKS = Path("/proc/self/task")
 
 
@@ -202,7 +206,7 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
             reasons.append(
                 f"harness saturated: {name} thread {worst} ran {busy_threads[worst]:.0%} of the measure phase"
             )
-        starved = {t: v for t, v in s["threads"].items() if _starved(v)}
+        starved = {t: v for t, v in s["threads"].items() if _on_message_path(t, s.get("role")) and _starved(v)}
         if starved:
             worst = max(starved, key=lambda t: starved[t]["waiting_for_cpu"])
             v = starved[worst]
@@ -219,6 +223,12 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
                 f"over max_schedule_lag_ms={limit_ms:g} in {backlog['share_over_limit']:.0%} of the measure phase"
             )
     return reasons
+
+
+def _on_message_path(thread: str, role: str | None) -> bool:
+    if thread == "main" and role == "producer":  # its delays are its send lag, measured per message
+        return False
+    return thread.startswith(MESSAGE_PATH_PREFIXES)
 
 
 def _starved(thread: Mapping[str, float]) -> bool:

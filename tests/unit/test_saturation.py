@@ -148,3 +148,14 @@ def test_the_real_process_reads() -> None:
 def test_the_backlog_rule_needs_more_than_half(share: float) -> None:
     backlog = {"messages_p50": 2000, "messages_max": 2000, "ms_p50": 200.0, "ms_max": 200.0, "share_over_limit": share}
     assert bool(verdict({"consumer c0": worker(backlog=backlog)}, 100, ["consumer c0"])) == (share > 0.5)
+
+
+def test_only_message_path_threads_are_judged_for_starvation() -> None:
+    starved = {"cpu": 0.0, "waiting_for_cpu": 0.11, "wakeups_per_s": 16.0, "mean_cpu_wait_us": 6800.0}
+    housekeeping = {"rdk:main": starved, "sixnines produc": starved, "jemalloc_bg_thd": starved}
+    producer = worker(threads={"main": starved, **housekeeping}) | {"role": "producer"}
+    relay = worker(threads=housekeeping) | {"role": "relay"}
+    assert verdict({"producer p0": producer, "relay r0": relay}, 100, ["producer p0", "relay r0"]) == []
+    fetching = worker(threads={"rdk:broker1": starved}) | {"role": "consumer"}
+    (reason,) = verdict({"consumer c0": fetching}, 100, ["consumer c0"])
+    assert "thread rdk:broker1 was starved" in reason
