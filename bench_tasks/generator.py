@@ -167,6 +167,12 @@ class _SentLog:
         else:
             self.errors[seq] = error
 
+    def replied(self, seq: int, at_ns: int) -> None:
+        """An rtt reply that reached the process at `at_ns`."""
+        self.acked[seq] = at_ns
+        self.acked_count += 1
+        self.fresh_acks.append(seq)
+
     def stamped(self, messages: Iterator[tuple[int, int, bytes]], stream: int = 0) -> Outgoing:
         """Record each message's send time as the driver pulls it (the clock was read right then)."""
         sent = self.sent
@@ -228,11 +234,14 @@ def _worker_name(plan: WorkerPlan) -> str:
     return f"{plan.role} {prefix}{plan.index}"
 
 
-def _report_harness(plan: WorkerPlan, channels: Channels, watch: ProcessWatch, t0: int) -> None:
+def _report_harness(
+    plan: WorkerPlan, channels: Channels, watch: ProcessWatch, t0: int, extra: dict | None = None
+) -> None:
     """The measure phase of this process as the harness saw itself (`saturation`), for the cell's record."""
     warmup, measure, _ = channels.phase_ns
     limit_ms = plan.cell().workload.max_schedule_lag_ms
     summary = watch.summary((t0 + warmup, t0 + warmup + measure), limit_ms) if t0 else {"samples": 0}
+    summary |= extra or {}
     channels.events.put(
         {"kind": "harness", "role": plan.role, "index": plan.index, "name": _worker_name(plan), "summary": summary}
     )
@@ -244,6 +253,9 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
     duration_ns = sum(channels.phase_ns)
     offsets, connection_of = producer_schedule(cell, plan.index, duration_ns)
     driver = driver_for(plan.url, cell, plan.names or plan.cell_id, plan.route, plan.client)
+    arrivals = _Arrivals()
+    if cell.measurement == "rtt":  # a reply is stamped when it reaches the process, like any receipt
+        driver.watch_arrivals(arrivals.mark)
     connections = await driver.open_producer(f"sixnines-p{plan.index}", w.connections)
     factory = PayloadFactory(w.message_size_bytes)
     channels.events.put({"kind": "ready", "role": "producer", "index": plan.index, "messages": offsets.size})
@@ -255,7 +267,7 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
         if cell.measurement == "rtt":
             await asyncio.gather(
                 *(
-                    _request_loop(driver, nc, log, factory, plan.index, np.flatnonzero(connection_of == c), w)
+                    _request_loop(driver, nc, log, factory, np.flatnonzero(connection_of == c), arrivals, plan.index, w)
                     for c, nc in enumerate(connections)
                 )
             )
@@ -317,7 +329,14 @@ async def _await_acks(driver: Driver, log: _SentLog, deadline_ns: int) -> None:
 
 
 async def _request_loop(
-    driver: Driver, nc: Any, log: _SentLog, factory: PayloadFactory, pid: int, seqs: np.ndarray, w: Any
+    driver: Driver,
+    nc: Any,
+    log: _SentLog,
+    factory: PayloadFactory,
+    seqs: np.ndarray,
+    arrivals: _Arrivals,
+    pid: int,
+    w: Any,
 ) -> None:
     """One synchronous rtt connection: a request cannot leave before the previous reply, but its
     latency is still measured from its intended time (wrk2's correction)."""
@@ -333,7 +352,7 @@ async def _request_loop(
         log.attempted += 1
         try:
             await driver.request(nc, factory.stamp(message, sent), w.request_timeout_s)
-            log.on_ack(seq, None, None, None)
+            log.replied(seq, arrivals.stamp(now_ns()))
         except Exception as exc:
             log.errors[seq] = type(exc).__name__
 
@@ -380,36 +399,55 @@ _RECEIVED_FIELDS = (
     "hop",
     "relay_received",
     "relay_sent",
+    "handed",  # when the client handed the message over (not landed: the harness facts summarise it)
 )
 _COLUMN = {name: i for i, name in enumerate(_RECEIVED_FIELDS)}
+
+
+class _Arrivals:
+    """When bytes last reached this process's clients from the network. Drivers that can tell (nats-py's
+    reads) call `mark` before the client parses them; a receipt is then stamped at that moment, which is
+    never earlier than its own bytes' arrival (they were read before it was handed over) and never later
+    than its hand-over. Where the client cannot tell (librdkafka), a receipt is stamped at its hand-over."""
+
+    def __init__(self) -> None:
+        self.last_ns = 0
+
+    def mark(self) -> None:
+        self.last_ns = now_ns()
+
+    def stamp(self, handed_ns: int) -> int:
+        return self.last_ns or handed_ns
 
 
 class _ReceivedLog:
     """Every receipt of one receiver, as int64 columns grown by doubling (no Python object per message).
 
-    `on_messages` is the driver's callback: it stamps the hand-over first, then keeps the batch's payloads
-    until enough have gathered to decode their headers in one numpy view (`flush`). Only the receiving
-    thread writes; the reporter, in another thread with Kafka, reads `count` first and the columns after, so
-    it never sees a row being written (a grown array holds every row below the count it replaced)."""
+    `on_messages` is the driver's callback: it stamps the hand-over (and takes the arrival stamp) first, then
+    keeps the batch's payloads until enough have gathered to decode their headers in one numpy view
+    (`flush`). Only the receiving thread writes; the reporter, in another thread with Kafka, reads `count`
+    first and the columns after, so it never sees a row being written (a grown array holds every row below
+    the count it replaced)."""
 
     def __init__(self, capacity: int = 1 << 16) -> None:
         self.data = np.full((len(_RECEIVED_FIELDS), capacity), -1, dtype=np.int64)
         self.count = 0
         self.reported = 0
         self.bad = 0
-        self._chunks: list[tuple[int, Sequence[bytes], Sequence[int] | None, Sequence[int] | None]] = []
+        self.arrivals = _Arrivals()
+        self._chunks: list[tuple[int, int, Sequence[bytes], Sequence[int] | None, Sequence[int] | None]] = []
         self._gathered = 0
 
     def on_messages(self, batch: Received) -> None:
-        received = now_ns()
+        handed = now_ns()
         payloads = batch.payloads()
-        self._chunks.append((received, payloads, batch.partitions(), batch.offsets()))
+        self._chunks.append((self.arrivals.stamp(handed), handed, payloads, batch.partitions(), batch.offsets()))
         self._gathered += len(payloads)
-        if self._gathered >= _FLUSH_EVERY or received - self._chunks[0][0] >= _FLUSH_AFTER_NS:
+        if self._gathered >= _FLUSH_EVERY or handed - self._chunks[0][1] >= _FLUSH_AFTER_NS:
             self.flush()
 
     @property
-    def handled(self) -> int:
+    def handed(self) -> int:
         return self.count + self._gathered
 
     def flush(self) -> None:
@@ -417,17 +455,18 @@ class _ReceivedLog:
         chunks, self._chunks, self._gathered = self._chunks, [], 0
         if not chunks:
             return
-        payloads = [p for _, batch, _, _ in chunks for p in batch]
-        counts = np.fromiter((len(c[1]) for c in chunks), dtype=np.int64, count=len(chunks))
-        stamps = np.repeat(np.fromiter((c[0] for c in chunks), dtype=np.int64, count=len(chunks)), counts)
+        payloads = [p for c in chunks for p in c[2]]
+        counts = np.fromiter((len(c[2]) for c in chunks), dtype=np.int64, count=len(chunks))
         headers, ours = decode_headers(payloads)
         self.bad += int(ours.size - ours.sum())
         block = np.empty((len(_RECEIVED_FIELDS), int(ours.sum())), dtype=np.int64)
         for name, field_ in (("pid", "producer_id"), ("seq", "seq"), ("intended", "intended_ns"), ("sent", "sent_ns")):
             block[_COLUMN[name]] = headers[field_][ours]
-        block[_COLUMN["received"]] = stamps[ours]
-        block[_COLUMN["partition"]] = _flatten([(c[2], len(c[1])) for c in chunks])[ours]
-        block[_COLUMN["offset"]] = _flatten([(c[3], len(c[1])) for c in chunks])[ours]
+        for name, at in (("received", 0), ("handed", 1)):
+            stamps = np.fromiter((c[at] for c in chunks), dtype=np.int64, count=len(chunks))
+            block[_COLUMN[name]] = np.repeat(stamps, counts)[ours]
+        block[_COLUMN["partition"]] = _flatten([(c[3], len(c[2])) for c in chunks])[ours]
+        block[_COLUMN["offset"]] = _flatten([(c[4], len(c[2])) for c in chunks])[ours]
         hop = headers["hop"][ours].astype(np.int64)
         block[_COLUMN["hop"]] = np.where(hop > 0, hop + 1, 0)  # the chain's final hop (2), or 0 outside a chain
         block[_COLUMN["relay_received"] : _COLUMN["relay_sent"] + 1] = -1
@@ -438,6 +477,16 @@ class _ReceivedLog:
             block[_COLUMN["relay_received"], relayed] = stamps_[:, 0]
             block[_COLUMN["relay_sent"], relayed] = stamps_[:, 1]
         self.append(block)
+
+    def waits_us(self, window_ns: tuple[int, int]) -> dict[str, float] | None:
+        """How long messages intended in `window_ns` waited inside the harness, from arrival to hand-over."""
+        c = self.columns()
+        inside = (c["intended"] >= window_ns[0]) & (c["intended"] < window_ns[1]) & (c["handed"] >= 0)
+        waits = (c["handed"] - c["received"])[inside] / 1e3
+        if waits.size == 0:
+            return None
+        q = {p: round(float(np.percentile(waits, float(p), method="inverted_cdf")), 1) for p in ("50", "99", "99.9")}
+        return {**q, "max": round(float(waits.max()), 1), "count": int(waits.size)}
 
     def append(self, block: np.ndarray) -> None:
         start, end = self.count, self.count + block.shape[1]
@@ -509,12 +558,13 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     driver = driver_for(plan.url, cell, plan.names or plan.cell_id, plan.route, client=plan.client)
     log = _ReceivedLog()
     watch = ProcessWatch(clock=now_ns)
+    driver.watch_arrivals(log.arrivals.mark)
     await driver.open_consumer(f"sixnines-c{plan.index}", log.on_messages)
     _freeze_setup_heap()
     channels.events.put({"kind": "ready", "role": "consumer", "index": plan.index})
     while not channels.stop.is_set():
         await asyncio.sleep(REPORT_EVERY_S)
-        watch.sample(driver.backlog(), log.handled)
+        watch.sample(driver.backlog(), log.handed)
         _consumer_progress(plan, channels, log)
     await driver.close()
     log.flush()  # the client is closed: nothing else writes now
@@ -524,7 +574,8 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
         Path(plan.staging_dir) / f"received-c{plan.index}.parquet",
     )
     _consumer_progress(plan, channels, log)
-    _report_harness(plan, channels, watch, t0)
+    warmup, measure, _ = channels.phase_ns
+    _report_harness(plan, channels, watch, t0, {"receive_wait_us": log.waits_us((t0 + warmup, t0 + warmup + measure))})
     channels.events.put({"kind": "done", "role": "consumer", "index": plan.index})
 
 
@@ -581,9 +632,11 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
     arrivals: asyncio.Queue[tuple[int, Received]] = asyncio.Queue()
     relaying = _Relaying(outbound, conn)
     watch = ProcessWatch(clock=now_ns)
+    stamps = _Arrivals()
+    inbound.watch_arrivals(stamps.mark)
 
     def on_messages(batch: Received) -> None:
-        received = now_ns()  # the hop-1 arrival, read in whichever thread the client delivers on
+        received = stamps.stamp(now_ns())  # the hop-1 arrival, in whichever thread the client delivers on
         loop.call_soon_threadsafe(arrivals.put_nowait, (received, batch))
 
     async def forward() -> None:
@@ -600,6 +653,8 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
     try:
         while not channels.stop.is_set():
             await asyncio.sleep(REPORT_EVERY_S)
+            if forwarder.done():  # it only ends by failing: surface why, or nothing would be relayed silently
+                forwarder.result()
             watch.sample(inbound.backlog(), relaying.log.count + arrivals.qsize())
             progress()
         await inbound.close()
@@ -637,7 +692,7 @@ class _Relaying:
     async def forward(self, received: int, batch: Received) -> None:
         payloads = batch.payloads()
         partitions, offsets = batch.partitions(), batch.offsets()
-        rows: list[list[int]] = []
+        rows: list[list[int]] = []  # _RECEIVED_FIELDS; relay_sent (index 9) filled in once the client took it
         sent: dict[int, int] = {}
 
         def outgoing() -> Outgoing:
@@ -650,13 +705,15 @@ class _Relaying:
                     continue
                 part = -1 if partitions is None else partitions[k]
                 off = -1 if offsets is None else offsets[k]
-                rows.append([h.producer_id, h.seq, h.intended_ns, h.sent_ns, received, part, off, 1, received, -1])
+                rows.append(
+                    [h.producer_id, h.seq, h.intended_ns, h.sent_ns, received, part, off, 1, received, -1, received]
+                )
                 sent[len(rows) - 1] = now_ns()
                 yield len(rows) - 1, 0, stamp_relay_sent(message, sent[len(rows) - 1])
 
         refused = await self.outbound.send_batch(self.conn, outgoing(), self.on_forward_ack)
         for row, stamp in sent.items():
-            rows[row][-1] = -1 if row in refused else stamp
+            rows[row][_COLUMN["relay_sent"]] = -1 if row in refused else stamp
         self.forward_errors += len(refused)
         self.relayed += len(rows)
         if rows:

@@ -22,6 +22,9 @@ verdict per cell:
   queue or unserved delivery reports, bytes nats-py had not parsed), sampled with every progress report.
   Expressed as time at the process's own rate, a backlog above the cell's `max_schedule_lag_ms` in most of
   the measure phase is a queue that persisted inside the harness, not a burst after a stall draining.
+- **receive wait**: where the client signals when bytes reach the process (nats-py), how long each message
+  then waited inside the harness until it was handed over (the generator's `receive_wait_us`): the receive
+  side's send lag, gated the same way (p99.9 under `max_schedule_lag_ms`).
 - **cpu**: the process's CPU (all threads) per second of the measure phase, for the record.
 
 `ProcessWatch` samples (I/O at the edge: it reads /proc); `summarize` and `verdict` are pure.
@@ -39,7 +42,9 @@ from typing import Any
 import numpy as np
 
 # Version history of the per-cell `harness` facts (result.json, the cells row's results_json):
-#   1 — first version: per worker `busy`, `cpu_cores`, `threads`, `backlog`, and the cell's `saturated` list.
+#   1 — first version: per worker `samples`, `seconds`, `rate_per_s`, `busy`, `waiting_for_cpu`, `cpu_cores`,
+#       `threads` (cpu, waiting_for_cpu, wakeups_per_s, mean_cpu_wait_us), `backlog`, and for consumers
+#       `receive_wait_us`.
 HARNESS_FACTS_VERSION = 1
 BUSY_LIMIT = 0.97  # runnable this share of the measure phase: the process never caught up
 BACKLOG_SHARE = 0.5  # backlog over the limit in more than this share of the measure samples: it persisted
@@ -214,6 +219,13 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
                 f"harness saturated: {name} thread {worst} was starved of CPU: it waited for one "
                 f"{v['waiting_for_cpu']:.0%} of the measure phase and ran {v['cpu']:.0%} (on average "
                 f"{v['mean_cpu_wait_us']:,.0f} µs per wake-up), so what woke it waited inside the harness"
+            )
+        wait = s.get("receive_wait_us")
+        if wait and wait["99.9"] > limit_ms * 1e3:
+            reasons.append(
+                f"harness saturated: {name} held messages {wait['99.9'] / 1e3:,.2f} ms at p99.9 (max "
+                f"{wait['max'] / 1e3:,.2f} ms) between their arrival and their hand-over, over "
+                f"max_schedule_lag_ms={limit_ms:g}"
             )
         backlog = s.get("backlog")
         if backlog and backlog["share_over_limit"] > BACKLOG_SHARE:

@@ -11,7 +11,10 @@ callbacks only assign into preallocated arrays.
 
 A driver also says what the harness cannot see from outside: `backlog()`, how many messages the client
 holds that the harness has not been handed yet (librdkafka's fetch queue, bytes nats-py has not parsed).
-A backlog that grows is a queue inside the harness, and the cell fails for it (`saturation`).
+A backlog that grows is a queue inside the harness, and the cell fails for it (`saturation`). Where the
+client lets it, a driver also signals the moment bytes from the network reach the process, before the
+client parses them (`watch_arrivals`): the generator stamps a message's receipt then, and measures how
+long it waited inside the harness until it was handed over.
 """
 
 from __future__ import annotations
@@ -67,6 +70,10 @@ class Driver(Protocol):
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         """rtt: echo every request back to its sender."""
+
+    def watch_arrivals(self, on_arrival: Callable[[], None]) -> None:
+        """From now on, call `on_arrival()` whenever bytes from the network reach this process's clients, before
+        they are parsed (call before opening anything). A no-op where the client does not expose its reads."""
 
     def backlog(self) -> int | None:
         """Messages this process's clients hold for the harness that it has not taken yet (consumers), or

@@ -212,6 +212,10 @@ class KafkaDriver:
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         raise BrokerError("Kafka has no request/reply responders")
 
+    def watch_arrivals(self, on_arrival: Callable[[], None]) -> None:
+        """librdkafka reads the network in its own threads and says nothing of it; receipts are stamped when
+        it hands messages over, and its fetch queue (`backlog`) shows what waited for the harness."""
+
     def backlog(self) -> int | None:
         """From librdkafka's latest statistics: consumers, messages fetched and waiting in the fetch queues for
         the harness to take (`fetchq_cnt`); producers, delivery reports waiting to be served (`replyq`)."""

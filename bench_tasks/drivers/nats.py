@@ -8,9 +8,10 @@ A core subscription's messages go from nats-py's protocol parser straight to the
 ordinary path builds a `Msg`, queues it and wakes a callback task for every message, which costs more
 than everything else the harness does per message and delays every stamp by a trip round the event loop.
 The rtt responder echoes from the same place, and a requester's reply resolves its wait right there
-(`_Replies`). Whatever is published goes to the socket before the publishing call returns, not on the
-flusher task's next turn. What nats-py has read from the server but not parsed yet, plus what waits
-unread in the socket, is the consumer's backlog.
+(`_Replies`). The moment the server's bytes reach the process (before nats-py parses them) is signalled
+to the generator (`watch_arrivals`), which stamps receipts then. Whatever is published goes to the
+socket before the publishing call returns, not on the flusher task's next turn. What nats-py has read
+from the server but not parsed yet, plus what waits unread in the socket, is the consumer's backlog.
 """
 
 from __future__ import annotations
@@ -60,9 +61,15 @@ def stream_for(cell_id: str, route: str = "") -> str:
     return f"SIXNINES_{cell_id}" + (f"_{route}" if route else "")
 
 
-async def connect(url: str, cell: NatsCell, name: str, client: Mapping[str, Any] | None = None) -> Client:
+async def connect(
+    url: str,
+    cell: NatsCell,
+    name: str,
+    client: Mapping[str, Any] | None = None,
+    on_arrival: Callable[[], None] | None = None,
+) -> Client:
     """`client`: connection settings of external servers (user/password or token; `tls_ca_file` becomes a TLS
-    context that trusts that CA), under the matrix's own `client.connect`."""
+    context that trusts that CA), under the matrix's own `client.connect`. `on_arrival`: see `_Client`."""
 
     async def quiet(_exc: Exception) -> None:  # errors surface as per-message results instead
         return None
@@ -75,6 +82,8 @@ async def connect(url: str, cell: NatsCell, name: str, client: Mapping[str, Any]
     nc = _Client()
     # A cluster's address lists every node comma-separated; nats-py takes a list (it refuses a joined string).
     await nc.connect(servers_of(url), **options)
+    nc.on_arrival = on_arrival
+    nc.watch_arrivals()
     return nc
 
 
@@ -94,8 +103,28 @@ class _Client(Client):
     def __init__(self) -> None:
         super().__init__()
         self.direct: dict[int, Direct] = {}
+        self.on_arrival: Callable[[], None] | None = None
+        self._watched: Any = None  # the stream reader whose reads call on_arrival
+
+    def watch_arrivals(self) -> None:
+        """Call `on_arrival` each time the transport hands the stream reader bytes (before nats-py parses
+        them). A reconnect brings a new reader; the next message installs the watch on it."""
+        reader = getattr(self._transport, "_io_reader", None)
+        if self.on_arrival is None or reader is None or reader is self._watched:
+            return
+        feed, on_arrival = reader.feed_data, self.on_arrival
+
+        def feed_data(data: bytes) -> None:
+            on_arrival()
+            feed(data)
+
+        reader.feed_data = feed_data
+        self._watched = reader
+        on_arrival()  # whatever this reader already holds arrived no later than now
 
     async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes | None) -> None:
+        if self.on_arrival is not None and self._watched is not getattr(self._transport, "_io_reader", None):
+            self.watch_arrivals()
         deliver = self.direct.get(sid)
         if deliver is None:
             await super()._process_msg(sid, subject, reply, data, headers)
@@ -186,6 +215,7 @@ class NatsDriver:
         self._contexts: dict[int, JetStreamContext] = {}
         self._subscription: Subscription | None = None
         self._replies: dict[int, _Replies] = {}
+        self._on_arrival: Callable[[], None] | None = None
 
     def js(self, nc: Client) -> JetStreamContext:
         """One JetStream context per connection: each context owns a reply subscription, so making one
@@ -195,8 +225,12 @@ class NatsDriver:
             context = self._contexts[id(nc)] = nc.jetstream()
         return context
 
+    def watch_arrivals(self, on_arrival: Callable[[], None]) -> None:
+        """Every connection opened from now on calls `on_arrival` when the server's bytes reach it (`_Client`)."""
+        self._on_arrival = on_arrival
+
     async def open(self, name: str, count: int = 1) -> list[Client]:
-        new = [await connect(self.url, self.cell, f"{name}-{i}", self.client) for i in range(count)]
+        new = [await connect(self.url, self.cell, f"{name}-{i}", self.client, self._on_arrival) for i in range(count)]
         self.connections += new
         return new
 

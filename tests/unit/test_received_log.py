@@ -39,7 +39,7 @@ def test_a_batch_is_stamped_once_and_decoded_into_columns(clock: itertools.count
     log = _ReceivedLog(capacity=2)  # grows past its first capacity
     log.on_messages(Batch([factory.make(0, s, 10 * s, 10 * s + 1) for s in range(3)], [2, 2, 2], [7, 8, 9]))
     log.on_messages(Batch([factory.make(1, 0, 5, 6), b"not ours"]))
-    assert log.count == 0 and log.handled == 5  # gathered, not decoded yet
+    assert log.count == 0 and log.handed == 5  # gathered, not decoded yet
     log.flush()
     c = log.columns()
     assert log.count == 4 and log.bad == 1
@@ -88,3 +88,17 @@ def test_sent_log_records_stamps_as_pulled_and_forgets_refused(clock: itertools.
     assert pulled == [0, 1, 2]
     assert log.sent.tolist() == [1_000_000, -1, 1_002_000]
     assert log.errors == {1: "BufferError"}
+
+
+def test_receipts_are_stamped_at_arrival_and_the_wait_is_kept(clock: itertools.count) -> None:
+    factory = PayloadFactory(40)
+    log = _ReceivedLog()
+    log.arrivals.mark()  # bytes reached the process at 1_000_000
+    generator.now_ns()  # parsing took a while
+    log.on_messages(Batch([factory.make(0, s, 0, 0) for s in range(3)]))  # handed over at 1_002_000
+    log.flush()
+    c = log.columns()
+    assert c["received"].tolist() == [1_000_000] * 3
+    assert c["handed"].tolist() == [1_002_000] * 3
+    assert log.waits_us((0, 1)) == {"50": 2.0, "99": 2.0, "99.9": 2.0, "max": 2.0, "count": 3}
+    assert log.waits_us((5, 6)) is None  # nothing intended then

@@ -159,3 +159,14 @@ def test_only_message_path_threads_are_judged_for_starvation() -> None:
     fetching = worker(threads={"rdk:broker1": starved}) | {"role": "consumer"}
     (reason,) = verdict({"consumer c0": fetching}, 100, ["consumer c0"])
     assert "thread rdk:broker1 was starved" in reason
+
+
+def test_a_receive_wait_over_the_limit_saturates_like_send_lag() -> None:
+    slow = worker() | {"receive_wait_us": {"50": 40.0, "99": 900.0, "99.9": 150_000.0, "max": 210_000.0, "count": 9}}
+    (reason,) = verdict({"consumer c0": slow}, 100, ["consumer c0"])
+    assert reason == (
+        "harness saturated: consumer c0 held messages 150.00 ms at p99.9 (max 210.00 ms) between their arrival "
+        "and their hand-over, over max_schedule_lag_ms=100"
+    )
+    quick = worker() | {"receive_wait_us": {"50": 40.0, "99": 90.0, "99.9": 900.0, "max": 2000.0, "count": 9}}
+    assert verdict({"consumer c0": quick}, 100, ["consumer c0"]) == []
