@@ -143,20 +143,30 @@ class _Client(Client):
         PUB commands (nats-py's own `pub_cmd`) without a coroutine and a flush request per message. Only
         while connected; during a reconnect the caller uses `publish`, which buffers."""
         refused: dict[int, str] = {}
-        commands, size = [], 0
+        commands = []
         for seq, _stream, payload in messages:
             if len(payload) > self._max_payload:
                 refused[seq] = "MaxPayloadError"
                 continue
-            command = pub_cmd(subject, "", payload)
-            commands.append(command)
-            size += len(command)
+            commands.append(pub_cmd(subject, "", payload))
+        self._queue(commands)
+        return refused
+
+    def publish_now(self, subject: str, payload: bytes, reply: str = "") -> bool:
+        """One PUB written to the socket before returning (an rtt request or echo); False when not connected
+        or too large, and the caller falls back to `publish`."""
+        if not self.is_connected or len(payload) > self._max_payload:
+            return False
+        self._queue([pub_cmd(subject, reply, payload)])
+        return True
+
+    def _queue(self, commands: list[bytes]) -> None:
+        size = sum(len(c) for c in commands)
         self._pending.extend(commands)
         self._pending_data_size += size
         self.stats["out_msgs"] += len(commands)
         self.stats["out_bytes"] += size
         self.write_pending()
-        return refused
 
     def write_pending(self) -> None:
         """Write what `publish` queued to the socket now, as nats-py's flusher task would on its next turn of
@@ -344,10 +354,11 @@ class NatsDriver:
         """rtt responder: echo each request's payload back to its reply subject, from the parser."""
         direct = _direct_client(nc)
 
-        async def echo(_subject: bytes, reply: bytes, data: bytes, _headers: bytes | None) -> None:
-            await direct.publish(reply.decode(), data)
-            direct.write_pending()
+        def echo(_subject: bytes, reply: bytes, data: bytes, _headers: bytes | None) -> Awaitable[None] | None:
             on_request()
+            if direct.publish_now(reply.decode(), data):
+                return None
+            return direct.publish(reply.decode(), data)  # reconnecting: nats-py buffers it
 
         return await direct.subscribe_direct(self.subject, echo, QUEUE_GROUP)
 
@@ -404,8 +415,8 @@ class _Replies:
         self.waiting = waiting = loop.create_future()
         timer = loop.call_later(timeout_s, _time_out, waiting)
         try:
-            await self.nc.publish(subject, payload, reply=reply)
-            self.nc.write_pending()
+            if not self.nc.publish_now(subject, payload, reply):
+                await self.nc.publish(subject, payload, reply=reply)
             await waiting
         finally:
             timer.cancel()
