@@ -421,16 +421,20 @@ class _Arrivals:
 
 
 class _ReceivedLog:
-    """Every receipt of one receiver, as int64 columns grown by doubling (no Python object per message).
+    """Every receipt of one receiver, as int64 columns in fixed-size blocks (no Python object per message).
 
     `on_messages` is the driver's callback: it stamps the hand-over (and takes the arrival stamp) first, then
     keeps the batch's payloads until enough have gathered to decode their headers in one numpy view
-    (`flush`). Only the receiving thread writes; the reporter, in another thread with Kafka, reads `count`
-    first and the columns after, so it never sees a row being written (a grown array holds every row below
-    the count it replaced)."""
+    (`flush`). The blocks for the receipts the schedule promises (`expected`) are allocated, and their pages
+    touched, before the schedule starts; more are added one block at a time, so growing never copies what
+    is already there (a doubling array would stall the receiver for a copy of everything it holds). Only the
+    receiving thread writes; the reporter, in another thread with Kafka, reads `count` first and the
+    columns after, so it never sees a row being written."""
 
-    def __init__(self, capacity: int = 1 << 16) -> None:
-        self.data = np.full((len(_RECEIVED_FIELDS), capacity), -1, dtype=np.int64)
+    BLOCK = 1 << 16
+
+    def __init__(self, expected: int = 0) -> None:
+        self.blocks = [self._block() for _ in range(max(1, -(-expected // self.BLOCK)))]
         self.count = 0
         self.reported = 0
         self.bad = 0
@@ -488,19 +492,31 @@ class _ReceivedLog:
         q = {p: round(float(np.percentile(waits, float(p), method="inverted_cdf")), 1) for p in ("50", "99", "99.9")}
         return {**q, "max": round(float(waits.max()), 1), "count": int(waits.size)}
 
-    def append(self, block: np.ndarray) -> None:
-        start, end = self.count, self.count + block.shape[1]
-        if end > self.data.shape[1]:
-            grown = np.full((self.data.shape[0], max(end, 2 * self.data.shape[1])), -1, dtype=np.int64)
-            grown[:, :start] = self.data[:, :start]
-            self.data = grown
-        self.data[:, start:end] = block
+    def _block(self) -> np.ndarray:
+        return np.full((len(_RECEIVED_FIELDS), self.BLOCK), -1, dtype=np.int64)
+
+    def append(self, rows: np.ndarray) -> None:
+        start, end = self.count, self.count + rows.shape[1]
+        while end > len(self.blocks) * self.BLOCK:
+            self.blocks.append(self._block())
+        at = start
+        while at < end:
+            block, offset = divmod(at, self.BLOCK)
+            n = min(end - at, self.BLOCK - offset)
+            self.blocks[block][:, offset : offset + n] = rows[:, at - start : at - start + n]
+            at += n
         self.count = end
 
     def columns(self, start: int = 0, end: int | None = None) -> dict[str, np.ndarray]:
+        """Rows [start, end) by column name (copies of just those rows)."""
         end = self.count if end is None else end
-        data = self.data
-        return {name: data[i, start:end] for i, name in enumerate(_RECEIVED_FIELDS)}
+        blocks = self.blocks[:]  # a block appended meanwhile holds only rows beyond `end`
+        parts = [
+            blocks[b][:, max(start, b * self.BLOCK) - b * self.BLOCK : min(end, (b + 1) * self.BLOCK) - b * self.BLOCK]
+            for b in range(start // self.BLOCK, -(-end // self.BLOCK))
+        ]
+        data = np.concatenate(parts, axis=1) if parts else blocks[0][:, :0]
+        return {name: data[i] for i, name in enumerate(_RECEIVED_FIELDS)}
 
     def table(self, consumer_id: int, plan: PhasePlan) -> pa.Table:
         c = self.columns()
@@ -524,6 +540,13 @@ class _ReceivedLog:
             },
             schema=RECEIVED_SCHEMA,
         )
+
+
+def _expected_receipts(cell: CellSpec, duration_ns: int) -> int:
+    """About how many messages one of the cell's receivers gets over the whole schedule (its share, plus a
+    tenth for an uneven share), so their storage can be allocated before the schedule starts."""
+    w = cell.workload
+    return int(w.rate_per_s * duration_ns / NS_PER_S / max(1, w.consumers) * 1.1) + 1
 
 
 def _flatten(parts: list[tuple[Sequence[int] | None, int]]) -> np.ndarray:
@@ -556,7 +579,7 @@ def _consumer_progress(plan: WorkerPlan, channels: Channels, log: _ReceivedLog) 
 async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     cell = plan.cell()
     driver = driver_for(plan.url, cell, plan.names or plan.cell_id, plan.route, client=plan.client)
-    log = _ReceivedLog()
+    log = _ReceivedLog(expected=_expected_receipts(cell, sum(channels.phase_ns)))
     watch = ProcessWatch(clock=now_ns)
     driver.watch_arrivals(log.arrivals.mark)
     await driver.open_consumer(f"sixnines-c{plan.index}", log.on_messages)

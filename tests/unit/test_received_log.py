@@ -27,6 +27,10 @@ class Batch:
         return self._offsets
 
 
+class TinyBlocks(_ReceivedLog):
+    BLOCK = 2
+
+
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> itertools.count:
     ticks = itertools.count(1_000_000, 1000)
@@ -36,7 +40,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> itertools.count:
 
 def test_a_batch_is_stamped_once_and_decoded_into_columns(clock: itertools.count) -> None:
     factory = PayloadFactory(64)
-    log = _ReceivedLog(capacity=2)  # grows past its first capacity
+    log = TinyBlocks()  # rows span blocks, and blocks are added
     log.on_messages(Batch([factory.make(0, s, 10 * s, 10 * s + 1) for s in range(3)], [2, 2, 2], [7, 8, 9]))
     log.on_messages(Batch([factory.make(1, 0, 5, 6), b"not ours"]))
     assert log.count == 0 and log.handed == 5  # gathered, not decoded yet
@@ -102,3 +106,12 @@ def test_receipts_are_stamped_at_arrival_and_the_wait_is_kept(clock: itertools.c
     assert c["handed"].tolist() == [1_002_000] * 3
     assert log.waits_us((0, 1)) == {"50": 2.0, "99": 2.0, "99.9": 2.0, "max": 2.0, "count": 3}
     assert log.waits_us((5, 6)) is None  # nothing intended then
+
+
+def test_storage_for_the_expected_receipts_is_there_before_the_schedule() -> None:
+    log = TinyBlocks(expected=5)
+    assert len(log.blocks) == 3 and (log.blocks[2] == -1).all()
+    log.append(np.arange(len(generator._RECEIVED_FIELDS) * 7).reshape(-1, 7))
+    assert len(log.blocks) == 4 and log.count == 7
+    assert log.columns(3, 6)["pid"].tolist() == [3, 4, 5]
+    assert log.columns(6, 6)["pid"].tolist() == []
