@@ -46,7 +46,7 @@ from .schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
 
 REPORT_EVERY_S = 0.25
 _MAX_BATCH = 1024  # messages per driver call when behind: the flusher and reporter still run between batches
-WAKE_GAP_NS = int(os.environ.get("SIXNINES_WAKE_GAP_NS", 200_000))  # see _open_loop
+WAKE_GAP_NS = 200_000  # see _open_loop
 _FLUSH_EVERY = 4096  # received messages decoded together (and sooner, see _FLUSH_AFTER_NS)
 _FLUSH_AFTER_NS = 100_000_000
 # Python threads hand the interpreter lock over every 5 ms by default: a thread woken to stamp a message
