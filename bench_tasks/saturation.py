@@ -246,3 +246,19 @@ def _on_message_path(thread: str, role: str | None) -> bool:
 def _starved(thread: Mapping[str, float]) -> bool:
     wait = thread["waiting_for_cpu"]
     return wait >= STARVED_WAIT_SHARE and thread["mean_cpu_wait_us"] >= STARVED_WAIT_US
+
+
+def describe(workers: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per worker for the run's printed report: CPU, busy share, backlog, receive wait."""
+    lines = []
+    for name, s in sorted(workers.items()):
+        if s.get("samples", 0) < 2:
+            continue
+        text = f"{name}: {s['cpu_cores']:.2f} cores, Python busy {s['busy']:.0%}"
+        text += f", waiting for a CPU {s['waiting_for_cpu']:.0%}"
+        if s.get("backlog"):
+            text += f", backlog median {s['backlog']['messages_p50']:,} max {s['backlog']['messages_max']:,}"
+        if s.get("receive_wait_us"):
+            text += f", held after arrival p99.9 {s['receive_wait_us']['99.9'] / 1e3:.2f} ms"
+        lines.append(text)
+    return lines

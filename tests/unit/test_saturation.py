@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.saturation import ProcessWatch, ThreadTimes, read_threads, summarize, verdict
+from bench_tasks.saturation import ProcessWatch, ThreadTimes, describe, read_threads, summarize, verdict
 
 S = 1_000_000_000
 
@@ -79,6 +79,7 @@ def worker(busy: float = 0.2, threads: dict | None = None, backlog: dict | None 
         "seconds": 2.5,
         "rate_per_s": 10_000.0,
         "busy": busy,
+        "waiting_for_cpu": 0.01,
         "cpu_cores": busy,
         "threads": threads
         or {"main": {"cpu": busy, "waiting_for_cpu": 0.01, "wakeups_per_s": 500.0, "mean_cpu_wait_us": 20.0}},
@@ -170,3 +171,16 @@ def test_a_receive_wait_over_the_limit_saturates_like_send_lag() -> None:
     )
     quick = worker() | {"receive_wait_us": {"50": 40.0, "99": 90.0, "99.9": 900.0, "max": 2000.0, "count": 9}}
     assert verdict({"consumer c0": quick}, 100, ["consumer c0"]) == []
+
+
+def test_describe_gives_one_line_per_worker_that_reported() -> None:
+    consumer = worker(
+        backlog={"messages_p50": 2, "messages_max": 90, "ms_p50": 0.2, "ms_max": 9.0, "share_over_limit": 0.0}
+    )
+    consumer["receive_wait_us"] = {"50": 30.0, "99": 80.0, "99.9": 1500.0, "max": 3000.0, "count": 5}
+    lines = describe({"consumer c0": consumer, "producer p0": worker(0.5), "laggard l0": {"samples": 0}})
+    assert lines == [
+        "consumer c0: 0.20 cores, Python busy 20%, waiting for a CPU 1%, backlog median 2 max 90, "
+        "held after arrival p99.9 1.50 ms",
+        "producer p0: 0.50 cores, Python busy 50%, waiting for a CPU 1%",
+    ]
