@@ -261,7 +261,7 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
     channels.events.put({"kind": "ready", "role": "producer", "index": plan.index, "messages": offsets.size})
     t0 = await _wait_for_start(channels)
     log = _SentLog(offsets + t0)
-    watch = ProcessWatch(clock=now_ns)
+    watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
     reporter = asyncio.create_task(_report_producer(plan, channels, log, driver, watch))
     try:
         if cell.measurement == "rtt":
@@ -580,7 +580,7 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     cell = plan.cell()
     driver = driver_for(plan.url, cell, plan.names or plan.cell_id, plan.route, client=plan.client)
     log = _ReceivedLog(expected=_expected_receipts(cell, sum(channels.phase_ns)))
-    watch = ProcessWatch(clock=now_ns)
+    watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
     driver.watch_arrivals(log.arrivals.mark)
     await driver.open_consumer(f"sixnines-c{plan.index}", log.on_messages)
     _freeze_setup_heap()
@@ -612,7 +612,7 @@ async def _count_consumer(plan: WorkerPlan, channels: Channels) -> None:
         spec, route = cell, MEASURED
     driver = driver_for(plan.url, spec, plan.names or plan.cell_id, route, client=plan.client)
     consumed = [0]
-    watch = ProcessWatch(clock=now_ns)
+    watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
 
     def count(batch: Received) -> None:
         consumed[0] += len(batch.payloads())
@@ -654,7 +654,7 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
     loop = asyncio.get_running_loop()
     arrivals: asyncio.Queue[tuple[int, Received]] = asyncio.Queue()
     relaying = _Relaying(outbound, conn)
-    watch = ProcessWatch(clock=now_ns)
+    watch = ProcessWatch(clock=now_ns, message_threads=(*inbound.message_threads, *outbound.message_threads))
     stamps = _Arrivals()
     inbound.watch_arrivals(stamps.mark)
 
@@ -819,7 +819,7 @@ async def _respond(plan: WorkerPlan, channels: Channels) -> None:
     def count() -> None:
         served[0] += 1
 
-    watch = ProcessWatch(clock=now_ns)
+    watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
     await driver.open_responder(f"sixnines-r{plan.index}", count)
     channels.events.put({"kind": "ready", "role": "responder", "index": plan.index})
     while not channels.stop.is_set():

@@ -10,14 +10,15 @@ verdict per cell:
   inside the harness. Native threads (librdkafka's) are judged one by one. How long each thread waited
   runnable for a CPU is recorded beside it: on a crowded host a starved process lags without being busy,
   and then its lag or backlog says so.
-- **starved**: a thread on the message path (the event loop, the driver's Python threads, librdkafka's
-  broker threads) that waited for a CPU at least 10 % of the measure phase, on average a millisecond or
-  more each time it was woken: whatever woke it (a message, a delivery report) waited that long for the
-  harness. The queue this builds may sit in the broker or the kernel, where no client sees it (a starved
-  librdkafka fetches late), so it is judged from the thread itself. A thread woken thousands of times a
-  second on a busy host waits for a CPU often but briefly; that is recorded, not failed. Housekeeping
-  threads (librdkafka's timers, multiprocessing's queue feeder) are recorded, never judged; neither is a
-  producer's event loop, whose every delay is measured exactly as send lag.
+- **starved**: a thread on the message path (the driver names them: nats-py's event loop; confluent-kafka's
+  poll and consume threads and librdkafka's broker threads) that waited for a CPU at least 10 % of the
+  measure phase, on average a millisecond or more each time it was woken: whatever woke it (a message, a
+  delivery report) waited that long for the harness. The queue this builds may sit in the broker or the
+  kernel, where no client sees it (a starved librdkafka fetches late), so it is judged from the thread
+  itself. A thread woken thousands of times a second on a busy host waits for a CPU often but briefly;
+  that is recorded, not failed. Other threads (a Kafka worker's event loop that only reports, librdkafka's
+  timers, multiprocessing's queue feeder) are recorded, never judged; neither is a producer's event loop,
+  whose every delay is measured exactly as send lag.
 - **backlog**: messages the client held for the harness that it had not taken yet (librdkafka's fetch
   queue or unserved delivery reports, bytes nats-py had not parsed), sampled with every progress report.
   Expressed as time at the process's own rate, a backlog above the cell's `max_schedule_lag_ms` in most of
@@ -43,15 +44,14 @@ import numpy as np
 
 # Version history of the per-cell `harness` facts (result.json, the cells row's results_json):
 #   1 — first version: per worker `samples`, `seconds`, `rate_per_s`, `busy`, `waiting_for_cpu`, `cpu_cores`,
-#       `threads` (cpu, waiting_for_cpu, wakeups_per_s, mean_cpu_wait_us), `backlog`, and for consumers
-#       `receive_wait_us`.
+#       `threads` (cpu, waiting_for_cpu, wakeups_per_s, mean_cpu_wait_us), `message_threads`, `backlog`, and
+#       for consumers `receive_wait_us`.
 HARNESS_FACTS_VERSION = 1
 BUSY_LIMIT = 0.97  # runnable this share of the measure phase: the process never caught up
 BACKLOG_SHARE = 0.5  # backlog over the limit in more than this share of the measure samples: it persisted
 STARVED_WAIT_SHARE = 0.1  # a thread that waited for a CPU this share of the measure phase …
 STARVED_WAIT_US = 1000.0  # … this long on average per wake-up, was starved
 PYTHON_THREAD_PREFIX = "py-"  # harness threads that run Python (they share the interpreter lock with main)
-MESSAGE_PATH_PREFIXES = ("main", PYTHON_THREAD_PREFIX, "rdk:broker")  # threads every message goes through
 _TASKS = Path("/proc/self/task")
 
 
@@ -124,6 +124,7 @@ class ProcessWatch:
     cpu_ns: list[int] = field(default_factory=list)
     backlog: list[int] = field(default_factory=list)  # -1: the client could not tell
     handled: list[int] = field(default_factory=list)
+    message_threads: tuple[str, ...] = ()  # name prefixes of the threads every message passes (the driver's)
 
     def sample(self, backlog: int | None, handled: int) -> None:
         self.at_ns.append(self.clock())
@@ -157,6 +158,7 @@ def summarize(watch: ProcessWatch, window_ns: tuple[int, int], limit_ms: float) 
         "waiting_for_cpu": round(waiting, 4),
         "cpu_cores": round((watch.cpu_ns[last] - watch.cpu_ns[first]) / wall_ns, 4),
         "threads": threads,
+        "message_threads": list(watch.message_threads),
         "backlog": _backlog(np.asarray(watch.backlog, dtype=np.int64)[inside], rate, limit_ms),
     }
 
@@ -211,7 +213,8 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
             reasons.append(
                 f"harness saturated: {name} thread {worst} ran {busy_threads[worst]:.0%} of the measure phase"
             )
-        starved = {t: v for t, v in s["threads"].items() if _on_message_path(t, s.get("role")) and _starved(v)}
+        path = tuple(s.get("message_threads", ()))
+        starved = {t: v for t, v in s["threads"].items() if _on_message_path(t, path, s.get("role")) and _starved(v)}
         if starved:
             worst = max(starved, key=lambda t: starved[t]["waiting_for_cpu"])
             v = starved[worst]
@@ -237,10 +240,10 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
     return reasons
 
 
-def _on_message_path(thread: str, role: str | None) -> bool:
+def _on_message_path(thread: str, path: tuple[str, ...], role: str | None) -> bool:
     if thread == "main" and role == "producer":  # its delays are its send lag, measured per message
         return False
-    return thread.startswith(MESSAGE_PATH_PREFIXES)
+    return bool(path) and thread.startswith(path)
 
 
 def _starved(thread: Mapping[str, float]) -> bool:

@@ -47,6 +47,9 @@ MessagesCallback = Callable[[Received], None]
 
 class Driver(Protocol):
     acks: bool  # do sends get acknowledgements (JetStream PubAck, Kafka delivery report)?
+    # Name prefixes of this process's threads every message passes through (OS thread names; the event loop
+    # is `main`): a starved one means messages waited inside the harness (`saturation`).
+    message_threads: tuple[str, ...]
 
     async def prepare(self) -> None:
         """Parent process, before any worker: create the cell's stream or topic from scratch."""

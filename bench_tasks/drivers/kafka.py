@@ -46,6 +46,10 @@ def topic_for(cell_id: str, route: str = "") -> str:
 class KafkaDriver:
     """Everything a cell does against one Kafka cluster, for one process."""
 
+    # Messages pass the driver's poll and consume threads and librdkafka's broker threads; the event loop
+    # only sends and reports.
+    message_threads = ("py-kafka-", "rdk:broker")
+
     def __init__(
         self, bootstrap: str, cell: Any, cell_id: str, route: str = "", client: Mapping[str, Any] | None = None
     ):

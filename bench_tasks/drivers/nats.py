@@ -211,6 +211,8 @@ class _One:
 class NatsDriver:
     """Everything a cell does against one NATS server, for one process."""
 
+    message_threads = ("main",)  # nats-py reads, parses and writes on the event loop
+
     def __init__(
         self, url: str, cell: NatsCell, cell_id: str, route: str = "", client: Mapping[str, Any] | None = None
     ):

@@ -114,9 +114,10 @@ def test_a_burst_that_drained_is_not_saturation() -> None:
 def test_a_starved_thread_saturates_but_many_short_waits_do_not() -> None:
     starved = {"cpu": 0.02, "waiting_for_cpu": 0.6, "wakeups_per_s": 30.0, "mean_cpu_wait_us": 20_000.0}
     crowded = {"cpu": 0.3, "waiting_for_cpu": 0.3, "wakeups_per_s": 3000.0, "mean_cpu_wait_us": 100.0}
+    kafka = {"message_threads": ["py-kafka-", "rdk:broker"]}
     workers = {
-        "consumer c0": worker(threads={"main": crowded, "py-kafka-recv": starved}),
-        "producer p0": worker(threads={"main": crowded}),
+        "consumer c0": worker(threads={"main": crowded, "py-kafka-recv": starved}) | kafka,
+        "producer p0": worker(threads={"main": crowded}) | kafka,
     }
     (reason,) = verdict(workers, 100, ["consumer c0", "producer p0"])
     assert reason.startswith("harness saturated: consumer c0 thread py-kafka-recv was starved of CPU")
@@ -151,15 +152,21 @@ def test_the_backlog_rule_needs_more_than_half(share: float) -> None:
     assert bool(verdict({"consumer c0": worker(backlog=backlog)}, 100, ["consumer c0"])) == (share > 0.5)
 
 
-def test_only_message_path_threads_are_judged_for_starvation() -> None:
+def test_only_the_drivers_message_threads_are_judged_for_starvation() -> None:
     starved = {"cpu": 0.0, "waiting_for_cpu": 0.11, "wakeups_per_s": 16.0, "mean_cpu_wait_us": 6800.0}
     housekeeping = {"rdk:main": starved, "sixnines produc": starved, "jemalloc_bg_thd": starved}
-    producer = worker(threads={"main": starved, **housekeeping}) | {"role": "producer"}
-    relay = worker(threads=housekeeping) | {"role": "relay"}
-    assert verdict({"producer p0": producer, "relay r0": relay}, 100, ["producer p0", "relay r0"]) == []
-    fetching = worker(threads={"rdk:broker1": starved}) | {"role": "consumer"}
+    kafka = {"message_threads": ["py-kafka-", "rdk:broker"]}
+    producer = worker(threads={"main": starved, **housekeeping}) | {"role": "producer"} | kafka
+    relay = worker(threads=housekeeping) | {"role": "relay"} | kafka
+    reporting = worker(threads={"main": starved}) | {"role": "consumer"} | kafka  # a Kafka loop only reports
+    workers = {"producer p0": producer, "relay r0": relay, "consumer c1": reporting}
+    assert verdict(workers, 100, list(workers)) == []
+    fetching = worker(threads={"rdk:broker1": starved}) | {"role": "consumer"} | kafka
     (reason,) = verdict({"consumer c0": fetching}, 100, ["consumer c0"])
     assert "thread rdk:broker1 was starved" in reason
+    nats = worker(threads={"main": starved}) | {"role": "consumer", "message_threads": ["main"]}
+    (reason,) = verdict({"consumer c0": nats}, 100, ["consumer c0"])
+    assert "thread main was starved" in reason
 
 
 def test_a_receive_wait_over_the_limit_saturates_like_send_lag() -> None:
