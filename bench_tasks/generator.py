@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import multiprocessing.synchronize
 import os
 import sys
@@ -46,7 +47,7 @@ from .schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
 
 REPORT_EVERY_S = 0.25
 _MAX_BATCH = 1024  # messages per driver call when behind: the flusher and reporter still run between batches
-WAKE_GAP_NS = 200_000  # see _open_loop
+WAKE_GAP_NS = 500_000  # see _open_loop
 _FLUSH_EVERY = 4096  # received messages decoded together (and sooner, see _FLUSH_AFTER_NS)
 _FLUSH_AFTER_NS = 100_000_000
 # Python threads hand the interpreter lock over every 5 ms by default: a thread woken to stamp a message
@@ -360,7 +361,7 @@ async def _request_loop(
 def _send_progress(plan: WorkerPlan, channels: Channels, log: _SentLog) -> None:
     sends, log.fresh_sends = log.fresh_sends, []
     acks, log.fresh_acks = log.fresh_acks, []
-    lag_idx = np.concatenate([np.arange(a, b) for a, b in sends]) if sends else np.empty(0, np.int64)
+    lag_idx = _seq_ranges(sends)
     lag_idx = lag_idx[log.sent[lag_idx] >= 0]  # refused messages have no send time
     ack_idx = np.asarray(acks, dtype=np.int64)
     channels.events.put(
@@ -377,6 +378,15 @@ def _send_progress(plan: WorkerPlan, channels: Channels, log: _SentLog) -> None:
             "ack_at_ns": log.intended[ack_idx],
         }
     )
+
+
+def _seq_ranges(ranges: list[tuple[int, int]]) -> np.ndarray:
+    """The seqs of [start, end) ranges; one arange when they follow each other (the open loop's batches)."""
+    if not ranges:
+        return np.empty(0, np.int64)
+    if all(b[0] == a[1] for a, b in itertools.pairwise(ranges)):
+        return np.arange(ranges[0][0], ranges[-1][1])
+    return np.concatenate([np.arange(a, b) for a, b in ranges])
 
 
 async def _report_producer(
@@ -483,7 +493,10 @@ class _ReceivedLog:
         self.append(block)
 
     def waits_us(self, window_ns: tuple[int, int]) -> dict[str, float] | None:
-        """How long messages intended in `window_ns` waited inside the harness, from arrival to hand-over."""
+        """How long messages intended in `window_ns` waited inside the harness, from arrival to hand-over;
+        None where the client never signalled an arrival (librdkafka: receipts are stamped at hand-over)."""
+        if not self.arrivals.last_ns:
+            return None
         c = self.columns()
         inside = (c["intended"] >= window_ns[0]) & (c["intended"] < window_ns[1]) & (c["handed"] >= 0)
         waits = (c["handed"] - c["received"])[inside] / 1e3
