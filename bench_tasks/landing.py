@@ -191,20 +191,22 @@ def harness_facts(workers: dict[str, dict]) -> dict:
 def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool, harness: dict[str, dict]) -> tuple[str, str | None]:
     """Fail a cell whose harness was the bottleneck: its numbers describe the harness, not the system. The
     generator fell behind its schedule (send lag; rtt is exempt: a synchronous connection waits for the
-    previous reply, so its lag is the system's), or a worker saturated (`saturation.verdict`)."""
+    previous reply, so its lag is the system's), or a worker saturated (`saturation.verdict`); every reason
+    that applies is given."""
     w = cell.spec.workload
-    gated = [name for name, facts in harness.items() if facts.get("role") in GATED_ROLES]
-    saturated = verdict(harness, w.max_schedule_lag_ms, gated)
-    if saturated:
-        return "failed", "; ".join(saturated)
+    reasons = []
     lag = analysis.lag.percentiles.get("99.9")
     if lag is None:
         lag = analysis.lag.max_ns
     if gate_lag and cell.spec.measurement != "rtt" and lag is not None and lag > w.max_schedule_lag_ms * 1e6:
-        return "failed", (
+        reasons.append(
             f"generator fell behind its schedule: lag p99.9 {lag / 1e6:.2f} ms exceeds "
             f"max_schedule_lag_ms={w.max_schedule_lag_ms}"
         )
+    gated = [name for name, facts in harness.items() if facts.get("role") in GATED_ROLES]
+    reasons += verdict(harness, w.max_schedule_lag_ms, gated)
+    if reasons:
+        return "failed", "; ".join(reasons)
     if analysis.accounting.scheduled == 0:
         return "failed", "no message was scheduled in the measure phase"
     return "ok", None
