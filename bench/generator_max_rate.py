@@ -4,10 +4,10 @@ Default: core-NATS e2e cells of 1 KiB messages (1 producer, 1 consumer, real nat
 rising uniform rates, then bisection between the last rate that kept schedule-lag p99.9 under the limit and
 the first that did not (issue 2's question).
 
-`--scaling`: N producer processes (N = 1, 2, 3, 4) of `publish` cells — no consumer, so every core the host
-has goes to the producers and the broker — for core NATS 32 B and Kafka 100 B (acks=1): the highest total rate
-N processes hold with send-lag p99.9 under the limit, no saturated worker and every message sent, and how
-that scales with N: until the cores run out (issue 14).
+`--scaling`: N producer processes (N = 1, 2, 3, 4) for Kafka 100 B (acks=1, `publish` cells: no consumer,
+as ProducerPerformance) and core NATS 32 B (core NATS has no acks, so `e2e` cells with N consumers beside
+the N producers): the highest total rate N processes hold with send-lag p99.9 under the limit, no saturated
+worker and every message sent, and how that scales with N: until the cores run out (issue 14).
 
 Every probe is a real cell through the runner; the host load is recorded beside every figure. Writes
 bench/results/generator_max_rate[_pinned|_scaling].json.
@@ -41,6 +41,7 @@ PINNED = {"producers": [1], "broker": [0], "receivers": [0]}
 LADDER = (250, 500, 1000, 2000, 4000, 8000, 12000, 16000, 24000, 32000, 48000, 64000)
 SCALING_LADDER = (25_000, 50_000, 100_000, 150_000, 200_000, 300_000, 400_000, 600_000)
 SCALING_SHAPES = {"nats": (32, {"mode": "core"}, {}), "kafka": (100, {"partitions": 4}, {"producer": {"acks": "1"}})}
+SCALING_MEASUREMENT = {"nats": "e2e", "kafka": "publish"}  # core NATS has no publish acks to measure
 
 
 def cell_matrix(system: str, size: int, rate: float, measure_s: float, **workload: Any) -> dict:
@@ -192,7 +193,9 @@ def scaling_row(system: str, n: int, args: argparse.Namespace, lake: Lake, conso
     probes: list[dict] = []
 
     def ok(rate: float) -> bool:
-        workload = {"producers": n, "measurement": "publish", "max_schedule_lag_ms": args.limit_ms}
+        workload = {"producers": n, "measurement": SCALING_MEASUREMENT[system], "max_schedule_lag_ms": args.limit_ms}
+        if workload["measurement"] == "e2e":
+            workload["consumers"] = n
         result = probe(cell_matrix(system, size, rate, args.measure, **workload), lake, console)
         probes.append(result)
         verdict = "held" if _passed(result, args.limit_ms) else f"failed {result['reason'] or ''}"
@@ -227,8 +230,8 @@ def scaling_main(args: argparse.Namespace, console: Console) -> dict:
         row["scaling_over_first"] = None if not (best and single) else round(best / single, 2)
     return {
         "benchmark": "generator_scaling",
-        "question": "highest total rate N producer processes hold (publish cells, send-lag p99.9 under "
-        f"{args.limit_ms} ms, no saturated worker, every message sent)",
+        "question": "highest total rate N producer processes hold (Kafka: publish cells; core NATS: e2e cells with "
+        f"N consumers), send-lag p99.9 under {args.limit_ms} ms, no saturated worker, every message sent",
         "cpus": os.cpu_count(),
         "limit_ms": args.limit_ms,
         "measure_s": args.measure,
@@ -242,8 +245,8 @@ def main() -> None:
     parser.add_argument("--measure", type=float, default=None, help="measure seconds per probe (10; --scaling: 5)")
     parser.add_argument("--bisect-steps", type=int, default=None)
     parser.add_argument("--pinned", action="store_true", help="pin the producer to CPU 1, the rest to CPU 0")
-    parser.add_argument("--scaling", action="store_true", help="N producer processes, NATS and Kafka")
-    parser.add_argument("--systems", default="nats,kafka", help="--scaling: systems to measure")
+    parser.add_argument("--scaling", action="store_true", help="N producer processes, Kafka and NATS")
+    parser.add_argument("--systems", default="kafka,nats", help="--scaling: systems to measure")
     parser.add_argument("--producers", default="1,2,3,4", help="--scaling: producer process counts")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
