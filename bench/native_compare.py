@@ -35,28 +35,32 @@ from typing import Any
 
 from rich.console import Console
 
-from bench_tasks.brokers.kafka import _java, create_topic, tools_classpath
+from bench_tasks.brokers.handles import BrokerHandle
+from bench_tasks.cell.context import harness_context
+from bench_tasks.cell.lifecycle import provision_brokers
+from bench_tasks.cell.runner import select_cells
 from bench_tasks.cell_runner import drive_cell
-from bench_tasks.context import harness_context
 from bench_tasks.errors import CellError
-from bench_tasks.lake import Lake, RunInfo
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.landing import CellReport, describe, land_cell
-from bench_tasks.lifecycle import provision_brokers
-from bench_tasks.matrix import Cell, parse_matrix
-from bench_tasks.native import (
+from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.systems.kafka.admin import create_topic
+from bench_tasks.systems.kafka.jvm import java_binary
+from bench_tasks.systems.kafka.native import (
     END_TO_END_LATENCY,
-    NATSCLI_VERSION,
     PRODUCER_PERFORMANCE,
     kafka_tool,
+    parse_end_to_end_latency,
+    parse_producer_performance,
+)
+from bench_tasks.systems.kafka.release import tools_classpath
+from bench_tasks.systems.nats.native import (
+    NATSCLI_VERSION,
     latency_percentiles_ms,
     natscli,
     natscli_version,
-    parse_end_to_end_latency,
     parse_nats_bench_csv,
-    parse_producer_performance,
 )
-from bench_tasks.provision import Provisioned, target_of
-from bench_tasks.runner import select_cells
 
 RESULTS_SCHEMA_VERSION = 1  # 1: first version
 LAG_LIMIT_MS = 5.0  # the issue's criterion for a rate one producer "holds"
@@ -116,7 +120,7 @@ def make_cell(system: str, measurement: str, size: int, rate: float, measure_s: 
 
 
 @contextlib.contextmanager
-def fresh_brokers(cell: Cell, workdir: Path) -> Iterator[Provisioned]:
+def fresh_brokers(cell: Cell, workdir: Path) -> Iterator[BrokerHandle]:
     """The row's broker, started from scratch for its shape; both tools run against it, then it is stopped."""
     brokers = provision_brokers(cell, workdir / cell.id)
     try:
@@ -125,14 +129,14 @@ def fresh_brokers(cell: Cell, workdir: Path) -> Iterator[Provisioned]:
         brokers.stop()
 
 
-def sixnines(cell: Cell, brokers: Provisioned, lake: Lake, console: Console) -> CellReport:
+def sixnines(cell: Cell, brokers: BrokerHandle, lake: Lake, console: Console) -> CellReport:
     """One cell against the running `brokers`, through the same drive and land steps as every run."""
     run = RunInfo.new()
     started = dt.datetime.now(dt.UTC).isoformat()
     staging = lake.staging_dir(run, cell.instance)
     status, reason, cell_run = "ok", None, None
     try:
-        cell_run = drive_cell(cell, target_of(brokers), staging, brokers, console)
+        cell_run = drive_cell(cell, brokers.target(), staging, brokers, console)
     except CellError as exc:
         status, reason, cell_run = "failed", str(exc), exc.partial_run  # type: ignore[assignment]
     except Exception as exc:
@@ -182,7 +186,7 @@ def held(report: CellReport) -> bool:
 
 
 def highest_rate(
-    shape: Callable[[float], Cell], ladder: tuple[int, ...], brokers: Provisioned, lake: Lake, console: Console
+    shape: Callable[[float], Cell], ladder: tuple[int, ...], brokers: BrokerHandle, lake: Lake, console: Console
 ) -> dict[str, Any]:
     """Climb the ladder until a rate does not hold, then bisect once between the last that held and it."""
     probes: list[dict[str, Any]] = []
@@ -241,13 +245,13 @@ class Rows:
             "notes": TOOL_NOTES["kafka_producer_max_rate"],
         }
 
-    def _producer_performance(self, brokers: Provisioned, linger: str) -> dict[str, Any]:
+    def _producer_performance(self, brokers: BrokerHandle, linger: str) -> dict[str, Any]:
         topic = f"native-pp-{linger}-{time.monotonic_ns()}"
         create_topic(brokers.address, topic, 1, 1, {})
         records = 600_000 if self.quick else 3_000_000
         args = ["--topic", topic, "--num-records", str(records), "--record-size", "100", "--throughput", "-1"]
         props = ["--producer-props", f"bootstrap.servers={brokers.address}", "acks=1", f"linger.ms={linger}"]
-        output = run_logged(kafka_tool(_java(), tools_classpath(_KAFKA), PRODUCER_PERFORMANCE, args + props), 600)
+        output = run_logged(kafka_tool(java_binary(), tools_classpath(_KAFKA), PRODUCER_PERFORMANCE, args + props), 600)
         result = parse_producer_performance(output)
         self.console.print(f"  ProducerPerformance linger.ms={linger}: {result.records_per_s:,.0f} records/s")
         return {"records": result.records, "records_per_s": round(result.records_per_s, 1)}
@@ -367,7 +371,7 @@ class Rows:
             topic = f"native-e2e-{time.monotonic_ns()}"
             create_topic(brokers.address, topic, 1, 1, {})
             args = [brokers.address, topic, str(int(500 * self.measure_s)), "1", "100"]
-            output = run_logged(kafka_tool(_java(), tools_classpath(_KAFKA), END_TO_END_LATENCY, args), 900)
+            output = run_logged(kafka_tool(java_binary(), tools_classpath(_KAFKA), END_TO_END_LATENCY, args), 900)
             native = parse_end_to_end_latency(output)
             ours = figures(sixnines(cell, brokers, self.lake, self.console), "e2e")
         sent = ours.get("e2e_from_sent_ms", {})
@@ -407,7 +411,7 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
 
 def main() -> None:
     global _KAFKA
-    from bench_tasks.systems import KAFKA_VERSIONS
+    from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
     _KAFKA = KAFKA_VERSIONS[0]
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -20,29 +20,28 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from rich.console import Console
 
+from .core.percentiles import summarize
+from .core.schedule import NS_PER_S, PhasePlan
 from .drivers import MEASURED, Target, driver_for, final_route, routes
 from .errors import CellError
 from .generator import Channels, WorkerPlan, worker_main
-from .hosts import (
+from .live import LiveMonitor
+from .loop import run_precise
+from .spec.matrix import Cell
+from .topology import HOSTS_TIMEOUT_S
+from .topology.hosts import (
     broker_site,
     cell_routes,
+    clock_offsets,
     host_of,
-    measure_clock_offsets,
-    measure_host_offsets,
     worker_netns,
     worker_route,
 )
-from .live import LiveMonitor
-from .loop import run_precise
-from .matrix import Cell
-from .netns import Topology, inside
-from .percentiles import summarize
-from .rendezvous import HostPart
-from .schedule import NS_PER_S, PhasePlan
+from .topology.netns import Topology, inside
+from .topology.rendezvous import HostPart
 
 _START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
 _READY_TIMEOUT_S = 60.0
-HOSTS_TIMEOUT_S = 300.0  # a cell split over hosts: how long one host waits for the others' generate tasks
 _PROGRESS_EVERY_NS = 500_000_000  # a host part's progress note while it waits for the other hosts
 
 
@@ -177,7 +176,7 @@ def drive_cell(
             leader = part.rendezvous.hosts[:1]
             part.rendezvous.wait("prepared", HOSTS_TIMEOUT_S, leader, hint="the first load host creates the routes")
     # only where the matrix accepts cross-domain e2e
-    clock_offsets = measure_clock_offsets(cell, topology) if part is None else measure_host_offsets(cell, part)
+    offsets = clock_offsets(cell, topology, part)
     cell_json = spec.model_dump_json()
 
     def process(role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
@@ -235,7 +234,7 @@ def drive_cell(
                 t0 = part.agree_t0(HOSTS_TIMEOUT_S)
                 wall_t0_s = t0 / NS_PER_S
             channels.start_at_ns.value = t0
-            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging, clock_offsets=clock_offsets)
+            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging, clock_offsets=offsets)
             monitor.plan = run.plan
             pending = sorted(faults, key=lambda f: f.at_s)
             finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)

@@ -38,15 +38,16 @@ from typing import Any
 
 from rich.console import Console
 
-from .cell_runner import HOSTS_TIMEOUT_S, CellRun, drive_cell
+from .brokers.provision import attach
+from .cell_runner import CellRun, drive_cell
 from .errors import CellError
-from .hosts import load_hosts, queue_of
+from .lake.storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
 from .landing import describe
-from .matrix import Cell
 from .paths import cache_dir
-from .provision import attach, target_of
-from .rendezvous import HostPart, Rendezvous
-from .storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
+from .spec.matrix import Cell
+from .topology import HOSTS_TIMEOUT_S
+from .topology.hosts import load_hosts, queue_of
+from .topology.rendezvous import HostPart, Rendezvous
 
 CELL_FILE = "cell.json"
 _SCHEMA_VERSION = 1
@@ -89,7 +90,7 @@ def run_host_part(folder: LakePath, host: str, staging: Path, console: Console) 
     console.print(f"[bold]cell {cell.instance}[/] {cell.label}: host {host} of {', '.join(hosts)}", highlight=False)
     status, reason, run = "ok", None, None
     try:
-        run = drive_cell(cell, target_of(attach(record["brokers"])), staging, _NoFaults(), console, part=part)
+        run = drive_cell(cell, attach(record["brokers"]).target(), staging, _NoFaults(), console, part=part)
     except CellError as exc:
         status, reason, run = "failed", str(exc), exc.partial_run  # type: ignore[assignment]
     except BaseException as exc:  # a task killed (SIGTERM, timeout) still tells the other hosts and land
@@ -177,7 +178,7 @@ def child_env(cell: Cell, lake: LakePath) -> dict[str, str]:
     an S3 lake the credentials this process resolved (from the lake connection, inside Airflow)."""
     env = {**os.environ, "SIXNINES_CACHE": str(cache_dir())}
     if cell.spec.brokers == "external":
-        from .connections import env_var, get_connection
+        from .brokers.connections import env_var, get_connection
 
         assert cell.spec.connection is not None
         env[env_var(cell.spec.connection)] = get_connection(cell.spec.connection).to_json()

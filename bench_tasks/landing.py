@@ -16,15 +16,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .analysis import CellAnalysis, analyze, leaders_at
+from .cell.context import harness_context
 from .cell_runner import CellRun
-from .context import harness_context
+from .core.analysis import CellAnalysis, analyze, leaders_at
+from .core.hdr import write_hlog
+from .core.saturation import HARNESS_FACTS_VERSION, verdict
 from .errors import SixninesError
-from .hdr import write_hlog
-from .lake import Lake, RunInfo, write_json
-from .matrix import Cell, NatsCell
-from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
-from .saturation import HARNESS_FACTS_VERSION, verdict
+from .lake.layout import Lake, RunInfo, write_json
+from .lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
+from .spec.matrix import Cell
+from .systems import system_of
 
 
 @dataclass
@@ -52,19 +53,18 @@ class CellReport:
             "background": self.background,
             "harness": harness_facts(self.harness),
             "spec": self.cell.spec.model_dump(mode="json"),
+            **({"origin": self.cell.origin} if self.cell.origin else {}),
             **(self.analysis.to_dict() if self.analysis else {}),
         }
 
 
 def acked_metric(cell: Cell) -> str | None:
-    """What an acknowledgement means in this cell: a JetStream PubAck or Kafka delivery report ('publish'),
-    an rtt reply, or nothing (core NATS publish)."""
+    """What an acknowledgement means in this cell: the broker's ack of a send ('publish'), an rtt reply, or
+    nothing (a broker that does not acknowledge sends, asked of the cell's system)."""
     spec = cell.spec
     if spec.measurement == "rtt":
         return "rtt"
-    if isinstance(spec, NatsCell) and spec.broker.mode == "core":
-        return None
-    return "publish"
+    return "publish" if system_of(spec).sends_acknowledged(spec.broker.model_dump()) else None
 
 
 def describe(cell: Cell, exc: BaseException) -> str:

@@ -150,7 +150,9 @@ class CeleryAirflow:
         ]
         deadline = time.monotonic() + timeout
         while True:
-            runs = self._query("SELECT run_id, state, logical_date FROM dag_run WHERE dag_id = ?", (dag_id,))
+            runs = self._query(
+                "SELECT run_id, state, logical_date FROM dag_run WHERE dag_id = ? AND run_type = 'scheduled'", (dag_id,)
+            )
             finished = [r for r in runs if r["state"] in ("success", "failed")]
             if finished:
                 return finished[0]

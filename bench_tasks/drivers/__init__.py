@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..background import Background
+from ..spec.background import Background
 from .base import Driver
 
 MEASURED = ""

@@ -67,7 +67,7 @@ class KafkaDriver:
 
     # -- parent side ---------------------------------------------------------------------------
     async def prepare(self) -> None:
-        from ..brokers.kafka import create_topic
+        from ..systems.kafka.admin import create_topic
 
         b = self.cell.broker
         config = {"min.insync.replicas": str(b.min_insync_replicas), **{k: str(v) for k, v in b.topic.items()}}
@@ -99,7 +99,7 @@ class KafkaDriver:
         await asyncio.to_thread(fill)
 
     async def cleanup(self) -> None:
-        from ..brokers.kafka import delete_topic
+        from ..systems.kafka.admin import delete_topic
 
         with contextlib.suppress(Exception):
             await asyncio.wait_for(

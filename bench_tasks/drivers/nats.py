@@ -33,9 +33,9 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, S
 from nats.js.client import JetStreamContext
 from nats.protocol.command import pub_cmd
 
-from ..brokers.nats_cluster import servers_of
 from ..errors import BrokerError
-from ..matrix import NatsCell
+from ..systems.nats.cluster import servers_of
+from ..systems.nats.settings import NatsCell
 from .base import AckCallback, MessagesCallback, Outgoing
 
 QUEUE_GROUP = "sixnines"

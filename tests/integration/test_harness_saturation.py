@@ -22,8 +22,8 @@ import psutil
 import pytest
 from rich.console import Console
 
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.runner import run_cell
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
 

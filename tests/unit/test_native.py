@@ -1,16 +1,12 @@
-"""bench_tasks.native: reading what the native tools print (outputs captured from the pinned versions)."""
+"""The native tools' output, read by each system's `native` module (outputs captured from the pinned versions)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench_tasks.native import (
-    NativeToolError,
-    latency_percentiles_ms,
-    parse_end_to_end_latency,
-    parse_nats_bench_csv,
-    parse_producer_performance,
-)
+from bench_tasks.errors import NativeToolError
+from bench_tasks.systems.kafka.native import parse_end_to_end_latency, parse_producer_performance
+from bench_tasks.systems.nats.native import latency_percentiles_ms, parse_nats_bench_csv
 
 # kafka-tools 4.3.1 ProducerPerformance: a progress line, then the summary with percentiles.
 PRODUCER_PERFORMANCE = """\

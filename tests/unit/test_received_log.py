@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bench_tasks import generator
+from bench_tasks.core.schedule import PhasePlan
 from bench_tasks.generator import _ReceivedLog, _SentLog
 from bench_tasks.payload import PayloadFactory, relay, stamp_relay_sent
-from bench_tasks.schedule import PhasePlan
 
 
 class Batch:

@@ -1,4 +1,4 @@
-"""bench_tasks.saturation: the harness's view of itself, on literal samples with known answers."""
+"""bench_tasks.core.saturation: the harness's view of itself, on literal samples with known answers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.saturation import ProcessWatch, ThreadTimes, describe, read_threads, summarize, verdict
+from bench_tasks.core.saturation import ProcessWatch, ThreadTimes, describe, read_threads, summarize, verdict
 
 S = 1_000_000_000
 
