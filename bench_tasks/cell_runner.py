@@ -78,6 +78,7 @@ class CellRun:
     background: dict[str, dict] = field(default_factory=dict)  # per background workload: counts, send lag
     relayed: int = 0  # chain: messages the relays forwarded
     clock_offsets: list[dict] = field(default_factory=list)  # measured across clock domains, when the matrix asks
+    harness: dict[str, dict] = field(default_factory=dict)  # per worker: how busy and backed up it was (saturation)
 
     def faults_dicts(self) -> list[dict]:
         return [asdict(f) for f in self.faults]
@@ -92,6 +93,7 @@ class CellRun:
             "background": self.background,
             "relayed": self.relayed,
             "clock_offsets": self.clock_offsets,
+            "harness": self.harness,
         }
 
     @classmethod
@@ -109,6 +111,7 @@ class CellRun:
             facts.get("background", {}),
             facts.get("relayed", 0),
             facts.get("clock_offsets", []),
+            facts.get("harness", {}),
         )
 
 
@@ -269,6 +272,8 @@ def drive_cell(
                     _drain_hosts(part, channels, monitor, done, cell.id, listeners, drain_until)
             channels.stop.set()
             _await_roles(channels, monitor, listeners, "done", 60.0, cell.id, done)
+            _drain_events(channels, monitor)  # the last producers' harness facts may still be queued
+            run.harness = monitor.harness
             run.lagging_consumed = sum(monitor.lagging_consumed.values())
             run.relayed = sum(monitor.relayed.values())
             run.background = _background_summary(spec.background, monitor)
@@ -413,6 +418,13 @@ def _await_roles(
         if event["kind"] == "done" and done is not None:
             done.add(name)
         monitor.handle(event)
+
+
+def _drain_events(channels: Channels, monitor: LiveMonitor) -> None:
+    """Hand every event still queued to the monitor (workers are done: nothing more is coming)."""
+    with contextlib.suppress(queue.Empty):
+        while True:
+            monitor.handle(channels.events.get(timeout=0.05))
 
 
 def _reap(procs: list, channels: Channels) -> None:

@@ -42,6 +42,10 @@ class CellError(SixninesError):
         super().__init__(f"cell {cell_id} failed: {reason}")
 
 
+class NativeToolError(SixninesError):
+    """A system's own benchmark tool (the NATS CLI, Kafka's perf tools) could not be built, run, or read."""
+
+
 class NetworkError(SixninesError):
     """Network namespaces, links or bandwidth caps for load-generator hosts could not be set up or removed."""
 

@@ -159,6 +159,7 @@ def collect_parts(folder: LakePath, cell: Cell, staging: Path) -> Collected:
         "lagging_consumed": sum(f.get("lagging_consumed", 0) for f in started),
         "relayed": sum(f.get("relayed", 0) for f in started),
         "clock_offsets": [o for f in started for o in f.get("clock_offsets", [])],
+        "harness": {name: facts for f in started for name, facts in f.get("harness", {}).items()},
     }
     return Collected(CellRun.from_facts(merged, staging), reasons[0] if reasons else None, generators)
 
