@@ -37,12 +37,12 @@ from rich.console import Console
 
 from bench_tasks.brokers.handles import BrokerHandle
 from bench_tasks.cell.context import harness_context
+from bench_tasks.cell.drive import drive_cell
+from bench_tasks.cell.landing import CellReport, describe, land_cell
 from bench_tasks.cell.lifecycle import provision_brokers
 from bench_tasks.cell.runner import select_cells
-from bench_tasks.cell_runner import drive_cell
 from bench_tasks.errors import CellError
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.landing import CellReport, describe, land_cell
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.systems.kafka.admin import create_topic
 from bench_tasks.systems.kafka.jvm import java_binary

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..drivers import Target
 from ..errors import BrokerError
+from ..load.routes import Target
 from ..topology.netns import inside
 from .cluster import stop_pids
 from .leaders import LeaderPoll, LeaderWatch

@@ -43,12 +43,9 @@ from pydantic import ValidationError
 from ..brokers.external import ExternalBrokers
 from ..brokers.handles import BrokerHandle, reap_if_child
 from ..brokers.provision import attach, provision, reuse_for
-from ..cell_runner import CellRun, check_cpus
 from ..errors import BrokerError, CellError, MatrixError, SixninesError
-from ..hostparts import child_env, collect_parts, discard, publish_cell
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.storage import lake_path
-from ..landing import CellReport, describe, keep_broker_logs, land_cell
 from ..paths import cache_dir
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import CELL_ADAPTER, Cell
@@ -56,6 +53,9 @@ from ..systems import resolve_version
 from ..topology import hosts, netns
 from ..topology.hosts import broker_site
 from ..topology.netns import Topology, inside
+from .drive import CellRun, check_cpus
+from .hostparts import child_env, collect_parts, discard, publish_cell
+from .landing import CellReport, describe, keep_broker_logs, land_cell
 
 BROKER_POLICIES = ("fresh", "reuse")
 PHASES = ("warmup", "measure", "cooldown")

@@ -18,13 +18,13 @@ from typing import Any
 from rich.console import Console
 
 from ..brokers.provision import attach
-from ..cell_runner import CellRun, Fault, drive_cell
 from ..core.hdr import new_histogram
 from ..errors import CellError
 from ..lake.layout import write_json
-from ..landing import describe
-from ..live import LiveMonitor
+from ..load.live import LiveMonitor
 from ..spec.matrix import Cell
+from .drive import CellRun, Fault, drive_cell
+from .landing import describe
 from .lifecycle import CellWork, topology_of
 
 STATUS_SCHEMA_VERSION = 1  # 1: first version

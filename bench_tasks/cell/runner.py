@@ -15,17 +15,17 @@ from pathlib import Path
 from rich.console import Console
 
 from ..brokers.handles import BrokerHandle
-from ..cell_runner import CellRun, Fault, drive_cell
 from ..errors import CellError, SixninesError
-from ..hostparts import discard, drive_hosts, publish_cell
 from ..lake.layout import Lake, RunInfo
-from ..landing import CellReport, acked_metric, describe, land_cell
 from ..paths import cache_dir
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import Cell, Matrix, expand_repeats
 from ..systems import resolve_version, system
 from ..topology import hosts, netns
 from ..topology.netns import Topology
+from .drive import CellRun, Fault, drive_cell
+from .hostparts import discard, drive_hosts, publish_cell
+from .landing import CellReport, acked_metric, describe, land_cell
 from .lifecycle import provision_brokers, stop_brokers
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""bench_tasks.payload: the 32-byte message header and the incompressible filler."""
+"""bench_tasks.load.payload: the 32-byte message header and the incompressible filler."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import zlib
 import pytest
 
 from bench_tasks.errors import PayloadError
-from bench_tasks.payload import (
+from bench_tasks.load.payload import (
     HEADER_SCHEMA_VERSION,
     HEADER_SIZE,
     MAGIC,

@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
-from bench_tasks import generator
 from bench_tasks.core.schedule import PhasePlan
-from bench_tasks.generator import _ReceivedLog, _SentLog
-from bench_tasks.payload import PayloadFactory, relay, stamp_relay_sent
+from bench_tasks.load import generator
+from bench_tasks.load.generator import _ReceivedLog, _SentLog
+from bench_tasks.load.payload import PayloadFactory, relay, stamp_relay_sent
 
 
 class Batch:

@@ -38,16 +38,16 @@ from typing import Any
 
 from rich.console import Console
 
-from .brokers.provision import attach
-from .cell_runner import CellRun, drive_cell
-from .errors import CellError
-from .lake.storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
+from ..brokers.provision import attach
+from ..errors import CellError
+from ..lake.storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
+from ..paths import cache_dir
+from ..spec.matrix import Cell
+from ..topology import HOSTS_TIMEOUT_S
+from ..topology.hosts import load_hosts, queue_of
+from ..topology.rendezvous import HostPart, Rendezvous
+from .drive import CellRun, drive_cell
 from .landing import describe
-from .paths import cache_dir
-from .spec.matrix import Cell
-from .topology import HOSTS_TIMEOUT_S
-from .topology.hosts import load_hosts, queue_of
-from .topology.rendezvous import HostPart, Rendezvous
 
 CELL_FILE = "cell.json"
 _SCHEMA_VERSION = 1
@@ -178,7 +178,7 @@ def child_env(cell: Cell, lake: LakePath) -> dict[str, str]:
     an S3 lake the credentials this process resolved (from the lake connection, inside Airflow)."""
     env = {**os.environ, "SIXNINES_CACHE": str(cache_dir())}
     if cell.spec.brokers == "external":
-        from .brokers.connections import env_var, get_connection
+        from ..brokers.connections import env_var, get_connection
 
         assert cell.spec.connection is not None
         env[env_var(cell.spec.connection)] = get_connection(cell.spec.connection).to_json()

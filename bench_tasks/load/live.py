@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from .core.hdr import new_histogram, record_many
-from .core.percentiles import format_ns
-from .core.schedule import PHASE_NAMES, PhasePlan
+from ..core.hdr import new_histogram, record_many
+from ..core.percentiles import format_ns
+from ..core.schedule import PHASE_NAMES, PhasePlan
 
 _LOG_EVERY_S = 5.0
 

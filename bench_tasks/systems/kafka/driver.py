@@ -24,9 +24,9 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from ..errors import BrokerError
-from ..loop import name_thread
-from .base import AckCallback, MessagesCallback, Outgoing
+from ...errors import BrokerError
+from ...load.driver import AckCallback, MessagesCallback, Outgoing
+from ...load.loop import name_thread
 
 _POLL_S = 0.05
 # librdkafka's own defaults stand unless the matrix overrides them (acks=all, linger.ms=5, …); the harness
@@ -67,7 +67,7 @@ class KafkaDriver:
 
     # -- parent side ---------------------------------------------------------------------------
     async def prepare(self) -> None:
-        from ..systems.kafka.admin import create_topic
+        from .admin import create_topic
 
         b = self.cell.broker
         config = {"min.insync.replicas": str(b.min_insync_replicas), **{k: str(v) for k, v in b.topic.items()}}
@@ -99,7 +99,7 @@ class KafkaDriver:
         await asyncio.to_thread(fill)
 
     async def cleanup(self) -> None:
-        from ..systems.kafka.admin import delete_topic
+        from .admin import delete_topic
 
         with contextlib.suppress(Exception):
             await asyncio.wait_for(

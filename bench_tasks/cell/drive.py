@@ -20,25 +20,19 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from rich.console import Console
 
-from .core.percentiles import summarize
-from .core.schedule import NS_PER_S, PhasePlan
-from .drivers import MEASURED, Target, driver_for, final_route, routes
-from .errors import CellError
-from .generator import Channels, WorkerPlan, worker_main
-from .live import LiveMonitor
-from .loop import run_precise
-from .spec.matrix import Cell
-from .topology import HOSTS_TIMEOUT_S
-from .topology.hosts import (
-    broker_site,
-    cell_routes,
-    clock_offsets,
-    host_of,
-    worker_netns,
-    worker_route,
-)
-from .topology.netns import Topology, inside
-from .topology.rendezvous import HostPart
+from ..core.percentiles import summarize
+from ..core.schedule import NS_PER_S, PhasePlan
+from ..errors import CellError
+from ..load.drivers import driver_for, routes
+from ..load.generator import Channels, WorkerPlan, worker_main
+from ..load.live import LiveMonitor
+from ..load.loop import run_precise
+from ..load.routes import MEASURED, Target, final_route
+from ..spec.matrix import Cell
+from ..topology import HOSTS_TIMEOUT_S
+from ..topology.hosts import broker_site, cell_routes, clock_offsets, host_of, worker_netns, worker_route
+from ..topology.netns import Topology, inside
+from ..topology.rendezvous import HostPart
 
 _START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
 _READY_TIMEOUT_S = 60.0

@@ -19,28 +19,27 @@ from __future__ import annotations
 
 import os
 import random
-import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from .errors import PayloadError
+from ..core.header import (
+    HEADER,
+    HEADER_SCHEMA_VERSION,
+    HEADER_SIZE,
+    HOP_OFFSET,
+    MAGIC,
+    NO_RELAY,
+    RELAY,
+    RELAY_SENT_OFFSET,
+    RELAYED_MIN_SIZE,
+    SENT_FIELD,
+    SENT_OFFSET,
+)
+from ..errors import PayloadError
 
-MAGIC = b"S9"
-# Version history: 1 — first layout (magic, schema, hop, producer_id, seq, intended_ns, sent_ns).
-#                  2 — same header; a message with hop >= 1 carries the relay stamp after it.
-HEADER_SCHEMA_VERSION = 2
-_HEADER = struct.Struct("<2sBBIQQQ")
-HEADER_SIZE = _HEADER.size  # 32
-_SENT_FIELD = struct.Struct("<Q")
-_SENT_OFFSET = HEADER_SIZE - _SENT_FIELD.size
-_RELAY = struct.Struct("<QQ")  # relay_received_ns, relay_sent_ns
-_RELAY_SENT_OFFSET = HEADER_SIZE + 8
-RELAYED_MIN_SIZE = HEADER_SIZE + _RELAY.size  # 48
-_NO_RELAY = _RELAY.pack(2**64 - 1, 2**64 - 1)  # -1, -1 as int64
-_HOP_OFFSET = 3
-# The header as a numpy record, for decoding a batch's headers in one view (same layout as _HEADER).
+# The header as a numpy record, for decoding a batch's headers in one view (same layout as HEADER).
 HEADER_DTYPE = np.dtype(
     [
         ("magic", "S2"),
@@ -84,13 +83,13 @@ class PayloadFactory:
             else self._random.randbytes(self._filler)
         )
         buf = bytearray(HEADER_SIZE) + filler
-        _HEADER.pack_into(buf, 0, MAGIC, HEADER_SCHEMA_VERSION, hop, producer_id, seq, intended_ns, 0)
+        HEADER.pack_into(buf, 0, MAGIC, HEADER_SCHEMA_VERSION, hop, producer_id, seq, intended_ns, 0)
         return buf
 
     @staticmethod
     def stamp(buf: bytearray, sent_ns: int) -> bytes:
         """Write sent_ns into a prepared message: the only work between reading the clock and sending."""
-        _SENT_FIELD.pack_into(buf, _SENT_OFFSET, sent_ns)
+        SENT_FIELD.pack_into(buf, SENT_OFFSET, sent_ns)
         return bytes(buf)
 
     def make(self, producer_id: int, seq: int, intended_ns: int, sent_ns: int, hop: int = 0) -> bytes:
@@ -105,7 +104,7 @@ class PayloadFactory:
         it sends every message at its own stamped time. The filler of all of them is drawn in one call."""
         size = self._filler
         filler = self._numpy.bytes(size * len(seqs))
-        pack = _HEADER.pack
+        pack = HEADER.pack
         for k, (seq, intended) in enumerate(zip(seqs, intended_ns, strict=True)):
             sent = clock()
             yield (
@@ -120,7 +119,7 @@ def decode_header(data: bytes) -> Header:
     """Parse the header of a received message; raise PayloadError for anything that is not ours."""
     if len(data) < HEADER_SIZE:
         raise PayloadError(f"message of {len(data)} B is shorter than the {HEADER_SIZE} B header")
-    magic, version, hop, producer_id, seq, intended_ns, sent_ns = _HEADER.unpack_from(data, 0)
+    magic, version, hop, producer_id, seq, intended_ns, sent_ns = HEADER.unpack_from(data, 0)
     if magic != MAGIC:
         raise PayloadError(f"bad magic {magic!r}, expected {MAGIC!r}")
     if version != HEADER_SCHEMA_VERSION:
@@ -145,7 +144,7 @@ def decode_headers(payloads: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
 def decode_relay_stamps(payloads: Sequence[bytes]) -> np.ndarray:
     """(relay_received_ns, relay_sent_ns) of many relayed messages, shape (n, 2); -1 where a message is too
     short to carry them."""
-    stamps = b"".join([p[HEADER_SIZE:RELAYED_MIN_SIZE] if len(p) >= RELAYED_MIN_SIZE else _NO_RELAY for p in payloads])
+    stamps = b"".join([p[HEADER_SIZE:RELAYED_MIN_SIZE] if len(p) >= RELAYED_MIN_SIZE else NO_RELAY for p in payloads])
     return np.frombuffer(stamps, dtype="<i8").reshape(-1, 2)
 
 
@@ -160,14 +159,14 @@ def relay(data: bytes, received_ns: int) -> bytearray:
     if len(data) < RELAYED_MIN_SIZE:
         raise PayloadError(f"message of {len(data)} B cannot carry a relay stamp (needs {RELAYED_MIN_SIZE} B)")
     buf = bytearray(data)
-    buf[_HOP_OFFSET] = min(255, buf[_HOP_OFFSET] + 1)
-    _RELAY.pack_into(buf, HEADER_SIZE, received_ns, 0)
+    buf[HOP_OFFSET] = min(255, buf[HOP_OFFSET] + 1)
+    RELAY.pack_into(buf, HEADER_SIZE, received_ns, 0)
     return buf
 
 
 def stamp_relay_sent(buf: bytearray, sent_ns: int) -> bytes:
     """The relay's send time, written right before it forwards (like `PayloadFactory.stamp`)."""
-    _SENT_FIELD.pack_into(buf, _RELAY_SENT_OFFSET, sent_ns)
+    SENT_FIELD.pack_into(buf, RELAY_SENT_OFFSET, sent_ns)
     return bytes(buf)
 
 
@@ -175,4 +174,4 @@ def decode_relay_stamp(data: bytes) -> RelayStamp:
     """The relay's times of a message whose header says hop >= 1."""
     if len(data) < RELAYED_MIN_SIZE:
         raise PayloadError(f"relayed message of {len(data)} B is shorter than {RELAYED_MIN_SIZE} B")
-    return RelayStamp(*_RELAY.unpack_from(data, HEADER_SIZE))
+    return RelayStamp(*RELAY.unpack_from(data, HEADER_SIZE))

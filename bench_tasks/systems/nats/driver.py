@@ -33,10 +33,10 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, S
 from nats.js.client import JetStreamContext
 from nats.protocol.command import pub_cmd
 
-from ..errors import BrokerError
-from ..systems.nats.cluster import servers_of
-from ..systems.nats.settings import NatsCell
-from .base import AckCallback, MessagesCallback, Outgoing
+from ...errors import BrokerError
+from ...load.driver import AckCallback, MessagesCallback, Outgoing
+from .cluster import servers_of
+from .settings import NatsCell
 
 QUEUE_GROUP = "sixnines"
 # A JetStream stream is one ordered log with one leader: its samples are recorded as partition 0, so the runner's

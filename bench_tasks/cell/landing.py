@@ -16,16 +16,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .cell.context import harness_context
-from .cell_runner import CellRun
-from .core.analysis import CellAnalysis, analyze, leaders_at
-from .core.hdr import write_hlog
-from .core.saturation import HARNESS_FACTS_VERSION, verdict
-from .errors import SixninesError
-from .lake.layout import Lake, RunInfo, write_json
-from .lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
-from .spec.matrix import Cell
-from .systems import system_of
+from ..core.analysis import CellAnalysis, analyze, leaders_at
+from ..core.hdr import write_hlog
+from ..core.saturation import HARNESS_FACTS_VERSION, verdict
+from ..errors import SixninesError
+from ..lake.layout import Lake, RunInfo, write_json
+from ..lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
+from ..spec.matrix import Cell
+from ..systems import system_of
+from .context import harness_context
+from .drive import CellRun
 
 
 @dataclass

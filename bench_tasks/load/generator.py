@@ -35,15 +35,16 @@ import numpy as np
 import pyarrow as pa
 from setproctitle import setproctitle
 
-from .core.saturation import ProcessWatch
-from .core.schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
-from .drivers import HOP2, MEASURED, background_route, background_spec, driver_for
-from .drivers.base import Driver, Outgoing, Received
-from .errors import PayloadError
-from .lake.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
+from ..core.saturation import ProcessWatch
+from ..core.schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
+from ..errors import PayloadError
+from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
+from ..spec.matrix import CELL_ADAPTER, CellSpec
+from .driver import Driver, Outgoing, Received
+from .drivers import background_spec, driver_for
 from .loop import run_precise, tighten_timer_slack
 from .payload import PayloadFactory, decode_header, decode_headers, decode_relay_stamps, relay, stamp_relay_sent
-from .spec.matrix import CELL_ADAPTER, CellSpec
+from .routes import HOP2, MEASURED, background_route
 
 REPORT_EVERY_S = 0.25
 _MAX_BATCH = 1024  # messages per driver call when behind: the flusher and reporter still run between batches
@@ -93,13 +94,13 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     """Process entry point."""
     setproctitle(f"sixnines {plan.role}-{plan.index} cell {plan.cell_id}")  # readable in ps/top
     if plan.netns:  # first, before any socket exists: everything this worker opens belongs to its host
-        from .topology.netns import enter
+        from ..topology.netns import enter
 
         enter(plan.netns)
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
     if plan.clock_shift_ns:  # rebinds the module's clock for every stamp this process takes
-        from .topology.clock import host_clock
+        from ..topology.clock import host_clock
 
         global now_ns
         now_ns = host_clock(plan.clock_shift_ns)
