@@ -37,11 +37,10 @@ from rich.console import Console
 
 from bench_tasks.brokers.handles import BrokerHandle
 from bench_tasks.cell.context import harness_context
-from bench_tasks.cell.drive import drive_cell
-from bench_tasks.cell.landing import CellReport, describe, land_cell
+from bench_tasks.cell.drive import drive
+from bench_tasks.cell.landing import CellReport, land_cell
 from bench_tasks.cell.lifecycle import provision_brokers
 from bench_tasks.cell.runner import select_cells
-from bench_tasks.errors import CellError
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.systems.kafka.admin import create_topic
@@ -134,14 +133,8 @@ def sixnines(cell: Cell, brokers: BrokerHandle, lake: Lake, console: Console) ->
     run = RunInfo.new()
     started = dt.datetime.now(dt.UTC).isoformat()
     staging = lake.staging_dir(run, cell.instance)
-    status, reason, cell_run = "ok", None, None
-    try:
-        cell_run = drive_cell(cell, brokers.target(), staging, brokers, console)
-    except CellError as exc:
-        status, reason, cell_run = "failed", str(exc), exc.partial_run  # type: ignore[assignment]
-    except Exception as exc:
-        status, reason = "failed", describe(cell, exc)
-    return land_cell(cell, lake, run, staging, cell_run, brokers.context(), status, reason, started)
+    driven = drive(cell, brokers.target(), staging, brokers, console)
+    return land_cell(cell, lake, run, staging, driven.run, brokers.context(), driven.status, driven.reason, started)
 
 
 def figures(report: CellReport, metric: str) -> dict[str, Any]:

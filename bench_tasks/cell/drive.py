@@ -1,65 +1,42 @@
-"""Drive one cell on a running broker: start workers, fix t0, inject faults, drain, stop — as one schedule.
+"""Drive one cell on running brokers: routes, workers, the schedule (with faults on its clock), drain — one run.
 
-The parent only orchestrates; every timestamp of a message is taken in a worker. Load runs without a
-gap from warmup start to cooldown end: phases are cut afterwards by intended time. Whatever happens, no
-worker process outlives this function.
+The parent only orchestrates; every timestamp of a message is taken in a worker. Load runs without a gap from
+warmup start to cooldown end: phases are cut afterwards by intended time. Whatever happens, no worker process
+outlives the drive. The same steps serve every entry point (the CLI, the detached generator under Airflow, one
+real host's part); what differs between one machine and one host of many sits behind `coordination`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing as mp
 import os
-import queue
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import numpy as np
 from rich.console import Console
 
 from ..core.percentiles import summarize
 from ..core.schedule import NS_PER_S, PhasePlan
-from ..errors import CellError
+from ..errors import CellError, SixninesError
 from ..load.drivers import driver_for, routes
-from ..load.generator import Channels, WorkerPlan, worker_main
+from ..load.generator import WorkerPlan
 from ..load.live import LiveMonitor
 from ..load.loop import run_precise
 from ..load.routes import MEASURED, Target, final_route
 from ..spec.matrix import Cell
-from ..topology import HOSTS_TIMEOUT_S
-from ..topology.hosts import broker_site, cell_routes, clock_offsets, host_of, worker_netns, worker_route
+from ..topology.hosts import broker_site, cell_routes, worker_netns, worker_route
 from ..topology.netns import Topology, inside
 from ..topology.rendezvous import HostPart
+from .coordination import Coordinator, coordinator_for
+from .faults import BrokerControl, Fault, FaultInjector, FiredFault
+from .workers import Workers
 
-_START_MARGIN_NS = 200_000_000  # between "all producers ready" and t0
-_READY_TIMEOUT_S = 60.0
-_PROGRESS_EVERY_NS = 500_000_000  # a host part's progress note while it waits for the other hosts
+READY_TIMEOUT_S = 60.0
+DONE_TIMEOUT_S = 60.0
 
-
-class BrokerControl(Protocol):
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
-    def kill(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Fault:
-    """A fault injected during `measure`: `stall` freezes the broker (SIGSTOP) for `duration_s`;
-    `kill` ends it (SIGKILL). `at_s` counts from the start of the measure phase."""
-
-    kind: Literal["stall", "kill"]
-    at_s: float
-    duration_s: float = 0.0
-
-
-@dataclass
-class FiredFault:
-    kind: str
-    start_ns: int
-    end_ns: int | None = None
+__all__ = ["CellRun", "Driven", "Fault", "FiredFault", "check_cpus", "drive"]
 
 
 @dataclass
@@ -109,13 +86,18 @@ class CellRun:
         )
 
 
-def receiver_role(cell: Cell) -> str | None:
-    return {"e2e": "consumer", "chain": "consumer", "rtt": "responder", "publish": None}[cell.spec.measurement]
+@dataclass
+class Driven:
+    """How a cell's schedule ended: the run so far (None if it never started), and the first failure."""
+
+    run: CellRun | None
+    status: str = "ok"
+    reason: str | None = None
 
 
-def drive_cell(
+def drive(
     cell: Cell,
-    url: str | Target,
+    target: Target | str,
     staging: Path,
     control: BrokerControl,
     console: Console,
@@ -123,212 +105,194 @@ def drive_cell(
     on_status: Callable[[LiveMonitor], None] | None = None,
     topology: Topology | None = None,
     part: HostPart | None = None,
-) -> CellRun:
-    """Run the cell's whole schedule against the brokers. `url` is the brokers' address, or a Target carrying
-    client security settings and route names too. With a topology, each worker runs in its host's network
-    namespace (and the parent reaches the broker from the broker's namespace). With a host part, only this
-    host's workers run, on the host clock, starting at the time all hosts agree on (`hostparts`)."""
-    spec, w = cell.spec, cell.spec.workload
-    target = url if isinstance(url, Target) else Target(url)
-    names = target.names or cell.instance
-    check_cpus(cell)
-    ctx = mp.get_context("spawn")
-    phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
-    channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
-    all_routes = {**routes(spec), **dict.fromkeys(cell_routes(cell), spec)}  # + one per clock domain, if split
-    drivers = {
-        route: driver_for(target.address, route_spec, names, route, target.client)
-        for route, route_spec in all_routes.items()
-    }
-    driver = drivers[MEASURED]
-    clock = part.clock if part is not None else time.monotonic_ns
+) -> Driven:
+    """Run the cell's whole schedule against the brokers; a failed cell is a result, never an exception, and
+    keeps whatever ran. `target`: the brokers' address, or a Target carrying client security settings and route
+    names too. With a topology each worker runs in its host's network namespace; with a host part, only this
+    host's workers run, on the host clock, starting when all hosts agree (`coordination`)."""
+    target = target if isinstance(target, Target) else Target(target)
+    cell_drive = CellDrive(cell, target, staging, control, console, faults, on_status, topology, coordinator_for(part))
+    try:
+        return Driven(cell_drive.run_schedule())
+    except CellError as exc:
+        return Driven(cell_drive.run, "failed", str(exc))
+    except Exception as exc:  # recorded, never lost: land reports it as the cell's reason
+        text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
+        return Driven(cell_drive.run, "failed", text if cell.id in text else f"cell {cell.instance}: {text}")
 
-    async def prepare() -> None:
+
+def receiver_role(cell: Cell) -> str | None:
+    return {"e2e": "consumer", "chain": "consumer", "rtt": "responder", "publish": None}[cell.spec.measurement]
+
+
+@dataclass
+class Groups:
+    """The cell's worker processes by what they do, in the order they start (downstream first)."""
+
+    receivers: list[Any]
+    relays: list[Any]
+    readers: list[Any]  # lagging and background consumers: unmeasured
+    senders: list[Any]  # measured producers, then background producers
+
+    @property
+    def listeners(self) -> list[Any]:
+        return self.receivers + self.relays + self.readers
+
+
+class CellDrive:
+    """One cell's run, step by step: routes, workers, schedule, drain, collect. `run` holds the run as far as it
+    got, so a failure at any step still lands what was measured."""
+
+    def __init__(
+        self,
+        cell: Cell,
+        target: Target,
+        staging: Path,
+        control: BrokerControl,
+        console: Console,
+        faults: Sequence[Fault],
+        on_status: Callable[[LiveMonitor], None] | None,
+        topology: Topology | None,
+        coordinator: Coordinator,
+    ):
+        self.cell, self.target, self.staging, self.control = cell, target, staging, control
+        self.faults, self.topology, self.coord = faults, topology, coordinator
+        self.names = target.names or cell.instance
+        w = cell.spec.workload
+        self.phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
+        self.monitor = LiveMonitor(coordinator.label(cell), cell.spec.measurement, console, on_status)
+        self.monitor.clock = coordinator.clock
+        self.run: CellRun | None = None
+
+    def run_schedule(self) -> CellRun:
+        check_cpus(self.cell)
+        self.coord.prepare_routes(self._prepare_routes)
+        offsets = self.coord.clock_offsets(self.cell, self.topology)
+        workers = Workers(self.cell.id, self.monitor, self.phase_ns)
+        groups = self._spawn(workers)
+        injector: FaultInjector | None = None
         try:
-            for route_driver in drivers.values():  # the measured topic, a chain's second hop, background ones
-                if not target.prepared:  # external brokers: provision created them
+            with self.monitor:
+                for group in (groups.receivers, groups.relays, groups.readers, groups.senders):
+                    workers.start(group, READY_TIMEOUT_S)  # nothing is sent before whoever receives it listens
+                run = self._begin(workers, offsets)
+                injector = FaultInjector(
+                    self.faults, self.control, run.plan.measure_start_ns, self.coord.clock, run.faults
+                )
+                self._send(workers, groups, injector, run)
+                self._drain(workers, groups, run)
+                self._collect(workers, groups, run)
+        finally:
+            if injector is not None:
+                injector.close()
+            workers.reap()
+        return run
+
+    # -- routes ------------------------------------------------------------------------------------------------
+    def _prepare_routes(self) -> None:
+        """Create the measured route, a chain's second hop, background ones (external brokers: provision made
+        them), and write a prefill backlog; from the broker's side of the network."""
+        spec, target = self.cell.spec, self.target
+        all_routes = {**routes(spec), **dict.fromkeys(cell_routes(self.cell), spec)}  # + one per clock domain
+        drivers = {r: driver_for(target.address, s, self.names, r, target.client) for r, s in all_routes.items()}
+        with inside(broker_site(self.cell, self.topology)[0]):
+            run_precise(self._prepare(drivers))
+
+    async def _prepare(self, drivers: dict[str, Any]) -> None:
+        w = self.cell.spec.workload
+        try:
+            for route_driver in drivers.values():
+                if not self.target.prepared:
                     await route_driver.prepare()
             if w.prefill_messages:
-                total, step = w.prefill_messages, max(1, w.prefill_messages // 10)
-
-                def progress(done: int) -> None:
-                    if done % step < 10_000 or done == total:  # about every 10 %
-                        console.print(f"prefill: {done}/{total} messages of {w.message_size_bytes} B", highlight=False)
-
-                await driver.prefill(total, w.message_size_bytes, progress)  # type: ignore[attr-defined]
+                await drivers[MEASURED].prefill(w.prefill_messages, w.message_size_bytes, self._prefill_progress)
         finally:
             for route_driver in drivers.values():
                 await route_driver.close()
 
-    if part is None or part.leader:  # a host part: the first load host makes the routes, the others wait for it
-        with inside(broker_site(cell, topology)[0]):
-            run_precise(prepare())
-    if part is not None:
-        if part.leader:
-            part.rendezvous.note("prepared", {})
-        else:
-            leader = part.rendezvous.hosts[:1]
-            part.rendezvous.wait("prepared", HOSTS_TIMEOUT_S, leader, hint="the first load host creates the routes")
-    # only where the matrix accepts cross-domain e2e
-    offsets = clock_offsets(cell, topology, part)
-    cell_json = spec.model_dump_json()
+    def _prefill_progress(self, done: int) -> None:
+        w = self.cell.spec.workload
+        total, step = w.prefill_messages, max(1, w.prefill_messages // 10)
+        if done % step < 10_000 or done == total:  # about every 10 %
+            self.monitor.console.print(f"prefill: {done}/{total} messages of {w.message_size_bytes} B", highlight=False)
 
-    def process(role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
+    # -- workers -----------------------------------------------------------------------------------------------
+    def _spawn(self, workers: Workers) -> Groups:
+        spec, w = self.cell.spec, self.cell.spec.workload
+        role = receiver_role(self.cell)
+        receivers = [self._worker(workers, role, i, final_route(spec)) for i in self._mine(role, w.consumers)]
+        chain = w.relays if spec.measurement == "chain" else 0
+        relays = [self._worker(workers, "relay", i) for i in self._mine("relay", chain)]
+        laggards = [self._worker(workers, "laggard", i) for i in self._mine("laggard", w.lagging_consumers)]
+        active = [(name, bg) for name, bg in spec.background.items() if bg.producers]
+        parts = [(name, k) for name, bg in active for k in range(bg.processes)]
+        background = [self._worker(workers, "background", i, background=n, part=k) for i, (n, k) in enumerate(parts)]
+        readers = [name for name, bg in active for _ in range(bg.consumers)]
+        bg_consumers = [self._worker(workers, "bg_consumer", i, background=n) for i, n in enumerate(readers)]
+        producers = [self._worker(workers, "producer", i) for i in self._mine("producer", w.producers)]
+        return Groups(receivers, relays, laggards + bg_consumers, producers + background)
+
+    def _mine(self, role: str | None, count: int) -> list[int]:
+        """The indexes of `role` that run here (all of them on one machine; a host part's own)."""
+        return [i for i in range(count) if role and self.coord.runs_here(self.cell, role, i)]
+
+    def _worker(self, workers: Workers, role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
+        w = self.cell.spec.workload
         cpus = w.cpus.producers if role in ("producer", "background") else w.cpus.receivers
-        route = worker_route(cell, role, index, route)
         plan = WorkerPlan(
             role,
             index,
-            target.address,
-            cell.instance,
-            cell_json,
-            str(staging),
+            self.target.address,
+            self.cell.instance,
+            self.cell.spec.model_dump_json(),
+            str(self.staging),
             tuple(cpus),
-            route,
-            client=dict(target.client),
-            names=names,
-            netns=worker_netns(cell, topology, role, index),
-            clock_shift_ns=part.clock_shift_ns if part is not None else 0,
+            worker_route(self.cell, role, index, route),
+            client=dict(self.target.client),
+            names=self.names,
+            netns=worker_netns(self.cell, self.topology, role, index),
+            clock_shift_ns=self.coord.clock_shift_ns,
             **extra,
         )
-        return ctx.Process(target=worker_main, args=(plan, channels), name=f"{role}-{index}", daemon=True)
+        return workers.process(plan)
 
-    def mine(role: str, count: int) -> list[int]:
-        """The indexes of `role` that run here: all of them, or on a host part the ones placed on this host."""
-        return [i for i in range(count) if part is None or host_of(cell, role, i) == part.host]
+    # -- schedule ----------------------------------------------------------------------------------------------
+    def _begin(self, workers: Workers, offsets: list[dict[str, Any]]) -> CellRun:
+        """Fix t0 for every producer: the schedule starts for all of them at once."""
+        t0, wall_t0_s = self.coord.start_at()
+        workers.channels.start_at_ns.value = t0
+        self.run = CellRun(PhasePlan(t0, *self.phase_ns), wall_t0_s, self.staging, clock_offsets=offsets)
+        self.monitor.plan = self.run.plan
+        return self.run
 
-    role = receiver_role(cell)
-    receivers = [process(role, i, route=final_route(spec)) for i in mine(role or "", w.consumers if role else 0)]
-    relays = [process("relay", i) for i in mine("relay", w.relays if spec.measurement == "chain" else 0)]
-    laggards = [process("laggard", i) for i in mine("laggard", w.lagging_consumers)]
-    active = [(name, bg) for name, bg in spec.background.items() if bg.producers]
-    background_parts = [(name, k) for name, bg in active for k in range(bg.processes)]
-    background = [process("background", i, background=n, part=k) for i, (n, k) in enumerate(background_parts)]
-    background_readers = [name for name, bg in active for _ in range(bg.consumers)]
-    background_consumers = [process("bg_consumer", i, background=n) for i, n in enumerate(background_readers)]
-    producers = [process("producer", i) for i in mine("producer", w.producers)]
-    senders = producers + background
-    listeners = receivers + relays + laggards + background_consumers
-    label = f"{cell.label} @ {part.host}" if part is not None else cell.label
-    monitor = LiveMonitor(label, spec.measurement, console, on_status)
-    monitor.clock = clock
-    run: CellRun | None = None
-    paused = False
-    try:
-        with monitor:
-            # Downstream first: nothing may be sent before whoever must receive it is listening.
-            for group in (receivers, relays, laggards + background_consumers, senders):
-                for p in group:
-                    p.start()
-                _await_roles(channels, monitor, group, "ready", _READY_TIMEOUT_S, cell.id)
-            if part is None:
-                t0 = time.monotonic_ns() + _START_MARGIN_NS
-                wall_t0_s = time.time() + _START_MARGIN_NS / 1e9
-            else:  # the host clock is the wall clock's epoch at the monotonic clock's rate
-                t0 = part.agree_t0(HOSTS_TIMEOUT_S)
-                wall_t0_s = t0 / NS_PER_S
-            channels.start_at_ns.value = t0
-            run = CellRun(PhasePlan(t0, *phase_ns), wall_t0_s, staging, clock_offsets=offsets)
-            monitor.plan = run.plan
-            pending = sorted(faults, key=lambda f: f.at_s)
-            finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)
-            done: set[str] = set()
-            stall_end: int | None = None
-            while not all(p.name in done for p in senders):
-                _pump(channels, monitor, done, cell.id, senders + listeners)
-                now = clock()
-                if pending and now >= run.plan.measure_start_ns + int(pending[0].at_s * NS_PER_S):
-                    fault = pending.pop(0)
-                    fired = FiredFault(fault.kind, clock())
-                    run.faults.append(fired)
-                    if fault.kind == "stall":
-                        control.pause()
-                        paused = True
-                        stall_end = fired.start_ns + int(fault.duration_s * NS_PER_S)
-                    else:
-                        control.kill()
-                        fired.end_ns = fired.start_ns
-                if paused and stall_end is not None and now >= stall_end:
-                    control.resume()
-                    paused = False
-                    run.faults[-1].end_ns = clock()
-                if now > finish_by:
-                    raise CellError(cell.id, "producers did not finish their schedule in time")
-            if part is not None:  # this host's producers are done; the others' may not be
-                _await_hosts_sent(part, channels, monitor, done, cell.id, listeners, finish_by)
-            # Drain: wait for stragglers until everything sent has arrived, or the drain timeout.
-            drain_until = max(run.plan.end_ns, clock()) + int(w.drain_timeout_s * NS_PER_S)
-            if role == "consumer":
-                if part is None:
-                    while monitor.total_received < monitor.total_sent and clock() < drain_until:
-                        _pump(channels, monitor, done, cell.id, listeners)
-                else:
-                    _drain_hosts(part, channels, monitor, done, cell.id, listeners, drain_until)
-            channels.stop.set()
-            _await_roles(channels, monitor, listeners, "done", 60.0, cell.id, done)
-            _drain_events(channels, monitor)  # the last producers' harness facts may still be queued
-            run.harness = monitor.harness
-            run.lagging_consumed = sum(monitor.lagging_consumed.values())
-            run.relayed = sum(monitor.relayed.values())
-            run.background = _background_summary(spec.background, monitor)
-    except CellError as exc:
-        exc.partial_run = run
-        raise
-    finally:
-        if paused:
-            control.resume()
-        channels.stop.set()
-        _reap(senders + listeners, channels)
-    assert run is not None
-    return run
+    def _send(self, workers: Workers, groups: Groups, injector: FaultInjector, run: CellRun) -> None:
+        """Until every sender is done, pumping events and ticking the fault injector on the cell's clock."""
+        w = self.cell.spec.workload
+        finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)
+        senders = {p.name for p in groups.senders}
+        while not senders <= workers.done:
+            workers.pump(groups.senders + groups.listeners)
+            now = self.coord.clock()
+            injector.tick(now)
+            if now > finish_by:
+                raise CellError(self.cell.id, "producers did not finish their schedule in time")
+        self.coord.after_sending(workers, groups.listeners, finish_by)
 
+    def _drain(self, workers: Workers, groups: Groups, run: CellRun) -> None:
+        """Wait for stragglers until everything sent has arrived, or the drain timeout."""
+        w = self.cell.spec.workload
+        if receiver_role(self.cell) == "consumer":
+            until = max(run.plan.end_ns, self.coord.clock()) + int(w.drain_timeout_s * NS_PER_S)
+            self.coord.drain(workers, groups.listeners, until)
+        workers.channels.stop.set()
+        workers.await_roles(groups.listeners, "done", DONE_TIMEOUT_S)
 
-def _progress(monitor: LiveMonitor) -> dict[str, int]:
-    return {"sent": monitor.total_sent, "received": monitor.total_received}
-
-
-def _await_hosts_sent(
-    part: HostPart, channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list, until: int
-) -> None:
-    """A host whose producers are done keeps its receivers going until every host's producers are done."""
-    part.rendezvous.note("progress", _progress(monitor))
-    while len(part.rendezvous.notes("progress")) < len(part.rendezvous.hosts):
-        part.rendezvous.check_others()
-        if part.clock() > until:
-            missing = set(part.rendezvous.hosts) - set(part.rendezvous.notes("progress"))
-            raise CellError(cell_id, f"producers of host(s) {', '.join(sorted(missing))} did not finish in time")
-        _pump_for(channels, monitor, done, cell_id, procs, _PROGRESS_EVERY_NS, part.clock)
-    _say(monitor, part, "every host's producers are done")
-
-
-def _drain_hosts(
-    part: HostPart, channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list, until: int
-) -> None:
-    """Drain until everything every host sent has been received by some host (each message is received in
-    one place: its route's consumers share it), or the drain timeout."""
-    while part.clock() < until:
-        part.rendezvous.note("progress", _progress(monitor))
-        notes = part.rendezvous.notes("progress").values()
-        sent, received = sum(n["sent"] for n in notes), sum(n["received"] for n in notes)
-        if received >= sent:
-            _say(monitor, part, f"all {sent} messages sent by the hosts were received")
-            return
-        _pump_for(channels, monitor, done, cell_id, procs, _PROGRESS_EVERY_NS, part.clock)
-    _say(monitor, part, "drain timeout: the cell counts what has not arrived as lost")
-
-
-def _say(monitor: LiveMonitor, part: HostPart, what: str) -> None:
-    """A host part's step in its log, timed from t0 (the hosts' logs line up by it)."""
-    since = (part.clock() - monitor.plan.t0_ns) / NS_PER_S if monitor.plan else 0.0
-    monitor.console.print(f"host {part.host} at t0{since:+.1f}s: {what}", highlight=False)
-
-
-def _pump_for(
-    channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list, ns: int, clock: Any
-) -> None:
-    end = clock() + ns
-    while clock() < end:
-        _pump(channels, monitor, done, cell_id, procs)
+    def _collect(self, workers: Workers, groups: Groups, run: CellRun) -> None:
+        workers.drain_events()  # the last producers' harness facts may still be queued
+        run.harness = self.monitor.harness
+        run.lagging_consumed = sum(self.monitor.lagging_consumed.values())
+        run.relayed = sum(self.monitor.relayed.values())
+        run.background = _background_summary(self.cell.spec.background, self.monitor)
 
 
 def _background_summary(background: dict[str, Any], monitor: LiveMonitor) -> dict[str, dict]:
@@ -359,78 +323,3 @@ def check_cpus(cell: Cell) -> None:
                 cell.id,
                 f"workload.cpus.{role}: CPU(s) {missing} not available on this host (available: {sorted(available)})",
             )
-
-
-def _pump(channels: Channels, monitor: LiveMonitor, done: set[str], cell_id: str, procs: list) -> None:
-    """Handle every pending event (waiting at most 50 ms for the first), then check worker health."""
-    try:
-        event = channels.events.get(timeout=0.05)
-        while True:
-            if event["kind"] == "failed":
-                raise CellError(cell_id, f"{event['role']} {event['index']} failed: {event['error']}")
-            if event["kind"] == "done":
-                done.add(f"{event['role']}-{event['index']}")
-            monitor.handle(event)
-            event = channels.events.get_nowait()
-    except queue.Empty:
-        pass
-    monitor.refresh()
-    for p in procs:
-        if p.exitcode is not None and p.exitcode != 0:
-            raise CellError(cell_id, f"{p.name} exited with code {p.exitcode}")
-
-
-def _await_roles(
-    channels: Channels,
-    monitor: LiveMonitor,
-    procs: list,
-    kind: str,
-    timeout_s: float,
-    cell_id: str,
-    done: set[str] | None = None,
-) -> None:
-    """Wait until every process in `procs` has sent an event of `kind`."""
-    wanted = {p.name for p in procs}
-    seen = (done & wanted) if done is not None else set()  # some may have finished already
-    deadline = time.monotonic() + timeout_s
-    while not wanted <= seen:
-        if time.monotonic() > deadline:
-            raise CellError(cell_id, f"timed out waiting for {sorted(wanted - seen)} to be {kind}")
-        try:
-            event = channels.events.get(timeout=0.05)
-        except queue.Empty:
-            for p in procs:
-                if p.exitcode is not None and p.name not in seen and p.exitcode != 0:
-                    raise CellError(cell_id, f"{p.name} exited with code {p.exitcode}") from None
-            monitor.refresh()
-            continue
-        if event["kind"] == "failed":
-            raise CellError(cell_id, f"{event['role']} {event['index']} failed: {event['error']}")
-        name = f"{event['role']}-{event['index']}"
-        if event["kind"] == kind:
-            seen.add(name)
-        if event["kind"] == "done" and done is not None:
-            done.add(name)
-        monitor.handle(event)
-
-
-def _drain_events(channels: Channels, monitor: LiveMonitor) -> None:
-    """Hand every event still queued to the monitor (workers are done: nothing more is coming)."""
-    with contextlib.suppress(queue.Empty):
-        while True:
-            monitor.handle(channels.events.get(timeout=0.05))
-
-
-def _reap(procs: list, channels: Channels) -> None:
-    """Join every worker (draining the queue so none blocks on exit), then terminate, then kill."""
-    deadline = time.monotonic() + 15
-    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-        with contextlib.suppress(queue.Empty):
-            channels.events.get(timeout=0.05)
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-            p.join(5)
-        if p.is_alive():
-            p.kill()
-            p.join(5)

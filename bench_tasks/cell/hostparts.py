@@ -46,20 +46,12 @@ from ..spec.matrix import Cell
 from ..topology import HOSTS_TIMEOUT_S
 from ..topology.hosts import load_hosts, queue_of
 from ..topology.rendezvous import HostPart, Rendezvous
-from .drive import CellRun, drive_cell
+from .drive import CellRun, drive
+from .faults import NoFaults
 from .landing import describe
 
 CELL_FILE = "cell.json"
 _SCHEMA_VERSION = 1
-
-
-class _NoFaults:
-    """The broker control of a host part: faults are refused before a cell on real hosts starts."""
-
-    def pause(self) -> None:
-        raise CellError("?", "faults are not injected by load hosts")
-
-    resume = kill = pause
 
 
 def publish_cell(folder: LakePath, cell: Cell, brokers: dict[str, Any]) -> None:
@@ -88,17 +80,12 @@ def run_host_part(folder: LakePath, host: str, staging: Path, console: Console) 
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     console.print(f"[bold]cell {cell.instance}[/] {cell.label}: host {host} of {', '.join(hosts)}", highlight=False)
-    status, reason, run = "ok", None, None
     try:
-        run = drive_cell(cell, attach(record["brokers"]).target(), staging, _NoFaults(), console, part=part)
-    except CellError as exc:
-        status, reason, run = "failed", str(exc), exc.partial_run  # type: ignore[assignment]
+        driven = drive(cell, attach(record["brokers"]).target(), staging, NoFaults(), console, part=part)
     except BaseException as exc:  # a task killed (SIGTERM, timeout) still tells the other hosts and land
-        status, reason = "failed", describe(cell, exc)
-        if not isinstance(exc, Exception):
-            _leave(part, staging, run, status, reason)
-            raise
-    return _leave(part, staging, run, status, reason)
+        _leave(part, staging, None, "failed", describe(cell, exc))
+        raise
+    return _leave(part, staging, driven.run, driven.status, driven.reason)
 
 
 def _leave(part: HostPart, staging: Path, run: CellRun | None, status: str, reason: str | None) -> dict[str, Any]:
@@ -232,9 +219,9 @@ def run_host(folder: LakePath, host: str, staging: Path, log: Callable[[str], No
     return facts
 
 
-def drive_hosts(folder: LakePath, cell: Cell, staging: Path, console: Console) -> Collected:
+def run_hosts(folder: LakePath, cell: Cell, console: Console) -> None:
     """The CLI's way to run a cell on real hosts from one machine: one `sixnines cell host` process per load
-    host, started together like the generate tasks of separate workers, then their parts collected."""
+    host, started together like the generate tasks of separate workers; land collects their parts."""
     w = cell.spec.workload
     budget = HOSTS_TIMEOUT_S * 2 + w.warmup_s + w.measure_s + w.cooldown_s + w.drain_timeout_s + 120
     base = cache_dir() / "host-parts" / folder.name
@@ -251,4 +238,3 @@ def drive_hosts(folder: LakePath, cell: Cell, staging: Path, console: Console) -
     finally:
         stop_hosts(list(procs.values()))
         shutil.rmtree(base, ignore_errors=True)
-    return collect_parts(folder, cell, staging)
