@@ -36,8 +36,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{name: ("cell.verdict", name) for name in ("cell_outcomes", "discard_run_work", "run_verdict")},
     "watch_phase": ("cell.watch", "watch_phase"),
     **{name: ("cell.tables", name) for name in ("print_report", "report_from_row")},
-    "run_host": ("hostparts", "run_host"),
-    "Fault": ("cell_runner", "Fault"),
+    "run_host": ("cell.hostparts", "run_host"),
+    "Fault": ("cell.drive", "Fault"),
     **{name: ("core.analysis", name) for name in ("Accounting", "CellAnalysis", "analyze")},
     **{
         name: ("core.percentiles", name)

@@ -10,7 +10,7 @@ on the same data (tests/spark cross-checks them):
   time), both from the header the consumer read; acknowledged metrics (`publish`: JetStream PubAck or
   Kafka delivery report, `rtt`: the reply) = acked − intended and acked − sent from the sent rows.
 
-Service chains (measurement `chain`, bench_tasks.generator's relays): the final consumer's rows (hop 2) carry
+Service chains (measurement `chain`, bench_tasks.load.generator's relays): the final consumer's rows (hop 2) carry
 the relay's receive and send times. Beside `e2e` (the total), each message's first final receipt yields
 `hop1` = relay receipt − intended / − sent and `hop2` = final receipt − relay receipt / − relay send, as
 bench_tasks.core.analysis computes them. The relays' own receipts (relayed-r*.parquet) are not read here.

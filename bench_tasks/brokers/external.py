@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..drivers import Target, driver_for, routes
 from ..errors import BrokerError
-from ..loop import run_precise
+from ..load.drivers import driver_for, routes
+from ..load.loop import run_precise
+from ..load.routes import Target
 from ..secrecy import without_userinfo
 from ..spec.matrix import Cell
 from ..systems import system_of

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..drivers import Target
 from ..errors import BrokerError
+from ..load.routes import Target
 from ..secrecy import secret_parts, write_secret
 from ..topology.netns import inside
 from .cluster import stop_pids

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..cell_runner import Fault
 from ..lake.layout import Lake, RunInfo
 from ..spec.matrix import parse_matrix
 from ..systems import system
+from .drive import Fault
 from .runner import CellReport, run_cell, select_cells
 
 

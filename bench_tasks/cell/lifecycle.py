@@ -1,6 +1,6 @@
 """The cell lifecycle as separate steps, shared by the CLI runner (one process) and Airflow (one task each).
 
-`run_cell` composes `provision_brokers` → `drive_cell` → `stop_brokers` → `land_cell` in one process. Airflow
+`run_cell` composes `provision_step` → `drive` → `land` → `teardown_step` in one process. Airflow
 runs the steps as tasks that start and end independently, so what must outlive a task runs detached and is
 found again through files in the cell's work folder (`CellWork`):
 
@@ -40,16 +40,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..brokers.external import ExternalBrokers
+from ..brokers.external import ExternalBrokers, refuse_faults
 from ..brokers.handles import BrokerHandle, reap_if_child
 from ..brokers.process import stopped_on_failure
 from ..brokers.provision import attach, provision, reuse_for
-from ..cell_runner import CellRun, check_cpus
 from ..errors import BrokerError, CellError, MatrixError, SixninesError
-from ..hostparts import child_env, collect_parts, discard, publish_cell
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.storage import lake_path
-from ..landing import CellReport, describe, keep_broker_logs, land_cell
 from ..paths import cache_dir
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import CELL_ADAPTER, Cell
@@ -57,6 +54,9 @@ from ..systems import resolve_version
 from ..topology import hosts, netns
 from ..topology.hosts import broker_site
 from ..topology.netns import Topology, inside
+from .drive import CellRun, check_cpus
+from .hostparts import child_env, collect_parts, discard, publish_cell
+from .landing import CellReport, describe, keep_broker_logs, land_cell
 
 BROKER_POLICIES = ("fresh", "reuse")
 PHASES = ("warmup", "measure", "cooldown")
@@ -259,8 +259,14 @@ def provision_step(
     clusters: Path | None = None,
     faults: list[dict] | None = None,
     hosts_key: str | None = None,
+    tie_to_parent: bool = False,
+    gate_lag: bool = True,
 ) -> dict[str, Any]:
     """Start (or, with policy `reuse`, find in `clusters`) detached brokers for `cell` and record them.
+
+    `tie_to_parent`: the brokers die with this process (the CLI, which drives the cell itself); Airflow's are
+    detached, because a task's thread ends with the task. `gate_lag`: land fails the cell on send lag (off for
+    the CTRL+Z test, whose stall is meant to delay everything).
 
     The record is written before anything starts, so `land` can report a cell whose provisioning failed.
     A retried provision first stops what an earlier attempt left. A cell whose load runs on real hosts also
@@ -268,9 +274,6 @@ def provision_step(
     generate task finds the cell and its brokers."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
-    from ..brokers.external import refuse_faults
-
-    refuse_faults(cell, faults or [])
     if work.state.exists():
         teardown_step(work, keep_reused=False)
     acquire_host(work)
@@ -290,16 +293,20 @@ def provision_step(
         "topology": None,
         "hosts_dir": None,
         "failure": None,
+        "tie_to_parent": tie_to_parent,
+        "gate_lag": gate_lag,
     }
     if hosts.uses_netns(cell):  # its broker lives in the cell's own namespace, which teardown removes
         record["provisioning"]["policy"] = "fresh"
     write_json(work.state, record)
     try:
+        refuse_faults(cell, faults or [])
         hosts.check_runnable(cell, faults or [])
         topology = hosts.build(cell, work_token(work))
         record["topology"] = topology.to_dict() if topology else None
         write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it
-        record["brokers"] = _brokers_for(cell, work, record["provisioning"], clusters, topology, run.run_id)
+        provisioning = record["provisioning"]
+        record["brokers"] = _brokers_for(cell, work, provisioning, clusters, topology, run.run_id, tie_to_parent)
         if hosts.per_host(cell):
             folder = Lake(lake_root).hosts_dir(run, hosts_key or cell.instance)
             record["hosts_dir"] = str(folder)
@@ -324,16 +331,17 @@ def _brokers_for(
     clusters: Path | None,
     topology: Topology | None = None,
     run_id: str = "",
+    tied: bool = False,
 ) -> dict[str, Any]:
     if cell.spec.brokers == "external":  # nothing to reuse: only the cell's own topics/streams are made
-        return provision_brokers(cell, work.brokers_dir, tie_to_parent=False, run_id=run_id).state()
+        return provision_brokers(cell, work.brokers_dir, tie_to_parent=tied, run_id=run_id).state()
     entry = clusters / f"{provisioning['cluster_key']}.json" if clusters is not None else None
     if provisioning["policy"] == "reuse" and entry is not None and entry.exists():
         known = json.loads(entry.read_text())
         if all(attach(known).alive().values()):
             provisioning["reused"] = True
             return reuse_for(cell, known)
-    brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=False, topology=topology)
+    brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=tied, topology=topology)
     state = brokers.state()
     if provisioning["policy"] == "reuse" and entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)
@@ -381,19 +389,30 @@ def start_generator(work: CellWork) -> int:
 
 
 def land_step(work: CellWork) -> dict[str, Any]:
-    """Land the cell exactly as `run_cell` does; the generator is stopped first if a phase failed.
+    """Airflow's land: `land` once, returning the landed summary (a retried land returns what it landed)."""
+    state = _provisioned(work)
+    run, cell = RunInfo(**state["run"]), Cell.model_validate(state["cell"])
+    landed = work.read(work.landed)
+    if landed is not None and Lake(state["lake"]).committed_cell_dir(run, cell.id, cell.lake_repeat) is not None:
+        return landed  # a retried land: already committed, never twice
+    return landed_summary(land(work), run)
 
-    The cell's status is the first failure found: provisioning, a phase watcher's verdict, the generator's
-    own; then the analysis gate. Returns the landed summary (also kept in `landed.json`)."""
+
+def _provisioned(work: CellWork) -> dict[str, Any]:
     state = work.read(work.state)
     if state is None:
         raise CellError("?", f"nothing to land in {work.root}: the cell was never provisioned")
+    return state
+
+
+def land(work: CellWork) -> CellReport:
+    """Land the cell: the generator is stopped first if a phase failed, then its samples, facts and context go
+    to the lake in one atomic commit. The cell's status is the first failure found: provisioning, a phase
+    watcher's verdict, the generator's own; then the analysis gate. The summary is kept in `landed.json`."""
+    state = _provisioned(work)
     cell = Cell.model_validate(state["cell"])
     run = RunInfo(**state["run"])
     lake = Lake(state["lake"])
-    landed = work.read(work.landed)
-    if landed is not None and lake.committed_cell_dir(run, cell.id, cell.lake_repeat) is not None:
-        return landed  # a retried land: already committed, never twice
     stop_generator(work)
     staging = Path(state["staging"])
     staging.mkdir(parents=True, exist_ok=True)
@@ -430,13 +449,13 @@ def land_step(work: CellWork) -> dict[str, Any]:
         "failed" if reason else "ok",
         reason,
         state["started_at"],
+        gate_lag=state.get("gate_lag", True),
         hosts=where,
     )
-    summary = landed_summary(report, run)
-    write_json(work.landed, summary)
+    write_json(work.landed, landed_summary(report, run))
     if state.get("hosts_dir"):
         discard(lake_path(state["hosts_dir"]))
-    return summary
+    return report
 
 
 def landed_summary(report: CellReport, run: RunInfo) -> dict[str, Any]:

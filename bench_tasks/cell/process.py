@@ -18,13 +18,12 @@ from typing import Any
 from rich.console import Console
 
 from ..brokers.provision import attach
-from ..cell_runner import CellRun, Fault, drive_cell
 from ..core.hdr import new_histogram
 from ..errors import CellError
 from ..lake.layout import write_json
-from ..landing import describe
-from ..live import LiveMonitor
+from ..load.live import LiveMonitor
 from ..spec.matrix import Cell
+from .drive import CellRun, Fault, drive
 from .lifecycle import CellWork, topology_of
 
 STATUS_SCHEMA_VERSION = 1  # 1: first version
@@ -112,46 +111,53 @@ class _RecordingControl:
 
 
 def generator_main(root: Path) -> int:
-    """Drive the cell provisioned in `root`; exit 0 if the schedule completed, 1 if the cell failed."""
+    """`sixnines cell drive ROOT`, detached: SIGTERM (teardown, or land after a failed phase) stops the cell the
+    way a failure does. Exit 0 if the schedule completed, 1 if the cell failed."""
     work = CellWork(root)
-    state = work.read(work.state)
-    assert state is not None and state["brokers"] is not None, f"no provisioned cell in {root}"
-    cell = Cell.model_validate(state["cell"])
-    brokers = attach(state["brokers"])
-    writer = StatusWriter(work.status, cell)
+    cell = work.cell()
 
     def stop(signum: int, frame: object) -> None:
         raise CellError(cell.id, f"generator stopped by signal {signal.Signals(signum).name}")
 
     signal.signal(signal.SIGTERM, stop)
-    console = Console(file=sys.stdout, width=120, force_terminal=False, no_color=True)
+    try:
+        return drive_work(work, Console(file=sys.stdout, width=120, force_terminal=False, no_color=True))
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def drive_work(work: CellWork, console: Console) -> int:
+    """Drive the cell provisioned in `work` for its whole schedule, writing `status.json` as it goes and
+    `cellrun.json` at the end; 0 if the schedule completed, 1 if the cell failed (never raises for that)."""
+    state = work.read(work.state)
+    assert state is not None and state["brokers"] is not None, f"no provisioned cell in {work.root}"
+    cell = Cell.model_validate(state["cell"])
+    brokers = attach(state["brokers"])
+    writer = StatusWriter(work.status, cell)
     writer.write("starting")
     brokers.watch_leaders()
-    faults = [Fault(**f) for f in state.get("faults", [])]
-    status, reason, run = "ok", None, None
     try:
-        run = drive_cell(
+        driven = drive(
             cell,
             brokers.target(),
             Path(state["staging"]),
             _RecordingControl(brokers, writer),
             console,
-            faults,
+            [Fault(**f) for f in state.get("faults", [])],
             on_status=writer.update,
             topology=topology_of(state),
         )
-    except CellError as exc:
-        status, reason, run = "failed", str(exc), exc.partial_run  # type: ignore[assignment]
-    except Exception as exc:  # recorded, never lost: land reports it as the cell's reason
-        status, reason = "failed", describe(cell, exc)
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         brokers.stop_watching()
-    leaders = {"leader_changes": brokers.leader_changes(), "leader_poll_errors": brokers.leader_poll_errors()}
-    write_json(work.cellrun, {**_facts(run), **leaders, "status": status, "reason": reason})
-    writer.write("finished" if status == "ok" else "failed", reason)
-    console.print(f"generator {status}" + (f": {reason}" if reason else ""))
-    return 0 if status == "ok" else 1
+    facts = {
+        **_facts(driven.run),
+        "leader_changes": brokers.leader_changes(),
+        "leader_poll_errors": brokers.leader_poll_errors(),
+    }
+    write_json(work.cellrun, {**facts, "status": driven.status, "reason": driven.reason})
+    writer.write("finished" if driven.status == "ok" else "failed", driven.reason)
+    console.print(f"generator {driven.status}" + (f": {driven.reason}" if driven.reason else ""))
+    return 0 if driven.status == "ok" else 1
 
 
 def _facts(run: CellRun | None) -> dict[str, Any]:

@@ -1,34 +1,33 @@
-"""Run cells one at a time in this process: provision the broker, drive the cell, tear down, land.
-
-The steps are `lifecycle`'s, the same ones Airflow runs as separate tasks. A failed cell never stops the
-sweep and never hides: its row says `failed` with the reason, whatever samples it produced are still
-landed, and the run exits non-zero.
+"""Run cells one at a time in this process, through the very steps Airflow runs as tasks (`lifecycle`):
+provision (the host lease taken, brokers started, tied to this process) → drive (in this process, or one
+`sixnines cell host` process per real load host) → land → teardown. A failed cell never stops the sweep and never
+hides: its row says `failed` with the reason, whatever samples it produced are still landed, and the run exits
+non-zero.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
-import shutil
+import time
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import asdict, replace
 
 from rich.console import Console
+from rich.markup import escape
 
-from ..brokers.handles import BrokerHandle
-from ..cell_runner import CellRun, Fault, drive_cell
-from ..errors import CellError, SixninesError
-from ..hostparts import discard, drive_hosts, publish_cell
+from ..errors import SixninesError
 from ..lake.layout import Lake, RunInfo
-from ..landing import CellReport, acked_metric, describe, land_cell
+from ..lake.storage import lake_path
 from ..paths import cache_dir
 from ..secrecy import without_userinfo
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import Cell, Matrix, expand_repeats
 from ..systems import resolve_version, system
-from ..topology import hosts, netns
-from ..topology.netns import Topology
-from .lifecycle import provision_brokers, stop_brokers
+from .drive import Fault
+from .hostparts import run_hosts
+from .landing import CellReport, acked_metric
+from .lifecycle import CellWork, HostBusy, land, provision_step, teardown_step
+from .process import drive_work
+from .verdict import discard_cell_work
 
 __all__ = [
     "CellReport",
@@ -39,6 +38,7 @@ __all__ = [
     "run_matrix",
     "select_cells",
 ]
+HOST_POLL_S = 5.0  # how often a cell waiting for the host (another run's cell holds it) asks again
 
 
 def resolve_cells(matrix: Matrix) -> list[Cell]:
@@ -87,68 +87,64 @@ def run_cell(
     faults: Sequence[Fault] = (),
     gate_lag: bool = True,
 ) -> CellReport:
-    started = dt.datetime.now(dt.UTC).isoformat()
-    staging = lake.staging_dir(run, cell.instance)
-    broker_dir = cache_dir() / "runs" / run.run_id / cell.instance
-    brokers: BrokerHandle | None = None
-    topology: Topology | None = None
-    link_stats: dict = {}
-    broker_context: dict = {}
-    cell_run: CellRun | None = None
-    generators: dict = {}
-    status, reason = "ok", None
+    """One cell, start to landed. `gate_lag` off: a schedule the cell delays on purpose (the CTRL+Z test)."""
+    work = CellWork(cache_dir() / "runs" / run.run_id / cell.instance)
     try:
-        from ..brokers.external import refuse_faults
-
-        refuse_faults(cell, faults)
-        hosts.check_runnable(cell, faults)
-        topology = hosts.build(cell)  # namespaces for the cell's hosts, if it places roles on netns hosts
-        brokers = provision_brokers(cell, broker_dir, topology=topology, run_id=run.run_id)
-        broker_context = brokers.context()
-        where = without_userinfo(brokers.address)
-        console.print(f"[bold]cell {cell.instance}[/] {cell.label}  ({where})", highlight=False)
-        brokers.watch_leaders()
-        if hosts.per_host(cell):  # one generator per real host, meeting through the lake
-            folder = lake.hosts_dir(run, cell.instance)
-            publish_cell(folder, cell, brokers.state())
-            try:
-                collected = drive_hosts(folder, cell, staging, console)
-            finally:
-                discard(folder)
-            cell_run, generators = collected.run, collected.generators
-            if collected.reason:
-                status, reason = "failed", collected.reason
-        else:
-            cell_run = drive_cell(cell, brokers.target(), staging, brokers, console, faults, topology=topology)
-    except CellError as exc:
-        status, reason = "failed", str(exc)
-        cell_run = exc.partial_run  # type: ignore[assignment]
-    except Exception as exc:  # a failed cell is a result of the run, never a crash of the sweep
-        status, reason = "failed", describe(cell, exc)
+        _provision(cell, run, lake, work, faults, gate_lag, console)
+        _drive(work, cell, console)
+        report = land(work)
     finally:
-        if brokers is not None:
-            try:
-                stop_brokers(brokers, staging, broker_context)
-            except Exception as exc:
-                if status == "ok":
-                    status, reason = "failed", f"teardown: {describe(cell, exc)}"
-        if topology is not None:
-            try:
-                link_stats = netns.link_stats(topology)
-                netns.destroy(topology)
-            except Exception as exc:
-                if status == "ok":
-                    status, reason = "failed", f"teardown: {describe(cell, exc)}"
-        shutil.rmtree(broker_dir, ignore_errors=True)
-        with contextlib.suppress(OSError):  # the run's folder too, once its last cell's is gone
-            broker_dir.parent.rmdir()
-    offsets = cell_run.clock_offsets if cell_run else None
-    where = hosts.hosts_context(cell, topology, link_stats, offsets, generators)
-    return land_cell(cell, lake, run, staging, cell_run, broker_context, status, reason, started, gate_lag, where)
+        problem = _teardown(work)
+        discard_cell_work(work.root)
+    if problem and report.status == "ok":  # landed before the teardown failed: the run still says so
+        console.print(f"[red]cell {cell.instance}: teardown failed:[/] {escape(problem)}", highlight=False)
+        report = replace(report, status="failed", reason=f"teardown: {problem}")
+    return report
+
+
+def _teardown(work: CellWork) -> str | None:
+    """Stop everything the cell started and give the host back; what went wrong, if anything."""
+    try:
+        teardown_step(work, keep_reused=False)
+    except SixninesError as exc:
+        return str(exc)
+    return None
+
+
+def _provision(
+    cell: Cell, run: RunInfo, lake: Lake, work: CellWork, faults: Sequence[Fault], gate_lag: bool, console: Console
+) -> None:
+    """Provision once the host is free; a failure is recorded for land, not raised."""
+    waiting = False
+    while True:
+        try:
+            provision_step(
+                cell, run, lake.root, work, faults=[asdict(f) for f in faults], tie_to_parent=True, gate_lag=gate_lag
+            )
+            return
+        except HostBusy as busy:
+            if not waiting:
+                console.print(f"waiting for the host: {escape(str(busy))}", highlight=False)
+                waiting = True
+            time.sleep(HOST_POLL_S)
+        except Exception:  # recorded in the work folder's state: land reports it as the cell's reason
+            return
+
+
+def _drive(work: CellWork, cell: Cell, console: Console) -> None:
+    state = work.read(work.state) or {}
+    if state.get("failure") or state.get("brokers") is None:
+        return
+    address = without_userinfo(state["brokers"]["address"])
+    console.print(f"[bold]cell {cell.instance}[/] {escape(cell.label)}  ({address})", highlight=False)
+    if state.get("hosts_dir"):  # one generator per real host, meeting through the lake
+        run_hosts(lake_path(state["hosts_dir"]), cell, console)
+    else:
+        drive_work(work, console)
 
 
 def run_matrix(
-    matrix: Matrix, lake_root: str | Path, console: Console, only: Sequence[str] = (), run: RunInfo | None = None
+    matrix: Matrix, lake_root: str, console: Console, only: Sequence[str] = (), run: RunInfo | None = None
 ) -> tuple[RunInfo, list[CellReport]]:
     cells = select_cells(matrix, only)
     instances = expand_repeats(cells)
@@ -165,5 +161,5 @@ def run_matrix(
         console.rule(f"cell {index}/{len(instances)}{repeat}")
         reports.append(run_cell(cell, lake, run, console))
         if reports[-1].status != "ok":
-            console.print(f"[red]cell {cell.instance} failed:[/] {reports[-1].reason}", highlight=False)
+            console.print(f"[red]cell {cell.instance} failed:[/] {escape(str(reports[-1].reason))}", highlight=False)
     return run, reports

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..core.analysis import Accounting, CellAnalysis
 from ..core.percentiles import PERCENTILES, LatencySummary
+from ..core.saturation import describe as describe_harness
 from ..spec.matrix import Cell
 from .runner import CellReport
 
@@ -80,6 +81,8 @@ def print_report(report: CellReport, console: Console) -> None:
         )
         if acc.relayed is not None:
             console.print(f"  chain: {acc.relayed} of {acc.sent} sent reached a relay", highlight=False)
+        for line in describe_harness(report.harness):
+            console.print(f"  harness {line}", highlight=False)
     for name, bg in report.background.items():
         lag = bg["schedule_lag"]
         worst = lag["percentiles_ns"].get("99.9") or lag["max_ns"]

@@ -13,6 +13,7 @@ for reuse was not released.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -65,9 +66,26 @@ def undelivered(lake: str | LakePath, run_date: str, run_id: str) -> list[str]:
     return found
 
 
+def _kept_on_purpose() -> bool:
+    return os.environ.get(KEEP_WORK_ENV, "").strip() not in ("", "0")
+
+
+def discard_cell_work(folder: Path) -> str:
+    """The CLI's way, one cell at a time: remove a torn-down cell's work folder unless kept on purpose, and the
+    run's folder with its last cell; says which."""
+    if _kept_on_purpose():
+        return f"kept: {KEEP_WORK_ENV} is set"
+    if (folder / "state.json").exists() and not (folder / "teardown.json").exists():
+        return f"kept: cell {folder.name} was not torn down"
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # not empty: another cell of the run is still there
+        folder.parent.rmdir()
+    return f"removed {folder}"
+
+
 def discard_run_work(base: Path) -> str:
     """Remove the run's work folder `base` unless it must stay (see the module docstring); says which."""
-    if os.environ.get(KEEP_WORK_ENV, "").strip() not in ("", "0"):
+    if _kept_on_purpose():
         return f"kept: {KEEP_WORK_ENV} is set"
     if not base.exists():
         return "removed (nothing was left)"

@@ -36,8 +36,8 @@ def cell_host(
     Exit 1 if the cell failed on this host."""
     import signal
 
+    from ..cell.hostparts import run_host_part
     from ..errors import CellError
-    from ..hostparts import run_host_part
     from ..lake.storage import lake_path
 
     def stop(signum: int, frame: object) -> None:

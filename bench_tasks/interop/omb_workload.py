@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
+from ..core.header import HEADER_SIZE
 from ..errors import InteropError, MatrixError
-from ..payload import HEADER_SIZE
 from ..spec.matrix import Matrix, parse_matrix
 from .omb_draft import Draft, Mapped
 from .omb_driver import OmbDriver

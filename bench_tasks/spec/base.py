@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ..payload import HEADER_SIZE
+from ..core.header import HEADER_SIZE
 
 
 class StrictModel(BaseModel):

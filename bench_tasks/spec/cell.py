@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from ..payload import RELAYED_MIN_SIZE
+from ..core.header import RELAYED_MIN_SIZE
 from .background import Background
 from .base import MessageSizeBytes, StrictModel
 from .placement import Host, Network, Placement, check_placement

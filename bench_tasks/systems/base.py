@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..brokers.handles import StartedBrokers
     from ..brokers.leaders import LeaderPoll
     from ..interop.omb_driver import OmbDriver
+    from ..load.driver import Driver
 
 
 class System:
@@ -67,6 +68,15 @@ class System:
     def describe_running(self, state: Mapping[str, Any]) -> list[str]:
         """Lines about running brokers (from a handle's state) worth showing in `sixnines brokers status`."""
         return []
+
+    def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Driver:
+        """The client driver for one route of a cell (load.driver.Driver)."""
+        raise NotImplementedError(f"{self.name} has no driver")
+
+    def background_spec(self, spec: Any, background: Any) -> Any:
+        """The cell as a background route's driver sees it: by default the cell itself (a system with route
+        layouts of its own, such as partitions, builds them from the background's settings)."""
+        return spec
 
     def omb_driver(self) -> OmbDriver | None:
         """How OpenMessaging Benchmark's driver for this system reads in sixnines terms (None: OMB has none)."""

@@ -13,7 +13,7 @@ import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..drivers import MEASURED
+from ..load.routes import MEASURED
 from ..spec.matrix import Cell
 from ..spec.placement import domain_of, domain_routes
 from . import netns

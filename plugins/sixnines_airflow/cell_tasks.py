@@ -5,7 +5,7 @@
 
 `warmup` starts the detached generator, which drives the whole schedule without a gap; the three phase tasks
 only watch it. A cell whose load runs on real hosts has instead one `generate_<host>` task per load host, each
-on its host's queue, driving that host's share and meeting the others through the lake (`bench_tasks.hostparts`).
+on its host's queue, driving that host's share and meeting the others through the lake (`bench_tasks.cell.hostparts`).
 
 `land` runs whatever happened before it (trigger rule all_done): a failed cell is landed with its reason, then
 fails the task so the notifier fires. Every task finds the cell through its work folder (`runtime.work_for`), or

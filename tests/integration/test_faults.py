@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.cell.calibrate import CalibrationSpec, calibrate
+from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.runner import run_cell
-from bench_tasks.cell_runner import Fault
 from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell

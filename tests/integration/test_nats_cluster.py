@@ -16,8 +16,8 @@ import pytest
 from nats.js.api import StorageType, StreamConfig
 from rich.console import Console
 
+from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.runner import run_cell
-from bench_tasks.cell_runner import Fault
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.systems.nats.cluster import NatsCluster, servers_of
 from bench_tasks.systems.nats.settings import NATS_VERSIONS, NatsBroker

@@ -14,10 +14,10 @@ import psutil
 import pytest
 from rich.console import Console
 
+from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.cell.watch import watch_phase
-from bench_tasks.cell_runner import Fault
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.topology import netns

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from bench_tasks.cell.hostparts import collect_parts, publish_cell, run_host_part
 from bench_tasks.cell.lifecycle import provision_brokers
 from bench_tasks.cell.runner import CellReport, run_cell, select_cells
-from bench_tasks.hostparts import collect_parts, publish_cell, run_host_part
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.topology.rendezvous import Rendezvous

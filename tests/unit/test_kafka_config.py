@@ -115,7 +115,7 @@ def test_supported_releases_cover_both_release_lines_newest_first() -> None:
 )
 def test_keys_follow_the_logical_producer(keys: str, expect: list) -> None:
     """Background producers multiplexed on one client still get one key each (seed 004's keyed TRAFFIC)."""
-    from bench_tasks.drivers.kafka import KafkaDriver
+    from bench_tasks.systems.kafka.driver import KafkaDriver
     from bench_tasks.systems.kafka.settings import KafkaClient
 
     cell = type("Spec", (), {"client": KafkaClient(keys=keys)})()

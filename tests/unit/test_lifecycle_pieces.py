@@ -191,8 +191,8 @@ def test_only_a_sustained_lag_means_the_generator_fell_behind() -> None:
 def test_a_reused_cluster_is_watched_on_the_new_cells_topic_or_stream() -> None:
     """Faults and leader watches of a reused cluster follow the cell that now uses it, not the one that started it."""
     from bench_tasks.brokers.provision import reuse_for
-    from bench_tasks.drivers.kafka import topic_for
-    from bench_tasks.drivers.nats import stream_for
+    from bench_tasks.systems.kafka.driver import topic_for
+    from bench_tasks.systems.nats.driver import stream_for
 
     raw = {
         "name": "unit",

@@ -141,7 +141,6 @@ HEAVY = ("numpy", "pyarrow", "pandas", "pyspark", "confluent_kafka", "nats", "gr
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(reason="issue 16 in progress: drivers, OMB mapping, Spark and plugins still to move", strict=True)
 def test_parsing_the_dag_folder_loads_nothing_heavy(tmp_path: Path) -> None:
     """DAG files are parsed again and again by Airflow's DAG processor: measurement, client and analysis libraries
     load inside tasks only. Prints how long the parse took (a figure, not a limit)."""

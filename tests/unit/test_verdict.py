@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.cell.verdict import KEEP_WORK_ENV, cell_outcomes, discard_run_work
+from bench_tasks.cell.verdict import KEEP_WORK_ENV, cell_outcomes, discard_cell_work, discard_run_work
 
 
 def cell(base: Path, group: str, **files: object) -> None:
@@ -61,3 +61,20 @@ def test_kept_while_a_teardown_did_not_finish(run: Path, monkeypatch: pytest.Mon
     (run / "clusters" / "abc.json").write_text("{}")
     assert discard_run_work(run) == "kept: cluster abc kept for reuse was not released"
     assert run.exists()
+
+
+def test_the_cli_discards_each_cell_and_the_run_with_its_last(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI runs one cell at a time: each torn-down cell's folder goes at once, the run's with the last one;
+    a cell whose teardown did not finish stays, as does everything when kept on purpose."""
+    monkeypatch.setenv(KEEP_WORK_ENV, "1")
+    assert discard_cell_work(run / "c01") == f"kept: {KEEP_WORK_ENV} is set"
+    monkeypatch.delenv(KEEP_WORK_ENV)
+    (run / "c01" / "teardown.json").unlink()
+    assert discard_cell_work(run / "c01") == "kept: cell c01 was not torn down"
+    assert discard_cell_work(run / "c02").startswith("removed") and not (run / "c02").exists()
+    for group in ("c03", "c04"):
+        discard_cell_work(run / group)
+    assert run.exists()  # c01 is still there
+    (run / "c01" / "teardown.json").write_text("{}")
+    discard_cell_work(run / "c01")
+    assert not run.exists()

@@ -44,6 +44,31 @@ class Kafka(System):
 
         return kafka_classpath(version)
 
+    def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Any:
+        from .driver import KafkaDriver
+
+        return KafkaDriver(address, spec, names, route, client)
+
+    def background_spec(self, spec: Any, background: Any) -> Any:
+        """A background topic has its own layout and config, producer config and keys."""
+        broker = spec.broker.model_copy(
+            update={
+                "partitions": background.partitions,
+                "replication_factor": background.replication_factor,
+                "min_insync_replicas": 1,
+                "topic": background.topic,
+            }
+        )
+        client = spec.client.model_copy(
+            update={
+                "producer": background.producer,
+                "keys": background.keys,
+                "consumer_mode": "group",
+                "start_from": "end",
+            }
+        )
+        return spec.model_copy(update={"broker": broker, "client": client})
+
     def omb_driver(self) -> Any:
         from .omb import KafkaOmb
 

@@ -87,10 +87,10 @@ def ask_version(address: str, client: Mapping[str, Any]) -> dict[str, Any]:
 
 def route_names(spec: KafkaCell, names: str) -> list[str]:
     """Every topic the cell uses (the measured one, a chain's second hop, background ones)."""
-    from ...drivers import routes
-    from ...drivers.kafka import topic_for
+    from ...load.routes import route_keys
+    from .driver import topic_for
 
-    return [topic_for(names, route) for route in routes(spec)]
+    return [topic_for(names, route) for route in route_keys(spec)]
 
 
 def delete_routes(address: str, client: Mapping[str, Any], spec: KafkaCell, names: str) -> list[str]:

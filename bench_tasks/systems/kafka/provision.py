@@ -11,7 +11,7 @@ from typing import Any
 
 from ...brokers.handles import StartedBrokers
 from ...brokers.leaders import LeaderPoll
-from ...drivers import final_route
+from ...load.routes import final_route
 from .settings import KafkaCell
 
 
@@ -44,7 +44,7 @@ def start_brokers(spec: KafkaCell, names: str, workdir: Path, tie_to_parent: boo
 
 def measured_topic(spec: KafkaCell, names: str) -> str:
     """The topic the measured consumers read (a chain's second hop), whose leaders samples are attributed to."""
-    from ...drivers.kafka import topic_for
+    from .driver import topic_for
 
     return topic_for(names, final_route(spec))
 

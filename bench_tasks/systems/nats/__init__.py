@@ -40,6 +40,11 @@ class Nats(System):
 
         return describe_running(state)
 
+    def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Any:
+        from .driver import NatsDriver
+
+        return NatsDriver(address, spec, names, route, client)
+
     def omb_driver(self) -> Any:
         from .omb import NatsOmb
 

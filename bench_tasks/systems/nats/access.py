@@ -15,7 +15,7 @@ from typing import Any
 
 from ...brokers.connections import BrokerConnection, ClientAccess
 from ...errors import BrokerError
-from ...loop import run_precise
+from ...load.loop import run_precise
 from ...secrecy import userinfo, without_userinfo
 from .settings import NatsCell
 
@@ -87,7 +87,7 @@ def ask_version(address: str, client: Mapping[str, Any], spec: NatsCell) -> dict
 
 
 async def _server_info(address: str, client: Mapping[str, Any], spec: NatsCell) -> dict[str, Any]:
-    from ...drivers.nats import connect
+    from .driver import connect
 
     nc = await connect(address, spec, "sixnines-info", client)
     try:
@@ -104,10 +104,10 @@ async def _server_info(address: str, client: Mapping[str, Any], spec: NatsCell) 
 
 def route_names(spec: NatsCell, names: str) -> list[str]:
     """Every stream the cell uses (JetStream only: core subjects need no creating)."""
-    from ...drivers import routes
-    from ...drivers.nats import stream_for
+    from ...load.routes import route_keys
+    from .driver import stream_for
 
-    return [stream_for(names, route) for route in routes(spec)] if spec.broker.mode == "jetstream" else []
+    return [stream_for(names, route) for route in route_keys(spec)] if spec.broker.mode == "jetstream" else []
 
 
 def delete_routes(address: str, client: Mapping[str, Any], spec: NatsCell, names: str) -> list[str]:
@@ -119,7 +119,7 @@ async def _delete_streams(address: str, client: Mapping[str, Any], spec: NatsCel
         return []
     import nats.js.errors
 
-    from ...drivers.nats import connect
+    from .driver import connect
 
     nc = await connect(address, spec, "sixnines-teardown", client)
     gone = []

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...brokers.handles import StartedBrokers
 from ...brokers.leaders import LeaderPoll
-from ...drivers import final_route
+from ...load.routes import final_route
 from .settings import NatsBroker, NatsCell
 
 PROCESS_NAME = "nats-server"
@@ -93,7 +93,7 @@ def start_cluster(version: str, broker: NatsBroker, workdir: Path, tie_to_parent
 
 
 def _measured_stream(spec: NatsCell, names: str) -> str:
-    from ...drivers.nats import stream_for
+    from .driver import stream_for
 
     return stream_for(names, final_route(spec))  # a chain's second hop: what the measured consumers read
 

@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from .core.hdr import new_histogram, record_many
-from .core.percentiles import format_ns
-from .core.schedule import PHASE_NAMES, PhasePlan
+from ..core.hdr import new_histogram, record_many
+from ..core.percentiles import format_ns
+from ..core.schedule import PHASE_NAMES, PhasePlan
 
 _LOG_EVERY_S = 5.0
 
@@ -44,6 +44,7 @@ class LiveMonitor:
         self.relayed: dict[int, int] = {}
         self.background_done: dict[int, dict[str, Any]] = {}  # final event of each background process
         self.background_consumed: dict[tuple[str, int], int] = {}
+        self.harness: dict[str, dict[str, Any]] = {}  # per worker name: its role and measure-phase self-view
         self.latency = new_histogram()
         self.lag = new_histogram()
         self.max_ns = 0
@@ -64,6 +65,8 @@ class LiveMonitor:
     def handle(self, event: dict[str, Any]) -> None:
         if event.get("kind") == "done" and event.get("role") == "background":
             self.background_done[event["index"]] = event
+        if event.get("kind") == "harness":
+            self.harness[event["name"]] = {"role": event["role"], **event["summary"]}
         if event.get("kind") != "progress":
             return
         i = event["index"]

@@ -3,8 +3,12 @@
 Producer settings from the matrix (`client.producer`) pass to librdkafka untouched over a few harness
 defaults; so do consumer settings. librdkafka delivers delivery reports and messages from `poll()`, so each
 producer and consumer gets a small thread that polls continuously: the generator's callbacks then run the
-moment librdkafka hands over, not when the event loop next looks. Which broker led a partition when a
-message arrived is not the driver's business: the runner attributes it from the cluster's leader timeline.
+moment librdkafka hands over, not when the event loop next looks. A consumer thread takes everything
+librdkafka has already fetched in one call (`consume` without waiting, after a `poll` that waits for the
+first message), so a busy consumer costs one Python call per batch, not per message. librdkafka's own
+statistics say how much waits for the harness (fetch queue, unserved delivery reports). Which broker led a
+partition when a message arrived is not the driver's business: the runner attributes it from the
+cluster's leader timeline.
 """
 
 from __future__ import annotations
@@ -12,20 +16,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from ..errors import BrokerError
-from .base import AckCallback, MessageCallback
+from ...errors import BrokerError
+from ...load.driver import AckCallback, MessagesCallback, Outgoing
+from ...load.loop import name_thread
 
 _POLL_S = 0.05
 # librdkafka's own defaults stand unless the matrix overrides them (acks=all, linger.ms=5, …); the harness
 # only shortens the consumer's fetch wait so an idle fetch does not sit on a new message for 500 ms.
 _CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10}
+# How often librdkafka reports its queues (the backlog the harness watches); a matrix may set its own.
+_STATS: dict[str, Any] = {"statistics.interval.ms": 250}
+_CONSUME_BATCH = 4096  # at most this many messages per hand-over
+# OS names of the driver's threads; the `py-` prefix marks threads that run Python (saturation.py).
+_THREAD_NAMES = {"_poll_producer": "py-kafka-poll", "_consume": "py-kafka-recv"}
 
 
 def topic_for(cell_id: str, route: str = "") -> str:
@@ -34,6 +45,10 @@ def topic_for(cell_id: str, route: str = "") -> str:
 
 class KafkaDriver:
     """Everything a cell does against one Kafka cluster, for one process."""
+
+    # Messages pass the driver's poll and consume threads and librdkafka's broker threads; the event loop
+    # only sends and reports.
+    message_threads = ("py-kafka-", "rdk:broker")
 
     def __init__(
         self, bootstrap: str, cell: Any, cell_id: str, route: str = "", client: Mapping[str, Any] | None = None
@@ -48,10 +63,11 @@ class KafkaDriver:
         self._consumers: list[Consumer] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._stats = _Statistics()
 
     # -- parent side ---------------------------------------------------------------------------
     async def prepare(self) -> None:
-        from ..systems.kafka.admin import create_topic
+        from .admin import create_topic
 
         b = self.cell.broker
         config = {"min.insync.replicas": str(b.min_insync_replicas), **{k: str(v) for k, v in b.topic.items()}}
@@ -83,7 +99,7 @@ class KafkaDriver:
         await asyncio.to_thread(fill)
 
     async def cleanup(self) -> None:
-        from ..systems.kafka.admin import delete_topic
+        from .admin import delete_topic
 
         with contextlib.suppress(Exception):
             await asyncio.wait_for(
@@ -92,7 +108,14 @@ class KafkaDriver:
 
     # -- producers -----------------------------------------------------------------------------
     async def open_producer(self, name: str, connections: int) -> list[Producer]:
-        config = {"bootstrap.servers": self.bootstrap, **self.client, "client.id": name, **self.cell.client.producer}
+        config = {
+            "bootstrap.servers": self.bootstrap,
+            **self.client,
+            "client.id": name,
+            **_STATS,
+            **self.cell.client.producer,
+            "stats_cb": self._stats.update,
+        }
         producer = Producer(config)
         # Connect and fetch the topic's metadata now, not on the first timed send.
         metadata = await asyncio.to_thread(producer.list_topics, self.topic, 10)
@@ -114,23 +137,32 @@ class KafkaDriver:
             return lambda seq, stream: (keys.setdefault(stream, f"{name}-{stream}".encode()), None)
         return lambda seq, stream: (None, None)
 
-    async def send(self, conn: Producer, payload: bytes, seq: int, on_ack: AckCallback, stream: int = 0) -> None:
-        key, partition = self._key_for(seq, stream)
-        report = functools.partial(_delivered, seq, on_ack)
-        if partition is None:
-            conn.produce(self.topic, payload, key, on_delivery=report)
-        else:
-            conn.produce(self.topic, payload, key, partition, on_delivery=report)
+    async def send_batch(self, conn: Producer, messages: Outgoing, on_ack: AckCallback) -> dict[int, str]:
+        """`produce` each message as it is pulled; librdkafka batches them on the wire by its own settings."""
+        produce, topic, key_for, partial = conn.produce, self.topic, self._key_for, functools.partial
+        refused: dict[int, str] = {}
+        for seq, stream, payload in messages:
+            key, partition = key_for(seq, stream)
+            report = partial(_delivered, seq, on_ack)
+            try:
+                if partition is None:
+                    produce(topic, payload, key, on_delivery=report)
+                else:
+                    produce(topic, payload, key, partition, on_delivery=report)
+            except (BufferError, KafkaException) as exc:  # local queue full, or refused outright
+                refused[seq] = type(exc).__name__
+        return refused
 
     async def request(self, conn: Any, payload: bytes, timeout_s: float) -> None:
         raise BrokerError("Kafka has no request/reply; measurement 'rtt' is refused by validation")
 
     def _poll_producer(self, producer: Producer) -> None:
+        """Delivery reports (and statistics) are served here, the moment librdkafka has them."""
         while not self._stop.is_set():
             producer.poll(_POLL_S)
 
     # -- consumers -----------------------------------------------------------------------------
-    async def open_consumer(self, name: str, on_message: MessageCallback, lagging: bool = False) -> None:
+    async def open_consumer(self, name: str, on_messages: MessagesCallback, lagging: bool = False) -> None:
         client = self.cell.client
         start_from = "beginning" if lagging else client.start_from
         config = {
@@ -141,7 +173,9 @@ class KafkaDriver:
             "enable.auto.commit": False,
             "auto.offset.reset": "latest" if start_from == "end" else "earliest",
             **_CONSUMER_DEFAULTS,
+            **_STATS,
             **client.consumer,
+            "stats_cb": self._stats.update,
         }
         consumer = Consumer(config)
         self._consumers.append(consumer)
@@ -163,23 +197,43 @@ class KafkaDriver:
             index, count = int(name.rsplit("c", 1)[-1]), self.cell.workload.consumers
             mine = [TopicPartition(self.topic, p) for p in range(self.cell.broker.partitions) if p % count == index]
             position(consumer, mine)
-        self._spawn(self._consume, consumer, on_message)
+        self._spawn(self._consume, consumer, on_messages)
         if not await asyncio.to_thread(assigned.wait, 60):
             raise BrokerError(f"{name}: no partition assigned within 60 s")
 
-    def _consume(self, consumer: Consumer, on_message: MessageCallback) -> None:
+    def _consume(self, consumer: Consumer, on_messages: MessagesCallback) -> None:
+        """Wait for the first message (`poll` also drives the group protocol before assignment), then take
+        whatever else librdkafka already holds in one `consume` call that does not wait: a batch when
+        messages queue up, one message at a time when they do not, and never a wait for a batch to fill."""
+        poll, consume = consumer.poll, consumer.consume
         while not self._stop.is_set():
-            msg = consumer.poll(_POLL_S)  # also drives the group protocol before assignment
-            if msg is None or msg.error() is not None:
+            first = poll(_POLL_S)
+            if first is None:
                 continue
-            on_message(msg.value(), msg.partition(), msg.offset())
+            rest = consume(_CONSUME_BATCH, 0)
+            on_messages(_Batch([first, *rest] if rest else [first]))
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         raise BrokerError("Kafka has no request/reply responders")
 
+    def watch_arrivals(self, on_arrival: Callable[[], None]) -> None:
+        """librdkafka reads the network in its own threads and says nothing of it; receipts are stamped when
+        it hands messages over, and its fetch queue (`backlog`) shows what waited for the harness."""
+
+    def backlog(self) -> int | None:
+        """From librdkafka's latest statistics: consumers, messages fetched and waiting in the fetch queues for
+        the harness to take (`fetchq_cnt`); producers, delivery reports waiting to be served (`replyq`)."""
+        return self._stats.backlog()
+
     # -- shared --------------------------------------------------------------------------------
     def _spawn(self, target: Callable[..., None], *args: Any) -> None:
-        thread = threading.Thread(target=target, args=args, daemon=True, name=f"kafka-{target.__name__}")
+        name = _THREAD_NAMES[target.__name__]
+
+        def run() -> None:
+            name_thread(name)  # shown by top -H; the harness's CPU facts are per thread name
+            target(*args)
+
+        thread = threading.Thread(target=run, daemon=True, name=name)
         thread.start()
         self._threads.append(thread)
 
@@ -195,6 +249,51 @@ class KafkaDriver:
         self._producers.clear()
         self._consumers.clear()
         self._threads.clear()
+
+
+class _Batch:
+    """What one poll/consume returned, read only after the generator has stamped it; error events (which
+    carry no message) are left out."""
+
+    __slots__ = ("_messages",)
+
+    def __init__(self, messages: list[Message]):
+        self._messages = messages
+
+    def _good(self) -> list[Message]:
+        if any(m.error() is not None for m in self._messages):
+            self._messages = [m for m in self._messages if m.error() is None]
+        return self._messages
+
+    def payloads(self) -> list[bytes]:
+        return [m.value() for m in self._good()]
+
+    def partitions(self) -> list[int]:
+        return [m.partition() for m in self._messages]
+
+    def offsets(self) -> list[int]:
+        return [m.offset() for m in self._messages]
+
+
+class _Statistics:
+    """The latest of librdkafka's statistics (JSON, every `statistics.interval.ms`), reduced to the backlog."""
+
+    def __init__(self) -> None:
+        self._backlog: int | None = None
+
+    def update(self, text: str) -> None:
+        stats = json.loads(text)
+        if stats.get("type") == "producer":
+            self._backlog = int(stats.get("replyq", 0))
+            return
+        self._backlog = sum(
+            max(0, int(p.get("fetchq_cnt", 0)))
+            for topic in stats.get("topics", {}).values()
+            for p in topic.get("partitions", {}).values()
+        )
+
+    def backlog(self) -> int | None:
+        return self._backlog
 
 
 PREFILL_MAGIC = b"P9"  # not the sample magic: decode_header refuses prefill messages

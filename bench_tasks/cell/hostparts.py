@@ -38,28 +38,20 @@ from typing import Any
 
 from rich.console import Console
 
-from .brokers.provision import attach
-from .cell_runner import CellRun, drive_cell
-from .errors import CellError
-from .lake.storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
+from ..brokers.provision import attach
+from ..errors import CellError
+from ..lake.storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
+from ..paths import cache_dir
+from ..spec.matrix import Cell
+from ..topology import HOSTS_TIMEOUT_S
+from ..topology.hosts import load_hosts, queue_of
+from ..topology.rendezvous import HostPart, Rendezvous
+from .drive import CellRun, drive
+from .faults import NoFaults
 from .landing import describe
-from .paths import cache_dir
-from .spec.matrix import Cell
-from .topology import HOSTS_TIMEOUT_S
-from .topology.hosts import load_hosts, queue_of
-from .topology.rendezvous import HostPart, Rendezvous
 
 CELL_FILE = "cell.json"
 _SCHEMA_VERSION = 1
-
-
-class _NoFaults:
-    """The broker control of a host part: faults are refused before a cell on real hosts starts."""
-
-    def pause(self) -> None:
-        raise CellError("?", "faults are not injected by load hosts")
-
-    resume = kill = pause
 
 
 def publish_cell(folder: LakePath, cell: Cell, brokers: dict[str, Any]) -> None:
@@ -88,17 +80,12 @@ def run_host_part(folder: LakePath, host: str, staging: Path, console: Console) 
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     console.print(f"[bold]cell {cell.instance}[/] {cell.label}: host {host} of {', '.join(hosts)}", highlight=False)
-    status, reason, run = "ok", None, None
     try:
-        run = drive_cell(cell, attach(record["brokers"]).target(), staging, _NoFaults(), console, part=part)
-    except CellError as exc:
-        status, reason, run = "failed", str(exc), exc.partial_run  # type: ignore[assignment]
+        driven = drive(cell, attach(record["brokers"]).target(), staging, NoFaults(), console, part=part)
     except BaseException as exc:  # a task killed (SIGTERM, timeout) still tells the other hosts and land
-        status, reason = "failed", describe(cell, exc)
-        if not isinstance(exc, Exception):
-            _leave(part, staging, run, status, reason)
-            raise
-    return _leave(part, staging, run, status, reason)
+        _leave(part, staging, None, "failed", describe(cell, exc))
+        raise
+    return _leave(part, staging, driven.run, driven.status, driven.reason)
 
 
 def _leave(part: HostPart, staging: Path, run: CellRun | None, status: str, reason: str | None) -> dict[str, Any]:
@@ -159,6 +146,7 @@ def collect_parts(folder: LakePath, cell: Cell, staging: Path) -> Collected:
         "lagging_consumed": sum(f.get("lagging_consumed", 0) for f in started),
         "relayed": sum(f.get("relayed", 0) for f in started),
         "clock_offsets": [o for f in started for o in f.get("clock_offsets", [])],
+        "harness": {name: facts for f in started for name, facts in f.get("harness", {}).items()},
     }
     return Collected(CellRun.from_facts(merged, staging), reasons[0] if reasons else None, generators)
 
@@ -177,7 +165,7 @@ def child_env(cell: Cell, lake: LakePath) -> dict[str, str]:
     an S3 lake the credentials this process resolved (from the lake connection, inside Airflow)."""
     env = {**os.environ, "SIXNINES_CACHE": str(cache_dir())}
     if cell.spec.brokers == "external":
-        from .brokers.connections import env_var, get_connection
+        from ..brokers.connections import env_var, get_connection
 
         assert cell.spec.connection is not None
         env[env_var(cell.spec.connection)] = get_connection(cell.spec.connection).to_json()
@@ -231,9 +219,9 @@ def run_host(folder: LakePath, host: str, staging: Path, log: Callable[[str], No
     return facts
 
 
-def drive_hosts(folder: LakePath, cell: Cell, staging: Path, console: Console) -> Collected:
+def run_hosts(folder: LakePath, cell: Cell, console: Console) -> None:
     """The CLI's way to run a cell on real hosts from one machine: one `sixnines cell host` process per load
-    host, started together like the generate tasks of separate workers, then their parts collected."""
+    host, started together like the generate tasks of separate workers; land collects their parts."""
     w = cell.spec.workload
     budget = HOSTS_TIMEOUT_S * 2 + w.warmup_s + w.measure_s + w.cooldown_s + w.drain_timeout_s + 120
     base = cache_dir() / "host-parts" / folder.name
@@ -250,4 +238,3 @@ def drive_hosts(folder: LakePath, cell: Cell, staging: Path, console: Console) -
     finally:
         stop_hosts(list(procs.values()))
         shutil.rmtree(base, ignore_errors=True)
-    return collect_parts(folder, cell, staging)

@@ -1,5 +1,5 @@
-"""Landing a driven cell: leader attribution, analysis, the lag gate, hlog, result.json, the atomic commit
-and the cells row.
+"""Landing a driven cell: leader attribution, analysis, the harness gates (send lag, saturation), hlog,
+result.json, the atomic commit and the cells row.
 
 One function for both ways a cell runs (the CLI's single process and Airflow's `land` task), so a cell
 lands identically whoever drove it. A re-run replaces the cell's folder and its row, never adds to them.
@@ -16,16 +16,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .cell.context import harness_context
-from .cell_runner import CellRun
-from .core.analysis import CellAnalysis, analyze, leaders_at
-from .core.hdr import write_hlog
-from .errors import SixninesError
-from .lake.layout import Lake, RunInfo, write_json
-from .lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
-from .secrecy import without_userinfo
-from .spec.matrix import Cell
-from .systems import system_of
+from ..core.analysis import CellAnalysis, analyze, leaders_at
+from ..core.hdr import write_hlog
+from ..core.saturation import HARNESS_FACTS_VERSION, verdict
+from ..errors import SixninesError
+from ..lake.layout import Lake, RunInfo, write_json
+from ..lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
+from ..secrecy import without_userinfo
+from ..spec.matrix import Cell
+from ..systems import system_of
+from .context import harness_context
+from .drive import CellRun
 
 
 @dataclass
@@ -37,6 +38,7 @@ class CellReport:
     path: Path | None
     faults: list[dict]
     background: dict[str, dict] = field(default_factory=dict)  # per background workload: counts, send lag
+    harness: dict[str, dict] = field(default_factory=dict)  # per worker: its measure-phase self-view (saturation)
 
     def to_dict(self) -> dict:
         return {
@@ -50,6 +52,7 @@ class CellReport:
             "path": None if self.path is None else str(self.path),
             "faults": self.faults,
             "background": self.background,
+            "harness": harness_facts(self.harness),
             "spec": self.cell.spec.model_dump(mode="json"),
             **({"origin": self.cell.origin} if self.cell.origin else {}),
             **(self.analysis.to_dict() if self.analysis else {}),
@@ -103,7 +106,7 @@ def land_cell(
         if cell_run is not None:
             analysis = _analyse(cell, staging, cell_run)
             if status == "ok":
-                status, reason = _gate(cell, analysis, gate_lag)
+                status, reason = _gate(cell, analysis, gate_lag, cell_run.harness)
             series = {
                 f"{m}-{b}": (s.at_ns, getattr(s, f"from_{b}_ns"))
                 for m, s in analysis.series.items()
@@ -127,6 +130,7 @@ def land_cell(
         None,
         cell_run.faults_dicts() if cell_run else [],
         cell_run.background if cell_run else {},
+        cell_run.harness if cell_run else {},
     )
     write_json(
         staging / "result.json",
@@ -176,19 +180,35 @@ def _read_parts(folder: Path, pattern: str, schema: pa.Schema) -> pa.Table:
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
-def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool) -> tuple[str, str | None]:
-    """Fail a cell whose generator could not keep its schedule: its numbers describe the harness.
+# Workers whose saturation fails a cell: the measured path. Lagging and background consumers are recorded only
+# (a lagging consumer's backlog is the point of it).
+GATED_ROLES = ("producer", "consumer", "relay", "responder")
 
-    rtt is exempt: a synchronous connection waits for the previous reply, so its lag is the system's."""
+
+def harness_facts(workers: dict[str, dict]) -> dict:
+    """The cell's record of its own harness (schema in `saturation.HARNESS_FACTS_VERSION`)."""
+    return {"schema_version": HARNESS_FACTS_VERSION, "workers": workers}
+
+
+def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool, harness: dict[str, dict]) -> tuple[str, str | None]:
+    """Fail a cell whose harness was the bottleneck: its numbers describe the harness, not the system. The
+    generator fell behind its schedule (send lag; rtt is exempt: a synchronous connection waits for the
+    previous reply, so its lag is the system's), or a worker saturated (`saturation.verdict`); every reason
+    that applies is given."""
     w = cell.spec.workload
+    reasons = []
     lag = analysis.lag.percentiles.get("99.9")
     if lag is None:
         lag = analysis.lag.max_ns
     if gate_lag and cell.spec.measurement != "rtt" and lag is not None and lag > w.max_schedule_lag_ms * 1e6:
-        return "failed", (
+        reasons.append(
             f"generator fell behind its schedule: lag p99.9 {lag / 1e6:.2f} ms exceeds "
             f"max_schedule_lag_ms={w.max_schedule_lag_ms}"
         )
+    gated = [name for name, facts in harness.items() if facts.get("role") in GATED_ROLES]
+    reasons += verdict(harness, w.max_schedule_lag_ms, gated)
+    if reasons:
+        return "failed", "; ".join(reasons)
     if analysis.accounting.scheduled == 0:
         return "failed", "no message was scheduled in the measure phase"
     return "ok", None
@@ -222,6 +242,8 @@ def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, contex
         },
         "spec_json": spec.model_dump_json(),
         "context_json": json.dumps(context, default=str),
-        "results_json": json.dumps(report.analysis.to_dict() if report.analysis else None),
+        "results_json": json.dumps(
+            {**report.analysis.to_dict(), "harness": harness_facts(report.harness)} if report.analysis else None
+        ),
         "faults_json": json.dumps(report.faults),
     }
