@@ -39,13 +39,20 @@ class FaultInjector:
     frozen (a cell that fails mid-stall must not leave its broker stopped)."""
 
     def __init__(
-        self, faults: Sequence[Fault], control: BrokerControl, measure_start_ns: int, clock: Callable[[], int]
+        self,
+        faults: Sequence[Fault],
+        control: BrokerControl,
+        measure_start_ns: int,
+        clock: Callable[[], int],
+        fired: list[FiredFault] | None = None,
     ):
+        """`fired`: where each fault is recorded as it fires (the cell run's own list, so a cell that fails
+        mid-schedule still lands the faults it saw)."""
         self.pending = sorted(faults, key=lambda f: f.at_s)
         self.control = control
         self.measure_start_ns = measure_start_ns
         self.clock = clock
-        self.fired: list[FiredFault] = []
+        self.fired: list[FiredFault] = fired if fired is not None else []
         self._stall_end: int | None = None
 
     def tick(self, now: int) -> None:
@@ -70,9 +77,8 @@ class FaultInjector:
         self.fired[-1].end_ns = self.clock()
 
     def close(self) -> None:
-        if self._stall_end is not None:
-            self.control.resume()
-            self._stall_end = None
+        if self._stall_end is not None:  # thawed early: the stall's record ends when it really did
+            self._thaw()
 
 
 class NoFaults:

@@ -1,0 +1,47 @@
+"""The fault injector on an injected clock: each fault fires at its time into the cell run's own list, a stall is
+thawed when it has lasted, and `close` thaws one still frozen."""
+
+from __future__ import annotations
+
+from bench_tasks.cell.faults import Fault, FaultInjector, FiredFault
+
+S = 1_000_000_000
+
+
+class Signals:
+    """What the injector asked of the brokers, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def pause(self) -> None:
+        self.calls.append("pause")
+
+    def resume(self) -> None:
+        self.calls.append("resume")
+
+    def kill(self) -> None:
+        self.calls.append("kill")
+
+
+def test_faults_fire_on_time_into_the_runs_list() -> None:
+    now = [0]
+    signals, fired = Signals(), list[FiredFault]()
+    injector = FaultInjector([Fault("stall", 1.0, 0.5), Fault("kill", 3.0)], signals, 10 * S, lambda: now[0], fired)
+    for t in (10.5, 11.0, 11.2, 11.5, 13.0):
+        now[0] = int(t * S)
+        injector.tick(now[0])
+    assert signals.calls == ["pause", "resume", "kill"]
+    assert fired is injector.fired
+    assert [(f.kind, f.start_ns, f.end_ns) for f in fired] == [
+        ("stall", 11 * S, int(11.5 * S)),
+        ("kill", 13 * S, 13 * S),
+    ]
+
+
+def test_close_thaws_a_stall_still_frozen() -> None:
+    signals = Signals()
+    injector = FaultInjector([Fault("stall", 0.0, 60.0)], signals, 0, lambda: 0)
+    injector.tick(0)
+    injector.close()
+    assert signals.calls == ["pause", "resume"] and injector.fired[0].end_ns == 0
