@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -77,26 +78,11 @@ class KafkaDriver:
 
     async def prefill(self, messages: int, size_bytes: int, progress: Callable[[int], None]) -> None:
         """Write a backlog of `messages` before the cell, as fast as the cluster takes them, for lagging
-        consumers to read. Prefill messages carry no sixnines header, so no measured consumer counts them."""
-
-        def fill() -> None:
-            producer = Producer({"bootstrap.servers": self.bootstrap, **self.client, "linger.ms": 50, "acks": "all"})
-            partitions = self.cell.broker.partitions
-            for i in range(messages):
-                while True:
-                    try:
-                        producer.produce(self.topic, prefill_payload(size_bytes), partition=i % partitions)
-                        break
-                    except BufferError:  # local queue full: let deliveries drain
-                        producer.poll(0.1)
-                if i % 10_000 == 0:
-                    producer.poll(0)
-                    progress(i)
-            if producer.flush(120) != 0:
-                raise BrokerError(f"prefill: {producer.flush(0)} messages still undelivered after 120 s")
-            progress(messages)
-
-        await asyncio.to_thread(fill)
+        consumers to read. Prefill messages carry no sixnines header, so no measured consumer counts them.
+        A cluster that stops taking them, or refuses any, is an error saying how far the backlog got."""
+        config = {"bootstrap.servers": self.bootstrap, **self.client, "linger.ms": 50, "acks": "all"}
+        prefill = _Prefill(config, self.topic, self.cell.broker.partitions)
+        await asyncio.to_thread(prefill.fill, messages, size_bytes, progress)
 
     async def cleanup(self) -> None:
         from .admin import delete_topic
@@ -249,6 +235,64 @@ class KafkaDriver:
         self._producers.clear()
         self._consumers.clear()
         self._threads.clear()
+
+
+PREFILL_STALL_S = 60.0  # librdkafka's queue full this long without a delivery: the cluster is not taking writes
+PREFILL_FLUSH_S = 120.0
+
+
+class _Prefill:
+    """One prefill producer: every delivery counted, the first refusal kept, and a deadline on a full queue."""
+
+    def __init__(self, config: dict[str, Any], topic: str, partitions: int):
+        self.producer = Producer(config)
+        self.address, self.topic, self.partitions = config["bootstrap.servers"], topic, partitions
+        self.delivered = self.failed = 0
+        self.first_error: str | None = None
+
+    def _report(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is None:
+            self.delivered += 1
+            return
+        self.failed += 1
+        self.first_error = self.first_error or str(err)
+
+    def fill(self, messages: int, size_bytes: int, progress: Callable[[int], None]) -> None:
+        payload = prefill_payload(size_bytes)
+        for i in range(messages):
+            self._produce(payload, i % self.partitions, messages)
+            if i % 10_000 == 0:
+                self.producer.poll(0)
+                progress(i)
+        undelivered = self.producer.flush(PREFILL_FLUSH_S)
+        if undelivered or self.failed:
+            raise BrokerError(
+                f"prefill of {self.topic}: {self.delivered} of {messages} messages written, {self.failed} refused, "
+                f"{undelivered} still undelivered after {PREFILL_FLUSH_S:g} s{self._first()}"
+            )
+        progress(messages)
+
+    def _produce(self, payload: bytes, partition: int, messages: int) -> None:
+        """Produce one message, waiting while librdkafka's queue is full, but not for ever: each delivery
+        (or refusal) starts a new grace period."""
+        seen, deadline = self.delivered + self.failed, time.monotonic() + PREFILL_STALL_S
+        while True:
+            try:
+                self.producer.produce(self.topic, payload, partition=partition, on_delivery=self._report)
+                return
+            except BufferError:  # local queue full: let deliveries drain
+                self.producer.poll(0.1)
+            if self.delivered + self.failed > seen:
+                seen, deadline = self.delivered + self.failed, time.monotonic() + PREFILL_STALL_S
+            elif time.monotonic() > deadline:
+                raise BrokerError(
+                    f"prefill of {self.topic}: librdkafka's queue stayed full for {PREFILL_STALL_S:g} s without a "
+                    f"delivery, {self.delivered} of {messages} messages written: the cluster at {self.address} is "
+                    f"not taking writes{self._first()}"
+                )
+
+    def _first(self) -> str:
+        return f" (first refusal: {self.first_error})" if self.first_error else ""
 
 
 class _Batch:

@@ -1,0 +1,36 @@
+"""The Kafka prefill against a cluster that takes nothing (an address where no broker listens, through a real
+librdkafka): it ends with an error saying how far the backlog got, never a wait without end or a silent gap."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from bench_tasks.errors import BrokerError
+from bench_tasks.systems.kafka import driver as kafka_driver
+from bench_tasks.systems.kafka.driver import KafkaDriver
+from bench_tasks.systems.kafka.settings import KafkaBroker
+
+NOWHERE = "127.0.0.1:9"  # the discard port: nothing listens there
+
+
+def prefill(client: dict, messages: int) -> None:
+    cell = SimpleNamespace(broker=KafkaBroker(partitions=2))
+    driver = KafkaDriver(NOWHERE, cell, "c", client=client)
+    asyncio.run(driver.prefill(messages, 64, lambda _done: None))
+
+
+def test_a_queue_that_stays_full_ends_the_prefill(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafka_driver, "PREFILL_STALL_S", 1.0)
+    began = time.monotonic()
+    with pytest.raises(BrokerError, match=r"stayed full for 1 s without a delivery, 0 of 50 messages written"):
+        prefill({"queue.buffering.max.messages": 5, "message.timeout.ms": 600_000}, 50)
+    assert time.monotonic() - began < 30
+
+
+def test_refused_messages_fail_the_prefill_with_the_first_reason() -> None:
+    with pytest.raises(BrokerError, match=r"0 of 5 messages written, 5 refused.*first refusal: .*[Tt]imed out"):
+        prefill({"message.timeout.ms": 300}, 5)
