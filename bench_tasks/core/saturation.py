@@ -27,6 +27,10 @@ verdict per cell:
   then waited inside the harness until it was handed over (the generator's `receive_wait_us`): the receive
   side's send lag, gated the same way (p99.9 under `max_schedule_lag_ms`).
 - **cpu**: the process's CPU (all threads) per second of the measure phase, for the record.
+- **dropped**: messages that reached the process but were thrown away because a queue inside the harness was
+  full (nats-py's slow consumer, a relay's forwarding queue). Any fails the cell: the harness lost them, and
+  the system would be blamed. Beside it, `client_errors`: what the clients reported beside their messages
+  (counted by kind, the last kept), recorded, not judged.
 
 `ProcessWatch` samples (I/O at the edge: it reads /proc); `summarize` and `verdict` are pure.
 """
@@ -46,7 +50,9 @@ import numpy as np
 #   1 — first version: per worker `samples`, `seconds`, `rate_per_s`, `busy`, `waiting_for_cpu`, `cpu_cores`,
 #       `threads` (cpu, waiting_for_cpu, wakeups_per_s, mean_cpu_wait_us), `message_threads`, `backlog`, and
 #       for consumers `receive_wait_us`.
-HARNESS_FACTS_VERSION = 1
+#   2 — per worker `dropped` (messages a full queue inside the harness threw away) and `client_errors`
+#       (`count`, `kinds`: count per kind, `last`); a version-1 worker has neither (read as none).
+HARNESS_FACTS_VERSION = 2
 BUSY_LIMIT = 0.97  # runnable this share of the measure phase: the process never caught up
 BACKLOG_SHARE = 0.5  # backlog over the limit in more than this share of the measure samples: it persisted
 STARVED_WAIT_SHARE = 0.1  # a thread that waited for a CPU this share of the measure phase …
@@ -200,6 +206,11 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
     reasons = []
     for name in gated:
         s = workers.get(name)
+        if s and s.get("dropped"):
+            reasons.append(
+                f"harness dropped {s['dropped']:,} messages: {name} received them but a queue inside the harness "
+                "was full (a slow consumer), so they count as lost though the system delivered them"
+            )
         if not s or s.get("samples", 0) < 2:
             continue
         busy_threads = {t: v["cpu"] for t, v in s["threads"].items() if v["cpu"] >= BUSY_LIMIT and t != "main"}
@@ -263,5 +274,9 @@ def describe(workers: Mapping[str, Mapping[str, Any]]) -> list[str]:
             text += f", backlog median {s['backlog']['messages_p50']:,} max {s['backlog']['messages_max']:,}"
         if s.get("receive_wait_us"):
             text += f", held after arrival p99.9 {s['receive_wait_us']['99.9'] / 1e3:.2f} ms"
+        if s.get("dropped"):
+            text += f", dropped {s['dropped']:,} from a full queue"
+        if (s.get("client_errors") or {}).get("count"):
+            text += f", {s['client_errors']['count']:,} client error(s), last {s['client_errors']['last']}"
         lines.append(text)
     return lines

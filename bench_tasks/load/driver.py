@@ -15,12 +15,20 @@ A backlog that grows is a queue inside the harness, and the cell fails for it (`
 client lets it, a driver also signals the moment bytes from the network reach the process, before the
 client parses them (`watch_arrivals`): the generator stamps a message's receipt then, and measures how
 long it waited inside the harness until it was handed over.
+
+What a client reports beside its messages is counted, never swallowed (`ClientErrors`): errors by kind,
+and messages it threw away because the queue it keeps for the harness was full, which fail the cell.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
+
+from ..secrecy import without_userinfo
+
+log = logging.getLogger("sixnines.driver")
 
 # on_ack(seq, partition, offset, error): a send was acknowledged (error None) or definitely failed.
 AckCallback = Callable[[int, int | None, int | None, str | None], None]
@@ -45,11 +53,40 @@ class Received(Protocol):
 MessagesCallback = Callable[[Received], None]
 
 
+class ClientErrors:
+    """What one driver's clients reported beside their messages: each error counted by kind with the last
+    one's text (librdkafka's error events, nats-py's error callback: a reconnect during a fault, a refused
+    authorization), the first of each kind logged; and messages a client received but dropped because the
+    queue it keeps for the harness was full (nats-py's slow consumer). Those were lost by the harness, not
+    by the system, so each fails the cell (`saturation.verdict`)."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, int] = {}
+        self.last: str | None = None
+        self.dropped = 0
+
+    def error(self, kind: str, text: str) -> None:
+        text = without_userinfo(text)  # a client's message may quote a server URL with its credentials
+        if kind not in self.kinds:
+            log.warning("client error %s: %s", kind, text)
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        self.last = f"{kind}: {text}"
+
+    def drop(self, messages: int = 1) -> None:
+        if not self.dropped:
+            log.warning("a client dropped received messages: the queue it keeps for the harness was full")
+        self.dropped += messages
+
+    def summary(self) -> dict[str, Any]:
+        return {"count": sum(self.kinds.values()), "kinds": dict(self.kinds), "last": self.last}
+
+
 class Driver(Protocol):
     acks: bool  # do sends get acknowledgements (JetStream PubAck, Kafka delivery report)?
     # Name prefixes of this process's threads every message passes through (OS thread names; the event loop
     # is `main`): a starved one means messages waited inside the harness (`saturation`).
     message_threads: tuple[str, ...]
+    errors: ClientErrors  # what its clients reported beside the messages
 
     async def prepare(self) -> None:
         """Parent process, before any worker: create the cell's stream or topic from scratch."""

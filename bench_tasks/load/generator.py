@@ -54,6 +54,9 @@ _FLUSH_AFTER_NS = 100_000_000
 # Python threads hand the interpreter lock over every 5 ms by default: a thread woken to stamp a message
 # could wait that long for a busy sibling. Workers hand it over 10× sooner.
 _SWITCH_INTERVAL_S = 0.0005
+# Received messages a relay holds for forwarding at most; a batch beyond it is dropped and counted, which fails
+# the cell (the harness lost it). A queue that deep already fails the cell for its backlog before it fills.
+RELAY_QUEUE_MESSAGES = 1 << 17
 now_ns = time.monotonic_ns
 
 
@@ -237,16 +240,37 @@ def _worker_name(plan: WorkerPlan) -> str:
 
 
 def _report_harness(
-    plan: WorkerPlan, channels: Channels, watch: ProcessWatch, t0: int, extra: dict | None = None
+    plan: WorkerPlan,
+    channels: Channels,
+    watch: ProcessWatch,
+    t0: int,
+    drivers: Sequence[Driver],
+    extra: dict | None = None,
+    dropped: int = 0,
 ) -> None:
-    """The measure phase of this process as the harness saw itself (`saturation`), for the cell's record."""
+    """The measure phase of this process as the harness saw itself (`saturation`), for the cell's record,
+    with what its clients reported beside their messages and what it dropped (`dropped`: its own queue's)."""
     warmup, measure, _ = channels.phase_ns
     limit_ms = plan.cell().workload.max_schedule_lag_ms
     summary = watch.summary((t0 + warmup, t0 + warmup + measure), limit_ms) if t0 else {"samples": 0}
     summary |= extra or {}
+    summary |= client_facts(drivers, dropped)
     channels.events.put(
         {"kind": "harness", "role": plan.role, "index": plan.index, "name": _worker_name(plan), "summary": summary}
     )
+
+
+def client_facts(drivers: Sequence[Driver], dropped: int = 0) -> dict[str, Any]:
+    """The worker's clients' errors (load.driver.ClientErrors) added up, and every message dropped from a full
+    queue inside the harness: the clients' (a slow consumer's) and `dropped`, the worker's own."""
+    kinds: dict[str, int] = {}
+    last = None
+    for driver in drivers:
+        for kind, n in driver.errors.kinds.items():
+            kinds[kind] = kinds.get(kind, 0) + n
+        last = driver.errors.last or last
+        dropped += driver.errors.dropped
+    return {"client_errors": {"count": sum(kinds.values()), "kinds": kinds, "last": last}, "dropped": dropped}
 
 
 async def _produce(plan: WorkerPlan, channels: Channels) -> None:
@@ -284,7 +308,7 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
             Path(plan.staging_dir) / f"sent-p{plan.index}.parquet",
         )
     _send_progress(plan, channels, log)
-    _report_harness(plan, channels, watch, t0)
+    _report_harness(plan, channels, watch, t0, [driver])
     channels.events.put({"kind": "done", "role": "producer", "index": plan.index})
 
 
@@ -612,7 +636,8 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     )
     _consumer_progress(plan, channels, log)
     warmup, measure, _ = channels.phase_ns
-    _report_harness(plan, channels, watch, t0, {"receive_wait_us": log.waits_us((t0 + warmup, t0 + warmup + measure))})
+    waits = log.waits_us((t0 + warmup, t0 + warmup + measure))
+    _report_harness(plan, channels, watch, t0, [driver], {"receive_wait_us": waits})
     channels.events.put({"kind": "done", "role": "consumer", "index": plan.index})
 
 
@@ -652,7 +677,7 @@ async def _count_consumer(plan: WorkerPlan, channels: Channels) -> None:
         progress()
     await driver.close()
     progress()
-    _report_harness(plan, channels, watch, int(channels.start_at_ns.value))
+    _report_harness(plan, channels, watch, int(channels.start_at_ns.value), [driver])
     channels.events.put({"kind": "done", "role": plan.role, "index": plan.index})
 
 
@@ -665,8 +690,7 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
     inbound = driver_for(plan.url, cell, plan.names or plan.cell_id, MEASURED, client=plan.client)
     outbound = driver_for(plan.url, cell, plan.names or plan.cell_id, HOP2, client=plan.client)
     (conn,) = await outbound.open_producer(f"sixnines-relay{plan.index}", 1)
-    loop = asyncio.get_running_loop()
-    arrivals: asyncio.Queue[tuple[int, Received]] = asyncio.Queue()
+    waiting = _RelayQueue(asyncio.get_running_loop(), RELAY_QUEUE_MESSAGES)
     relaying = _Relaying(outbound, conn)
     watch = ProcessWatch(clock=now_ns, message_threads=(*inbound.message_threads, *outbound.message_threads))
     stamps = _Arrivals()
@@ -674,14 +698,15 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
 
     def on_messages(batch: Received) -> None:
         received = stamps.stamp(now_ns())  # the hop-1 arrival, in whichever thread the client delivers on
-        loop.call_soon_threadsafe(arrivals.put_nowait, (received, batch))
+        waiting.offer(received, batch)
 
     async def forward() -> None:
         while True:
-            await relaying.forward(*await arrivals.get())
+            await relaying.forward(*await waiting.get())
 
     def progress() -> None:
-        channels.events.put({"kind": "progress", "role": "relay", "index": plan.index, **relaying.counts()})
+        counts = {**relaying.counts(), "dropped": waiting.dropped}
+        channels.events.put({"kind": "progress", "role": "relay", "index": plan.index, **counts})
 
     forwarder = asyncio.create_task(forward())
     await inbound.open_consumer(f"sixnines-r{plan.index}", on_messages)
@@ -692,10 +717,10 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
             await asyncio.sleep(REPORT_EVERY_S)
             if forwarder.done():  # it only ends by failing: surface why, or nothing would be relayed silently
                 forwarder.result()
-            watch.sample(inbound.backlog(), relaying.log.count + arrivals.qsize())
+            watch.sample(inbound.backlog(), relaying.log.count + waiting.held)
             progress()
         await inbound.close()
-        while not arrivals.empty() and not forwarder.done():  # forward what had already arrived
+        while not waiting.empty() and not forwarder.done():  # forward what had already arrived
             await asyncio.sleep(0.01)
         forwarder.cancel()
         await outbound.close()
@@ -706,8 +731,38 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
             Path(plan.staging_dir) / f"relayed-r{plan.index}.parquet",
         )
     progress()
-    _report_harness(plan, channels, watch, t0)
+    _report_harness(plan, channels, watch, t0, [inbound, outbound], dropped=waiting.dropped)
     channels.events.put({"kind": "done", "role": "relay", "index": plan.index})
+
+
+class _RelayQueue:
+    """Received batches waiting for the relay's forwarder, kept on its event loop: at most `limit` messages.
+    A batch that does not fit is dropped and counted (`dropped`: the cell fails, the harness lost them), so a
+    forwarder that falls behind never grows the queue without end. `offer` may be called from any thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int):
+        self.loop, self.limit = loop, limit
+        self.held = self.dropped = 0
+        self._queue: asyncio.Queue[tuple[int, Received, int]] = asyncio.Queue()
+
+    def offer(self, received: int, batch: Received) -> None:
+        self.loop.call_soon_threadsafe(self._put, received, batch)
+
+    def _put(self, received: int, batch: Received) -> None:
+        n = len(batch.payloads())
+        if self.held + n > self.limit:
+            self.dropped += n
+            return
+        self.held += n
+        self._queue.put_nowait((received, batch, n))
+
+    async def get(self) -> tuple[int, Received]:
+        received, batch, n = await self._queue.get()
+        self.held -= n
+        return received, batch
+
+    def empty(self) -> bool:
+        return self._queue.empty()
 
 
 class _Relaying:
@@ -841,5 +896,5 @@ async def _respond(plan: WorkerPlan, channels: Channels) -> None:
         watch.sample(driver.backlog(), served[0])
         channels.events.put({"kind": "progress", "role": "responder", "index": plan.index, "served": served[0]})
     await driver.close()
-    _report_harness(plan, channels, watch, int(channels.start_at_ns.value))
+    _report_harness(plan, channels, watch, int(channels.start_at_ns.value), [driver])
     channels.events.put({"kind": "done", "role": "responder", "index": plan.index})

@@ -1,5 +1,6 @@
-"""The Kafka prefill against a cluster that takes nothing (an address where no broker listens, through a real
-librdkafka): it ends with an error saying how far the backlog got, never a wait without end or a silent gap."""
+"""The Kafka driver against a cluster that takes nothing (an address where no broker listens, through a real
+librdkafka): the prefill ends with an error saying how far the backlog got, never a wait without end or a
+silent gap; a consumer's errors are counted and logged, not dropped."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from bench_tasks.errors import BrokerError
 from bench_tasks.systems.kafka import driver as kafka_driver
 from bench_tasks.systems.kafka.driver import KafkaDriver
-from bench_tasks.systems.kafka.settings import KafkaBroker
+from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS, KafkaBroker
+from tests.integration.helpers import make_cell
 
 NOWHERE = "127.0.0.1:9"  # the discard port: nothing listens there
 
@@ -34,3 +36,22 @@ def test_a_queue_that_stays_full_ends_the_prefill(monkeypatch: pytest.MonkeyPatc
 def test_refused_messages_fail_the_prefill_with_the_first_reason() -> None:
     with pytest.raises(BrokerError, match=r"0 of 5 messages written, 5 refused.*first refusal: .*[Tt]imed out"):
         prefill({"message.timeout.ms": 300}, 5)
+
+
+def test_a_consumers_errors_are_counted_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """librdkafka's error events (here: no broker to connect to) reach the driver's counts and the log."""
+    client = {"consumer_mode": "assigned", "start_from": "beginning"}  # assigned at once: no broker asked
+    spec = make_cell(system="kafka", version=KAFKA_VERSIONS[0], client=client).spec
+    driver = KafkaDriver(NOWHERE, spec, "c")
+
+    async def scenario() -> None:
+        await driver.open_consumer("sixnines-c0", lambda _batch: None)
+        deadline = time.monotonic() + 20
+        while "_TRANSPORT" not in driver.errors.kinds and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await driver.close()
+
+    asyncio.run(scenario())
+    assert driver.errors.kinds.get("_TRANSPORT", 0) >= 1, driver.errors.kinds
+    assert driver.errors.last is not None
+    assert "client error _TRANSPORT: 127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed" in caplog.text

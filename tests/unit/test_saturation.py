@@ -191,3 +191,15 @@ def test_describe_gives_one_line_per_worker_that_reported() -> None:
         "held after arrival p99.9 1.50 ms",
         "producer p0: 0.50 cores, Python busy 50%, waiting for a CPU 1%",
     ]
+
+
+def test_messages_a_full_queue_dropped_fail_the_cell_even_without_samples() -> None:
+    """A slow consumer's drops are the harness's loss, not the system's: counted and failed, never hidden."""
+    dropped = worker() | {"dropped": 1234, "client_errors": {"count": 0, "kinds": {}, "last": None}}
+    (reason,) = verdict({"relay r0": dropped}, 100, ["relay r0"])
+    assert reason.startswith("harness dropped 1,234 messages: relay r0 received them but a queue inside the harness")
+    assert verdict({"relay r0": {"samples": 0, "dropped": 5}}, 100, ["relay r0"])  # a cell too short to sample
+    errors = {"count": 3, "kinds": {"_TRANSPORT": 3}, "last": "_TRANSPORT: broker down"}
+    assert verdict({"consumer c0": worker() | {"dropped": 0, "client_errors": errors}}, 100, ["consumer c0"]) == []
+    (line,) = describe({"consumer c0": worker() | {"dropped": 7, "client_errors": errors}})
+    assert line.endswith("dropped 7 from a full queue, 3 client error(s), last _TRANSPORT: broker down")

@@ -26,7 +26,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from ...errors import BrokerError
-from ...load.driver import AckCallback, MessagesCallback, Outgoing
+from ...load.driver import AckCallback, ClientErrors, MessagesCallback, Outgoing
 from ...load.loop import name_thread
 
 _POLL_S = 0.05
@@ -65,6 +65,7 @@ class KafkaDriver:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._stats = _Statistics()
+        self.errors = ClientErrors()
 
     # -- parent side ---------------------------------------------------------------------------
     async def prepare(self) -> None:
@@ -101,6 +102,7 @@ class KafkaDriver:
             **_STATS,
             **self.cell.client.producer,
             "stats_cb": self._stats.update,
+            "error_cb": self._client_error,
         }
         producer = Producer(config)
         # Connect and fetch the topic's metadata now, not on the first timed send.
@@ -162,6 +164,7 @@ class KafkaDriver:
             **_STATS,
             **client.consumer,
             "stats_cb": self._stats.update,
+            "error_cb": self._client_error,
         }
         consumer = Consumer(config)
         self._consumers.append(consumer)
@@ -197,7 +200,11 @@ class KafkaDriver:
             if first is None:
                 continue
             rest = consume(_CONSUME_BATCH, 0)
-            on_messages(_Batch([first, *rest] if rest else [first]))
+            on_messages(_Batch([first, *rest] if rest else [first], self.errors))
+
+    def _client_error(self, err: KafkaError) -> None:
+        """librdkafka's errors that belong to no message (a broker down, a refused login), from its poll."""
+        self.errors.error(err.name(), err.str())
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         raise BrokerError("Kafka has no request/reply responders")
@@ -258,6 +265,13 @@ class _Prefill:
         self.first_error = self.first_error or str(err)
 
     def fill(self, messages: int, size_bytes: int, progress: Callable[[int], None]) -> None:
+        try:
+            self._fill(messages, size_bytes, progress)
+        finally:  # nothing of a failed prefill lives on: queued messages purged, the client let go
+            self.producer.purge()
+            del self.producer
+
+    def _fill(self, messages: int, size_bytes: int, progress: Callable[[int], None]) -> None:
         payload = prefill_payload(size_bytes)
         for i in range(messages):
             self._produce(payload, i % self.partitions, messages)
@@ -297,26 +311,31 @@ class _Prefill:
 
 class _Batch:
     """What one poll/consume returned, read only after the generator has stamped it; error events (which
-    carry no message) are left out."""
+    carry no message) are counted in the driver's `errors` and left out."""
 
-    __slots__ = ("_messages",)
+    __slots__ = ("_errors", "_messages")
 
-    def __init__(self, messages: list[Message]):
+    def __init__(self, messages: list[Message], errors: ClientErrors):
         self._messages = messages
+        self._errors: ClientErrors | None = errors  # None once the error events were counted and left out
 
     def _good(self) -> list[Message]:
-        if any(m.error() is not None for m in self._messages):
-            self._messages = [m for m in self._messages if m.error() is None]
+        if self._errors is not None:
+            errors, self._errors = self._errors, None
+            if any(m.error() is not None for m in self._messages):
+                for err in (m.error() for m in self._messages if m.error() is not None):
+                    errors.error(err.name(), err.str())
+                self._messages = [m for m in self._messages if m.error() is None]
         return self._messages
 
     def payloads(self) -> list[bytes]:
         return [m.value() for m in self._good()]
 
     def partitions(self) -> list[int]:
-        return [m.partition() for m in self._messages]
+        return [m.partition() for m in self._good()]
 
     def offsets(self) -> list[int]:
-        return [m.offset() for m in self._messages]
+        return [m.offset() for m in self._good()]
 
 
 class _Statistics:

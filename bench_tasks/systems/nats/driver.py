@@ -34,7 +34,7 @@ from nats.js.client import JetStreamContext
 from nats.protocol.command import pub_cmd
 
 from ...errors import BrokerError
-from ...load.driver import AckCallback, MessagesCallback, Outgoing
+from ...load.driver import AckCallback, ClientErrors, MessagesCallback, Outgoing
 from .cluster import servers_of
 from .settings import NatsCell
 
@@ -51,6 +51,12 @@ _CONNECT_DEFAULTS: dict[str, Any] = {
     "pending_size": 64 * 1024 * 1024,
     "skip_subject_validation": True,  # the harness's subjects are valid by construction; checks cost per publish
 }
+# A JetStream subscription's queue between nats-py's parser and the harness (core subscriptions have none: their
+# messages go from the parser straight to the harness). Bounded: a message that does not fit is dropped by nats-py
+# as a slow consumer, counted (ClientErrors.dropped) and fails the cell; a queue this deep already fails it for
+# its backlog, long before it fills.
+JS_PENDING_MSGS = 1 << 16
+JS_PENDING_BYTES = 64 * 1024 * 1024
 
 
 def subject_for(cell_id: str, route: str = "") -> str:
@@ -67,18 +73,24 @@ async def connect(
     name: str,
     client: Mapping[str, Any] | None = None,
     on_arrival: Callable[[], None] | None = None,
+    errors: ClientErrors | None = None,
 ) -> Client:
     """`client`: connection settings of external servers (user/password or token; `tls_ca_file` becomes a TLS
-    context that trusts that CA), under the matrix's own `client.connect`. `on_arrival`: see `_Client`."""
+    context that trusts that CA), under the matrix's own `client.connect`. `on_arrival`: see `_Client`.
+    `errors`: where nats-py's asynchronous errors are counted (a slow consumer's drops apart)."""
+    counted = errors if errors is not None else ClientErrors()
 
-    async def quiet(_exc: Exception) -> None:  # errors surface as per-message results instead
-        return None
+    async def count(exc: Exception) -> None:
+        if isinstance(exc, nats.errors.SlowConsumerError):
+            counted.drop()
+        else:
+            counted.error(type(exc).__name__, str(exc))
 
     access = dict(client or {})
     ca_file = access.pop("tls_ca_file", None)
     if ca_file:
         access["tls"] = ssl.create_default_context(cafile=ca_file)
-    options = {**_CONNECT_DEFAULTS, "name": name, "error_cb": quiet, **access, **cell.client.connect}
+    options = {**_CONNECT_DEFAULTS, "name": name, "error_cb": count, **access, **cell.client.connect}
     nc = _Client()
     # A cluster's address lists every node comma-separated; nats-py takes a list (it refuses a joined string).
     await nc.connect(servers_of(url), **options)
@@ -228,6 +240,7 @@ class NatsDriver:
         self._subscription: Subscription | None = None
         self._replies: dict[int, _Replies] = {}
         self._on_arrival: Callable[[], None] | None = None
+        self.errors = ClientErrors()
 
     def js(self, nc: Client) -> JetStreamContext:
         """One JetStream context per connection: each context owns a reply subscription, so making one
@@ -242,7 +255,10 @@ class NatsDriver:
         self._on_arrival = on_arrival
 
     async def open(self, name: str, count: int = 1) -> list[Client]:
-        new = [await connect(self.url, self.cell, f"{name}-{i}", self.client, self._on_arrival) for i in range(count)]
+        new = [
+            await connect(self.url, self.cell, f"{name}-{i}", self.client, self._on_arrival, self.errors)
+            for i in range(count)
+        ]
         self.connections += new
         return new
 
@@ -349,6 +365,8 @@ class NatsDriver:
             queue=QUEUE_GROUP,
             cb=js_cb,
             manual_ack=True,
+            pending_msgs_limit=JS_PENDING_MSGS,
+            pending_bytes_limit=JS_PENDING_BYTES,
             config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.NEW),
         )
 
