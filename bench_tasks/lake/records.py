@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -73,15 +75,32 @@ _DELTA_COLUMNS = (
 _DICT_COLUMNS = ["phase", "error"]
 
 
+def _write_options(columns: Sequence[str]) -> dict[str, Any]:
+    return {
+        "compression": "zstd",
+        "use_dictionary": [c for c in _DICT_COLUMNS if c in columns],
+        "column_encoding": {c: "DELTA_BINARY_PACKED" for c in _DELTA_COLUMNS if c in columns},
+    }
+
+
+def write_parquet_parts(schema: pa.Schema, parts: Iterable[pa.Table], path: Path) -> None:
+    """`write_parquet` for a table too big to build whole: each part becomes row groups as it comes, so the
+    writer holds one part, never a second copy of everything (a consumer's receipts). Local files only."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with pq.ParquetWriter(tmp, schema, **_write_options(schema.names)) as writer:
+            for part in parts:
+                writer.write_table(part)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_parquet(table: pa.Table, path: Path | S3Path) -> None:
     """Write to a temporary name in the same folder, then rename: readers never see half a file. On S3 the
     object is one upload, visible only when complete."""
-    delta = {c: "DELTA_BINARY_PACKED" for c in _DELTA_COLUMNS if c in table.column_names}
-    options = {
-        "compression": "zstd",
-        "use_dictionary": [c for c in _DICT_COLUMNS if c in table.column_names],
-        "column_encoding": delta,
-    }
+    options = _write_options(table.column_names)
     if isinstance(path, S3Path):
         write_parquet_object(table, path, **options)
         return

@@ -38,7 +38,7 @@ from setproctitle import setproctitle
 from ..core.saturation import ProcessWatch
 from ..core.schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
 from ..errors import PayloadError
-from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
+from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet, write_parquet_parts
 from ..spec.matrix import CELL_ADAPTER, CellSpec
 from .driver import Driver, Outgoing, Received
 from .drivers import background_spec, driver_for
@@ -57,6 +57,7 @@ _SWITCH_INTERVAL_S = 0.0005
 # Received messages a relay holds for forwarding at most; a batch beyond it is dropped and counted, which fails
 # the cell (the harness lost it). A queue that deep already fails the cell for its backlog before it fills.
 RELAY_QUEUE_MESSAGES = 1 << 17
+WRITE_ROWS = 1 << 16  # receipts per slice of a receiver's Parquet file (row groups of at most this many rows)
 now_ns = time.monotonic_ns
 
 
@@ -556,8 +557,9 @@ class _ReceivedLog:
         data = np.concatenate(parts, axis=1) if parts else blocks[0][:, :0]
         return {name: data[i] for i, name in enumerate(_RECEIVED_FIELDS)}
 
-    def table(self, consumer_id: int, plan: PhasePlan) -> pa.Table:
-        c = self.columns()
+    def table(self, consumer_id: int, plan: PhasePlan, start: int = 0, end: int | None = None) -> pa.Table:
+        """Rows [start, end) as the received-samples table (all of them by default)."""
+        c = self.columns(start, end)
         n = c["seq"].size
         phases = np.array(PHASE_NAMES, dtype=object)[plan.phases_of(c["intended"])]
         return pa.table(
@@ -578,6 +580,13 @@ class _ReceivedLog:
             },
             schema=RECEIVED_SCHEMA,
         )
+
+    def write(self, consumer_id: int, plan: PhasePlan, path: Path) -> None:
+        """The receiver's Parquet file, `WRITE_ROWS` rows at a time: writing holds one slice beside the log,
+        never a second (and third, as Arrow columns) copy of every receipt (bench/receiver_memory.py)."""
+        starts = range(0, self.count, WRITE_ROWS) if self.count else (0,)
+        parts = (self.table(consumer_id, plan, at, min(at + WRITE_ROWS, self.count)) for at in starts)
+        write_parquet_parts(RECEIVED_SCHEMA, parts, path)
 
 
 def _expected_receipts(cell: CellSpec, duration_ns: int) -> int:
@@ -630,10 +639,7 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     await driver.close()
     log.flush()  # the client is closed: nothing else writes now
     t0 = int(channels.start_at_ns.value)
-    write_parquet(
-        log.table(plan.index, _phase_plan(t0, channels)),
-        Path(plan.staging_dir) / f"received-c{plan.index}.parquet",
-    )
+    log.write(plan.index, _phase_plan(t0, channels), Path(plan.staging_dir) / f"received-c{plan.index}.parquet")
     _consumer_progress(plan, channels, log)
     warmup, measure, _ = channels.phase_ns
     waits = log.waits_us((t0 + warmup, t0 + warmup + measure))
@@ -726,9 +732,8 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
         await outbound.close()
     finally:
         t0 = int(channels.start_at_ns.value)
-        write_parquet(
-            relaying.log.table(plan.index, _phase_plan(t0, channels)),
-            Path(plan.staging_dir) / f"relayed-r{plan.index}.parquet",
+        relaying.log.write(
+            plan.index, _phase_plan(t0, channels), Path(plan.staging_dir) / f"relayed-r{plan.index}.parquet"
         )
     progress()
     _report_harness(plan, channels, watch, t0, [inbound, outbound], dropped=waiting.dropped)

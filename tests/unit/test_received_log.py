@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -115,3 +116,26 @@ def test_storage_for_the_expected_receipts_is_there_before_the_schedule() -> Non
     assert len(log.blocks) == 4 and log.count == 7
     assert log.columns(3, 6)["pid"].tolist() == [3, 4, 5]
     assert log.columns(6, 6)["pid"].tolist() == []
+
+
+def test_the_file_is_written_a_slice_at_a_time_and_holds_every_row(
+    clock: itertools.count, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The receiver's file is the table, written in slices (row groups) so writing never doubles the log."""
+    import pyarrow.parquet as pq
+
+    from bench_tasks.lake.records import SCHEMA_VERSION, read_schema_version
+
+    monkeypatch.setattr(generator, "WRITE_ROWS", 3)
+    factory = PayloadFactory(40)
+    log = TinyBlocks()
+    log.on_messages(Batch([factory.make(0, s, 3 * s, 3 * s) for s in range(8)], [1] * 8, list(range(8))))
+    log.flush()
+    plan = PhasePlan(0, 6, 12, 6)
+    log.write(2, plan, tmp_path / "received-c2.parquet")
+    written = pq.ParquetFile(tmp_path / "received-c2.parquet")
+    assert written.metadata.num_row_groups == 3  # 3 + 3 + 2 rows
+    assert written.read().equals(log.table(2, plan))
+    assert read_schema_version(tmp_path / "received-c2.parquet") == SCHEMA_VERSION
+    _ReceivedLog().write(0, plan, tmp_path / "none.parquet")  # nothing received: an empty file of the schema
+    assert pq.read_table(tmp_path / "none.parquet").num_rows == 0
