@@ -44,15 +44,14 @@ class FaultInjector:
         control: BrokerControl,
         measure_start_ns: int,
         clock: Callable[[], int],
-        fired: list[FiredFault] | None = None,
+        fired: list[FiredFault],
     ):
-        """`fired`: where each fault is recorded as it fires (the cell run's own list, so a cell that fails
-        mid-schedule still lands the faults it saw)."""
+        """`fired` is the cell run's own list: what fired is on record even if the cell fails mid-fault."""
         self.pending = sorted(faults, key=lambda f: f.at_s)
         self.control = control
         self.measure_start_ns = measure_start_ns
         self.clock = clock
-        self.fired: list[FiredFault] = fired if fired is not None else []
+        self.fired = fired
         self._stall_end: int | None = None
 
     def tick(self, now: int) -> None:

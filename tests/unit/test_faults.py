@@ -41,7 +41,7 @@ def test_faults_fire_on_time_into_the_runs_list() -> None:
 
 def test_close_thaws_a_stall_still_frozen() -> None:
     signals = Signals()
-    injector = FaultInjector([Fault("stall", 0.0, 60.0)], signals, 0, lambda: 0)
+    injector = FaultInjector([Fault("stall", 0.0, 60.0)], signals, 0, lambda: 0, [])
     injector.tick(0)
     injector.close()
     assert signals.calls == ["pause", "resume"] and injector.fired[0].end_ns == 0
