@@ -146,6 +146,7 @@ class _Client(Client):
             await pending
 
     async def subscribe_direct(self, subject: str, deliver: Direct, queue: str = "") -> Subscription:
+        # No limits, and no queue to limit: these messages never enter nats-py's pending queue (`_process_msg`).
         sub = await self.subscribe(subject, queue=queue, pending_msgs_limit=0, pending_bytes_limit=0)
         self.direct[sub._id] = deliver
         return sub
