@@ -80,9 +80,9 @@ airflow-stop:
 		rm .airflow/standalone.pid && echo stopped || echo "not running"
 
 # The venv's bin first on PATH: Airflow's subprocesses and spark-submit (from the pyspark wheel) need it.
-# Most tests wait (for brokers, JVMs, Airflow, Spark): they run in parallel workers, one test file per worker
-# at a time (its module-scoped brokers stay in one process); cells still never overlap on the host (each takes
-# the host lease). Tests that measure the harness itself under CPU pressure run alone afterwards (`serial`).
+# Tests without cells or brokers (unit, DAG integrity, Spark, S3 storage) run in parallel workers, one file per
+# worker at a time; then every test that runs cells or brokers (`serial`, see tests/conftest.py) runs one at a
+# time: a cell sharing the two cores with a Spark job is starved and rightly fails as harness-saturated.
 TEST_WORKERS ?= 3
 test: $(STAMP) tools
 	$(BIN)/ruff check .

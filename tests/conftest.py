@@ -49,3 +49,13 @@ def no_orphans() -> Iterator[None]:
         with contextlib.suppress(psutil.NoSuchProcess):  # gone, or a zombie its (listed) parent has not reaped
             left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
     assert not left, f"processes left behind: {left}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that runs cells or real brokers is `serial`: `make test` runs those one at a time, after the
+    rest ran in parallel. A cell sharing two cores with a Spark job or another cell is starved, and the harness
+    rightly fails it as saturated (seen: 13 such failures at three workers beside other work)."""
+    for item in items:
+        if item.nodeid.startswith("tests/integration/") or item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.serial)
+
