@@ -32,7 +32,7 @@ def test_a_failed_build_names_the_version_the_command_and_the_proxy(
     with pytest.raises(BrokerError) as info:
         release.build("0.24.6", target, timeout_s=120)
     message = str(info.value)
-    assert "building nats-streaming-server 0.24.6 failed" in message
+    assert "building nats-streaming-server@v0.24.6 failed" in message
     assert "go install github.com/nats-io/nats-streaming-server@v0.24.6" in message
     assert "GOPROXY=off" in message
     assert not target.exists()

@@ -60,27 +60,37 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def build(version: str, target: Path, timeout_s: float) -> float:
     """`go install` the release into `target`; returns the seconds it took (also written to build.json)."""
-    go = shutil.which("go")
-    if go is None:
-        raise BrokerError(
-            f"building nats-streaming-server {version} needs Go on PATH (Debian: apt-get install golang-go)"
-        )
+    go = go_binary(f"building nats-streaming-server {version}")
     print(
         f"building nats-streaming-server {version} ({go_version(go)}; go install {MODULE}@v{version})", file=sys.stderr
     )
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as gobin:
-        _go_install(go, version, gobin, timeout_s)
-        os.replace(Path(gobin) / BINARY, target)  # atomic: a half-built binary is never in place
-    seconds = time.monotonic() - started
+    seconds = go_install(go, f"{MODULE}@v{version}", target, timeout_s)
     _write_provenance(target.parent, version, go, seconds)
     print(f"built nats-streaming-server {version} in {seconds:.1f} s: {target}", file=sys.stderr)
     return seconds
 
 
-def _go_install(go: str, version: str, gobin: str, timeout_s: float) -> None:
+def go_binary(purpose: str) -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise BrokerError(f"{purpose} needs Go on PATH (Debian: apt-get install golang-go)")
+    return go
+
+
+def go_install(go: str, package: str, target: Path, timeout_s: float) -> float:
+    """`go install package@version` into a temporary GOBIN beside `target`, then renamed into place (a half-built
+    binary is never used); returns the seconds it took."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as gobin:
+        _go_install(go, package, gobin, timeout_s)
+        os.replace(Path(gobin) / target.name, target)
+    return time.monotonic() - started
+
+
+def _go_install(go: str, package: str, gobin: str, timeout_s: float) -> None:
     """Run `go install` in its own process group, so a timeout ends the compilers it started too."""
-    cmd = [go, "install", f"{MODULE}@v{version}"]
+    cmd = [go, "install", package]
+    what = package.rsplit("/", 1)[-1]
     proc = subprocess.Popen(
         cmd,
         env={**os.environ, "GOBIN": gobin},
@@ -95,13 +105,13 @@ def _go_install(go: str, version: str, gobin: str, timeout_s: float) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise BrokerError(
-            f"building nats-streaming-server {version} took longer than {timeout_s:.0f} s and was stopped "
+            f"building {what} took longer than {timeout_s:.0f} s and was stopped "
             f"(GOPROXY={_go_env(go, 'GOPROXY')}; raise SIXNINES_STAN_BUILD_TIMEOUT_S on a slow host)"
         ) from None
-    if proc.returncode != 0 or not (Path(gobin) / BINARY).exists():
+    if proc.returncode != 0 or not any(Path(gobin).iterdir()):
         tail = "\n".join(output.strip().splitlines()[-15:])
         raise BrokerError(
-            f"building nats-streaming-server {version} failed ({' '.join(cmd)}, exit {proc.returncode}, "
+            f"building {what} failed ({' '.join(cmd)}, exit {proc.returncode}, "
             f"GOPROXY={_go_env(go, 'GOPROXY')}, GOFLAGS={_go_env(go, 'GOFLAGS') or '(none)'}):\n{tail}"
         )
 
