@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import re
 import time
 from collections.abc import Callable
@@ -224,7 +225,10 @@ class StanConnection:
         self.ack_inbox = f"{ACK_PREFIX}.{NUID().next().decode()}"
         self.subscriptions: set[StanSubscription] = set()
         self.lost: str | None = None
-        self._nuid = NUID()
+        # A PubMsg's guid only has to be unique (the server echoes it in the PubAck): one random NUID per
+        # connection and a counter, ~0.3 µs where a NUID per message costs ~1.9 µs.
+        self._guid_prefix = NUID().next().decode()
+        self._sent = itertools.count(1)
         self._pending: dict[str, tuple[AckCallback, float]] = {}  # guid -> (callback, deadline), oldest first
         self._pub_subjects: dict[str, str] = {}
         self._subs: list[Any] = []
@@ -243,7 +247,7 @@ class StanConnection:
             raise StanError(f"the streaming connection is lost: {self.lost}")
         if len(self._pending) >= self.max_pub_acks_in_flight:
             raise PublishWindowFull(f"{len(self._pending)} publishes wait for their PubAck (max_pub_acks_in_flight)")
-        guid = self._nuid.next().decode()
+        guid = f"{self._guid_prefix}{next(self._sent)}"
         msg = pb.PubMsg(clientID=self.client_id, guid=guid, subject=subject, data=data, connID=self.conn_id)
         target = self._pub_subjects.get(subject) or self._pub_subject(subject)
         self._pending[guid] = (on_ack, self.clock() + self.pub_ack_wait_s)
