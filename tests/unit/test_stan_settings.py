@@ -3,10 +3,12 @@ and errors that name the bad field."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from bench_tasks.systems.stan import STAN
@@ -192,3 +194,13 @@ def test_max_payload_is_raised_only_for_messages_that_need_it() -> None:
 def test_a_cell_s_cluster_id_is_its_own_and_valid() -> None:
     assert cluster_id_for(StanBroker(), "c0ffee.r2/x") == "sixnines-c0ffee-r2-x"
     assert cluster_id_for(StanBroker(cluster_id="prod"), "anything") == "prod"
+
+
+def test_the_docs_example_is_a_valid_system_block() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "stan.md").read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    (entry,) = yaml.safe_load(block)
+    assert entry["system"] == "stan"
+    spec = cell(version=entry["versions"][0], broker=entry["broker"], client=entry["client"])
+    assert (spec.broker.store, spec.broker.file_sync, spec.client.durable) == ("file", False, True)
+    assert STAN.label(spec) == "stan/file nosync durable"
