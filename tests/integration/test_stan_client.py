@@ -194,7 +194,7 @@ def test_close_ends_the_client_on_the_server(server: Server) -> None:
         during = await clients()
         await conn.close()
         after = await clients()
-        with pytest.raises(Exception, match="closed"):
+        with pytest.raises(stan.StanError, match="the streaming connection is closed"):
             await conn.publish(SUBJECT, b"x", lambda _e: None)
         return during, after
 

@@ -168,3 +168,25 @@ def test_a_setting_the_server_refuses_is_named(tmp_path: Path, no_orphans: None)
     message = str(info.value)
     assert "exited during start (settings passed through: streaming.hb_interval='soon')" in message
     assert 'invalid duration "soon"' in message
+
+
+def test_another_process_controls_the_server_from_its_state(tmp_path: Path, no_orphans: None) -> None:
+    """Airflow's path: provision records the state, a later task attaches by PID to freeze, thaw and stop it."""
+    handle = start({"store": "memory"}, tmp_path)
+    try:
+        attached = NodeBrokers.attached(handle.state(), STAN)
+        assert attached.alive() == {0: True} and attached.context()["version"] == STAN_VERSIONS[0]
+        assert attached.client == {"cluster_id": "sixnines-itest"}
+        attached.pause()
+        attached.resume()
+        assert asyncio.run(publish(handle, 3)) == [None] * 3
+        assert attached.stop() == handle.pids()
+        assert handle.alive() == {0: False}
+    finally:
+        handle.stop()
+
+
+def test_fetch_release_gives_the_verified_binary() -> None:
+    path = STAN.fetch_release(STAN_VERSIONS[0])
+    assert path.name == "nats-streaming-server" and path.parent.name == STAN_VERSIONS[0]
+    assert (path.parent / "build.json").exists() or path.exists()

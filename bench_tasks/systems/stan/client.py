@@ -182,11 +182,15 @@ class StanSubscription:
         """Stop deliveries; a durable one keeps its position on the server for a later subscription."""
         await self._end(self.conn.subjects.sub_close_requests, "close subscription")
 
-    async def _end(self, subject: str, what: str) -> None:
-        c = self.conn
+    async def stop_deliveries(self) -> None:
+        """Stop reading the inbox (the server is told separately, or not at all when the connection closes)."""
         if self._inbox_sub is not None:
             await self._inbox_sub.unsubscribe()
             self._inbox_sub = None
+
+    async def _end(self, subject: str, what: str) -> None:
+        c = self.conn
+        await self.stop_deliveries()
         c.subscriptions.discard(self)
         req = pb.UnsubscribeRequest(clientID=c.client_id, subject=self.subject, inbox=self.ack_inbox)
         data = await _request(c.nc, subject, req, c.request_timeout_s, f"{what} {self.subject}")
@@ -225,6 +229,7 @@ class StanConnection:
         self.ack_inbox = f"{ACK_PREFIX}.{NUID().next().decode()}"
         self.subscriptions: set[StanSubscription] = set()
         self.lost: str | None = None
+        self.closed = False
         # A PubMsg's guid only has to be unique (the server echoes it in the PubAck): one random NUID per
         # connection and a counter, ~0.3 µs where a NUID per message costs ~1.9 µs.
         self._guid_prefix = NUID().next().decode()
@@ -243,8 +248,8 @@ class StanConnection:
     async def publish(self, subject: str, data: bytes, on_ack: AckCallback) -> str:
         """Send one message; `on_ack(None)` once stored, `on_ack(reason)` on an error, a timeout or a lost
         connection. Returns the message's guid. Never waits for the server."""
-        if self.lost is not None:
-            raise StanError(f"the streaming connection is lost: {self.lost}")
+        if self.closed or self.lost is not None:
+            raise StanError(f"the streaming connection is {'closed' if self.closed else f'lost: {self.lost}'}")
         if len(self._pending) >= self.max_pub_acks_in_flight:
             raise PublishWindowFull(f"{len(self._pending)} publishes wait for their PubAck (max_pub_acks_in_flight)")
         guid = f"{self._guid_prefix}{next(self._sent)}"
@@ -360,9 +365,9 @@ class StanConnection:
         for task in self._tasks:
             task.cancel()
         self._fail_pending("connection closed")
+        self.closed = True
         for sub in [*self.subscriptions]:
-            if sub._inbox_sub is not None:
-                await sub._inbox_sub.unsubscribe()
+            await sub.stop_deliveries()
         self.subscriptions.clear()
         try:
             if self.lost is None and not self.nc.is_closed:
