@@ -4,15 +4,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test test-fast lint lock venv tools clean airflow-init airflow airflow-stop
+.PHONY: bench test test-fast lint lock venv tools stan-server clean airflow-init airflow airflow-stop
 
 # Airflow with its embedded defaults kept inside the clone (tools/airflow: .airflow/ home with SQLite, this
 # checkout's DAGs and plugins, lake/, the venv first on PATH).
 AIRFLOW := tools/airflow
 
-venv: $(STAMP) tools
+venv: $(STAMP) tools stan-server
 
-# Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
+# Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing. Go builds
+# NATS Streaming's server (stan-server below).
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
 # apt's own output goes to .cache/apt.log (shown only when an install fails).
 APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -22,6 +23,12 @@ tools:
 		{ echo "installing java and maven (apt)"; $(APT_INSTALL) default-jre-headless maven $(APT_DONE); }
 	@command -v chromium >/dev/null || \
 		{ echo "installing chromium (apt)"; $(APT_INSTALL) chromium $(APT_DONE); }
+	@command -v go >/dev/null || { echo "installing go (apt)"; $(APT_INSTALL) golang-go $(APT_DONE); }
+
+# NATS Streaming's server is built from the Go module proxy with the machine's Go into the cache (.cache/stan/,
+# or $$SIXNINES_CACHE), newest release first; once built, this only checks that it reports its version.
+stan-server: $(STAMP) tools
+	@$(BIN)/python -m bench_tasks.systems.stan.release >/dev/null
 
 # Every Python dependency is pinned in one lock for Python 3.11 (constraints-3.11.txt, Airflow's style of
 # constraints file, resolved by uv from pyproject.toml with every extra): a fresh clone installs exactly those
@@ -84,7 +91,7 @@ airflow-stop:
 # at a time (its module-scoped brokers stay in one process); cells still never overlap on the host (each takes
 # the host lease). Tests that measure the harness itself under CPU pressure run alone afterwards (`serial`).
 TEST_WORKERS ?= 3
-test: $(STAMP) tools
+test: $(STAMP) tools stan-server
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial"
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -m serial
