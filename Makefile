@@ -14,6 +14,8 @@ venv: $(STAMP) tools
 
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
+# Redis 7.0 is Debian's redis-server binary, which the `redis-tools` package ships (as /usr/bin/redis-check-rdb; the
+# `redis-server` package adds only a symlink to it plus the system service, which sixnines never uses or starts).
 # apt's own output goes to .cache/apt.log (shown only when an install fails).
 APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
@@ -22,6 +24,8 @@ tools:
 		{ echo "installing java and maven (apt)"; $(APT_INSTALL) default-jre-headless maven $(APT_DONE); }
 	@command -v chromium >/dev/null || \
 		{ echo "installing chromium (apt)"; $(APT_INSTALL) chromium $(APT_DONE); }
+	@command -v redis-server >/dev/null || command -v redis-check-rdb >/dev/null || \
+		{ echo "installing redis-tools (apt)"; $(APT_INSTALL) redis-tools $(APT_DONE); }
 
 # Every Python dependency is pinned in one lock for Python 3.11 (constraints-3.11.txt, Airflow's style of
 # constraints file, resolved by uv from pyproject.toml with every extra): a fresh clone installs exactly those
