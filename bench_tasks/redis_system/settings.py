@@ -48,6 +48,7 @@ HARNESS_CONNECT: dict[str, str] = {
     "unix_socket_path": "the address comes from the broker",
     "decode_responses": "payloads are bytes",
     "parser_class": "the hiredis parser is the client under test",
+    "protocol": "the harness reads RESP2 replies (pub/sub messages as arrays)",
 }
 
 
