@@ -143,8 +143,8 @@ class ReplyPipe:
         while True:
             try:
                 reply = await self.conn.read_response(timeout=math.inf)
-            except ResponseError as exc:
-                self._waiting.popleft()(None, str(exc))
+            except ResponseError as exc:  # redis-py maps the error code to the class (READONLY: ReadOnlyError)
+                self._waiting.popleft()(None, f"{type(exc).__name__}: {exc}")
                 continue
             except (RedisConnectionError, OSError) as exc:
                 self._fail(f"{type(exc).__name__}: {exc}")

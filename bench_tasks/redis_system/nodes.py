@@ -271,8 +271,7 @@ class RedisServers(NodeCluster):
         proc = self._node(node_id)
         children = _children(proc.pid)
         proc.kill()
-        for child in children:
-            _kill_quietly(child)
+        _end(children)
 
     def restart(self, node_id: int, timeout_s: float = 30.0) -> RedisNode:
         """Start node `node_id` again on its port, folder and config (stopping it first if it still runs).
@@ -358,8 +357,19 @@ def _children(pid: int) -> list[psutil.Process]:
         return []
 
 
-def _kill_quietly(proc: psutil.Process) -> None:
-    """SIGKILL a process we know by its psutil handle (which checks it is still the same process, not a reused
-    PID), and reap nothing: it is not our child."""
-    with contextlib.suppress(psutil.NoSuchProcess):
-        proc.kill()
+def _end(procs: list[psutil.Process], timeout_s: float = 5.0) -> None:
+    """SIGKILL processes we know by their psutil handles (which check each is still the same process, not a reused
+    PID), and wait until each is dead: gone, or a zombie its new parent has not reaped yet (it is not our child)."""
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    deadline = time.monotonic() + timeout_s
+    while any(_running(proc) for proc in procs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
