@@ -196,26 +196,32 @@ class Counter:
         self.count += 1
 
 
-async def subscribed_reader(url: str, how: str, on_message: Counter) -> Coroutine[Any, Any, None]:
-    """Subscribe now; return the (not yet started) read loop: the harness's, or redis-py's PubSub.listen()."""
+Closer = Callable[[], Coroutine[Any, Any, None]]
+
+
+async def subscribed_reader(url: str, how: str, on_message: Counter) -> tuple[Coroutine[Any, Any, None], Closer]:
+    """Subscribe now; return the (not yet started) read loop, the harness's or redis-py's PubSub.listen(), and
+    how to close its connection (a subscriber left behind would get every later PUBLISH of the bench)."""
     if how == "harness_loop":
         conn = await rc.connect(url, RedisClient(), "bench-sub")
         await rc.subscribe(conn, [CHANNEL])
-        return rc.read_messages(conn, on_message)
-    pubsub = redis.asyncio.Redis.from_url(url, protocol=2).pubsub()
+        return rc.read_messages(conn, on_message), conn.disconnect
+    client = redis.asyncio.Redis.from_url(url, protocol=2)
+    pubsub = client.pubsub()
     await pubsub.subscribe(CHANNEL)
     await pubsub.get_message(timeout=1.0)  # the subscribe confirmation
-    return _pubsub_loop(pubsub, on_message)
+    return _pubsub_loop(pubsub, on_message), client.aclose
 
 
 async def subscriber(url: str, port: int, size: int, messages: int, how: str) -> dict[str, Any]:
     """A subscriber draining a PUBLISH flood that redis-benchmark (pipelined, another process) already sent: the
     server holds it in the subscriber's output buffer (unlimited here) until the reader starts."""
     counter, tasks = Counter(), []
-    reader = await subscribed_reader(url, how, counter)
+    reader, close = await subscribed_reader(url, how, counter)
     flood(port, rc.publish_command(CHANNEL, random_text(size)), messages).wait(timeout=120)
     out = await receive_rate(messages, lambda: tasks.append(asyncio.create_task(reader)), lambda: counter.count)
     tasks[0].cancel()
+    await close()
     return {"reader": how, **out}
 
 
@@ -237,7 +243,9 @@ async def group_reader(url: str, port: int, size: int, messages: int) -> dict[st
     reader = rc.read_group(conn, STREAM, GROUP, "c1", RedisClient(), counter)
     out = await receive_rate(messages, lambda: tasks.append(asyncio.create_task(reader)), lambda: counter.count)
     tasks[0].cancel()
+    await conn.disconnect()
     pending = admin.xpending(STREAM, GROUP)["pending"]
+    admin.delete(STREAM)
     admin.close()
     return {**out, "read_count": RedisClient().read_count, "pending_after": pending}
 
