@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from bench_tasks.errors import BrokerError
@@ -19,7 +20,7 @@ from bench_tasks.redis_system.client import (
 )
 from bench_tasks.redis_system.nodes import node_directives, render_config
 from bench_tasks.redis_system.release import VERSIONS, resolve, server_binary
-from bench_tasks.redis_system.settings import RedisBroker, RedisClient, measurement_problem
+from bench_tasks.redis_system.settings import RedisBroker, RedisClient, RedisStream, measurement_problem
 
 
 def test_primary_config_is_harness_owned_then_defaults_then_native() -> None:
@@ -129,3 +130,15 @@ def test_connection_kwargs_layer_url_access_defaults_and_matrix() -> None:
     assert kwargs["password"] == "from-connection"
     assert kwargs["socket_timeout"] is None and kwargs["socket_connect_timeout"] == 2
     assert kwargs["socket_keepalive"] is True and kwargs["client_name"] == "p0-0" and kwargs["protocol"] == 2
+
+
+def test_the_documented_settings_are_valid() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "redis.md").read_text()
+    (example,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, flags=re.S) if "redis_settings" in b]
+    raw = yaml.safe_load(example)
+    broker, client = RedisBroker(**raw["broker"]), RedisClient(**raw["client"])
+    assert broker.fsync == "always" and broker.replicas == 1 and broker.stream.maxlen == 100_000
+    shown = {*raw["broker"], *raw["broker"]["stream"], *raw["client"]}
+    every = {*RedisBroker.model_fields, *RedisStream.model_fields, *RedisClient.model_fields}
+    assert shown == every, f"not shown in docs/redis.md: {sorted(every - shown)}"
+    assert client.connect == {"socket_keepalive": True}
