@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -193,7 +194,8 @@ class RedisServers(NodeCluster):
     def _launch(self, binary: Path, index: int) -> float:
         """Write node `index`'s config into a fresh folder and start its process; returns when it started."""
         folder = self.folder(index)
-        folder.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)  # a stale AOF or RDB would load another run's data
+        folder.mkdir(parents=True)
         primary_port = None if index == PRIMARY else self.ports[PRIMARY]
         directives = node_directives(self.broker, self.host, self.ports[index], folder, primary_port)
         (folder / "redis.conf").write_text(render_config(directives))
