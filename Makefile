@@ -15,6 +15,8 @@ venv: $(STAMP) tools stan-server
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing. Go builds
 # NATS Streaming's server (stan-server below).
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
+# Redis 7.0 is Debian's redis-server binary, which the `redis-tools` package ships (as /usr/bin/redis-check-rdb; the
+# `redis-server` package adds only a symlink to it plus the system service, which sixnines never uses or starts).
 # apt's own output goes to .cache/apt.log (shown only when an install fails).
 APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
@@ -24,6 +26,8 @@ tools:
 	@command -v chromium >/dev/null || \
 		{ echo "installing chromium (apt)"; $(APT_INSTALL) chromium $(APT_DONE); }
 	@command -v go >/dev/null || { echo "installing go (apt)"; $(APT_INSTALL) golang-go $(APT_DONE); }
+	@command -v redis-server >/dev/null || command -v redis-check-rdb >/dev/null || \
+		{ echo "installing redis-tools (apt)"; $(APT_INSTALL) redis-tools $(APT_DONE); }
 
 # NATS Streaming's server is built from the Go module proxy with the machine's Go into the cache (.cache/stan/,
 # or $$SIXNINES_CACHE), newest release first; once built, this only checks that it reports its version.
