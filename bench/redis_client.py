@@ -39,10 +39,10 @@ import hiredis
 import redis
 import redis.asyncio
 
-from bench_tasks.redis_system import client as rc
-from bench_tasks.redis_system.nodes import RedisServers
-from bench_tasks.redis_system.release import VERSIONS
-from bench_tasks.redis_system.settings import RedisBroker, RedisClient
+from bench_tasks.systems.redis import client as rc
+from bench_tasks.systems.redis.nodes import RedisServers
+from bench_tasks.systems.redis.release import VERSIONS
+from bench_tasks.systems.redis.settings import RedisBroker, RedisClient
 
 RESULTS = Path(__file__).parent / "results" / "redis_client.json"
 SIZES = (64, 1024)

@@ -14,10 +14,10 @@ import pytest
 import redis
 
 from bench_tasks.errors import BrokerError
-from bench_tasks.redis_system import client as rc
-from bench_tasks.redis_system.nodes import RedisServers, stop_detached
-from bench_tasks.redis_system.release import VERSIONS
-from bench_tasks.redis_system.settings import RedisBroker, RedisClient
+from bench_tasks.systems.redis import client as rc
+from bench_tasks.systems.redis.nodes import RedisServers, stop_detached
+from bench_tasks.systems.redis.release import VERSIONS
+from bench_tasks.systems.redis.settings import RedisBroker, RedisClient
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 CLIENT = RedisClient(block_ms=100)

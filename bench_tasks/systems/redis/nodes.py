@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 import psutil
 import redis
 
-from ..brokers.cluster import NodeCluster, free_ports, stop_nodes
-from ..brokers.process import BrokerProcess
-from ..errors import BrokerError
+from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
+from ...brokers.process import BrokerProcess
+from ...errors import BrokerError
 from .release import resolve, server_binary
 from .settings import RedisBroker, ServerValue
 

@@ -1,7 +1,7 @@
 """Redis as a sixnines system: pub/sub and Streams on redis-server, two releases side by side (issue 18).
 
-This object is the system's registry entry; the redesign (issue 16) wires it into the systems registry with one
-line and moves the package under `bench_tasks/systems/`. Until then nothing in the core names it. Importing the
+This object is the system's registry entry (phase 1: not yet in `bench_tasks.systems.SYSTEMS`; phase 2 makes it a
+`System` with its driver and registers it with one line). Nothing in the core names it. Importing the
 package stays light: the server control and the client library load only when a cell needs them.
 """
 

@@ -26,7 +26,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.utils import HIREDIS_AVAILABLE
 
-from ..errors import BrokerError
+from ...errors import BrokerError
 from .settings import RedisClient
 
 # on_reply(reply, error): the command's reply, or None and the error text.

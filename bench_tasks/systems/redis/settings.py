@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..systems import StrictModel
+from ...spec.base import StrictModel
 
 Mode = Literal["pubsub", "streams"]
 Fsync = Literal["always", "everysec", "no"]
