@@ -4,16 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test test-fast lint lock venv tools clean airflow-init airflow airflow-stop
+.PHONY: bench test test-fast lint lock venv tools stan-server clean airflow-init airflow airflow-stop
 
 # Airflow with its embedded defaults kept inside the clone (tools/airflow: .airflow/ home with SQLite, this
 # checkout's DAGs and plugins, lake/, the venv first on PATH).
 AIRFLOW := tools/airflow
 
-venv: $(STAMP) tools
+venv: $(STAMP) tools stan-server
 
-# Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
+# Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing. Go builds
+# NATS Streaming's server (stan-server below).
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
+# Redis 7.0 is Debian's redis-server binary, which the `redis-tools` package ships (as /usr/bin/redis-check-rdb; the
+# `redis-server` package adds only a symlink to it plus the system service, which sixnines never uses or starts).
 # apt's own output goes to .cache/apt.log (shown only when an install fails).
 APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
@@ -22,6 +25,14 @@ tools:
 		{ echo "installing java and maven (apt)"; $(APT_INSTALL) default-jre-headless maven $(APT_DONE); }
 	@command -v chromium >/dev/null || \
 		{ echo "installing chromium (apt)"; $(APT_INSTALL) chromium $(APT_DONE); }
+	@command -v go >/dev/null || { echo "installing go (apt)"; $(APT_INSTALL) golang-go $(APT_DONE); }
+	@command -v redis-server >/dev/null || command -v redis-check-rdb >/dev/null || \
+		{ echo "installing redis-tools (apt)"; $(APT_INSTALL) redis-tools $(APT_DONE); }
+
+# NATS Streaming's server is built from the Go module proxy with the machine's Go into the cache (.cache/stan/,
+# or $$SIXNINES_CACHE), newest release first; once built, this only checks that it reports its version.
+stan-server: $(STAMP) tools
+	@$(BIN)/python -m bench_tasks.systems.stan.release >/dev/null
 
 # Every Python dependency is pinned in one lock for Python 3.11 (constraints-3.11.txt, Airflow's style of
 # constraints file, resolved by uv from pyproject.toml with every extra): a fresh clone installs exactly those
@@ -84,7 +95,7 @@ airflow-stop:
 # worker at a time; then every test that runs cells or brokers (`serial`, see tests/conftest.py) runs one at a
 # time: a cell sharing the two cores with a Spark job is starved and rightly fails as harness-saturated.
 TEST_WORKERS ?= 3
-test: $(STAMP) tools
+test: $(STAMP) tools stan-server
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial"
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -m serial

@@ -58,4 +58,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith("tests/integration/") or item.get_closest_marker("integration"):
             item.add_marker(pytest.mark.serial)
-

@@ -29,6 +29,7 @@ from ..secrecy import secret_parts, write_secret
 from ..topology.netns import inside
 from .cluster import stop_pids
 from .leaders import LeaderPoll, LeaderWatch
+from .process import wait_stopped
 
 if TYPE_CHECKING:
     from ..systems.base import System
@@ -251,6 +252,7 @@ class PidNodes:
 
     def pause(self, node: int) -> None:
         self._signal(node, signal.SIGSTOP)
+        wait_stopped(self.nodes[node])
 
     def resume(self, node: int) -> None:
         self._signal(node, signal.SIGCONT)

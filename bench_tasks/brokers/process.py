@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -65,8 +66,9 @@ class BrokerProcess:
         return self.popen.poll() is None
 
     def pause(self) -> None:
-        """SIGSTOP: the CTRL+Z test freezes the broker without it noticing."""
+        """SIGSTOP: the CTRL+Z test freezes the broker without it noticing; returns once it is frozen."""
         os.kill(self.pid, signal.SIGSTOP)
+        wait_stopped(self.pid)
 
     def resume(self) -> None:
         os.kill(self.pid, signal.SIGCONT)
@@ -95,6 +97,27 @@ class BrokerProcess:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+
+def wait_stopped(pid: int, timeout_s: float = 2.0) -> bool:
+    """Wait until every thread of `pid` has stopped (or it is gone). SIGSTOP is not instant: on a busy host the
+    kernel stops a multithreaded broker's threads one by one, and a Go server observed still running right after
+    the signal served requests sent in that window, so a stall would start later than recorded."""
+    deadline = time.monotonic() + timeout_s
+    while not _threads_stopped(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def _threads_stopped(pid: int) -> bool:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        states = [Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0] for tid in tasks]
+    except OSError:  # gone, or a thread ended while being read: look again
+        return not Path(f"/proc/{pid}").exists()
+    return all(state in "TtZX" for state in states)
 
 
 def stop_pid(pid: int, expected_name: str, grace_s: float = 10.0) -> bool:

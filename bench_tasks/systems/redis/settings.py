@@ -1,0 +1,133 @@
+"""Redis broker and client settings: only what the harness needs, native options passed through (STYLE 2).
+
+`mode` picks what a message is: `pubsub` (PUBLISH to a channel, fire-and-forget: a subscriber that is not
+connected, or too slow for its output buffer, simply never gets it, so loss is counted) or `streams` (XADD to a
+stream trimmed with `MAXLEN ~`, read by a consumer group with XREADGROUP and XACK; the XADD reply is the
+acknowledgement that `publish` measures). Persistence (`appendonly`, `appendfsync`) is recorded with every cell
+because it changes what that reply means: with `appendfsync always` an entry is on disk before the reply, with
+`everysec` up to a second of replies can be lost on a crash, without the append-only file everything is.
+`server:` lines go into the generated redis.conf, `connect:` into redis-py's connection kwargs, untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ...spec.base import StrictModel
+
+Mode = Literal["pubsub", "streams"]
+Fsync = Literal["always", "everysec", "no"]
+ServerValue = str | int | float | bool | list[str | int]
+MAX_REPLICAS = 4
+
+# redis.conf directives the harness writes itself, and why a matrix may not: each node's address, port and
+# folder are chosen per start, the server must stay in the foreground under the harness's process control, and
+# persistence and replication have fields of their own so that they are recorded.
+HARNESS_DIRECTIVES: dict[str, str] = {
+    "bind": "each node listens on the cell's host address",
+    "port": "each node gets a free port",
+    "daemonize": "the harness owns the server process (daemonize no)",
+    "supervised": "the harness owns the server process",
+    "pidfile": "the harness tracks the server by its process",
+    "logfile": "the log goes to the node's folder",
+    "dir": "each node has its own folder",
+    "include": "the config is generated whole",
+    "protected-mode": "set from the host address (yes on loopback)",
+    "replicaof": "use broker.replicas",
+    "slaveof": "use broker.replicas",
+    "appendonly": "use broker.appendonly",
+    "appendfsync": "use broker.appendfsync",
+}
+
+# redis-py connection kwargs the harness sets itself: the address comes from the broker, and payloads are bytes.
+HARNESS_CONNECT: dict[str, str] = {
+    "host": "the address comes from the broker",
+    "port": "the address comes from the broker",
+    "unix_socket_path": "the address comes from the broker",
+    "decode_responses": "payloads are bytes",
+    "parser_class": "the hiredis parser is the client under test",
+    "protocol": "the harness reads RESP2 replies (pub/sub messages as arrays)",
+}
+
+
+class RedisStream(StrictModel):
+    """The stream of `streams` mode: how long it may grow, and the consumer group that reads it."""
+
+    maxlen: int | None = Field(
+        100_000,
+        gt=0,
+        description="XADD MAXLEN ~ N: trim to about N entries (memory ≈ N × message size); null: never trim. An "
+        "entry trimmed before the group read it is lost, and counted as lost",
+    )
+    group: str = Field("sixnines", pattern=r"^[A-Za-z0-9_.:-]+$", description="consumer group name")
+
+
+class RedisBroker(StrictModel):
+    """redis-server settings of one cell: one server, or a primary with `replicas` replicas (`replicaof`)."""
+
+    mode: Mode = "pubsub"
+    appendonly: bool = Field(False, description="the append-only file (AOF); off: nothing survives a restart")
+    appendfsync: Fsync | None = Field(
+        None, description="AOF fsync policy (needs appendonly): always, everysec (Redis's default) or no"
+    )
+    replicas: int = Field(0, ge=0, le=MAX_REPLICAS, description="0: a single server; N: a primary and N replicas")
+    stream: RedisStream = RedisStream()
+    server: dict[str, ServerValue] = Field(default_factory=dict, description="extra redis.conf directives, verbatim")
+
+    @field_validator("server")
+    @classmethod
+    def _native_only(cls, value: dict[str, ServerValue]) -> dict[str, ServerValue]:
+        for key in value:
+            reason = HARNESS_DIRECTIVES.get(key.lower())
+            if reason is not None:
+                raise ValueError(f"server.{key}: set by the harness ({reason})")
+            if not key.replace("-", "").isalnum():
+                raise ValueError(f"server.{key}: not a redis.conf directive name")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RedisBroker:
+        if self.appendfsync is not None and not self.appendonly:
+            raise ValueError(f"appendfsync {self.appendfsync!r} needs appendonly: true (no AOF, nothing to fsync)")
+        if "stream" in self.model_fields_set and self.mode != "streams":
+            raise ValueError("stream: settings of mode 'streams'; this broker's mode is 'pubsub'")
+        return self
+
+    @property
+    def fsync(self) -> str:
+        """What an acknowledged write survives: `off` (no AOF), else the AOF fsync policy in effect."""
+        if not self.appendonly:
+            return "off"
+        return self.appendfsync or "everysec"
+
+
+class RedisClient(StrictModel):
+    """redis-py (asyncio, hiredis parser) settings. `connect` is handed to each connection untouched."""
+
+    connect: dict[str, Any] = Field(default_factory=dict, description="redis-py Connection kwargs, verbatim")
+    read_count: int = Field(128, ge=1, description="streams: XREADGROUP COUNT, entries per read at most")
+    block_ms: int = Field(1000, ge=1, description="streams: XREADGROUP BLOCK, how long an idle read waits")
+    noack: bool = Field(False, description="streams: XREADGROUP NOACK (no pending entries, no XACK)")
+
+    @field_validator("connect")
+    @classmethod
+    def _not_harness_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            reason = HARNESS_CONNECT.get(key)
+            if reason is not None:
+                raise ValueError(f"connect.{key}: set by the harness ({reason})")
+        return value
+
+
+def measurement_problem(broker: RedisBroker, measurement: str) -> str | None:
+    """Why `measurement` cannot run on `broker`, naming the field; None when it can. For the cell's validator."""
+    if measurement == "publish" and broker.mode != "streams":
+        return (
+            "measurement 'publish' needs broker.mode 'streams': a PUBLISH reply only counts the subscribers it "
+            "reached; pub/sub has no acknowledgement (the XADD reply is one)"
+        )
+    if measurement == "rtt" and broker.mode != "pubsub":
+        return "measurement 'rtt' is request/reply over pub/sub (seed 000); use broker.mode 'pubsub'"
+    return None
