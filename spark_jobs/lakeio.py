@@ -93,48 +93,53 @@ def _check_versions(files: list[LakePath]) -> None:
             )
 
 
-def _read_raw(spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema) -> DataFrame:
+Units = dict[tuple[str, str, int], int]  # (run_id, cell_id, repeat) -> unit number (spark_jobs.samples)
+
+
+def _read_raw(
+    spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema, units: Units | None = None
+) -> DataFrame:
     """Rows of every committed cell (every repeat of a repeated cell) of `runs`. Each cell folder is read on its
     own, its identity added from the lake's layout (bench_tasks.lake.committed_cells): the folders of cells run
     once and of repeats lie at different depths, and on S3 inside commit attempts, which partition discovery
-    cannot mix. A cell run once is repeat 1."""
+    cannot mix. A cell run once is repeat 1. With `units`, each row also gets its unit number as a literal
+    `unit` (free to carry, unlike a join) and folders without a cells row are left out."""
     frames = []
     for run in runs:
         for cell in committed_cells(raw_dir(lake, run)):
             files = sorted(cell.folder.glob(pattern))
-            if not files:
+            unit = None if units is None else units.get((run.run_id, cell.cell_id, cell.repeat))
+            if not files or (units is not None and unit is None):
                 continue
             _check_versions(files)
-            df = spark.read.option("mergeSchema", "true").parquet(*[spark_uri(f) for f in files])
+            # the schema given, not inferred: no Spark job per folder, and a column an older file lacks reads as null
+            df = spark.read.schema(spark_ddl(schema)).parquet(*[spark_uri(f) for f in files])
             frames.append(
                 df.select(
                     F.lit(run.run_id).alias("run_id"),
                     F.lit(cell.cell_id).alias("cell_id"),
                     F.lit(cell.repeat).cast("int").alias("repeat"),
-                    *[
-                        (F.col(f.name) if f.name in df.columns else F.lit(None))
-                        .cast(_SPARK_TYPES[f.type])
-                        .alias(f.name)
-                        for f in schema
-                    ],
+                    *([] if unit is None else [F.lit(unit).cast("long").alias("unit")]),
+                    *schema.names,
                 )
             )
     if not frames:
-        return spark.createDataFrame([], f"run_id string, cell_id string, repeat int, {spark_ddl(schema)}")
+        unit_ddl = "" if units is None else "unit long, "
+        return spark.createDataFrame([], f"run_id string, cell_id string, repeat int, {unit_ddl}{spark_ddl(schema)}")
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
     return out
 
 
-def read_sent(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame:
-    """Every producer's sent rows of `runs`, with run_id and cell_id."""
-    return _read_raw(spark, lake, runs, "sent-p*.parquet", SENT_SCHEMA)
+def read_sent(spark: SparkSession, lake: Lake, runs: list[RunRef], units: Units | None = None) -> DataFrame:
+    """Every producer's sent rows of `runs`, with run_id, cell_id, repeat (and unit, given `units`)."""
+    return _read_raw(spark, lake, runs, "sent-p*.parquet", SENT_SCHEMA, units)
 
 
-def read_received(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame:
-    """Every consumer's received rows of `runs`, with run_id and cell_id."""
-    return _read_raw(spark, lake, runs, "received-c*.parquet", RECEIVED_SCHEMA)
+def read_received(spark: SparkSession, lake: Lake, runs: list[RunRef], units: Units | None = None) -> DataFrame:
+    """Every consumer's received rows of `runs`, with run_id, cell_id, repeat (and unit, given `units`)."""
+    return _read_raw(spark, lake, runs, "received-c*.parquet", RECEIVED_SCHEMA, units)
 
 
 # Cells-table columns a table written by an older harness lacks, and the value they mean there.
@@ -159,26 +164,26 @@ def read_cells(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame
 
 @dataclass
 class Raw:
-    """A set of runs' raw inputs, read once and shared by the jobs of one pipeline run."""
+    """A set of runs' raw inputs, shared by the jobs of one pipeline run. Not cached: the Parquet, about 4 bytes
+    a message and in the page cache, is cheaper to read again than any copy Spark would keep."""
 
     runs: list[RunRef]
     sent: DataFrame
     received: DataFrame
-    cells: DataFrame
-
-    def cache(self) -> Raw:
-        """Keep the inputs in memory (spilling to disk) while several jobs read them."""
-        self.sent, self.received, self.cells = self.sent.cache(), self.received.cache(), self.cells.cache()
-        return self
-
-    def unpersist(self) -> None:
-        for frame in (self.sent, self.received, self.cells):
-            frame.unpersist()
+    cells: DataFrame  # with `unit`, the number its rows carry in sent and received
 
 
 def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
+    """The runs' cells table and raw rows, each run × cell × repeat numbered (`unit`) in key order."""
     runs = [find_run(lake, r) for r in run_ids]
-    return Raw(runs, read_sent(spark, lake, runs), read_received(spark, lake, runs), read_cells(spark, lake, runs))
+    cells = read_cells(spark, lake, runs)
+    keys = sorted({(r.run_id, r.cell_id, r.repeat) for r in cells.select("run_id", "cell_id", "repeat").collect()})
+    units: Units = {key: number for number, key in enumerate(keys)}
+    numbers = spark.createDataFrame(
+        [(*key, number) for key, number in units.items()], "run_id string, cell_id string, repeat int, unit long"
+    )
+    numbered = cells.join(F.broadcast(numbers), ["run_id", "cell_id", "repeat"])
+    return Raw(runs, read_sent(spark, lake, runs, units), read_received(spark, lake, runs, units), numbered)
 
 
 def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:
@@ -205,3 +210,12 @@ def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) 
     if missing:
         raise AnalyticsError(f"table {table}: not computed yet for {missing}; run the {table} job first")
     return spark.read.parquet(*[spark_uri(f) for f in folders.values() if f is not None])
+
+
+def write_tables(lake: Lake, runs: list[RunRef], tables: dict[str, DataFrame]) -> dict[str, list[LakePath]]:
+    """Write each table's partition of each run (write_table); the written folders by table."""
+    written: dict[str, list[LakePath]] = {name: [] for name in tables}
+    for run in runs:
+        for name, frame in tables.items():
+            written[name].append(write_table(frame.where(F.col("run_id") == run.run_id), lake, name, run))
+    return written
