@@ -26,8 +26,8 @@ from pyspark.sql import functions as F
 
 from bench_tasks import PERCENTILES
 from spark_jobs import ledger as ledger_pass
-from spark_jobs.exact import finish, group_stats, log_bucket, partials, pick, place, ranks
-from spark_jobs.samples import LAG, Units, first_receipts, local, sample_rows, with_unit
+from spark_jobs.exact import finish, group_stats, log_bucket, partials, pick, place, ranks, unknown
+from spark_jobs.samples import LAG, Units, first_receipts, key_hash, local, sample_rows, with_unit
 
 NS_PER_S = 1_000_000_000
 MERGED, LEADER, REPEAT, SECOND = range(4)
@@ -40,6 +40,7 @@ LEVELS = {
 LEVEL_KEYS = ("level", "g", "metric", "basis", "leader", "sec")  # g: cell_ix (MERGED, LEADER) or unit
 BUCKET_KEYS = ("unit", "metric", "basis", "leader", "sec", "delta", "measure", "bucket")
 TIMELINE_PERCENTILES = ("50", "99")
+SECOND_SHIFT = 2  # the per-second level counts coarser buckets (bucket >> 2: 32 a doubling), a smaller table
 LAG_PERCENTILE = "99.9"
 
 
@@ -83,13 +84,14 @@ def _wanted(percentile: str) -> Column:
     return wanted
 
 
-def _key(level: int, where: Column, g: str, leader: Column, sec: Column) -> Column:
+def _key(level: int, where: Column, g: str, leader: Column, sec: Column, bucket: Column) -> Column:
     none = F.lit(-1)
     key = F.struct(
         F.lit(level).alias("level"),
         F.col(g).cast("long").alias("g"),
         F.coalesce(leader, none).cast("int").alias("leader"),
         F.coalesce(sec, none).cast("long").alias("sec"),
+        bucket.alias("bucket"),
     )
     return F.when(where, key)
 
@@ -99,18 +101,17 @@ def at_levels(rows: DataFrame, whole: Column, timed: Column) -> DataFrame:
     keyed by LEVEL_KEYS: the measure-phase levels where `whole` holds, the per-second level where `timed`
     does. The internal `lag` metric only reaches the repeat level. One generator, so `rows` is computed once."""
     kept, leader, none = F.col("metric") != LAG, F.col("leader"), F.lit(None)
+    bucket, coarse = F.col("bucket"), F.shiftright("bucket", SECOND_SHIFT)
     keys = F.array(
-        _key(MERGED, whole & kept, "cell_ix", none, none),
-        _key(LEADER, whole & kept & leader.isNotNull(), "cell_ix", leader, none),
-        _key(REPEAT, whole, "unit", none, none),
-        _key(SECOND, timed & kept, "unit", none, F.col("sec")),
+        _key(MERGED, whole & kept, "cell_ix", none, none, bucket),
+        _key(LEADER, whole & kept & leader.isNotNull(), "cell_ix", leader, none, bucket),
+        _key(REPEAT, whole, "unit", none, none, bucket),
+        _key(SECOND, timed & kept, "unit", none, F.col("sec"), coarse),
     )
     skip = {"unit", "cell_ix", "metric", "basis", "leader", "sec", "delta", "measure", "bucket"}
     values = [c for c in rows.columns if c not in skip and not c.startswith("_")]
-    exploded = rows.select(
-        F.explode(F.filter(keys, lambda k: k.isNotNull())).alias("_k"), "metric", "basis", "bucket", *values
-    )
-    return exploded.select("_k.level", "_k.g", "metric", "basis", "_k.leader", "_k.sec", "bucket", *values)
+    exploded = rows.select(F.explode(F.filter(keys, lambda k: k.isNotNull())).alias("_k"), "metric", "basis", *values)
+    return exploded.select("_k.level", "_k.g", "metric", "basis", "_k.leader", "_k.sec", "_k.bucket", *values)
 
 
 @dataclass
@@ -128,25 +129,52 @@ class Analysis:
         return self.units.facts
 
 
+WHOLE_KEYS = ("unit", "metric", "basis", "bucket")  # a located bucket of a measure-phase level, per unit
+TIMED_KEYS = ("unit", "metric", "basis", "sec", "coarse")  # … of the per-second level (coarse bucket)
+
+
+def _hash_set(units: Units, keys: set[tuple], columns: tuple[str, ...], ddl: str, name: str) -> DataFrame:
+    """Local data: the distinct samples.key_hash values of `keys` (tuples of `columns`), in column `name`,
+    flagged `_n<name>`. Hashed by Spark (a projection of local data: no job) so they match the samples'."""
+    spark = units.facts.sparkSession
+    frame = spark.createDataFrame(sorted(keys), ddl)
+    values = sorted({row[0] for row in frame.select(key_hash(*columns)).collect()})
+    return spark.createDataFrame([(v, True) for v in values], f"{name} long, _n{name} boolean")
+
+
 def _located_samples(samples: DataFrame, located: DataFrame, units: Units) -> DataFrame:
-    """The pick pass: the samples in any located bucket (broadcast joins of local data: the measure-phase
-    levels locate buckets per unit × metric × basis, the timeline per second too), keyed at their levels."""
-    cells = F.broadcast(units.facts.select("unit", "cell_ix"))
-    by_cell = located.where(F.col("level") <= LEADER).join(cells, F.col("g") == F.col("cell_ix"))
-    whole = by_cell.select("unit", "metric", "basis", "bucket").unionByName(
-        located.where(F.col("level") == REPEAT).select(F.col("g").alias("unit"), "metric", "basis", "bucket")
-    )
-    timed = located.where(F.col("level") == SECOND).select(F.col("g").alias("unit"), "metric", "basis", "sec", "bucket")
-    whole, timed = (
-        local(whole.distinct().withColumn("_w", F.lit(True))),
-        local(timed.distinct().withColumn("_t", F.lit(True))),
-    )
-    rows = (
+    """The pick pass: the samples in a located bucket whose value is not known yet, keyed at the levels that
+    located them. A join on one hash per kind of level drops every other sample cheaply (samples.key_hash);
+    the few rows left are matched exactly."""
+    repeats: dict[int, list[int]] = {}
+    for row in units.rows:
+        repeats.setdefault(row["cell_ix"], []).append(row["unit"])
+    whole: set[tuple] = set()
+    timed: set[tuple] = set()
+    for r in unknown(located).collect():
+        if r.level == SECOND:
+            timed.add((r.g, r.metric, r.basis, r.sec, r.bucket))
+        for unit in repeats.get(r.g, []) if r.level <= LEADER else [r.g] if r.level == REPEAT else []:
+            whole.add((unit, r.metric, r.basis, r.bucket))
+    whole_ddl = "unit long, metric int, basis int, bucket int"
+    timed_ddl = "unit long, metric int, basis int, sec long, coarse int"
+    spark = units.facts.sparkSession
+    near = (
         bucketed(samples)
-        .join(F.broadcast(whole), ["unit", "metric", "basis", "bucket"], "left")
-        .join(F.broadcast(timed), ["unit", "metric", "basis", "sec", "bucket"], "left")
-        .where((F.col("measure") & F.col("_w").isNotNull()) | F.col("_t").isNotNull())
+        .withColumn("coarse", F.shiftright("bucket", SECOND_SHIFT))
+        .select("*", key_hash(*WHOLE_KEYS).alias("_hw"), key_hash(*TIMED_KEYS).alias("_ht"))
+        .join(F.broadcast(_hash_set(units, whole, WHOLE_KEYS, whole_ddl, "_hw")), "_hw", "left")
+        .join(F.broadcast(_hash_set(units, timed, TIMED_KEYS, timed_ddl, "_ht")), "_ht", "left")
+        .where((F.col("measure") & F.col("_n_hw").isNotNull()) | F.col("_n_ht").isNotNull())
+        .drop("_hw", "_ht", "_n_hw", "_n_ht")
+    )
+    whole_frame = spark.createDataFrame([(*k, True) for k in sorted(whole)], f"{whole_ddl}, _w boolean")
+    timed_frame = spark.createDataFrame([(*k, True) for k in sorted(timed)], f"{timed_ddl}, _t boolean")
+    rows = (
+        near.join(F.broadcast(whole_frame), list(WHOLE_KEYS), "left")
+        .join(F.broadcast(timed_frame), list(TIMED_KEYS), "left")
         .withColumn("cell_ix", units.lookup("cell_ix"))
+        .drop("coarse")
     )
     return at_levels(rows, F.col("measure") & F.col("_w").isNotNull(), F.col("_t").isNotNull())
 

@@ -13,9 +13,11 @@ no group's values are ever collected or sorted as a whole:
 3. **Pick**: a second pass over the samples keeps only the rows of those few buckets and ranks them.
 
 Count, min, max and sum come from the bucket table exactly; the standard deviation (population, like numpy)
-is merged from per-bucket moments with Chan's formula around each bucket's lower bound, so no sum of squares
-ever cancels. A percentile whose group has fewer than 1/(1−p) samples is null and listed in `unsupported`,
-never a number.
+is merged from per-bucket moments with Chan's formula. A bucket spans 0.5 % of its values, so its own sum of
+squares cancels only within that sliver, a vanishing share of the group's spread. A located bucket whose
+samples are all equal, or whose first or last sample is the one wanted, needs no second look: its min or max
+is the value (a constant send lag would otherwise bring every sample into the pick). A percentile whose group
+has fewer than 1/(1−p) samples is null and listed in `unsupported`, never a number.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pyspark.sql import functions as F
 from bench_tasks import PERCENTILES, required_samples
 
 BUCKET_BITS = 7  # 128 buckets per doubling: each 0.54 % wide, the second pass reads ~1 % of the samples
-PARTIALS = ("n", "vmin", "vmax", "vsum", "vvar")  # what a bucket aggregation keeps per group × bucket
+PARTIALS = ("n", "vmin", "vmax", "vsum", "vsq")  # what a bucket aggregation keeps per group × bucket
 
 
 def percentile_column(percentile: str) -> str:
@@ -56,14 +58,6 @@ def log_bucket(value: Column, bits: int = BUCKET_BITS) -> Column:
     return F.when(value >= 1, up).otherwise(down).cast("int")
 
 
-def bucket_reference(bucket: Column, bits: int = BUCKET_BITS) -> Column:
-    """A value at the edge of each bucket nearest zero, the centre the moments are merged around."""
-    scale = float(1 << bits)
-    up = F.pow(F.lit(2.0), bucket.cast("double") / F.lit(scale))
-    down = F.lit(1.0) - F.pow(F.lit(2.0), (F.lit(-1) - bucket).cast("double") / F.lit(scale))
-    return F.when(bucket >= 0, up).otherwise(down)
-
-
 def partials(value: Column) -> list[Column]:
     """The aggregates a bucket table keeps (PARTIALS) of the samples in value."""
     return [
@@ -71,24 +65,22 @@ def partials(value: Column) -> list[Column]:
         F.min(value).alias("vmin"),
         F.max(value).alias("vmax"),
         F.sum(value).alias("vsum"),
-        F.var_pop(value).alias("vvar"),
+        F.sum(value.cast("double") * value.cast("double")).alias("vsq"),
     ]
 
 
 def _merged_buckets(rows: DataFrame, keys: Sequence[str]) -> DataFrame:
     """Rows of PARTIALS (several per group × bucket allowed) merged to one per group × bucket, with the
-    bucket's M2 (sum of squared deviations from its own mean) merged exactly around its reference."""
-    mean = F.col("vsum") / F.col("n")
-    offset = mean - bucket_reference(F.col("bucket"))
+    bucket's M2 (sum of squared deviations from its own mean)."""
     merged = rows.groupBy(*keys, "bucket").agg(
         F.sum("n").alias("n"),
         F.min("vmin").alias("vmin"),
         F.max("vmax").alias("vmax"),
         F.sum("vsum").alias("vsum"),
-        F.sum(F.col("vvar") * F.col("n") + F.col("n") * offset * offset).alias("_s2"),
+        F.sum("vsq").alias("vsq"),
     )
-    own = F.col("vsum") / F.col("n") - bucket_reference(F.col("bucket"))
-    return merged.withColumn("_m2", F.greatest(F.lit(0.0), F.col("_s2") - F.col("n") * own * own)).drop("_s2")
+    m2 = F.col("vsq") - F.pow(F.col("vsum").cast("double"), 2) / F.col("n")
+    return merged.withColumn("_m2", F.greatest(F.lit(0.0), m2)).drop("vsq")
 
 
 Wanted = Callable[[str], Column]  # percentile -> which groups want it (a condition on the key columns)
@@ -124,8 +116,8 @@ def group_stats(placed: DataFrame, keys: Sequence[str]) -> DataFrame:
 def ranks(
     placed: DataFrame, keys: Sequence[str], percentiles: Sequence[str], wanted: Wanted | None = None
 ) -> DataFrame:
-    """keys, bucket, percentile, local_rank: the bucket holding each wanted, supported percentile of a group and
-    the percentile's rank inside it."""
+    """keys, bucket, percentile, local_rank, known: the bucket holding each wanted, supported percentile of a
+    group, the percentile's rank inside it, and the value itself where the bucket's min or max is it."""
     total, below = F.col("_total"), F.col("_cum") - F.col("n")
     hits = []
     for p in percentiles:
@@ -134,18 +126,34 @@ def ranks(
         if wanted is not None:
             hit = hit & wanted(p)
         hits.append(F.when(hit, F.struct(F.lit(p).alias("percentile"), (k - below).alias("local_rank"))))
-    found = placed.select(*keys, "bucket", F.explode(F.filter(F.array(*hits), lambda h: h.isNotNull())).alias("h"))
-    return found.select(*keys, "bucket", "h.percentile", "h.local_rank")
+    found = placed.select(
+        *keys, "bucket", "n", "vmin", "vmax", F.explode(F.filter(F.array(*hits), lambda h: h.isNotNull())).alias("h")
+    )
+    local_rank = F.col("h.local_rank")
+    known = (
+        F.when((F.col("vmin") == F.col("vmax")) | (local_rank == 1), F.col("vmin"))
+        .when(local_rank == F.col("n"), F.col("vmax"))
+        .alias("known")
+    )
+    return found.select(*keys, "bucket", "h.percentile", "h.local_rank", known)
+
+
+def unknown(located: DataFrame) -> DataFrame:
+    """The located buckets whose samples must be looked at (keys, bucket)."""
+    return located.where(F.col("known").isNull()).drop("known")
 
 
 def pick(candidates: DataFrame, located: DataFrame, keys: Sequence[str], value: str = "value_ns") -> DataFrame:
-    """keys, percentile, value: the local_rank-th smallest candidate of each located bucket. `candidates` are
-    the samples (keys, bucket, value) of at least the located buckets; only they are ever sorted."""
+    """keys, percentile, value: the local_rank-th smallest candidate of each located bucket (or its known
+    value). `candidates` are the samples (keys, bucket, value) of at least the `unknown` buckets; only they
+    are ever sorted."""
     on = [*keys, "bucket"]
-    joined = candidates.select(*on, F.col(value).alias("_v")).join(F.broadcast(located), on)
+    joined = candidates.select(*on, F.col(value).alias("_v")).join(F.broadcast(unknown(located)), on)
     order = Window.partitionBy(*on, "percentile").orderBy("_v")
     ranked = joined.select(*keys, "percentile", "local_rank", "_v", F.row_number().over(order).alias("_rn"))
-    return ranked.where(F.col("_rn") == F.col("local_rank")).select(*keys, "percentile", F.col("_v").alias("value"))
+    looked = ranked.where(F.col("_rn") == F.col("local_rank")).select(*keys, "percentile", F.col("_v").alias("value"))
+    known = located.where(F.col("known").isNotNull()).select(*keys, "percentile", F.col("known").alias("value"))
+    return looked.unionByName(known)
 
 
 def finish(stats: DataFrame, picked: DataFrame, keys: Sequence[str], percentiles: Sequence[str]) -> DataFrame:
@@ -179,5 +187,6 @@ def summarize(
     bucketed = samples.select(*keys, F.col(value).alias("_v")).withColumn("bucket", log_bucket(F.col("_v")))
     placed = place(bucketed.groupBy(*keys, "bucket").agg(*partials(F.col("_v"))), keys)
     located = ranks(placed, keys, percentiles)
-    candidates = bucketed.join(F.broadcast(located.select(*keys, "bucket").distinct()), [*keys, "bucket"], "left_semi")
+    wanted = F.broadcast(unknown(located).select(*keys, "bucket").distinct())
+    candidates = bucketed.join(wanted, [*keys, "bucket"], "left_semi")
     return finish(group_stats(placed, keys), pick(candidates, located, keys, "_v"), keys, percentiles)

@@ -174,15 +174,17 @@ class Raw:
 
 
 def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
-    """The runs' cells table and raw rows, each run × cell × repeat numbered (`unit`) in key order."""
+    """The runs' cells table (as local data) and raw rows, each run × cell × repeat numbered (`unit`) in key
+    order."""
     runs = [find_run(lake, r) for r in run_ids]
     cells = read_cells(spark, lake, runs)
-    keys = sorted({(r.run_id, r.cell_id, r.repeat) for r in cells.select("run_id", "cell_id", "repeat").collect()})
-    units: Units = {key: number for number, key in enumerate(keys)}
-    numbers = spark.createDataFrame(
-        [(*key, number) for key, number in units.items()], "run_id string, cell_id string, repeat int, unit long"
+    table = cells.toArrow()
+    keys = list(zip(*(table[c].to_pylist() for c in ("run_id", "cell_id", "repeat")), strict=True))
+    units: Units = {key: number for number, key in enumerate(sorted(set(keys)))}
+    numbers = [units[key] for key in keys]
+    numbered = spark.createDataFrame(
+        table.append_column("unit", pa.array(numbers, pa.int64())), schema=cells.schema.add("unit", "long")
     )
-    numbered = cells.join(F.broadcast(numbers), ["run_id", "cell_id", "repeat"])
     return Raw(runs, read_sent(spark, lake, runs, units), read_received(spark, lake, runs, units), numbered)
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from spark_jobs.samples import CELL_KEYS, MEASURE, Units, local, word, word_bit
+from spark_jobs.samples import CELL_KEYS, Units, local, word, word_bit
 
 WORD_KEYS = ("unit", "producer_id", "word")
 LATENCY_MINIMA = ("min_lag_ns", "min_e2e_intended_ns", "min_e2e_sent_ns", "min_ack_intended_ns", "min_ack_sent_ns")
@@ -35,9 +35,9 @@ def _pop(bits: Column) -> Column:
     return F.coalesce(F.bit_count(bits), F.lit(0)).cast("long")
 
 
-def sent_words(sent: DataFrame) -> DataFrame:
+def sent_words(sent: DataFrame, units: Units) -> DataFrame:
     """Per unit × producer × word of the sent rows (with `unit`): counts, bits and the gate's minima."""
-    measure, has_seq = F.col("phase") == MEASURE, F.col("seq").isNotNull()
+    measure, has_seq = units.in_measure(F.col("intended_ns")), F.col("seq").isNotNull()
     return sent.groupBy("unit", "producer_id", word(F.col("seq")).alias("word")).agg(
         F.count(F.lit(1)).alias("rows"),
         F.count("seq").alias("seq_rows"),
@@ -58,9 +58,9 @@ def sent_words(sent: DataFrame) -> DataFrame:
     )
 
 
-def received_words(received: DataFrame) -> DataFrame:
+def received_words(received: DataFrame, units: Units) -> DataFrame:
     """Per unit × producer × word of the received rows (with `unit`): receipts, bits, lowest e2e latencies."""
-    measure, has_seq = F.col("phase") == MEASURE, F.col("seq").isNotNull()
+    measure, has_seq = units.in_measure(F.col("intended_ns")), F.col("seq").isNotNull()
     return received.groupBy("unit", "producer_id", word(F.col("seq")).alias("word")).agg(
         F.count_if(has_seq).alias("receipts"),
         _bits(has_seq).alias("received_bits"),
@@ -71,9 +71,9 @@ def received_words(received: DataFrame) -> DataFrame:
     )
 
 
-def words(sent: DataFrame, received: DataFrame) -> DataFrame:
+def words(sent: DataFrame, received: DataFrame, units: Units) -> DataFrame:
     """Both sides per word, with the set counts the accounting needs (nulls where a side has no rows)."""
-    both = sent_words(sent).join(received_words(received), list(WORD_KEYS), "full")
+    both = sent_words(sent, units).join(received_words(received, units), list(WORD_KEYS), "full")
     got = F.col("measure_bits")
     return both.select(
         "*",
@@ -91,11 +91,20 @@ def _sum(column: str) -> Column:
 
 
 COUNTS = ("scheduled", "sent", "acknowledged", "got", "sent_lost", "acked_lost", "dupes")
+ACCOUNTING_COLUMNS = (  # the accounting table's counts, in table order
+    "scheduled",
+    "sent",
+    "send_errors",
+    "acknowledged",
+    "received",
+    "duplicated",
+    "lost",
+    "acknowledged_but_lost",
+)
 
 
 def per_producer(table: DataFrame) -> DataFrame:
-    """The word table summed per unit × producer: the accounting's counts, the gate's checks, and the words
-    that hold a message received twice (a list of word numbers, usually empty)."""
+    """The word table summed per unit × producer: the accounting's counts and the gate's checks."""
     return table.groupBy("unit", "producer_id").agg(
         *[_sum(c).alias(c) for c in COUNTS],
         _sum("rows").alias("producer_rows"),
@@ -106,39 +115,41 @@ def per_producer(table: DataFrame) -> DataFrame:
         _sum("null_intended").alias("null_intended"),
         _sum("null_phase").alias("null_phase"),
         *[F.min(c).alias(c) for c in LATENCY_MINIMA],
-        F.collect_list(F.when(F.col("has_duplicate"), F.col("word"))).alias("dup_words"),
     )
 
 
-def unit_accounting(producers: DataFrame, facts: DataFrame) -> DataFrame:
-    """Measure-phase message accounting per unit, as bench_tasks.analysis.account counts it (every unit of
-    `facts`, also one without rows). Columns: CELL_KEYS, unit, scheduled, sent, send_errors, acknowledged,
-    received, duplicated, lost, acknowledged_but_lost."""
-    counts = producers.groupBy("unit").agg(*[_sum(c).alias(c) for c in COUNTS])
-    rows = facts.select(*CELL_KEYS, "unit", "measurement").join(counts, "unit", "left").fillna(0, list(COUNTS))
-    e2e = F.col("measurement").isin("e2e", "chain")
-    return rows.select(
-        *CELL_KEYS,
-        "unit",
-        "scheduled",
-        "sent",
-        (F.col("scheduled") - F.col("sent")).alias("send_errors"),
-        "acknowledged",
-        F.when(e2e, F.col("got")).otherwise(0).cast("long").alias("received"),
-        F.when(e2e, F.col("dupes")).otherwise(0).cast("long").alias("duplicated"),
-        F.when(e2e, F.col("sent_lost")).otherwise(F.col("sent") - F.col("acknowledged")).cast("long").alias("lost"),
-        F.when(e2e, F.col("acked_lost")).otherwise(0).cast("long").alias("acknowledged_but_lost"),
+def unit_accounting(producers: list[Row], units: Units) -> DataFrame:
+    """Measure-phase message accounting per unit, as bench_tasks.analysis.account counts it, summed on the
+    driver from the per-producer rows (every unit, also one without rows). Columns: CELL_KEYS, unit,
+    ACCOUNTING_COLUMNS."""
+    totals: dict[int, dict[str, int]] = {row["unit"]: dict.fromkeys(COUNTS, 0) for row in units.rows}
+    for row in producers:
+        for name in COUNTS:
+            totals[row["unit"]][name] += row[name]
+    data = []
+    for fact in units.rows:
+        t = totals[fact["unit"]]
+        e2e = fact["measurement"] in ("e2e", "chain")
+        lost = t["sent_lost"] if e2e else t["sent"] - t["acknowledged"]
+        counts = (t["scheduled"], t["sent"], t["scheduled"] - t["sent"], t["acknowledged"])
+        receipts = (t["got"], t["dupes"], lost, t["acked_lost"]) if e2e else (0, 0, lost, 0)
+        data.append((*(fact[k] for k in CELL_KEYS), fact["unit"], *counts, *receipts))
+    schema = "run_id string, cell_id string, repeat int, unit long, " + ", ".join(
+        f"{c} long" for c in ACCOUNTING_COLUMNS
     )
+    return units.facts.sparkSession.createDataFrame(data, schema)
 
 
 def producer_checks(producers: DataFrame, facts: DataFrame) -> DataFrame:
     """Per unit × producer: rows, seq range, duplicated seqs, missing keys and the lowest latencies (acked
-    latencies only where the cell measures its acknowledgements)."""
+    latencies only where the cell measures its acknowledgements), beside the accounting's counts."""
     acked = F.col("acked_metric").isNotNull()
     rows = producers.join(F.broadcast(facts.select(*CELL_KEYS, "unit", "acked_metric")), "unit")
     return rows.select(
         *CELL_KEYS,
+        "unit",
         "producer_id",
+        *COUNTS,
         "producer_rows",
         "duplicate_seqs",
         "min_seq",
@@ -169,15 +180,10 @@ class Ledger:
 
 
 def ledger(sent: DataFrame, received: DataFrame, units: Units) -> Ledger:
-    """Run the pass over sent and received rows (with `unit`): one Spark job, whose per-producer result is
-    small and kept on the driver."""
-    summed = local(per_producer(words(sent, received)))
-    spark = summed.sparkSession
-    dup_rows = [
-        (r.unit, r.producer_id, w)
-        for r in summed.select("unit", "producer_id", "dup_words").collect()
-        for w in r.dup_words
-    ]
-    dup = spark.createDataFrame(dup_rows, "unit long, producer_id int, word long") if dup_rows else None
-    checks = local(producer_checks(summed.drop("dup_words"), units.facts))
-    return Ledger(local(unit_accounting(summed, units.facts)), checks, dup, len(dup_rows))
+    """Run the pass over sent and received rows (with `unit`). The word table (a row per 64 messages) is held
+    by the executors while the per-producer sums and the words with a duplicate come to the driver."""
+    table = words(sent, received, units).localCheckpoint()
+    checks = local(producer_checks(per_producer(table), units.facts))
+    dup = local(table.where("has_duplicate").select(*WORD_KEYS))
+    count = dup.count()
+    return Ledger(unit_accounting(checks.collect(), units), checks, dup if count else None, count)

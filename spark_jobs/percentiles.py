@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from spark_jobs import jobargs, lakeio
 from spark_jobs.analysis import LEADER, MERGED, REPEAT, Analysis, analyze
 from spark_jobs.exact import PERCENTILE_COLUMNS
+from spark_jobs.ledger import ACCOUNTING_COLUMNS
 from spark_jobs.repeats import STATISTIC_COLUMNS, spread_table, variation_column, variation_columns
 from spark_jobs.samples import CELL_KEYS, LAG, MERGED_KEYS, basis_name, metric_name
 
@@ -35,16 +36,6 @@ from spark_jobs.samples import CELL_KEYS, LAG, MERGED_KEYS, basis_name, metric_n
 #       percentiles_by_repeat and repeat_spread; a repeated cell's rows merge its repeats.
 TABLES_SCHEMA_VERSION = 2
 
-ACCOUNTING_COLUMNS = (
-    "scheduled",
-    "sent",
-    "send_errors",
-    "acknowledged",
-    "received",
-    "duplicated",
-    "lost",
-    "acknowledged_but_lost",
-)
 CELL_COLUMNS = ("run_date", "series_key", "system", "version", "measurement", "label", "status")
 TABLES = ("accounting", "percentiles", "percentiles_by_repeat", "repeat_spread")
 

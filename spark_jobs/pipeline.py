@@ -11,7 +11,9 @@ failed expectations (non-zero exit). `timings` (when given) receives each step's
 
 from __future__ import annotations
 
+import importlib
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -111,12 +113,22 @@ class Comparison:
         return cls(axis, baseline or None)
 
 
+def _preload_expectations() -> threading.Thread:
+    """Import Great Expectations (seven seconds here) on a thread while Spark computes the tables: the driver
+    thread mostly waits on the JVM meanwhile."""
+    thread = threading.Thread(target=importlib.import_module, args=("expectations",), daemon=True)
+    thread.start()
+    return thread
+
+
 @contextmanager
 def _timed(timings: dict[str, float] | None, step: str) -> Iterator[None]:
     started = time.perf_counter()
-    yield
-    if timings is not None:
-        timings[step] = round(time.perf_counter() - started, 3)
+    try:
+        yield
+    finally:
+        if timings is not None:
+            timings[step] = round(time.perf_counter() - started, 3)
 
 
 def write_all(
@@ -155,8 +167,10 @@ def run_analysis(
 ) -> Path:
     """Every table (percentiles, plus timeline and histogram), any comparisons, the gate, then publish.
     Returns the published folder."""
+    preload = _preload_expectations()
     raw = lakeio.read_raw(spark, lake, [run_id])
     result = write_all(spark, lake, raw, extra_tables, comparisons, timings)
+    preload.join()
     with _timed(timings, "gate"):
         report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result)
     with _timed(timings, "publish"):

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Row, Window
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-MEASURE = "measure"
 BASES = ("intended", "sent")
 METRICS = ("e2e", "publish", "rtt", "hop1", "hop2", "lag")  # codes are indexes; `lag` never reaches a table
 E2E, PUBLISH, RTT, HOP1, HOP2, LAG = range(len(METRICS))
@@ -77,29 +76,28 @@ def delivery_guaranteed() -> Column:
     return F.coalesce(kafka | jetstream, F.lit(False))
 
 
-def unit_numbers(cells: DataFrame) -> DataFrame:
-    """`cells` with `unit`, a small int per run × cell × repeat (lakeio numbers them as it reads; frames built
-    elsewhere are numbered here, on the driver, in key order) and `cell_ix`, one per run × cell."""
+def numbered(cells: DataFrame) -> DataFrame:
+    """`cells` with `unit`, a small int per run × cell × repeat in key order (lakeio numbers them as it reads;
+    frames built elsewhere, in tests, are numbered here)."""
     cells = with_repeat(cells)
-    if "unit" not in cells.columns:
-        keys = sorted(tuple(r) for r in cells.select(*CELL_KEYS).distinct().collect())
-        numbers = cells.sparkSession.createDataFrame(
-            [(*k, i) for i, k in enumerate(keys)], "run_id string, cell_id string, repeat int, unit long"
-        )
-        cells = cells.join(F.broadcast(numbers), list(CELL_KEYS))
-    return cells.withColumn("cell_ix", F.min("unit").over(Window.partitionBy(*MERGED_KEYS)))
+    if "unit" in cells.columns:
+        return cells
+    keys = sorted(tuple(r) for r in cells.select(*CELL_KEYS).distinct().collect())
+    numbers = cells.sparkSession.createDataFrame(
+        [(*k, i) for i, k in enumerate(keys)], "run_id string, cell_id string, repeat int, unit long"
+    )
+    return cells.join(F.broadcast(numbers), list(CELL_KEYS))
 
 
 def cell_facts(cells: DataFrame) -> DataFrame:
     """One row per cell (per repeat) with what the jobs need from its spec, typed (the cells table keeps JSON)."""
-    acked = acked_metric()
-    return unit_numbers(cells).select(
+    acked, cells = acked_metric(), with_repeat(cells)
+    return cells.select(
         "run_id",
         "run_date",
         "cell_id",
         "repeat",
-        "unit",
-        "cell_ix",
+        *(["unit"] if "unit" in cells.columns else []),
         "series_key",
         "system",
         "version",
@@ -138,17 +136,30 @@ class Units:
 
     @classmethod
     def of(cls, cells: DataFrame) -> Units:
-        facts = local(cell_facts(cells).orderBy("unit"))
-        rows = tuple(facts.collect())
+        """The facts of `cells` (numbered, see `numbered`), with `cell_ix`: the lowest unit of each cell's
+        repeats. One small collect (none when `cells` is local data, as lakeio.read_raw gives it)."""
+        facts = cell_facts(numbered(cells))
+        rows = sorted(facts.collect(), key=lambda r: r["unit"])
         if [r["unit"] for r in rows] != list(range(len(rows))):
             raise ValueError(f"units must be numbered 0..n-1, got {[r['unit'] for r in rows]}")
-        return cls(facts, rows)
+        first: dict[tuple[str, str], int] = {}
+        for row in rows:
+            first.setdefault((row["run_id"], row["cell_id"]), row["unit"])
+        schema = facts.schema.add("cell_ix", "long", False)
+        data = [(*row, first[(row["run_id"], row["cell_id"])]) for row in rows]
+        with_ix = facts.sparkSession.createDataFrame(data, schema)
+        return cls(with_ix, tuple(with_ix.collect()))
 
     def lookup(self, column: str) -> Column:
         """The unit's `column` for each row (an array literal indexed by `unit`)."""
         kind = self.facts.schema[column].dataType
         values = F.array(*[F.lit(row[column]).cast(kind) for row in self.rows])
         return F.try_element_at(values, F.col("unit").cast("int") + 1)
+
+    def in_measure(self, intended: Column) -> Column:
+        """Whether a message intended then belongs to its unit's measure phase: the harness's own rule
+        (bench_tasks.schedule.PhasePlan.phases_of), long comparisons instead of the raw `phase` strings."""
+        return (intended >= self.lookup("measure_start_ns")) & (intended < self.lookup("measure_end_ns"))
 
 
 def with_unit(df: DataFrame, units: Units) -> DataFrame:
@@ -159,9 +170,10 @@ def with_unit(df: DataFrame, units: Units) -> DataFrame:
 
 
 def _with_facts(df: DataFrame, units: Units) -> DataFrame:
-    """Rows with the unit facts the samples need."""
+    """Rows with the unit facts the samples need, and whether they were intended in the measure phase."""
     names = ("t0_ns", "acked_code", "received_measured")
-    return df.select("*", *[units.lookup(n).alias(n) for n in names])
+    measure = units.in_measure(F.col("intended_ns")).alias("measure")
+    return df.select("*", *[units.lookup(n).alias(n) for n in names], measure)
 
 
 WORD_BITS = 6  # a word: 64 consecutive seqs of one producer, one bit each (spark_jobs.ledger)
@@ -178,7 +190,7 @@ def word_bit(seq: Column) -> Column:
     return F.call_function("shiftleft", F.lit(1).cast("long"), position)
 
 
-RECEIPT_FIELDS = ("received_ns", "intended_ns", "sent_ns", "leader", "relay_received_ns", "relay_sent_ns", "phase")
+RECEIPT_FIELDS = ("received_ns", "intended_ns", "sent_ns", "leader", "relay_received_ns", "relay_sent_ns")
 
 
 def _earliest(received: DataFrame) -> DataFrame:
@@ -186,20 +198,32 @@ def _earliest(received: DataFrame) -> DataFrame:
     return grouped.select("unit", "producer_id", "seq", "f.*")
 
 
+def key_hash(*columns: str) -> Column:
+    """A 64-bit hash of key columns: joining on it alone probes a primitive long map (Spark's LongHashedRelation),
+    far cheaper per row than a multi-column key or `isin`. A collision only lets an extra row through to an
+    exact step after it."""
+    return F.xxhash64(*[F.col(c) for c in columns])
+
+
+def hash_set(frame: DataFrame, name: str, *columns: str) -> DataFrame:
+    """The distinct key_hash values of a small frame's rows, as local data in column `name`."""
+    return local(frame.select(key_hash(*columns).alias(name)).distinct())
+
+
 def first_receipts(received: DataFrame, dup_words: DataFrame | None, group_all: bool = False) -> DataFrame:
-    """Received rows (with `unit`) reduced to each message's earliest receipt. Only the receipts in
-    `dup_words` (unit, producer_id, word: the words where some message arrived twice; None: there are none)
-    are grouped per message; every other receipt is its message's only one. `group_all` groups every receipt
-    (when too many words hold duplicates to route them)."""
+    """Received rows (with `unit`) reduced to each message's earliest receipt. Only the receipts whose word
+    may be in `dup_words` (unit, producer_id, word: the words where some message arrived twice; None: there
+    are none) are grouped per message; every other receipt is its message's only one. `group_all` groups
+    every receipt (when too many words hold duplicates to route them)."""
     columns = ["unit", "producer_id", "seq", *RECEIPT_FIELDS]
     if group_all:
         return _earliest(received)
     if dup_words is None:
         return received.select(*columns)
-    keyed = received.withColumn("word", word(F.col("seq")))
-    on = ["unit", "producer_id", "word"]
-    single = keyed.join(F.broadcast(dup_words), on, "left_anti").select(*columns)
-    return single.unionByName(_earliest(keyed.join(F.broadcast(dup_words), on, "left_semi")))
+    keyed = received.withColumn("_h", F.xxhash64(F.col("unit"), F.col("producer_id"), word(F.col("seq"))))
+    dup = F.broadcast(hash_set(dup_words, "_h", "unit", "producer_id", "word"))
+    single = keyed.join(dup, "_h", "left_anti").select(*columns)
+    return single.unionByName(_earliest(keyed.join(dup, "_h", "left_semi")))
 
 
 SAMPLE_COLUMNS = ("unit", "metric", "basis", "leader", "at_ns", "done_ns", "measure", "value_ns", "t0_ns")
@@ -220,7 +244,7 @@ def _sent_samples(sent: DataFrame) -> DataFrame:
         "sent_ns",
         "acked_ns",
         "acked_code",
-        (F.col("phase") == MEASURE).alias("measure"),
+        "measure",
         F.explode(F.when(acked, _indexes(0, 1, 2)).otherwise(_indexes(0))).alias("i"),
     )
     i = F.col("i")
@@ -259,7 +283,7 @@ def _receipt_samples(first: DataFrame) -> DataFrame:
         F.col("leader").cast("int").alias("leader"),
         F.col("intended_ns").alias("at_ns"),
         done.alias("done_ns"),
-        (F.col("phase") == MEASURE).alias("measure"),
+        "measure",
         (done - start).alias("value_ns"),
         "t0_ns",
     )
