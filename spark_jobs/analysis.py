@@ -26,8 +26,8 @@ from pyspark.sql import functions as F
 
 from bench_tasks import PERCENTILES
 from spark_jobs import ledger as ledger_pass
-from spark_jobs.exact import finish, group_stats, log_bucket, partials, pick, place, ranks, unknown
-from spark_jobs.samples import LAG, Units, first_receipts, key_hash, local, sample_rows, with_unit
+from spark_jobs.exact import bucket_bounds, finish, group_stats, log_bucket, partials, pick, place, ranks, unknown
+from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, local, sample_rows, with_unit
 
 NS_PER_S = 1_000_000_000
 MERGED, LEADER, REPEAT, SECOND = range(4)
@@ -142,6 +142,40 @@ def _hash_set(units: Units, keys: set[tuple], columns: tuple[str, ...], ddl: str
     return spark.createDataFrame([(v, True) for v in values], f"{name} long, _n{name} boolean")
 
 
+Envelope = dict[tuple[int, int, int], tuple[int, int]]  # (unit, metric, basis) -> lowest, highest value wanted
+
+
+def _envelopes(whole: set[tuple], timed: set[tuple]) -> Envelope:
+    """Per unit × metric × basis, the value range spanning its located buckets (exact.bucket_bounds)."""
+    out: Envelope = {}
+    spans = [(k[:3], bucket_bounds(k[3])) for k in whole]
+    for key in timed:  # a coarse bucket spans 2^SECOND_SHIFT fine ones
+        low, high = key[4] << SECOND_SHIFT, (key[4] << SECOND_SHIFT) + (1 << SECOND_SHIFT) - 1
+        spans.append((key[:3], (bucket_bounds(low)[0], bucket_bounds(high)[1])))
+    for key, (low, high) in spans:
+        known = out.get(key, (low, high))
+        out[key] = (min(known[0], low), max(known[1], high))
+    return out
+
+
+def _within(envelopes: Envelope, units: int) -> Column:
+    """Whether a sample lies in its unit × metric × basis envelope: two comparisons against array literals,
+    before any bucket or hash is computed (a metric with nothing to look up, like a constant send lag, drops
+    out whole)."""
+    slots = len(METRICS) * len(BASES)
+    low: list[int | None] = [None] * (units * slots)
+    high: list[int | None] = [None] * (units * slots)
+    for (unit, metric, basis), (lo, hi) in envelopes.items():
+        low[unit * slots + metric * len(BASES) + basis], high[unit * slots + metric * len(BASES) + basis] = lo, hi
+    index = (F.col("unit") * F.lit(slots) + F.col("metric") * F.lit(len(BASES)) + F.col("basis")).cast("int") + 1
+    value = F.col("value_ns")
+
+    def bound(values: list[int | None]) -> Column:
+        return F.try_element_at(F.array(*[F.lit(v).cast("long") for v in values]), index)
+
+    return F.coalesce((value >= bound(low)) & (value <= bound(high)), F.lit(False))
+
+
 def _located_samples(samples: DataFrame, located: DataFrame, units: Units) -> DataFrame:
     """The pick pass: the samples in a located bucket whose value is not known yet, keyed at the levels that
     located them. A join on one hash per kind of level drops every other sample cheaply (samples.key_hash);
@@ -156,6 +190,7 @@ def _located_samples(samples: DataFrame, located: DataFrame, units: Units) -> Da
             timed.add((r.g, r.metric, r.basis, r.sec, r.bucket))
         for unit in repeats.get(r.g, []) if r.level <= LEADER else [r.g] if r.level == REPEAT else []:
             whole.add((unit, r.metric, r.basis, r.bucket))
+    samples = samples.where(_within(_envelopes(whole, timed), len(units.rows)))
     whole_ddl = "unit long, metric int, basis int, bucket int"
     timed_ddl = "unit long, metric int, basis int, sec long, coarse int"
     spark = units.facts.sparkSession

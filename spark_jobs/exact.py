@@ -22,6 +22,7 @@ has fewer than 1/(1−p) samples is null and listed in `unsupported`, never a nu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
@@ -56,6 +57,18 @@ def log_bucket(value: Column, bits: int = BUCKET_BITS) -> Column:
     up = F.floor(F.log2(value) * scale)
     down = F.lit(-1) - F.floor(F.log2(F.lit(1) - value) * scale)
     return F.when(value >= 1, up).otherwise(down).cast("int")
+
+
+def bucket_bounds(bucket: int, bits: int = BUCKET_BITS) -> tuple[int, int]:
+    """Integers (lo, hi) with lo ≤ v ≤ hi for every v in `bucket` of log_bucket, a little wider than the
+    bucket (its float edges are not recomputed exactly here; a wider range only lets more rows through)."""
+    scale, slack = float(1 << bits), 1e-9
+    if bucket >= 0:
+        low, high = 2.0 ** (bucket / scale), 2.0 ** ((bucket + 1) / scale)
+        return math.floor(low * (1 - slack)) - 1, math.ceil(high * (1 + slack)) + 1
+    mirrored = -1 - bucket
+    low, high = 1 - 2.0 ** ((mirrored + 1) / scale), 1 - 2.0 ** (mirrored / scale)
+    return math.floor(low - abs(low) * slack) - 1, math.ceil(high + abs(high) * slack) + 1
 
 
 def partials(value: Column) -> list[Column]:
