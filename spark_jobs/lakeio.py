@@ -5,36 +5,26 @@ Layout (DESIGN.md, "Data model"; bench_tasks.lake writes the raw side):
   raw/run_date=D/run_id=R/cell_id=C/repeat=K/{sent-p*,received-c*}.parquet   repeat K of a repeated cell
   runs/run_date=D/run_id=R/cells.parquet
   tables/<table>/run_date=D/run_id=R/part-*.parquet          (written here)
-A table partition is written under a hidden staging name and renamed into place (bench_tasks.storage's
-`commit_folder`), so a reader never sees half of it and a re-run replaces it instead of adding to it. On an S3
-lake (`s3://bucket/prefix`, read and written as `s3a://`) there is no rename: a partition is written as one
-attempt under its folder and committed by the marker that names it (bench_tasks.storage), and raw cells are
-read only where their marker says.
+A table partition (one Parquet file: the tables are small) is written under a hidden staging name and renamed
+into place (bench_tasks.storage's `write_folder`), so a reader never sees half of it and a re-run replaces it
+instead of adding to it. On an S3 lake (`s3://bucket/prefix`, raw data read by Spark as `s3a://`) there is no
+rename: a partition is written as one attempt under its folder and committed by the marker that names it
+(bench_tasks.storage), and raw cells are read only where their marker says.
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version
 from bench_tasks.lake import committed_cells
-from bench_tasks.storage import (
-    LakePath,
-    S3Path,
-    commit_folder,
-    committed_folder,
-    lake_path,
-    local_staging,
-    mark_committed,
-    new_attempt,
-    spark_uri,
-)
+from bench_tasks.storage import LakePath, S3Path, committed_folder, lake_path, spark_uri, write_folder
 
 from .errors import AnalyticsError
 
@@ -189,20 +179,13 @@ def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
 
 
 def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:
-    """Write one run's partition of `table`, replacing an earlier one atomically (rename into place; on S3
-    the marker naming the new attempt). Returns the folder holding the part files."""
-    final = table_dir(lake, table, run)
-    if isinstance(final, S3Path):
-        attempt, token = new_attempt(final)
-        df.coalesce(1).write.mode("overwrite").parquet(spark_uri(attempt))
-        return mark_committed(final, token)
-    staging = local_staging(final)
-    try:
-        df.coalesce(1).write.mode("overwrite").parquet(str(staging))
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return commit_folder(staging, final)
+    """Write one run's partition of `table`, replacing an earlier one atomically (bench_tasks.storage.write_folder:
+    a rename into place; on S3 the marker naming the new attempt). The tables are small — a row per cell,
+    statistic, second or bucket — so the driver collects one as Arrow and writes a single Parquet file: no
+    Spark write job per table. Returns the folder holding the part file."""
+    buffer = pa.BufferOutputStream()
+    pq.write_table(df.toArrow(), buffer, compression="snappy")
+    return write_folder(table_dir(lake, table, run), {"part-00000.snappy.parquet": buffer.getvalue().to_pybytes()})
 
 
 def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) -> DataFrame:

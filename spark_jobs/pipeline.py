@@ -168,9 +168,11 @@ def run_analysis(
     """Every table (percentiles, plus timeline and histogram), any comparisons, the gate, then publish.
     Returns the published folder."""
     preload = _preload_expectations()
-    raw = lakeio.read_raw(spark, lake, [run_id])
+    with _timed(timings, "read"):
+        raw = lakeio.read_raw(spark, lake, [run_id])
     result = write_all(spark, lake, raw, extra_tables, comparisons, timings)
-    preload.join()
+    with _timed(timings, "expectations import"):
+        preload.join()
     with _timed(timings, "gate"):
         report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result)
     with _timed(timings, "publish"):
@@ -196,11 +198,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     thresholds = GateThresholds(args.measure_tolerance, args.allowed_loss_ratio)
     comparisons = [Comparison.parse(c) for c in args.compare]
     for run_id in args.run_ids:
+        timings: dict[str, float] = {}
         try:
-            print(f"published: {run_analysis(spark, args.lake, run_id, thresholds, comparisons=comparisons)}")
+            folder = run_analysis(spark, args.lake, run_id, thresholds, comparisons=comparisons, timings=timings)
+            print(f"published: {folder}")
         except (GateError, CompareError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        finally:
+            print(f"{run_id}: seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     return 0
 
 
