@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version
 from bench_tasks.lake import committed_cells
-from bench_tasks.storage import LakePath, S3Path, committed_folder, lake_path, spark_uri, write_folder
+from bench_tasks.storage import LakePath, S3Path, committed_folder, lake_path, read_parquet, spark_uri, write_folder
 
 from .errors import AnalyticsError
 
@@ -138,18 +138,20 @@ _CELLS_DEFAULTS = {"repeat": 1, "repeats": 1}
 
 def read_cells(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame:
     """The runs' cells tables (one row per cell, or per repeat of a repeated cell: spec, status, phase
-    boundaries, counts, context)."""
-    frames = []
+    boundaries, counts, context), read by the driver (one small file per run) and handed to Spark as local
+    data."""
+    tables = []
     for run in runs:
-        frame = spark.read.parquet(spark_uri(cells_path(lake, run)))
+        table = read_parquet(cells_path(lake, run))
         for name, value in _CELLS_DEFAULTS.items():
-            if name not in frame.columns:
-                frame = frame.withColumn(name, F.lit(value))
-        frames.append(frame)
-    out = frames[0]
-    for frame in frames[1:]:
-        out = out.unionByName(frame, allowMissingColumns=True)
-    return out.select(*[F.col(f.name).cast(_SPARK_TYPES[f.type]) for f in CELLS_SCHEMA])
+            if name not in table.column_names:
+                table = table.append_column(name, pa.array([value] * table.num_rows, pa.int32()))
+        columns = [
+            table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+            for f in CELLS_SCHEMA
+        ]
+        tables.append(pa.Table.from_arrays(columns, schema=CELLS_SCHEMA))
+    return spark.createDataFrame(pa.concat_tables(tables), schema=spark_ddl(CELLS_SCHEMA))
 
 
 @dataclass
@@ -168,7 +170,7 @@ def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
     order."""
     runs = [find_run(lake, r) for r in run_ids]
     cells = read_cells(spark, lake, runs)
-    table = cells.toArrow()
+    table = cells.toArrow()  # local data: no Spark job
     keys = list(zip(*(table[c].to_pylist() for c in ("run_id", "cell_id", "repeat")), strict=True))
     units: Units = {key: number for number, key in enumerate(sorted(set(keys)))}
     numbers = [units[key] for key in keys]
