@@ -28,13 +28,14 @@ RUN mkdir -p "${SIXNINES_HOME}/.cache" "${SIXNINES_HOME}/certs" /opt/airflow/aut
 USER airflow
 WORKDIR ${SIXNINES_HOME}
 
-# Dependencies first (the layer is reused while pyproject.toml is unchanged), Airflow pinned to the base
-# image's version so pip can never replace it; the `deploy` extra adds the Celery and Postgres providers.
-COPY --chown=airflow:0 pyproject.toml README.md ./
+# Dependencies first (the layer is reused while pyproject.toml and the lock are unchanged), every version
+# from the project's lock (constraints-3.11.txt, whose Airflow is the base image's); the `deploy` extra adds
+# the Celery and Postgres providers.
+COPY --chown=airflow:0 pyproject.toml README.md constraints-3.11.txt ./
 COPY --chown=airflow:0 bench_tasks/__init__.py bench_tasks/__init__.py
 COPY --chown=airflow:0 spark_jobs/__init__.py spark_jobs/__init__.py
 COPY --chown=airflow:0 expectations/__init__.py expectations/__init__.py
-RUN pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" -e ".[deploy]"
+RUN pip install --no-cache-dir -c constraints-3.11.txt "apache-airflow==${AIRFLOW_VERSION}" -e ".[deploy]"
 
 COPY --chown=airflow:0 . .
 RUN pip install --no-cache-dir --no-deps -e . \

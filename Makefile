@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint venv tools clean airflow-init airflow airflow-stop
+.PHONY: bench test test-fast lint lock venv tools clean airflow-init airflow airflow-stop
 
 # Airflow with its embedded defaults kept inside the clone (tools/airflow: .airflow/ home with SQLite, this
 # checkout's DAGs and plugins, lake/, the venv first on PATH).
@@ -14,18 +14,33 @@ venv: $(STAMP) tools
 
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
+# apt's own output goes to .cache/apt.log (shown only when an install fails).
+APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
+APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
 tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || \
-		{ echo "installing java and maven (apt)"; apt-get update -qq && apt-get install -y -qq default-jre-headless maven; }
+		{ echo "installing java and maven (apt)"; $(APT_INSTALL) default-jre-headless maven $(APT_DONE); }
 	@command -v chromium >/dev/null || \
-		{ echo "installing chromium (apt)"; apt-get update -qq && apt-get install -y -qq chromium; }
+		{ echo "installing chromium (apt)"; $(APT_INSTALL) chromium $(APT_DONE); }
 
-# Re-install only when the project's declared dependencies change.
-$(STAMP): pyproject.toml
+# Every Python dependency is pinned in one lock for Python 3.11 (constraints-3.11.txt, Airflow's style of
+# constraints file, resolved by uv from pyproject.toml with every extra): a fresh clone installs exactly those
+# versions. Re-install only when the lock or the project's declared dependencies change.
+LOCK := constraints-3.11.txt
+PIP_VERSION := 26.3
+UV_VERSION := 0.13.8
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip uv==0.13.8
-	$(BIN)/uv pip install --python $(BIN)/python --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet pip==$(PIP_VERSION) uv==$(UV_VERSION)
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -r $(LOCK)
+	$(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps -e .
 	touch $(STAMP)
+
+# Refresh the lock: re-resolve pyproject.toml's dependencies with the newest releases they allow, then run
+# `make test` and commit constraints-3.11.txt with the change that needed it.
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --all-extras --universal --python-version 3.11 --upgrade --quiet \
+		--custom-compile-command "make lock" -o $(LOCK)
 
 # Idempotent: migrate (or create) the metadata DB and the one-slot pool every benchmark task runs in; again
 # only when the installed packages change (~25 s saved per `make bench`).
@@ -68,6 +83,11 @@ airflow-stop:
 test: $(STAMP) tools
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra
+
+# The inner loop: unit tests, DAG integrity and matrix validation, no brokers (under 2 minutes).
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/unit tests/dags
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

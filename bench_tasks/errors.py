@@ -38,9 +38,26 @@ class CellError(SixninesError):
     def __init__(self, cell_id: str, reason: str):
         self.cell_id = cell_id
         self.reason = reason
-        self.partial_run: object | None = None  # set when load had started: its samples are still analysed
         super().__init__(f"cell {cell_id} failed: {reason}")
+
+
+class NativeToolError(SixninesError):
+    """A system's own benchmark tool (the NATS CLI, Kafka's perf tools) could not be built, run, or read."""
 
 
 class NetworkError(SixninesError):
     """Network namespaces, links or bandwidth caps for load-generator hosts could not be set up or removed."""
+
+
+class InteropError(SixninesError):
+    """A file of another tool (an OpenMessaging Benchmark workload or driver) cannot be imported, or a run
+    cannot be exported as asked. Exit code 2: the input is wrong. Each problem names the file and the field."""
+
+    exit_code = 2
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        lines = [p if p.startswith(f"{source}:") else f"{source}: {p}" for p in problems]
+        listed = "\n".join(f"  - {line}" for line in lines)
+        super().__init__(lines[0] if len(lines) == 1 else f"{source}: {len(lines)} problems\n{listed}")

@@ -1,15 +1,15 @@
 """The jobs' I/O edge: read a run's raw samples and cells table from the lake, write tables atomically.
 
-Layout (DESIGN.md, "Data model"; bench_tasks.lake writes the raw side):
+Layout (DESIGN.md, "Data model"; bench_tasks.lake.layout writes the raw side):
   raw/run_date=D/run_id=R/cell_id=C/{sent-p*,received-c*}.parquet            a cell run once (repeat 1)
   raw/run_date=D/run_id=R/cell_id=C/repeat=K/{sent-p*,received-c*}.parquet   repeat K of a repeated cell
   runs/run_date=D/run_id=R/cells.parquet
   tables/<table>/run_date=D/run_id=R/part-*.parquet          (written here)
 A table partition (one Parquet file: the tables are small) is written under a hidden staging name and renamed
-into place (bench_tasks.storage's `write_folder`), so a reader never sees half of it and a re-run replaces it
+into place (bench_tasks.lake.storage's `write_folder`), so a reader never sees half of it and a re-run replaces it
 instead of adding to it. On an S3 lake (`s3://bucket/prefix`, raw data read by Spark as `s3a://`) there is no
 rename: a partition is written as one attempt under its folder and committed by the marker that names it
-(bench_tasks.storage), and raw cells are read only where their marker says.
+(bench_tasks.lake.storage), and raw cells are read only where their marker says.
 """
 
 from __future__ import annotations
@@ -23,12 +23,20 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version
-from bench_tasks.lake import committed_cells
-from bench_tasks.storage import LakePath, S3Path, committed_folder, lake_path, read_parquet, spark_uri, write_folder
+from bench_tasks.lake.layout import committed_cells
+from bench_tasks.lake.storage import (
+    LakePath,
+    S3Path,
+    committed_folder,
+    lake_path,
+    read_parquet,
+    spark_uri,
+    write_folder,
+)
 
 from .errors import AnalyticsError
 
-# Raw schema versions these readers understand (bench_tasks.records.SCHEMA_VERSION history); a column a
+# Raw schema versions these readers understand (bench_tasks.lake.records.SCHEMA_VERSION history); a column a
 # version 1 file lacks (the relay times of version 2) is read as null.
 SUPPORTED_RAW_VERSIONS = frozenset({1, 2})
 
@@ -48,7 +56,7 @@ class RunRef:
     run_date: str
 
 
-Lake = str | Path | S3Path  # what the jobs accept as a lake root (bench_tasks.storage.lake_path)
+Lake = str | Path | S3Path  # what the jobs accept as a lake root (bench_tasks.lake.storage.lake_path)
 
 
 def find_run(lake: Lake, run_id: str) -> RunRef:
@@ -90,7 +98,7 @@ def _read_raw(
     spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema, units: Units | None = None
 ) -> DataFrame:
     """Rows of every committed cell (every repeat of a repeated cell) of `runs`. Each cell folder is read on its
-    own, its identity added from the lake's layout (bench_tasks.lake.committed_cells): the folders of cells run
+    own, its identity added from the lake's layout (bench_tasks.lake.layout.committed_cells): the folders of cells run
     once and of repeats lie at different depths, and on S3 inside commit attempts, which partition discovery
     cannot mix. A cell run once is repeat 1. With `units`, each row also gets its unit number as a literal
     `unit` (free to carry, unlike a join) and folders without a cells row are left out."""
@@ -181,7 +189,7 @@ def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
 
 
 def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:
-    """Write one run's partition of `table`, replacing an earlier one atomically (bench_tasks.storage.write_folder:
+    """Write one run's partition of `table`, replacing an earlier one atomically (bench_tasks.lake.storage.write_folder:
     a rename into place; on S3 the marker naming the new attempt). The tables are small — a row per cell,
     statistic, second or bucket — so the driver collects one as Arrow and writes a single Parquet file: no
     Spark write job per table. Returns the folder holding the part file."""

@@ -119,7 +119,7 @@ def per_producer(table: DataFrame) -> DataFrame:
 
 
 def unit_accounting(producers: list[Row], units: Units) -> DataFrame:
-    """Measure-phase message accounting per unit, as bench_tasks.analysis.account counts it, summed on the
+    """Measure-phase message accounting per unit, as bench_tasks.core.analysis.account counts it, summed on the
     driver from the per-producer rows (every unit, also one without rows). Columns: CELL_KEYS, unit,
     ACCOUNTING_COLUMNS."""
     totals: dict[int, dict[str, int]] = {row["unit"]: dict.fromkeys(COUNTS, 0) for row in units.rows}

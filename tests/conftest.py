@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from multiprocessing import resource_tracker
@@ -40,8 +41,11 @@ def no_orphans() -> Iterator[None]:
             continue
         try:
             proc.wait(timeout=5)  # a worker that is just exiting gets a moment
+            continue
         except psutil.TimeoutExpired:
-            left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
-        except psutil.NoSuchProcess:
             pass
+        except psutil.NoSuchProcess:
+            continue
+        with contextlib.suppress(psutil.NoSuchProcess):  # gone, or a zombie its (listed) parent has not reaped
+            left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
     assert not left, f"processes left behind: {left}"

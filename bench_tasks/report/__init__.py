@@ -4,7 +4,24 @@ Pure rendering (spectrum, pairing, charts, page, *_view) with I/O only at the ed
 build writes the file).
 """
 
-from .build import build_compare_report, build_run_report, compare_report_path, run_report_path
+from .build import (
+    build_compare_report,
+    build_run_report,
+    compare_report_path,
+    find_report,
+    report_uri,
+    run_report_path,
+    tables_folder_name,
+)
 from .pairing import ReportError
 
-__all__ = ["ReportError", "build_compare_report", "build_run_report", "compare_report_path", "run_report_path"]
+__all__ = [
+    "ReportError",
+    "build_compare_report",
+    "build_run_report",
+    "compare_report_path",
+    "find_report",
+    "report_uri",
+    "run_report_path",
+    "tables_folder_name",
+]

@@ -13,13 +13,19 @@ from dataclasses import dataclass
 
 import matplotlib
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from .labels import spread, stack_rows
 from .spectrum import Spectrum, axis_ticks, tail_x
+from .svg_compact import compact_svg
 
-matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "sixnines", "font.size": 9})
+# One sans-serif family: matplotlib writes the whole fallback list into every <text> element otherwise.
+matplotlib.rcParams.update(
+    {"svg.fonttype": "none", "svg.hashsalt": "sixnines", "font.size": 9, "font.sans-serif": ["DejaVu Sans"]}
+)
 
 BASIS_STYLE = {  # response time (from intended) is what a user waits; service time hides coordinated omission
     "intended": ("response time", "#c0392b"),
@@ -59,21 +65,32 @@ def plain_log_ticks(axis: Axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+RASTER_DPI = 100  # of the rasterized scatter dots only (the rest is vector): ~900 px across the page's charts
+
+
 def to_svg(fig: Figure) -> str:
     """The figure as an <svg> element without the XML prolog, ready to inline in HTML."""
     buf = io.StringIO()
     # No RDF metadata block: it only adds namespace URLs and a creation date that changes every build.
-    fig.savefig(buf, format="svg", bbox_inches="tight", dpi=110, metadata=NO_METADATA)
+    fig.savefig(buf, format="svg", bbox_inches="tight", dpi=RASTER_DPI, metadata=NO_METADATA)
     text = buf.getvalue()
-    return text[text.index("<svg") :]
+    return compact_svg(text[text.index("<svg") :])
+
+
+MAX_LABEL_GAP = 0.075  # axes fraction between two max labels: one 7.5 pt line of text with air, 4.2 in high
 
 
 def spectrum_chart(title: str, curves: Sequence[Curve]) -> str:
     """Latency (log) against percentile on the 1/(1−p) axis; table percentiles dotted, each max marked."""
+    return to_svg(spectrum_figure(title, curves))
+
+
+def spectrum_figure(title: str, curves: Sequence[Curve]) -> Figure:
+    """The spectrum chart as a figure (tests measure where its labels landed)."""
     fig = Figure(figsize=(9, 4.2))
     ax = fig.add_subplot()
     most = max((c.spectrum.count for c in curves), default=1)
-    for i, c in enumerate(curves):
+    for c in curves:
         s = c.spectrum
         if s.count == 0:
             continue
@@ -91,15 +108,6 @@ def spectrum_chart(title: str, curves: Sequence[Curve]) -> str:
         ax.plot(xs, [v / 1e6 for v in s.marks.values()], "o", color=c.color, ms=3.5, gid=f"{c.gid}-percentiles")
         if s.max_ns:
             ax.plot([s.count], [s.max_ns / 1e6], marker="^", color=c.color, ms=7, ls="none", gid=f"{c.gid}-max")
-            ax.annotate(
-                f"max {s.max_ns / 1e6:.3g} ms",
-                (s.count, s.max_ns / 1e6),
-                textcoords="offset points",
-                xytext=(-6, 6 + 11 * i),
-                ha="right",
-                fontsize=7.5,
-                color=c.color,
-            )
     ticks = axis_ticks(most)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -112,7 +120,31 @@ def spectrum_chart(title: str, curves: Sequence[Curve]) -> str:
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    return to_svg(fig)
+    _max_labels(ax, [c for c in curves if c.spectrum.count and c.spectrum.max_ns])
+    return fig
+
+
+def _max_labels(ax: Axes, curves: Sequence[Curve]) -> None:
+    """Each curve's max as a label in a column right of the plot, spread so no two overlap, with a leader
+    line to its marker (labels beside their markers collided whenever two cells had similar maxima)."""
+    ax.get_ylim()  # settle the autoscaled limits before mapping data to axes fractions
+    to_axes = ax.transData + ax.transAxes.inverted()
+    points = [(c.spectrum.count, c.spectrum.max_ns / 1e6) for c in curves]  # type: ignore[operator]
+    wanted = [float(to_axes.transform(p)[1]) for p in points]
+    for c, point, y in zip(curves, points, spread(wanted, MAX_LABEL_GAP, 0.02, 0.98), strict=True):
+        ax.annotate(
+            f"max {point[1]:.3g} ms",
+            point,
+            xytext=(1.01, y),
+            textcoords="axes fraction",
+            va="center",
+            ha="left",
+            fontsize=7.5,
+            color=c.color,
+            annotation_clip=False,
+            arrowprops={"arrowstyle": "-", "color": c.color, "lw": 0.6, "alpha": 0.7, "shrinkA": 0, "shrinkB": 4},
+            gid=f"{c.gid}-max-label",
+        )
 
 
 @dataclass(frozen=True)
@@ -131,6 +163,13 @@ def scatter_chart(
 ) -> str:
     """Every sample's latency against its intended send time (seed 001's view): phases shaded, faults and
     leader changes as labelled vertical lines. The dots are rasterized; axes, labels and lines stay vector."""
+    return to_svg(scatter_figure(title, layers, phases_s, markers))
+
+
+def scatter_figure(
+    title: str, layers: Sequence[Points], phases_s: Sequence[tuple[str, float, float]], markers: Sequence[Marker]
+) -> Figure:
+    """The scatter chart as a figure (tests measure where its labels landed)."""
     fig = Figure(figsize=(9, 4.2))
     ax = fig.add_subplot()
     for name, start, end in phases_s:
@@ -158,11 +197,12 @@ def scatter_chart(
         ax.axvline(m.at_s, color=m.color, lw=1.2, ls="--", gid=f"marker-{i}")
         if m.end_s is not None:
             ax.axvspan(m.at_s, m.end_s, color=m.color, alpha=0.12)
+    for m, row in zip(markers, _marker_rows(fig, ax, markers), strict=True):
         ax.annotate(
             m.label,
-            (m.at_s, 0.97 - 0.07 * (i % 4)),
+            (m.at_s, 0.97 - MARKER_ROW * row),
             xycoords=("data", "axes fraction"),
-            fontsize=7.5,
+            fontsize=MARKER_FONT_PT,
             color=m.color,
             ha="left",
             va="top",
@@ -180,7 +220,22 @@ def scatter_chart(
         for handle, layer in zip(legend.legend_handles, layers, strict=True):
             if handle is not None:
                 handle.set_gid(layer.gid)
-    return to_svg(fig)
+    return fig
+
+
+MARKER_ROW = 0.07  # axes fraction per row of marker labels
+MARKER_FONT_PT = 7.5
+
+
+def _marker_rows(fig: Figure, ax: Axes, markers: Sequence[Marker]) -> list[int]:
+    """Rows for the marker labels so that none runs into another: each label's extent along the time axis is
+    estimated from its length (DejaVu Sans averages under 0.62 em per character)."""
+    ax.get_xlim()  # settle the autoscaled limits
+    x0, x1 = ax.get_xlim()
+    width_pt = ax.get_position().width * fig.get_figwidth() * 72
+    per_pt = (x1 - x0) / width_pt
+    spans = [(m.at_s, m.at_s + (3 + 0.62 * MARKER_FONT_PT * len(m.label)) * per_pt) for m in markers]
+    return stack_rows(spans, pad=2 * per_pt)
 
 
 def histogram_chart(title: str, layers: Sequence[Points], buckets_per_decade: int = 20) -> str:

@@ -1,7 +1,7 @@
 """The report's I/O edge: find a run in the lake and recompute each cell from its raw samples.
 
 Figures come from the raw lake, not from Spark's tables, so a report works on a machine without Spark:
-every cell's series and percentiles are recomputed exactly with bench_tasks.analysis (never averaged). What
+every cell's series and percentiles are recomputed exactly with bench_tasks.core.analysis (never averaged). What
 the pipeline wrote beside the run — tables, data-quality results, regression alerts — is read defensively
 and shown when present; a file that is missing or unreadable is reported as such, never fatal.
 """
@@ -15,13 +15,22 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..analysis import CellAnalysis, analyze
-from ..lake import QUARANTINE_AREA, REGRESSIONS_AREA, CommittedCell, committed_cells, committed_run_file
-from ..records import RECEIVED_SCHEMA, SENT_SCHEMA
-from ..storage import LakePath, committed_folder, lake_path, read_parquet
+from ..core.analysis import CellAnalysis, analyze
+from ..lake.layout import (
+    PUBLISHED_AREA,
+    QUARANTINE_AREA,
+    REGRESSIONS_AREA,
+    CommittedCell,
+    committed_cells,
+    committed_run_file,
+)
+from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
+from ..lake.runs import RunNotFound, find_run_date
+from ..lake.storage import LakePath, committed_folder, lake_path, read_parquet
+from ..systems import system_of
 from .pairing import CellKey, ReportError
 
-TABLE_ROWS_SHOWN = 200  # a pipeline table longer than this is cut in the report (the Parquet has it all)
+GATE_PASSED, GATE_FAILED, GATE_UNCHECKED = "passed", "failed", "not checked"
 
 
 @dataclass
@@ -51,7 +60,8 @@ class RunData:
     run_id: str
     run_date: str
     cells: list[CellData]
-    tables: dict[str, pa.Table] = field(default_factory=dict)
+    tables: dict[str, pa.Table] = field(default_factory=dict)  # every row: the report shows a head, links the rest
+    gate: str = GATE_UNCHECKED  # the Great Expectations verdict: passed (published), failed (quarantined)
     validation: Any = None
     regressions: Any = None
     history_series: list[Any] = field(default_factory=list)  # bench_tasks.regressions Series, when alerts exist
@@ -59,14 +69,13 @@ class RunData:
 
 
 def find_run(lake_root: str | Path | LakePath, run_id: str) -> tuple[str, LakePath]:
-    """The run's date and raw folder; a precise error listing known runs when it is not in the lake."""
-    raw = lake_path(lake_root) / "raw"
-    found = sorted(raw.glob(f"run_date=*/run_id={run_id}"))
-    if not found:
-        known = sorted(p.name.removeprefix("run_id=") for p in raw.glob("run_date=*/run_id=*"))
-        hint = f"; runs in the lake: {', '.join(known[-10:])}" if known else "; the lake has no runs"
-        raise ReportError(f"no run {run_id} under {raw}{hint}")
-    return found[-1].parent.name.removeprefix("run_date="), found[-1]
+    """The run's date and raw folder (bench_tasks.lake.runs names the newest runs when it is not in the lake)."""
+    root = lake_path(lake_root)
+    try:
+        run_date = find_run_date(root, run_id)
+    except RunNotFound as exc:
+        raise ReportError(str(exc)) from None
+    return run_date, root / "raw" / f"run_date={run_date}" / f"run_id={run_id}"
 
 
 def load_run(lake_root: str | Path | LakePath, run_id: str) -> RunData:
@@ -120,13 +129,13 @@ def recompute(folder: LakePath, result: dict[str, Any]) -> CellAnalysis:
     measurement = spec["measurement"]
     phases = result["phases"]
     return analyze(
-        _read_parts(folder, "sent-p*.parquet", SENT_SCHEMA),
-        _read_parts(folder, "received-c*.parquet", RECEIVED_SCHEMA),
+        read_parts(folder, "sent-p*.parquet", SENT_SCHEMA),
+        read_parts(folder, "received-c*.parquet", RECEIVED_SCHEMA),
         measurement,
         acked_metric(result),
         (phases["measure_start_ns"], phases["measure_end_ns"]),
         float(spec["workload"]["rate_per_s"]),
-        _read_parts(folder, "relayed-r*.parquet", RECEIVED_SCHEMA) if measurement == "chain" else None,
+        read_parts(folder, "relayed-r*.parquet", RECEIVED_SCHEMA) if measurement == "chain" else None,
     )
 
 
@@ -140,12 +149,11 @@ def acked_metric(result: dict[str, Any]) -> str | None:
     spec = result["spec"]
     if spec["measurement"] == "rtt":
         return "rtt"
-    if spec["system"] == "nats" and (spec.get("broker") or {}).get("mode") == "core":
-        return None
-    return "publish"
+    return "publish" if system_of(spec).sends_acknowledged(spec.get("broker") or {}) else None
 
 
-def _read_parts(folder: LakePath, pattern: str, schema: pa.Schema) -> pa.Table:
+def read_parts(folder: LakePath, pattern: str, schema: pa.Schema) -> pa.Table:
+    """A cell's raw files of one kind (`sent-p*.parquet`, …) as one table of the current schema."""
     parts = [conform(read_parquet(p), schema) for p in sorted(folder.glob(pattern))]
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
@@ -168,9 +176,10 @@ def _load_pipeline_outputs(run: RunData) -> None:
             files = committed_folder(folder)  # an S3 table is its committed attempt
             if files is None:
                 continue
-            run.tables[name] = read_parquet(files).slice(0, TABLE_ROWS_SHOWN)
+            run.tables[name] = read_parquet(files)
         except Exception as exc:
             run.notes.append(f"table {name} could not be read: {exc}")
+    run.gate = gate_verdict(run.lake_root, run.run_date, run.run_id)
     # Only committed folders count: on S3 a half-written quarantine or check is not read (storage.committed_file).
     validation = committed_run_file(run.lake_root, QUARANTINE_AREA, run.run_date, run.run_id, "validation.json")
     if validation is not None:
@@ -185,6 +194,15 @@ def _load_pipeline_outputs(run: RunData) -> None:
             run.history_series = build_series(read_history(run.lake_root))[0]
         except Exception as exc:
             run.notes.append(f"history could not be read for the regression plots: {exc}")
+
+
+def gate_verdict(lake_root: LakePath, run_date: str, run_id: str) -> str:
+    """What the data-quality gate decided: its tables published, or quarantined, or neither yet."""
+    if committed_run_file(lake_root, PUBLISHED_AREA, run_date, run_id, "percentiles.csv") is not None:
+        return GATE_PASSED
+    if committed_run_file(lake_root, QUARANTINE_AREA, run_date, run_id, "validation.json") is not None:
+        return GATE_FAILED
+    return GATE_UNCHECKED
 
 
 def _read_json(path: LakePath, run: RunData) -> Any:

@@ -24,7 +24,17 @@ td.unsup { color: #999; font-style: italic; } tr.dim td { color: #666; }
 .note { background: #fdf6e3; border-left: 4px solid #e0b000; padding: 6px 10px; margin: 8px 0; }
 .chart svg { width: 100%; height: auto; } pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
 nav ol { columns: 2; } a { color: #1f618d; }
+.scroll { overflow-x: auto; max-width: 100%; } .scroll table { font-size: 12px; white-space: nowrap; }
+code { background: #f3f3f3; padding: 0 3px; }
 """
+
+
+class Raw(str):
+    """Markup made here (a link), placed in a table cell as it is rather than escaped."""
+
+
+def link(href: str, text: str) -> Raw:
+    return Raw(f'<a href="{esc(href)}">{esc(text)}</a>')
 
 
 def esc(value: Any) -> str:
@@ -52,7 +62,8 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], left: int = 1, 
             if isinstance(value, tuple):
                 value, extra = value
                 cls = f"{cls} {extra}".strip()
-            cells.append(f'<td class="{cls}">{esc(cell_text(value))}</td>')
+            text = value if isinstance(value, Raw) else esc(cell_text(value))
+            cells.append(f'<td class="{cls}">{text}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

@@ -11,7 +11,10 @@ from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_c
 from .data import CellData, RunData
 from .pairing import RATIO_KEYS, Pair, pairs_within_run, ratios
 from .spectrum import spectrum
+from .tables_view import pipeline_section
 from .variation_view import variation_section
+
+TABLES_FOLDER = "report-tables"  # beside report.html: the pipeline's tables in full, as CSV and Parquet
 
 
 def analysed(cells: Sequence[CellData]) -> list[CellData]:
@@ -161,30 +164,8 @@ def _alert_chart(alert: dict, series: list, index: int) -> str:
     return history_chart(title[:140], labels, values, at, f"regression-{index}")
 
 
-def pipeline_section(run: RunData) -> str:
-    parts = []
-    if run.validation is not None:
-        v = run.validation
-        records = v if isinstance(v, list) else v.get("results") if isinstance(v, dict) else None
-        if isinstance(records, list) and all(isinstance(r, dict) for r in records):
-            parts.append("<h3>Data quality</h3>" + page.records_table(records))
-        else:
-            parts.append(f"<h3>Data quality</h3><pre>{page.esc(_json(v))}</pre>")
-    for name, table in run.tables.items():
-        parts.append(f"<h3>table {page.esc(name)}</h3>" + page.records_table(table.to_pylist()))
-    parts += [page.note(n) for n in run.notes]
-    if not parts:
-        return ""
-    return page.section("pipeline", "Pipeline tables and data quality", "".join(parts))
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, indent=2, default=str)
-
-
-def render_run(run: RunData) -> str:
+def render_run(run: RunData, tables_folder: str = TABLES_FOLDER) -> str:
+    """The whole page; `tables_folder` is where build.py writes the full tables, relative to the page."""
     cells = run.cells
     body = (
         page.section("index", "Cells", index_table(cells))
@@ -192,12 +173,13 @@ def render_run(run: RunData) -> str:
         + ratios_section(cells)
         + variation_section(cells)
         + regressions_section(run)
-        + pipeline_section(run)
+        + pipeline_section(run, tables_folder)
         + "".join(cell_section(c) for c in cells)
     )
     index = [("index", "Cells"), *((anchor(c), c.key.title or c.key.cell_id) for c in cells)]
     index += [("ratios", "Ratios")]
     index += [("variation", "Run-to-run variation")] if any(c.key.repeats > 1 for c in cells) else []
     index += [("regressions", "Regressions")]
+    index += [("pipeline", "Pipeline tables")] if run.tables else []
     subtitle = f"run {run.run_id} · {run.run_date} · {len(cells)} cell(s) · lake {run.lake_root}"
     return page.document(f"sixnines report — run {run.run_id}", subtitle, index, body)

@@ -62,13 +62,17 @@ def test_run_json_and_only(tmp_path: Path) -> None:
     assert Path(cell["path"], "sent-p0.parquet").exists()
 
 
-def test_run_table_output(tmp_path: Path) -> None:
+def test_run_table_output_then_report(tmp_path: Path) -> None:
     matrix = tmp_path / "tiny.yaml"
     matrix.write_text(TINY_MATRIX.replace("[core, jetstream]", "[core]"))
-    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"))
+    done = sixnines("run", str(matrix), "--lake", str(tmp_path / "lake"), "--report")
     assert done.returncode == 0, done.stderr
-    for text in ("e2e resp", "e2e svc", "send lag", "p99.9999", "unsup.", "lost 0"):
+    for text in ("e2e resp", "e2e svc", "send lag", "p99.9999", "unsup.", "lost 0", "published "):
         assert text in done.stdout
+    report = Path(done.stdout.split("report: ")[-1].split()[0])  # `run --report` ends with the report's path
+    assert report.name == "report.html" and "<html" in report.read_text()[:200].lower()
+    listed = sixnines("runs", "--lake", str(tmp_path / "lake"))
+    assert str(report) in listed.stdout and " tiny " in listed.stdout
 
 
 def test_unknown_cell_is_a_clear_error(tmp_path: Path) -> None:
@@ -83,9 +87,10 @@ def test_brokers_up_status_down(tmp_path: Path) -> None:
     up = sixnines("brokers", "up", "nats", "--mode", "jetstream", env_cache=tmp_path)
     assert up.returncode == 0, up.stderr
     state = json.loads((tmp_path / "brokers" / "nats.json").read_text())
+    (pid,) = state["nodes"].values()
     try:
-        assert psutil.pid_exists(state["pid"])
-        assert state["url"] in up.stdout
+        assert psutil.pid_exists(pid)
+        assert state["address"] in up.stdout and state["kind"] == "provisioned"
         status = sixnines("brokers", "status", "nats", env_cache=tmp_path)
         assert status.returncode == 0 and "up" in status.stdout
         again = sixnines("brokers", "up", "nats", env_cache=tmp_path)
@@ -93,7 +98,7 @@ def test_brokers_up_status_down(tmp_path: Path) -> None:
     finally:
         down = sixnines("brokers", "down", "nats", env_cache=tmp_path)
     assert down.returncode == 0, down.stderr
-    assert not psutil.pid_exists(state["pid"]) or psutil.Process(state["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert sixnines("brokers", "status", "nats", env_cache=tmp_path).returncode == 3
 
 
@@ -134,7 +139,7 @@ def test_kafka_brokers_up_status_down(tmp_path: Path) -> None:
     up = sixnines("brokers", "up", "kafka", "--brokers", "1", env_cache=tmp_path)
     assert up.returncode == 0, up.stderr
     state = json.loads((tmp_path / "brokers" / "kafka.json").read_text())
-    pids = [node["pid"] for node in state["nodes"]]
+    pids = list(state["nodes"].values())
     try:
         status = sixnines("brokers", "status", "kafka", env_cache=tmp_path)
         assert status.returncode == 0 and "nodes alive 1/1" in status.stdout
@@ -151,10 +156,10 @@ def test_nats_cluster_brokers_up_status_down(tmp_path: Path) -> None:
     up = sixnines("brokers", "up", "nats", "--mode", "jetstream", "--servers", "3", env_cache=tmp_path)
     assert up.returncode == 0, up.stderr
     state = json.loads((tmp_path / "brokers" / "nats.json").read_text())
-    pids = [node["pid"] for node in state["nodes"]]
+    pids = list(state["nodes"].values())
     try:
         assert len(set(pids)) == 3 and all(psutil.pid_exists(pid) for pid in pids)
-        assert state["url"].count("nats://") == 3 and "cluster sixnines up" in up.stdout
+        assert state["address"].count("nats://") == 3 and "cluster sixnines" in up.stdout
         status = sixnines("brokers", "status", "nats", env_cache=tmp_path)
         assert status.returncode == 0 and "nodes alive 3/3" in status.stdout and "meta leader n" in status.stdout
     finally:

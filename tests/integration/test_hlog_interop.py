@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench_tasks.hdr import write_hlog
+from bench_tasks.core.hdr import write_hlog
 from bench_tasks.paths import cache_dir
 
 HDR_JAVA = "org.hdrhistogram:HdrHistogram:2.2.2"
@@ -83,3 +83,33 @@ def test_java_hdrhistogram_reads_our_interval_log(tmp_path: Path, hdr_jar: Path)
         p99_exact = np.quantile(values, 0.99, method="inverted_cdf") / 1e6
         assert below["value_ms"] * (1 - 2e-3) <= p99_exact <= above["value_ms"] * (1 + 2e-3)
         assert above["value_ms"] / below["value_ms"] < 1.05  # the ticks are close, so the check has teeth
+
+
+@pytest.mark.parametrize(("n", "sigma"), [(1, 0.1), (7, 0.3), (5_000, 0.8), (100_000, 2.0)])
+def test_our_hgrm_is_javas_percentile_distribution_line_by_line(
+    tmp_path: Path, hdr_jar: Path, n: int, sigma: float
+) -> None:
+    """Java's HistogramLogProcessor prints the accumulated histogram of an interval log with
+    outputPercentileDistribution; our `.hgrm` of the same samples must be that text exactly (after the two
+    `#[` lines the processor puts on top: the time range and StartTime)."""
+    from bench_tasks.interop.hgrm import hgrm_of
+
+    rng = np.random.default_rng(n)
+    at_ns = np.sort(rng.integers(0, 900_000_000, n))  # one interval: the processor's histogram is all of them
+    latency_ns = rng.lognormal(mean=np.log(1.5e6), sigma=sigma, size=n).astype(np.int64)
+    hlog = tmp_path / "cell.hlog"
+    write_hlog(hlog, {"e2e-intended": (at_ns, latency_ns)}, t0_ns=0, wall_t0_s=1e9)
+    out = tmp_path / "java"
+    processor = ["java", "-cp", str(hdr_jar), "org.HdrHistogram.HistogramLogProcessor"]
+    subprocess.run(
+        [*processor, "-i", str(hlog), "-tag", "e2e-intended", "-outputValueUnitRatio", "1e6", "-o", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    java = Path(f"{out}.hgrm").read_text().splitlines()
+    assert java[0].startswith("#[Overall percentile distribution") and java[1].startswith("#[StartTime")
+    ours = hgrm_of(latency_ns).splitlines()
+    assert len(ours) == len(java) - 2
+    for number, (mine, theirs) in enumerate(zip(ours, java[2:], strict=True), 1):
+        assert mine == theirs, f"line {number}"

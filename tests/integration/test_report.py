@@ -16,9 +16,9 @@ import pytest
 from PIL import Image
 from rich.console import Console
 
-from bench_tasks.lake import Lake, RunInfo
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.report import build_run_report, run_report_path
-from bench_tasks.runner import run_cell
 
 from .helpers import make_cell
 
@@ -149,5 +149,5 @@ def test_compare_pairs_by_series_key_and_the_cli_refuses_unknown_runs(tmp_path: 
     )
     assert missing.returncode == 2
     said = " ".join(missing.stderr.split())  # rich wraps at 120 columns
-    assert f"error: no run nope under {lake.root / 'raw'}; runs in the lake: " in said
+    assert f"error: no run 'nope' in the lake {lake.root}; newest runs: " in said
     assert runs[0].run_id in said and runs[1].run_id in said

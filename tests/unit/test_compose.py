@@ -255,11 +255,10 @@ def test_a_broken_connection_value_is_named(compose: dict[str, Any]) -> None:
     )
 
 
-def test_readme_example_targets_this_deployment(tmp_path: Path, compose: dict[str, Any]) -> None:
-    """README "Past one machine": its matrix fragment names connections and queues this file provides."""
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Past one machine", 1)[1].split("\n## ", 1)[0]
-    (fragment,) = [b for b in re.findall(r"```yaml\n(.*?)```", section, flags=re.S) if "brokers: external" in b]
+def test_deployment_doc_example_targets_this_deployment(tmp_path: Path, compose: dict[str, Any]) -> None:
+    """docs/deployment.md: its matrix fragment names connections and queues this file provides."""
+    readme = (REPO / "docs" / "deployment.md").read_text()
+    (fragment,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.S) if "brokers: external" in b]
     (tmp_path / "readme.yaml").write_text(fragment)
     found = cc.Expectations()
     cc.scan_matrix(tmp_path / "readme.yaml", found, tmp_path)

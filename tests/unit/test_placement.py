@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from bench_tasks.errors import CellError, MatrixError
-from bench_tasks.hosts import check_runnable, generator_queue, load_hosts, per_host, queue_of, worker_route
-from bench_tasks.matrix import Matrix, parse_matrix
+from bench_tasks.spec.matrix import Matrix, parse_matrix
+from bench_tasks.topology.hosts import check_runnable, generator_queue, load_hosts, per_host, queue_of, worker_route
 
 from .test_matrix import BASE_CELL_ID, BASE_SERIES_KEY, base_raw
 
@@ -217,16 +217,17 @@ def test_what_real_hosts_cannot_do_is_refused_when_the_cell_starts() -> None:
         check_runnable(parse(raw).cells[0])
 
 
-def test_readme_hosts_example_is_the_shipped_matrix() -> None:
-    """The README's abridged matrices/netns_hosts.yaml says what the file says, and completed by the file's
-    other keys it is a valid matrix."""
+def test_documented_hosts_example_is_the_shipped_matrix() -> None:
+    """docs/hosts-and-network.md's abridged matrices/netns_hosts.yaml says what the file says, and completed by
+    the file's other keys it is a valid matrix."""
     import re
     from pathlib import Path
 
     import yaml
 
     repo = Path(__file__).resolve().parents[2]
-    (block,) = re.findall(r"```yaml\n(# matrices/netns_hosts\.yaml.*?)```", (repo / "README.md").read_text(), re.S)
+    text = (repo / "docs" / "hosts-and-network.md").read_text()
+    (block,) = re.findall(r"```yaml\n(# matrices/netns_hosts\.yaml.*?)```", text, re.S)
     shown = yaml.safe_load(block)
     shipped = yaml.safe_load((repo / "matrices/netns_hosts.yaml").read_text())
     assert shown["hosts"] == shipped["hosts"]

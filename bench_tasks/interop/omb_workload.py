@@ -1,0 +1,370 @@
+"""OpenMessaging Benchmark workload (and driver) files → a sixnines matrix.
+
+OMB describes one test as a workload file (`messageSize`, `producerRate`, `topics`, …, the fields of its
+`Workload` class) plus a driver file per system, whose fields each system maps itself (`System.omb_driver`,
+`systems/<name>/omb.py`). `import_omb` maps each field onto the
+matrix, records the mapping of every field it read (the matrix's `origin:`, which travels with each cell
+into its result.json), warns about every field it cannot carry and refuses what sixnines cannot measure
+faithfully (several topics or subscriptions, OMB's max-rate search) with the reason and the numbers.
+
+Pure: it takes already-parsed mappings and returns the matrix; reading files is the CLI's job.
+docs/interop.md has the mapping table.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ..core.header import HEADER_SIZE
+from ..errors import InteropError, MatrixError
+from ..spec.matrix import Matrix, parse_matrix
+from .omb_draft import Draft, Mapped
+from .omb_driver import OmbDriver
+
+# The fields of OMB's Workload class, with the defaults its Java fields start with.
+WORKLOAD_DEFAULTS: dict[str, Any] = {
+    "name": None,
+    "topics": 0,
+    "partitionsPerTopic": 0,
+    "keyDistributor": "NO_KEY",
+    "messageSize": 0,
+    "useRandomizedPayloads": False,
+    "randomBytesRatio": 0.0,
+    "randomizedPayloadPoolSize": 0,
+    "payloadFile": None,
+    "subscriptionsPerTopic": 0,
+    "producersPerTopic": 0,
+    "consumerPerSubscription": 0,
+    "producerRate": 0,
+    "consumerBacklogSizeGB": 0,
+    "backlogDrainRatio": 1.0,
+    "testDurationMinutes": 0,
+    "warmupDurationMinutes": 1,
+}
+KEY_DISTRIBUTORS = {"NO_KEY": "none", "KEY_ROUND_ROBIN": "round_robin", "RANDOM_NANO": "random"}
+GIB = 1024**3
+HIGH_RATE_PER_S = 1_000_000  # OMB's max-rate workloads ask for 10 M msg/s: far past any open-loop generator
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What an OMB file does not say, or what a user overrides (each override is recorded in the mapping)."""
+
+    system: str | None = None  # the system to map onto when no driver file says it
+    version: str = "latest"
+    name: str | None = None
+    warmup_s: float | None = None
+    measure_s: float | None = None
+    cooldown_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The matrix as a mapping (what `matrix_yaml` writes), validated, with the account of every field."""
+
+    raw: dict[str, Any]
+    matrix: Matrix
+    mapped: list[Mapped]
+    warnings: list[str]
+
+
+def import_omb(
+    workload: Mapping[str, Any],
+    workload_source: str,
+    driver: Mapping[str, Any] | None = None,
+    driver_source: str | None = None,
+    options: ImportOptions = ImportOptions(),
+) -> Imported:
+    """The sixnines matrix of one OMB workload (and driver). InteropError lists every field that cannot be
+    imported, each with its file; a matrix the importer built but sixnines refuses is a MatrixError."""
+    system, omb = _system(driver, driver_source, options, workload_source)
+    draft = Draft(workload_source, driver_source, system)
+    fields = _workload_fields(workload, draft)
+    typed = not any(" — must be " in p for p in draft.problems)  # unknown keys are listed with the rest
+    if typed:
+        _map_workload(fields, draft, options, omb)
+    if driver is not None and typed:
+        _driver_keys(driver, draft, omb)
+        omb.map_driver(driver, draft)
+    if draft.problems:
+        raise InteropError(workload_source, draft.problems)
+    if driver is None:
+        omb.without_driver(draft)
+    raw = _matrix_mapping(fields, draft, options)
+    try:
+        matrix = parse_matrix(raw, workload_source)
+    except MatrixError as exc:
+        raise InteropError(workload_source, [f"the imported matrix is not valid: {p}" for p in exc.problems]) from None
+    return Imported(raw, matrix, draft.mapped, draft.warnings)
+
+
+def _system(
+    driver: Mapping[str, Any] | None, source: str | None, options: ImportOptions, workload_source: str
+) -> tuple[str, OmbDriver]:
+    """The system the workload maps onto (its driver file's `driverClass`, else the option) and its OMB driver."""
+    drivers = _omb_drivers()
+    if driver is None:
+        if options.system not in drivers:
+            known = ", ".join(drivers)
+            raise InteropError(
+                workload_source, [f"system {options.system!r}: give --driver, or --system one of {known}"]
+            )
+        return options.system, drivers[options.system]
+    driver_class = driver.get("driverClass")
+    for name, omb in drivers.items():
+        if driver_class in omb.driver_classes:
+            return name, omb
+    known = ", ".join(f"{c} ({name})" for name, omb in drivers.items() for c in omb.driver_classes)
+    raise InteropError(str(source), [f"driverClass: {driver_class!r} — no sixnines system for it; known: {known}"])
+
+
+def _omb_drivers() -> dict[str, OmbDriver]:
+    from ..systems import SYSTEMS
+
+    return {name: omb for name, system in SYSTEMS.items() if (omb := system.omb_driver()) is not None}
+
+
+def _workload_fields(workload: Mapping[str, Any], draft: Draft) -> dict[str, Any]:
+    """OMB's defaults overlaid with the file; unknown keys refused (OMB's own reader refuses them too)."""
+    for key, value in workload.items():
+        if key in WORKLOAD_DEFAULTS and (problem := _type_problem(WORKLOAD_DEFAULTS[key], value)) is not None:
+            draft.refuse(key, value, problem)
+    if draft.problems:
+        return dict(WORKLOAD_DEFAULTS)
+    for key, value in workload.items():
+        if key not in WORKLOAD_DEFAULTS:
+            draft.refuse(key, value, f"not a field of OMB's Workload; known: {', '.join(WORKLOAD_DEFAULTS)}")
+    return {**WORKLOAD_DEFAULTS, **{k: v for k, v in workload.items() if k in WORKLOAD_DEFAULTS}}
+
+
+def _type_problem(default: Any, value: Any) -> str | None:
+    """What is wrong with a value of the type OMB's Java field has (None when it fits)."""
+    if default is None or isinstance(default, str):
+        return None if value is None or isinstance(value, str) else "must be text"
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "must be true or false"
+    if isinstance(default, int):
+        return None if isinstance(value, int) and not isinstance(value, bool) else "must be a whole number"
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if ok else "must be a number"
+
+
+def _map_workload(w: dict[str, Any], draft: Draft, options: ImportOptions, omb: OmbDriver) -> None:
+    _map_topics(w, draft, omb)
+    _map_sizes_and_keys(w, draft, omb)
+    _map_clients(w, draft, omb)
+    _map_rate(w, draft)
+    _map_durations(w, draft, options)
+    _map_payload(w, draft)
+    _map_backlog(w, draft, omb)
+
+
+def _map_topics(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
+    topics, partitions = w["topics"], w["partitionsPerTopic"]
+    if topics < 1:
+        draft.refuse("topics", topics, "a workload needs at least 1 topic")
+    elif topics > 1:
+        per_topic = w["producerRate"] / topics if w["producerRate"] else 0
+        draft.refuse(
+            "topics",
+            topics,
+            "sixnines measures one topic per cell (its schedule, consumers and message accounting are per "
+            "topic); several measured topics in one cell are not supported. Import it with topics: 1 "
+            f"(OMB's rate per topic here is {per_topic:g} msg/s) or add the other topics as unmeasured "
+            "`background:` workloads",
+        )
+    else:
+        draft.note("topics", topics, "one route (topic, subject or stream) per cell")
+    if partitions < 1:
+        draft.refuse("partitionsPerTopic", partitions, "at least 1")
+    else:
+        omb.map_partitions(partitions, draft)
+
+
+def _map_sizes_and_keys(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
+    size = w["messageSize"]
+    if size < HEADER_SIZE:
+        draft.refuse("messageSize", size, f"smaller than the {HEADER_SIZE}-byte header every sixnines message carries")
+    else:
+        draft.put("messageSize", size, "workload.message_size_bytes", size)
+    key = w["keyDistributor"]
+    if key not in KEY_DISTRIBUTORS:
+        draft.refuse("keyDistributor", key, f"unknown; OMB's are {', '.join(KEY_DISTRIBUTORS)}")
+    else:
+        note = {
+            "KEY_ROUND_ROBIN": "OMB cycles a fixed set of keys; sixnines round_robin spreads messages over the "
+            "partitions in turn, the effect that key set has",
+            "RANDOM_NANO": "a random key per message",
+        }.get(key, "")
+        omb.map_keys(key, KEY_DISTRIBUTORS[key], note, draft)
+
+
+def _map_clients(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
+    producers, subscriptions, consumers = (
+        w["producersPerTopic"],
+        w["subscriptionsPerTopic"],
+        w["consumerPerSubscription"],
+    )
+    if producers < 1:
+        draft.refuse("producersPerTopic", producers, "at least 1 producer")
+    else:
+        draft.put("producersPerTopic", producers, "workload.producers", producers)
+    if subscriptions > 1:
+        draft.refuse(
+            "subscriptionsPerTopic",
+            subscriptions,
+            "sixnines measures one subscription (one consumer group) per cell; fan-out to "
+            "several subscriptions is not supported",
+        )
+    elif subscriptions == 0:
+        draft.measurement = "publish"
+        draft.put("subscriptionsPerTopic", 0, "workload.consumers", 0, "no subscription: publish latency only")
+        if consumers:
+            draft.warn("consumerPerSubscription", consumers, "there is no subscription to put them in")
+    elif consumers < 1:
+        draft.refuse("consumerPerSubscription", consumers, "a subscription needs at least 1 consumer")
+    else:
+        omb.note_subscription(draft)
+        draft.put("consumerPerSubscription", consumers, "workload.consumers", consumers)
+    if draft.measurement == "publish":
+        omb.note_publish_only(draft)
+
+
+def _map_rate(w: dict[str, Any], draft: Draft) -> None:
+    rate = w["producerRate"]
+    if rate <= 0:
+        draft.refuse(
+            "producerRate",
+            rate,
+            "OMB's max-rate mode (0) searches for the highest sustainable rate; sixnines measures at a fixed, "
+            "open-loop rate and has no capacity search yet — set producerRate to the rate to measure",
+        )
+        return
+    draft.put("producerRate", rate, "workload.rate_per_s", rate, "the total over all producers, as in OMB")
+    if rate >= HIGH_RATE_PER_S:
+        draft.warnings.append(
+            f"producerRate: {rate} — an open-loop schedule this fast will outrun the generator on most hosts; "
+            "the cell then fails its schedule-lag gate instead of reporting a number"
+        )
+
+
+def _map_durations(w: dict[str, Any], draft: Draft, options: ImportOptions) -> None:
+    minutes, warmup = w["testDurationMinutes"], w["warmupDurationMinutes"]
+    if minutes <= 0 and options.measure_s is None:
+        draft.refuse("testDurationMinutes", minutes, "OMB would run until stopped; a cell needs a measure duration")
+    elif minutes > 0:
+        _put_duration(draft, "testDurationMinutes", minutes, "workload.measure_s", options.measure_s)
+    _put_duration(draft, "warmupDurationMinutes", warmup, "workload.warmup_s", options.warmup_s)
+    draft.workload["cooldown_s"] = options.cooldown_s  # OMB stops at once; sixnines keeps load past measure
+
+
+def _put_duration(draft: Draft, omb: str, minutes: float, path: str, override: float | None) -> None:
+    if override is None:
+        draft.put(omb, minutes, path, minutes * 60, "minutes → seconds")
+    else:
+        draft.put(omb, minutes, path, override, f"{minutes * 60:g} s overridden by the importer's option")
+
+
+def _map_payload(w: dict[str, Any], draft: Draft) -> None:
+    """sixnines payloads are the 32-byte header plus fresh random bytes per message (incompressible)."""
+    if w["useRandomizedPayloads"]:
+        ratio = w["randomBytesRatio"]
+        if ratio >= 1:
+            draft.note("randomBytesRatio", ratio, "all random, as sixnines payloads are")
+        else:
+            draft.warn(
+                "randomBytesRatio",
+                ratio,
+                f"OMB makes {1 - ratio:.0%} of each payload zeros, which compresses; sixnines payloads are all "
+                "random bytes, so numbers with compression.type set differ from OMB's",
+            )
+        draft.note("useRandomizedPayloads", True, "workload.payload random")
+        if w["randomizedPayloadPoolSize"]:
+            draft.note(
+                "randomizedPayloadPoolSize",
+                w["randomizedPayloadPoolSize"],
+                "sixnines draws fresh random bytes for every message rather than from a pool",
+            )
+    elif w["payloadFile"]:
+        draft.warn(
+            "payloadFile",
+            w["payloadFile"],
+            "not read: sixnines sends its header plus random bytes up to messageSize (a file's content cannot "
+            "carry the timing header)",
+        )
+    for name in ("randomBytesRatio", "randomizedPayloadPoolSize") if not w["useRandomizedPayloads"] else ():
+        if w[name] != WORKLOAD_DEFAULTS[name]:
+            draft.note(name, w[name], "applies only with useRandomizedPayloads: true (it is false)")
+    draft.workload["payload"] = "random"
+
+
+def _map_backlog(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
+    gb, drain = w["consumerBacklogSizeGB"], w["backlogDrainRatio"]
+    if gb <= 0:
+        if drain != WORKLOAD_DEFAULTS["backlogDrainRatio"]:
+            draft.note("backlogDrainRatio", drain, "applies only with consumerBacklogSizeGB > 0")
+        return
+    size = draft.workload.get("message_size_bytes") or HEADER_SIZE
+    omb.map_backlog(gb, math.ceil(gb * GIB / size), max(1, int(w["consumerPerSubscription"])), draft)
+    if drain != WORKLOAD_DEFAULTS["backlogDrainRatio"]:
+        draft.warn("backlogDrainRatio", drain, "no equivalent: lagging consumers read for the whole cell")
+
+
+def _driver_keys(driver: Mapping[str, Any], draft: Draft, omb: OmbDriver) -> None:
+    known = omb.driver_fields
+    for key, value in driver.items():
+        if key not in known:
+            draft.refuse(
+                f"driver.{key}", value, f"not a field of OMB's {draft.system} driver; known: {', '.join(known)}"
+            )
+        elif key == "name":
+            draft.note("driver.name", value, "recorded in the origin")
+        elif key == "driverClass":
+            draft.note("driver.driverClass", value, f"system {draft.system}")
+
+
+def _matrix_mapping(w: dict[str, Any], draft: Draft, options: ImportOptions) -> dict[str, Any]:
+    name = options.name or _slug(str(w["name"] or draft.workload_source.rsplit("/", 1)[-1].rsplit(".", 1)[0]))
+    described = f"OMB workload {w['name']!r}" if w["name"] else "an OMB workload"
+    origin = {
+        "tool": "openmessaging-benchmark",
+        "workload_file": draft.workload_source,
+        "workload_name": w["name"],
+        "driver_file": draft.driver_source,
+        "mapping": [m.to_dict() for m in draft.mapped],
+        "warnings": list(draft.warnings),
+    }
+    system = {"system": draft.system, "versions": [options.version], "broker": draft.broker, "client": draft.client}
+    return {
+        "name": name,
+        "description": f"{described} imported from {draft.workload_source}"
+        + (f" with driver {draft.driver_source}" if draft.driver_source else ""),
+        "origin": origin,
+        "systems": [{k: v for k, v in system.items() if v or k == "versions"}],
+        "workload": draft.workload,
+        "measurements": [draft.measurement],
+    }
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+    return "omb_" + (slug or "workload")
+
+
+def matrix_yaml(imported: Imported) -> str:
+    """The matrix file: a header naming its origin and every warning, then the matrix (origin last)."""
+    header = [
+        f"# Imported by `sixnines import omb` — {imported.raw['description']}.",
+        "# `origin:` records what every OMB field became; it is kept with each cell's result (docs/interop.md).",
+        *(f"# WARNING {w}" for w in imported.warnings),
+    ]
+    body = {k: v for k, v in imported.raw.items() if k != "origin"}
+    text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
+    origin = yaml.safe_dump({"origin": imported.raw["origin"]}, sort_keys=False, allow_unicode=True, width=110)
+    return "\n".join(header) + "\n" + text + origin

@@ -1,0 +1,216 @@
+"""bench_tasks.interop.omb_workload: OMB workload and driver files → sixnines matrices.
+
+The fixtures are written from OMB's documented format (the fields of its `Workload` class and of its Kafka and
+NATS driver configs) in the shapes OMB publishes: a 1-topic latency workload, a backlog workload, a
+100-topic workload, a max-rate workload; the Kafka latency and exactly-once drivers and the NATS driver.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from bench_tasks.errors import InteropError
+from bench_tasks.interop.omb_workload import ImportOptions, import_omb, matrix_yaml
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.systems.kafka.settings import KafkaCell
+from bench_tasks.systems.nats.settings import NatsCell
+
+KAFKA = ImportOptions("kafka")  # the system to map onto when no driver file names one
+
+ONE_TOPIC = {
+    "name": "1 topic / 1 partition / 1Kb",
+    "topics": 1,
+    "partitionsPerTopic": 1,
+    "keyDistributor": "NO_KEY",
+    "messageSize": 1024,
+    "payloadFile": "payload/payload-1Kb.data",
+    "subscriptionsPerTopic": 1,
+    "consumerPerSubscription": 1,
+    "producersPerTopic": 1,
+    "producerRate": 50000,
+    "consumerBacklogSizeGB": 0,
+    "testDurationMinutes": 15,
+}
+BACKLOG = {
+    "name": "Backlog 4p 4c on 1 topic / 100 partitions",
+    "topics": 1,
+    "partitionsPerTopic": 100,
+    "messageSize": 1024,
+    "useRandomizedPayloads": True,
+    "randomBytesRatio": 0.5,
+    "randomizedPayloadPoolSize": 1000,
+    "subscriptionsPerTopic": 1,
+    "consumerPerSubscription": 4,
+    "producersPerTopic": 4,
+    "producerRate": 200000,
+    "consumerBacklogSizeGB": 2,
+    "testDurationMinutes": 5,
+}
+KAFKA_LATENCY = {
+    "name": "Kafka",
+    "driverClass": "io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver",
+    "replicationFactor": 3,
+    "topicConfig": "min.insync.replicas=2\n",
+    "commonConfig": "bootstrap.servers=localhost:9092\n",
+    "producerConfig": "acks=all\nlinger.ms=1\nbatch.size=131072\n",
+    "consumerConfig": "auto.offset.reset=earliest\nenable.auto.commit=false\nmax.partition.fetch.bytes=10485760\n",
+}
+NATS_DRIVER = {
+    "name": "NATS",
+    "driverClass": "io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver",
+    "natsHostUrl": "localhost:4222",
+    "replicationFactor": 3,
+}
+
+
+def _mapped(imported, omb: str) -> list[tuple[str | None, object]]:
+    return [(m.sixnines, m.sixnines_value) for m in imported.mapped if m.omb == omb]
+
+
+def test_one_topic_latency_workload_with_the_kafka_latency_driver() -> None:
+    imported = import_omb(ONE_TOPIC, "1-topic.yaml", KAFKA_LATENCY, "kafka-latency.yaml", options=KAFKA)
+    (cell,) = imported.matrix.cells
+    spec = cell.spec
+    assert isinstance(spec, KafkaCell)
+    assert spec.measurement == "e2e"
+    w = spec.workload
+    assert (w.message_size_bytes, w.rate_per_s, w.producers, w.consumers) == (1024, 50000, 1, 1)
+    assert (w.measure_s, w.warmup_s) == (900, 60)  # 15 min; OMB's default warmup is 1 min
+    b = spec.broker
+    assert (b.brokers, b.partitions, b.replication_factor, b.min_insync_replicas) == (3, 1, 3, 2)
+    assert spec.client.producer == {"acks": "all", "linger.ms": 1, "batch.size": 131072}
+    assert spec.client.consumer == {"max.partition.fetch.bytes": 10485760}
+    assert spec.client.keys == "none"
+    assert cell.origin is not None and cell.origin["workload_name"] == "1 topic / 1 partition / 1Kb"
+    warned = " ".join(imported.warnings)
+    for name in ("payloadFile", "bootstrap.servers", "auto.offset.reset", "enable.auto.commit"):
+        assert name in warned
+    assert warned.count("bootstrap.servers") == 1  # commonConfig applies to both clients, warned once
+
+
+def test_every_field_read_is_accounted_for() -> None:
+    imported = import_omb(ONE_TOPIC, "1-topic.yaml", KAFKA_LATENCY, "kafka-latency.yaml", options=KAFKA)
+    accounted = {m.omb for m in imported.mapped}
+    assert set(ONE_TOPIC) - {"name", "consumerBacklogSizeGB"} <= accounted
+    for key in ("replicationFactor", "producerConfig.linger.ms", "topicConfig.min.insync.replicas"):
+        assert f"driver.{key}" in accounted
+    assert _mapped(imported, "driver.producerConfig.linger.ms") == [("client.producer.linger.ms", 1)]
+
+
+def test_backlog_becomes_prefill_and_lagging_consumers() -> None:
+    imported = import_omb(BACKLOG, "backlog.yaml", options=KAFKA)
+    w = imported.matrix.cells[0].spec.workload
+    assert w.prefill_messages == 2 * 1024**3 // 1024
+    assert w.lagging_consumers == 4
+    assert imported.matrix.cells[0].spec.broker.partitions == 100
+    assert any("randomBytesRatio" in warning for warning in imported.warnings)  # 50 % zeros compress; ours do not
+
+
+def test_multi_topic_workload_is_refused_with_the_rate_per_topic() -> None:
+    with pytest.raises(InteropError) as caught:
+        import_omb({**ONE_TOPIC, "topics": 100, "producerRate": 500000}, "100-topic.yaml", options=KAFKA)
+    message = str(caught.value)
+    assert "100-topic.yaml: topics: 100" in message and "5000 msg/s" in message
+    assert caught.value.exit_code == 2
+
+
+def test_max_rate_mode_is_refused_until_a_capacity_search_exists() -> None:
+    with pytest.raises(InteropError, match=r"producerRate: 0 — OMB's max-rate mode"):
+        import_omb({**ONE_TOPIC, "producerRate": 0}, "max-rate.yaml", options=KAFKA)
+
+
+def test_every_problem_is_listed_with_its_file_and_field() -> None:
+    bad = {**ONE_TOPIC, "messageSize": 10, "subscriptionsPerTopic": 2, "keyDistributor": "ZIPF", "retries": 3}
+    with pytest.raises(InteropError) as caught:
+        import_omb(bad, "w.yaml", options=KAFKA)
+    problems = caught.value.problems
+    assert any(p.startswith("w.yaml: retries: 3 — not a field of OMB's Workload") for p in problems)
+    assert any(p.startswith("w.yaml: messageSize: 10 — smaller than the 32-byte header") for p in problems)
+    assert any(p.startswith("w.yaml: subscriptionsPerTopic: 2") for p in problems)
+    assert any(p.startswith("w.yaml: keyDistributor: 'ZIPF'") for p in problems)
+
+
+def test_wrong_types_are_refused() -> None:
+    with pytest.raises(InteropError, match=r"w.yaml: producerRate: '1k' — must be a whole number"):
+        import_omb({**ONE_TOPIC, "producerRate": "1k"}, "w.yaml", options=KAFKA)
+
+
+def test_key_distributors_map_to_client_keys() -> None:
+    for omb, keys in (("NO_KEY", "none"), ("KEY_ROUND_ROBIN", "round_robin"), ("RANDOM_NANO", "random")):
+        imported = import_omb({**ONE_TOPIC, "keyDistributor": omb}, "w.yaml", options=KAFKA)
+        assert imported.matrix.cells[0].spec.client.keys == keys
+
+
+def test_no_subscription_measures_publish_latency() -> None:
+    imported = import_omb(
+        {**ONE_TOPIC, "subscriptionsPerTopic": 0, "consumerPerSubscription": 0}, "w.yaml", options=KAFKA
+    )
+    spec = imported.matrix.cells[0].spec
+    assert (spec.measurement, spec.workload.consumers) == ("publish", 0)
+
+
+def test_nats_driver_is_jetstream_with_replicas() -> None:
+    imported = import_omb(ONE_TOPIC, "w.yaml", NATS_DRIVER, "nats.yaml", options=KAFKA)
+    spec = imported.matrix.cells[0].spec
+    assert isinstance(spec, NatsCell)
+    assert (spec.broker.mode, spec.broker.storage, spec.broker.replicas, spec.broker.servers) == (
+        "jetstream",
+        "file",  # OMB's NATS driver default
+        3,
+        3,
+    )
+
+
+def test_nats_refuses_a_backlog_and_kafka_only_driver_fields() -> None:
+    with pytest.raises(InteropError, match="consumerBacklogSizeGB"):
+        import_omb(BACKLOG, "w.yaml", NATS_DRIVER, "nats.yaml", options=KAFKA)
+    with pytest.raises(InteropError, match=r"nats.yaml: producerConfig: .* not a field of OMB's nats driver"):
+        import_omb(ONE_TOPIC, "w.yaml", {**NATS_DRIVER, "producerConfig": "acks=all"}, "nats.yaml", options=KAFKA)
+
+
+def test_unknown_driver_class_is_refused() -> None:
+    driver = {"name": "Pulsar", "driverClass": "io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver"}
+    with pytest.raises(InteropError, match=r"pulsar.yaml: .*driverClass: .*PulsarBenchmarkDriver"):
+        import_omb(ONE_TOPIC, "w.yaml", driver, "pulsar.yaml", options=KAFKA)
+
+
+def test_java_property_names_become_librdkafka_names() -> None:
+    driver = {
+        **KAFKA_LATENCY,
+        "producerConfig": "buffer.memory=33554432\nmax.request.size=2097152\nmax.block.ms=60000\n",
+        "consumerConfig": "fetch.max.wait.ms=5\nmax.poll.records=500\n",
+        "commonConfig": "bootstrap.servers=x:9092\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=plain\n",
+    }
+    imported = import_omb(ONE_TOPIC, "w.yaml", driver, "k.yaml", options=KAFKA)
+    client = imported.matrix.cells[0].spec.client
+    assert client.producer == {"queue.buffering.max.kbytes": 32768, "message.max.bytes": 2097152}
+    assert client.consumer == {"fetch.wait.max.ms": 5}
+    assert (client.security, client.sasl_mechanism) == ("sasl_plaintext", "PLAIN")
+    warned = " ".join(imported.warnings)
+    assert "max.block.ms" in warned and "max.poll.records" in warned
+
+
+def test_duration_overrides_are_recorded() -> None:
+    imported = import_omb(ONE_TOPIC, "w.yaml", options=ImportOptions("kafka", warmup_s=1, measure_s=3))
+    w = imported.matrix.cells[0].spec.workload
+    assert (w.warmup_s, w.measure_s) == (1, 3)
+    (entry,) = [m for m in imported.mapped if m.omb == "testDurationMinutes"]
+    assert "900 s overridden" in entry.note
+
+
+def test_written_matrix_parses_back_to_the_same_cells() -> None:
+    imported = import_omb(BACKLOG, "backlog.yaml", KAFKA_LATENCY, "kafka-latency.yaml", options=KAFKA)
+    text = matrix_yaml(imported)
+    assert text.startswith("# Imported by `sixnines import omb`")
+    assert "# WARNING" in text
+    again = parse_matrix(yaml.safe_load(text), "again.yaml")
+    assert [c.id for c in again.cells] == [c.id for c in imported.matrix.cells]
+    assert again.cells[0].origin == imported.matrix.cells[0].origin
+
+
+def test_origin_does_not_change_cell_ids() -> None:
+    imported = import_omb(ONE_TOPIC, "w.yaml", options=KAFKA)
+    raw = dict(imported.raw)
+    raw.pop("origin")
+    assert parse_matrix(raw, "plain.yaml").cells[0].id == imported.matrix.cells[0].id
