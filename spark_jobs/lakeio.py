@@ -14,6 +14,7 @@ rename: a partition is written as one attempt under its folder and committed by 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version
+from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version, system_of
 from bench_tasks.lake.layout import committed_cells
 from bench_tasks.lake.storage import (
     LakePath,
@@ -40,12 +41,23 @@ from .errors import AnalyticsError
 # version 1 file lacks (the relay times of version 2) is read as null.
 SUPPORTED_RAW_VERSIONS = frozenset({1, 2})
 
-_SPARK_TYPES = {pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "bigint", pa.string(): "string"}
+_SPARK_TYPES = {
+    pa.bool_(): "boolean",
+    pa.int8(): "tinyint",
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.string(): "string",
+}
 
 
 def spark_ddl(schema: pa.Schema) -> str:
     """The Spark DDL of one of the harness's Arrow schemas, so an empty input still has typed columns."""
-    return ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}" for f in schema)
+    return ", ".join(f"`{f.name}` {spark_type(f.type)}" for f in schema)
+
+
+def spark_type(kind: pa.DataType) -> str:
+    """The Spark SQL type of one of the harness's Arrow column types."""
+    return _SPARK_TYPES[kind]
 
 
 @dataclass(frozen=True)
@@ -158,8 +170,32 @@ def read_cells(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame
             table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
             for f in CELLS_SCHEMA
         ]
-        tables.append(pa.Table.from_arrays(columns, schema=CELLS_SCHEMA))
+        tables.append(with_delivery(pa.Table.from_arrays(columns, schema=CELLS_SCHEMA)))
     return spark.createDataFrame(pa.concat_tables(tables), schema=spark_ddl(CELLS_SCHEMA))
+
+
+DELIVERY_COLUMNS = {"acked_metric": pa.string(), "delivery_guaranteed": pa.bool_()}  # what the jobs ask of a system
+
+
+def with_delivery(table: pa.Table) -> pa.Table:
+    """Cells rows with what an ack means (`acked_metric`) and whether delivery is guaranteed, as landing
+    recorded them. A row landed before landing recorded them (`delivery_guaranteed` null or absent) gets both
+    from its system (bench_tasks.systems), asked with the row's spec as landing asks it: so the jobs still
+    read older runs, and the systems' rules stay in their packages."""
+    for name, kind in DELIVERY_COLUMNS.items():
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, kind))
+    acked, guaranteed = table["acked_metric"].to_pylist(), table["delivery_guaranteed"].to_pylist()
+    names, specs = table["system"].to_pylist(), table["spec_json"].to_pylist()
+    for i, recorded in enumerate(guaranteed):
+        if recorded is None:
+            spec = {"system": names[i], **json.loads(specs[i] or "{}")}
+            acked[i] = system_of(spec).acked_metric(spec)
+            guaranteed[i] = system_of(spec).delivery_guaranteed(spec)
+    for name, values in (("acked_metric", acked), ("delivery_guaranteed", guaranteed)):
+        field = pa.field(name, DELIVERY_COLUMNS[name])
+        table = table.set_column(table.schema.get_field_index(name), field, pa.array(values, field.type))
+    return table
 
 
 @dataclass

@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
+from .lakeio import DELIVERY_COLUMNS, spark_type
+from .lakeio import with_delivery as with_delivery_rows
+
 BASES = ("intended", "sent")
 METRICS = ("e2e", "publish", "rtt", "hop1", "hop2", "lag")  # codes are indexes; `lag` never reaches a table
 E2E, PUBLISH, RTT, HOP1, HOP2, LAG = range(len(METRICS))
@@ -58,22 +61,15 @@ def _spec(path: str) -> Column:
     return F.get_json_object(F.col("spec_json"), f"$.{path}")
 
 
-def acked_metric() -> Column:
-    """What an acknowledgement means in a cell, as bench_tasks.cell.runner.acked_metric decides it from the spec:
-    an rtt reply, nothing for core NATS publishes, else a publish ack (JetStream PubAck, Kafka report)."""
-    return (
-        F.when(F.col("measurement") == "rtt", F.lit("rtt"))
-        .when((F.col("system") == "nats") & (_spec("broker.mode") == "core"), F.lit(None).cast("string"))
-        .otherwise(F.lit("publish"))
-    )
-
-
-def delivery_guaranteed() -> Column:
-    """Cells whose acknowledged messages must never be lost: Kafka acks=all (-1) and JetStream."""
-    acks = F.lower(_spec("client.producer.acks"))
-    kafka = (F.col("system") == "kafka") & acks.isin("all", "-1")
-    jetstream = (F.col("system") == "nats") & (_spec("broker.mode") == "jetstream")
-    return F.coalesce(kafka | jetstream, F.lit(False))
+def with_delivery(cells: DataFrame) -> DataFrame:
+    """`cells` with `acked_metric` and `delivery_guaranteed` (lakeio.with_delivery): read_cells gives them; a
+    frame built elsewhere (tests) without them is completed on the driver (a cells frame is small)."""
+    missing = [name for name in DELIVERY_COLUMNS if name not in cells.columns]
+    if not missing:
+        return cells
+    table = with_delivery_rows(cells.toArrow())
+    added = ", ".join(f"`{name}` {spark_type(DELIVERY_COLUMNS[name])}" for name in missing)
+    return cells.sparkSession.createDataFrame(table, schema=f"{cells.schema.toDDL()}, {added}")
 
 
 def numbered(cells: DataFrame) -> DataFrame:
@@ -91,7 +87,8 @@ def numbered(cells: DataFrame) -> DataFrame:
 
 def cell_facts(cells: DataFrame) -> DataFrame:
     """One row per cell (per repeat) with what the jobs need from its spec, typed (the cells table keeps JSON)."""
-    acked, cells = acked_metric(), with_repeat(cells)
+    cells = with_delivery(with_repeat(cells))
+    acked = F.col("acked_metric")
     return cells.select(
         "run_id",
         "run_date",
@@ -108,10 +105,10 @@ def cell_facts(cells: DataFrame) -> DataFrame:
         "measure_start_ns",
         "measure_end_ns",
         "end_ns",
-        acked.alias("acked_metric"),
+        acked,
         F.when(acked == "rtt", F.lit(RTT)).when(acked == "publish", F.lit(PUBLISH)).alias("acked_code"),
         F.expr(RECEIVED_MEASUREMENTS).alias("received_measured"),
-        delivery_guaranteed().alias("delivery_guaranteed"),
+        F.coalesce("delivery_guaranteed", F.lit(False)).alias("delivery_guaranteed"),
         _spec("workload.rate_per_s").cast("double").alias("rate_per_s"),
         _spec("workload.measure_s").cast("double").alias("measure_s"),
         _spec("workload.producers").cast("int").alias("producers"),
