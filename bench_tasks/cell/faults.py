@@ -39,13 +39,19 @@ class FaultInjector:
     frozen (a cell that fails mid-stall must not leave its broker stopped)."""
 
     def __init__(
-        self, faults: Sequence[Fault], control: BrokerControl, measure_start_ns: int, clock: Callable[[], int]
+        self,
+        faults: Sequence[Fault],
+        control: BrokerControl,
+        measure_start_ns: int,
+        clock: Callable[[], int],
+        fired: list[FiredFault],
     ):
+        """`fired` is the cell run's own list: what fired is on record even if the cell fails mid-fault."""
         self.pending = sorted(faults, key=lambda f: f.at_s)
         self.control = control
         self.measure_start_ns = measure_start_ns
         self.clock = clock
-        self.fired: list[FiredFault] = []
+        self.fired = fired
         self._stall_end: int | None = None
 
     def tick(self, now: int) -> None:

@@ -54,7 +54,7 @@ _FLUSH_AFTER_NS = 100_000_000
 # Python threads hand the interpreter lock over every 5 ms by default: a thread woken to stamp a message
 # could wait that long for a busy sibling. Workers hand it over 10× sooner.
 _SWITCH_INTERVAL_S = 0.0005
-now_ns = time.monotonic_ns
+Clock = Callable[[], int]  # a worker's one clock: monotonic, or on a real host the host clock
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,14 @@ class WorkerPlan:
     def cell(self) -> CellSpec:
         return CELL_ADAPTER.validate_json(self.cell_json)
 
+    def clock(self) -> Clock:
+        """The clock every stamp of this worker is read from: on a cell split over real hosts, the host clock."""
+        if not self.clock_shift_ns:
+            return time.monotonic_ns
+        from ..topology.clock import host_clock
+
+        return host_clock(self.clock_shift_ns)
+
 
 @dataclass
 class Channels:
@@ -99,11 +107,6 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         enter(plan.netns)
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
-    if plan.clock_shift_ns:  # rebinds the module's clock for every stamp this process takes
-        from ..topology.clock import host_clock
-
-        global now_ns
-        now_ns = host_clock(plan.clock_shift_ns)
     tighten_timer_slack()
     sys.setswitchinterval(_SWITCH_INTERVAL_S)
     _warm_arrow()
@@ -117,7 +120,7 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         "bg_consumer": _count_consumer,
     }[plan.role]
     try:
-        run_precise(role(plan, channels))
+        run_precise(role(plan, channels, plan.clock()))
     except Exception as exc:  # reported, then the non-zero exit tells the parent too
         channels.events.put({"kind": "failed", "role": plan.role, "index": plan.index, "error": repr(exc)})
         raise
@@ -146,8 +149,9 @@ def producer_schedule(cell: CellSpec, index: int, duration_ns: int) -> tuple[np.
 class _SentLog:
     """Preallocated per-message arrays of one producer: the hot path only assigns into them."""
 
-    def __init__(self, intended: np.ndarray):
+    def __init__(self, intended: np.ndarray, clock: Clock):
         n = intended.size
+        self.clock = clock
         self.intended = intended
         self.sent = np.full(n, -1, dtype=np.int64)
         self.acked = np.full(n, -1, dtype=np.int64)
@@ -161,7 +165,7 @@ class _SentLog:
 
     def on_ack(self, seq: int, partition: int | None, offset: int | None, error: str | None) -> None:
         if error is None:
-            self.acked[seq] = now_ns()
+            self.acked[seq] = self.clock()
             self.partition[seq] = -1 if partition is None else partition
             self.offset[seq] = -1 if offset is None else offset
             self.acked_count += 1
@@ -249,20 +253,20 @@ def _report_harness(
     )
 
 
-async def _produce(plan: WorkerPlan, channels: Channels) -> None:
+async def _produce(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     cell = plan.cell()
     w = cell.workload
     duration_ns = sum(channels.phase_ns)
     offsets, connection_of = producer_schedule(cell, plan.index, duration_ns)
     driver = driver_for(plan.url, cell, plan.names or plan.cell_id, plan.route, plan.client)
-    arrivals = _Arrivals()
+    arrivals = _Arrivals(now_ns)
     if cell.measurement == "rtt":  # a reply is stamped when it reaches the process, like any receipt
         driver.watch_arrivals(arrivals.mark)
     connections = await driver.open_producer(f"sixnines-p{plan.index}", w.connections)
     factory = PayloadFactory(w.message_size_bytes)
     channels.events.put({"kind": "ready", "role": "producer", "index": plan.index, "messages": offsets.size})
     t0 = await _wait_for_start(channels)
-    log = _SentLog(offsets + t0)
+    log = _SentLog(offsets + t0, now_ns)
     watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
     reporter = asyncio.create_task(_report_producer(plan, channels, log, driver, watch))
     try:
@@ -288,7 +292,7 @@ async def _produce(plan: WorkerPlan, channels: Channels) -> None:
     channels.events.put({"kind": "done", "role": "producer", "index": plan.index})
 
 
-async def _open_loop(intended: np.ndarray, send: Callable[[int, int], Awaitable[None]]) -> None:
+async def _open_loop(intended: np.ndarray, send: Callable[[int, int], Awaitable[None]], now_ns: Clock) -> None:
     """The open loop over a sorted schedule: sleep until the next message is due (never past it), then send
     every message due by now in one batch, `send(start, end)`. Behind schedule, batches follow each other
     at once, yielding in between so the client's flusher and the reporter run; nothing waits for the system.
@@ -314,19 +318,19 @@ async def _publish_loop(driver: Driver, nc: Any, log: _SentLog, factory: Payload
     intended = log.intended
 
     async def send(start: int, end: int) -> None:
-        batch = factory.batch(pid, range(start, end), intended[start:end].tolist(), now_ns)
+        batch = factory.batch(pid, range(start, end), intended[start:end].tolist(), log.clock)
         log.refused(await driver.send_batch(nc, log.stamped(batch), log.on_ack))
         log.fresh_sends.append((start, end))
         log.attempted = end
 
-    await _open_loop(intended, send)
+    await _open_loop(intended, send, log.clock)
 
 
 async def _await_acks(driver: Driver, log: _SentLog, deadline_ns: int) -> None:
     """Wait for outstanding acks; what has not arrived by the deadline counts as unacked."""
     if not driver.acks:
         return
-    while log.acked_count + len(log.errors) < log.attempted and now_ns() < deadline_ns:
+    while log.acked_count + len(log.errors) < log.attempted and log.clock() < deadline_ns:
         await asyncio.sleep(0.01)
 
 
@@ -342,6 +346,7 @@ async def _request_loop(
 ) -> None:
     """One synchronous rtt connection: a request cannot leave before the previous reply, but its
     latency is still measured from its intended time (wrk2's correction)."""
+    now_ns = log.clock
     for seq in seqs.tolist():
         due = int(log.intended[seq])
         message = factory.prepare(pid, seq, due)
@@ -421,11 +426,12 @@ class _Arrivals:
     never earlier than its own bytes' arrival (they were read before it was handed over) and never later
     than its hand-over. Where the client cannot tell (librdkafka), a receipt is stamped at its hand-over."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
         self.last_ns = 0
 
     def mark(self) -> None:
-        self.last_ns = now_ns()
+        self.last_ns = self.clock()
 
     def stamp(self, handed_ns: int) -> int:
         return self.last_ns or handed_ns
@@ -444,17 +450,18 @@ class _ReceivedLog:
 
     BLOCK = 1 << 16
 
-    def __init__(self, expected: int = 0) -> None:
+    def __init__(self, clock: Clock, expected: int = 0) -> None:
+        self.clock = clock
         self.blocks = [self._block() for _ in range(max(1, -(-expected // self.BLOCK)))]
         self.count = 0
         self.reported = 0
         self.bad = 0
-        self.arrivals = _Arrivals()
+        self.arrivals = _Arrivals(clock)
         self._chunks: list[tuple[int, int, Sequence[bytes], Sequence[int] | None, Sequence[int] | None]] = []
         self._gathered = 0
 
     def on_messages(self, batch: Received) -> None:
-        handed = now_ns()
+        handed = self.clock()
         payloads = batch.payloads()
         self._chunks.append((self.arrivals.stamp(handed), handed, payloads, batch.partitions(), batch.offsets()))
         self._gathered += len(payloads)
@@ -590,10 +597,10 @@ def _consumer_progress(plan: WorkerPlan, channels: Channels, log: _ReceivedLog) 
     )
 
 
-async def _consume(plan: WorkerPlan, channels: Channels) -> None:
+async def _consume(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     cell = plan.cell()
     driver = driver_for(plan.url, cell, plan.names or plan.cell_id, plan.route, client=plan.client)
-    log = _ReceivedLog(expected=_expected_receipts(cell, sum(channels.phase_ns)))
+    log = _ReceivedLog(now_ns, expected=_expected_receipts(cell, sum(channels.phase_ns)))
     watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
     driver.watch_arrivals(log.arrivals.mark)
     await driver.open_consumer(f"sixnines-c{plan.index}", log.on_messages)
@@ -616,7 +623,7 @@ async def _consume(plan: WorkerPlan, channels: Channels) -> None:
     channels.events.put({"kind": "done", "role": "consumer", "index": plan.index})
 
 
-async def _count_consumer(plan: WorkerPlan, channels: Channels) -> None:
+async def _count_consumer(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     """An unmeasured consumer, counted but never timed: a lagging one reads the measured topic's backlog
     from its oldest message (seed 003); a background one reads its background workload (seed 004)."""
     cell = plan.cell()
@@ -656,7 +663,7 @@ async def _count_consumer(plan: WorkerPlan, channels: Channels) -> None:
     channels.events.put({"kind": "done", "role": plan.role, "index": plan.index})
 
 
-async def _relay(plan: WorkerPlan, channels: Channels) -> None:
+async def _relay(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     """The service of a two-hop chain (seed 002): consume the first topic, forward each message to the
     second with the producer's header untouched (so the final consumer still measures from the original
     intended time) and this relay's receive and send times stamped in. Its own receipts land as hop-1 rows
@@ -667,9 +674,9 @@ async def _relay(plan: WorkerPlan, channels: Channels) -> None:
     (conn,) = await outbound.open_producer(f"sixnines-relay{plan.index}", 1)
     loop = asyncio.get_running_loop()
     arrivals: asyncio.Queue[tuple[int, Received]] = asyncio.Queue()
-    relaying = _Relaying(outbound, conn)
+    relaying = _Relaying(outbound, conn, now_ns)
     watch = ProcessWatch(clock=now_ns, message_threads=(*inbound.message_threads, *outbound.message_threads))
-    stamps = _Arrivals()
+    stamps = _Arrivals(now_ns)
     inbound.watch_arrivals(stamps.mark)
 
     def on_messages(batch: Received) -> None:
@@ -714,9 +721,9 @@ class _Relaying:
     """A relay's forwarding: each received batch goes on to the second hop, every message with the relay's
     receive time written in and its send time stamped as the client takes it; its hop-1 rows are logged."""
 
-    def __init__(self, outbound: Driver, conn: Any):
-        self.outbound, self.conn = outbound, conn
-        self.log = _ReceivedLog()
+    def __init__(self, outbound: Driver, conn: Any, clock: Clock):
+        self.outbound, self.conn, self.clock = outbound, conn, clock
+        self.log = _ReceivedLog(clock)
         self.relayed = self.forward_errors = 0
 
     def counts(self) -> dict[str, int]:
@@ -745,7 +752,7 @@ class _Relaying:
                 rows.append(
                     [h.producer_id, h.seq, h.intended_ns, h.sent_ns, received, part, off, 1, received, -1, received]
                 )
-                sent[len(rows) - 1] = now_ns()
+                sent[len(rows) - 1] = self.clock()
                 yield len(rows) - 1, 0, stamp_relay_sent(message, sent[len(rows) - 1])
 
         refused = await self.outbound.send_batch(self.conn, outgoing(), self.on_forward_ack)
@@ -757,7 +764,7 @@ class _Relaying:
             self.log.append(np.array(rows, dtype=np.int64).T)
 
 
-async def _background(plan: WorkerPlan, channels: Channels) -> None:
+async def _background(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     """Some of a background workload's logical producers, multiplexed on one loop and one client: each
     keeps its own fixed-rate schedule (interleaved with the others, as independent producers would be) and,
     with per-producer keys, its own key. Open loop like the measured producers; counted, never timed."""
@@ -803,7 +810,7 @@ async def _background(plan: WorkerPlan, channels: Channels) -> None:
             next_report[0] = now_ns() + int(REPORT_EVERY_S * NS_PER_S)
 
     try:
-        await _open_loop(intended, send)
+        await _open_loop(intended, send, now_ns)
         deadline = now_ns() + int(cell.workload.request_timeout_s * NS_PER_S)
         while driver.acks and counts["acked"] + counts["errors"] < counts["scheduled"] and now_ns() < deadline:
             await asyncio.sleep(0.01)
@@ -825,7 +832,7 @@ def _background_schedule(cell: CellSpec, plan: WorkerPlan, duration_ns: int) -> 
     return offsets[order], stream_of[order]
 
 
-async def _respond(plan: WorkerPlan, channels: Channels) -> None:
+async def _respond(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     cell = plan.cell()
     driver = driver_for(plan.url, cell, plan.names or plan.cell_id, client=plan.client)
     served = [0]

@@ -1,7 +1,7 @@
 """A harness that cannot keep up must fail its cell and say so, never land its own queue as the broker's latency.
 
 The consumer is starved on purpose once it is subscribed: its CPU (pinned with `workload.cpus.receivers`) is
-shared with a busy loop, and every thread of the consumer is reniced to 10, so it gets about a tenth of that
+shared with a busy loop, and every thread of the consumer is reniced to 19, so it gets about 1.5 % of that
 CPU: far less than the rate needs. Messages then pile up in front of the harness (librdkafka's fetch queue,
 the consumer's socket), and the cell must fail with `harness saturated: consumer c0 …`.
 """
@@ -28,7 +28,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from .helpers import make_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
-STARVED_NICE = 10  # weight 110 against a busy loop's 1024: about 10 % of the shared CPU
+STARVED_NICE = 19  # weight 15 against a busy loop's 1024: about 1.5 % of the shared CPU
 PHASES = {"warmup_s": 1, "measure_s": 4, "cooldown_s": 1, "drain_timeout_s": 3}
 
 
@@ -56,7 +56,7 @@ def _renice(proc: psutil.Process, nice: int) -> None:
 @contextmanager
 def starved_consumer(cell_id: str, cpu: int, seconds: float) -> Iterator[dict]:
     """Once the producer exists (so the consumer is subscribed), share the consumer's CPU with a busy loop and
-    renice the consumer for `seconds`; then give it its CPU back so the cell can drain and land quickly."""
+    renice the consumer (to 19) for `seconds`; then give it its CPU back so the cell can drain and land quickly."""
     seen: dict = {}
 
     def starve() -> None:
