@@ -1,17 +1,23 @@
-"""How fast is the Spark percentile job, and how compact is the raw Parquet it reads? (issue 5's benchmark)
+"""How fast are a run's analytics tables, and how compact is the raw Parquet they read? (issues 5 and 15)
 
-The percentile job sorts every measure-phase sample of a cell exactly (no sketches), so its cost grows with the
-raw data; this measures samples per second per core on this host, and bytes per sample of the raw files as the
-harness writes them (zstd + delta encoding), to size lakes and Spark hosts. It also checks the job's exact
-percentiles against numpy's `inverted_cdf` on one cell: the difference must be 0.
+The tables are exact (no sketches): their cost grows with the raw data. For each `--samples N` this lands N
+synthetic messages over `--cells` cells in the real lake layout with the harness's own schemas and writers
+(tests/spark/synth.py: uniform-rate intended times, lognormal latencies with a Pareto tail,
+warmup/measure/cooldown, a few losses and duplicates, half core NATS and half JetStream cells), then runs the
+sweep's own analysis in one Spark application — `spark_jobs.pipeline.run_analysis`: every table (accounting,
+percentiles with leaders and repeats, timeline, histogram, a comparison along broker.mode), the Great
+Expectations gate and publishing — and reports each step's wall time and messages per second per core.
+It checks one cell's exact percentiles against numpy's `inverted_cdf`: the difference must be 0.
 
-For each `--samples N` it lands N synthetic messages over `--cells` cells in the real lake layout with the
-harness's own schemas and writers (tests/spark/synth.py: uniform-rate intended times, lognormal latencies with
-a Pareto tail, warmup/measure/cooldown, a few losses and duplicates, half core NATS and half JetStream cells),
-runs `spark_jobs.percentiles.run` in-process on it, and writes bench/results/spark_percentiles.json.
+"Per core" divides by the cores Spark runs tasks on. The host is shared, so beside the wall-clock figure it
+also reports the Spark JVM's CPU seconds (messages per CPU-second: what the work costs, whatever else ran) and
+the load average before and after. Spark runs with its default driver memory (1 GiB) unless `--driver-memory`.
 
     .venv/bin/python bench/spark_percentiles.py --samples 10000000 [--samples 50000000] --cells 8 \\
-        --workdir DIR [--keep]
+        --workdir DIR [--keep] [--workers 2]
+
+`--workers N` runs the same on a standalone cluster of N workers of one core each on this host (the test
+setup of tests/spark_cluster.py); results go to bench/results/spark_percentiles[_cluster].json.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ import platform
 import shutil
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -35,21 +43,32 @@ from rich.console import Console
 from rich.table import Table
 
 from bench_tasks import PERCENTILES, Lake, RunInfo, required_samples
-from spark_jobs import percentiles as job
 from spark_jobs.exact import percentile_column
 from spark_jobs.lakeio import find_run, table_dir
+from spark_jobs.pipeline import Comparison, run_analysis
 from spark_jobs.session import get_spark
 
-# The synthetic-data builders live in tests/ (not installed): import them from this checkout.
+# The synthetic-data builders and the test cluster live in tests/ (not installed): import them from this checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.spark.synth import SynthCell, received_table, sent_table, write_cell
+from tests.spark_cluster import standalone_cluster
 
-RESULTS = Path(__file__).parent / "results" / "spark_percentiles.json"
+RESULTS = Path(__file__).parent / "results"
 RATE_PER_S = 50_000.0  # per cell: 1.25 M messages = 25 s of a cell at 10 M samples over 8 cells
 PHASES = (0.05, 0.9, 0.05)  # warmup, measure, cooldown shares of each cell's messages
-LOST_PER_CELL = 20
+LOST_PER_CELL = 20  # in each core cell
+ALLOWED_LOSS_RATIO = 0.001
 DUPLICATES_PER_CELL = 20
-DRIVER_MEMORY = "8g"
+TABLE_STEPS = (
+    "passes",
+    "accounting",
+    "percentiles",
+    "percentiles_by_repeat",
+    "repeat_spread",
+    "timeline",
+    "histogram",
+    "compare broker.mode",
+)
 
 
 @dataclass
@@ -65,18 +84,22 @@ class Landed:
 
 
 def synth_cell(index: int, messages: int, seed: int) -> SynthCell:
+    """Even cells core NATS (which may lose a few messages: LOST_PER_CELL, within the cell's allowance, so
+    the gate passes and publishing is measured too), odd cells JetStream (which must not)."""
     total_s = messages / RATE_PER_S
     rng = np.random.default_rng([seed, index, 1])
-    lost = np.sort(rng.choice(messages, LOST_PER_CELL, replace=False)).tolist()
+    core = index % 2 == 0
+    lost = np.sort(rng.choice(messages, LOST_PER_CELL, replace=False)).tolist() if core else []
     return SynthCell(
         cell_id=f"cell-{index:02d}",
-        mode="core" if index % 2 == 0 else "jetstream",
+        mode="core" if core else "jetstream",
         rate_per_s=RATE_PER_S,
         warmup_s=total_s * PHASES[0],
         measure_s=total_s * PHASES[1],
         cooldown_s=total_s * PHASES[2],
         seed=seed * 1000 + index,
         lost=lost,
+        allowed_loss_ratio=ALLOWED_LOSS_RATIO,
     )
 
 
@@ -171,7 +194,7 @@ def host_facts(spark: Any, cores: int) -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu": cpu,
         "cpus_online": os.cpu_count(),
-        "cpus_affinity": cores,
+        "spark_cores": cores,
         "memory_gib": round(mem_kib / 2**20, 1),
         "python": platform.python_version(),
         "pyspark": spark.version,
@@ -186,28 +209,69 @@ def host_facts(spark: Any, cores: int) -> dict[str, Any]:
     }
 
 
-def bench_size(spark: Any, workdir: Path, samples: int, cells: int, cores: int, keep: bool, console: Console) -> dict:
+class SparkCpu:
+    """CPU seconds of the Spark JVMs on this host: the driver (a child of this process) and, on a local
+    standalone cluster, the executors (children of the workers)."""
+
+    def __init__(self, extra_roots: list[int] | None = None):
+        self.roots = [psutil.Process(), *[psutil.Process(pid) for pid in extra_roots or []]]
+
+    def seconds(self) -> float:
+        total = 0.0
+        for root in self.roots:
+            for proc in root.children(recursive=True):
+                try:
+                    if "java" in proc.name():
+                        times = proc.cpu_times()
+                        total += times.user + times.system + times.children_user + times.children_system
+                except psutil.NoSuchProcess:
+                    continue
+        return total
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def bench_size(
+    spark: Any, workdir: Path, samples: int, cells: int, cores: int, cpu: SparkCpu, keep: bool, console: Console
+) -> dict:
     lake = workdir / f"lake-{samples}"
     shutil.rmtree(lake, ignore_errors=True)
     console.print(f"[bold]{samples:,} samples over {cells} cells[/] → {lake}")
     started = time.perf_counter()
     landed = land(lake, samples, cells, seed=samples % 9973, console=console)
     generate_s = time.perf_counter() - started
+    load_before, cpu_before = _load(), cpu.seconds()
+    timings: dict[str, float] = {}
     started = time.perf_counter()
-    job.run(spark, lake, [landed.run.run_id])
+    run_analysis(spark, lake, landed.run.run_id, comparisons=[Comparison("broker.mode")], timings=timings)
     wall_s = time.perf_counter() - started
-    console.print(f"  generated in {generate_s:.1f} s, job took {wall_s:.1f} s")
+    cpu_s = cpu.seconds() - cpu_before
+    tables_s = sum(timings[step] for step in TABLE_STEPS)
+    console.print(
+        f"  generated in {generate_s:.1f} s; all tables {tables_s:.1f} s, with gate and publish {wall_s:.1f} s"
+    )
     check = max_relative_difference(lake, landed)
     if not keep:
         shutil.rmtree(lake)
+    per_core = {name: round(landed.messages / seconds / cores) for name, seconds in timings.items() if seconds > 0}
     return {
         "samples": landed.messages,
         "cells": cells,
         "cell_layout": landed.cells,
         "generate_seconds": round(generate_s, 2),
-        "job_wall_seconds": round(wall_s, 2),
+        "step_seconds": timings,
+        "step_messages_per_second_per_core": per_core,
+        "tables_seconds": round(tables_s, 2),
+        "analysis_wall_seconds": round(wall_s, 2),
         "cores": cores,
-        "samples_per_second_per_core": round(landed.messages / wall_s / cores),
+        "messages_per_second_per_core": round(landed.messages / tables_s / cores),
+        "messages_per_second_per_core_with_gate": round(landed.messages / wall_s / cores),
+        "spark_cpu_seconds": round(cpu_s, 1),
+        "messages_per_cpu_second": round(landed.messages / cpu_s) if cpu_s > 0 else None,
+        "load_before": load_before,
+        "load_after": _load(),
         "raw_parquet_bytes": landed.raw_bytes,
         "bytes_per_sample": round(landed.raw_bytes / landed.messages, 3),
         "sent_bytes_per_sample": round(landed.sent_bytes / landed.messages, 3),
@@ -217,17 +281,45 @@ def bench_size(spark: Any, workdir: Path, samples: int, cells: int, cores: int, 
     }
 
 
-def write_results(host: dict[str, Any], sizes: list[dict[str, Any]]) -> None:
+def write_results(path: Path, host: dict[str, Any], sizes: list[dict[str, Any]]) -> None:
     """Merge into earlier results: a size measured again (same samples and cells) replaces its old entry."""
     earlier: list[dict[str, Any]] = []
-    if RESULTS.exists():
-        earlier = json.loads(RESULTS.read_text()).get("sizes", [])
+    if path.exists():
+        earlier = json.loads(path.read_text()).get("sizes", [])
     fresh = {(s["samples"], s["cells"]) for s in sizes}
     merged = [s for s in earlier if (s["samples"], s["cells"]) not in fresh] + sizes
     merged.sort(key=lambda s: (s["samples"], s["cells"]))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    document = {"benchmark": "spark_percentiles", "host": host, "sizes": merged}
-    RESULTS.write_text(json.dumps(document, indent=2) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"benchmark": "spark_percentiles", "schema_version": 2, "host": host, "sizes": merged}
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def summary_table(sizes: list[dict[str, Any]]) -> Table:
+    table = Table("messages", "all tables s", "msg/s/core", "+gate+publish s", "msg/CPU-s", "load", "rel diff")
+    for s in sizes:
+        table.add_row(
+            f"{s['samples']:,}",
+            f"{s['tables_seconds']:.1f}",
+            f"{s['messages_per_second_per_core']:,}",
+            f"{s['analysis_wall_seconds']:.1f}",
+            f"{s['messages_per_cpu_second'] or 0:,}",
+            f"{s['load_before'][0]:.1f} → {s['load_after'][0]:.1f}",
+            f"{s['numpy_check']['max_rel_diff']:g}",
+        )
+    return table
+
+
+def steps_table(sizes: list[dict[str, Any]]) -> Table:
+    table = Table("step", *[f"{s['samples']:,}: s (msg/s/core)" for s in sizes])
+    for step in sizes[0]["step_seconds"]:
+        table.add_row(
+            step,
+            *[
+                f"{s['step_seconds'].get(step, 0):.2f} ({s['step_messages_per_second_per_core'].get(step, 0):,})"
+                for s in sizes
+            ],
+        )
+    return table
 
 
 def main() -> None:
@@ -236,32 +328,34 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=8)
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--keep", action="store_true", help="keep the generated lakes")
+    parser.add_argument("--workers", type=int, default=0, help="run on a local standalone cluster of N 1-core workers")
+    parser.add_argument("--driver-memory", default=None, help="Spark driver memory (default: Spark's, 1 GiB)")
     args = parser.parse_args()
     console = Console()
-    cores = len(os.sched_getaffinity(0))
     args.workdir.mkdir(parents=True, exist_ok=True)
-    spark = get_spark("sixnines-bench-percentiles", f"local[{cores}]", {"spark.driver.memory": DRIVER_MEMORY})
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
-        # per core: the cores Spark may actually run tasks on (local[N] and this process's CPU affinity)
-        cores = min(cores, spark.sparkContext.defaultParallelism)
+    conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else {}
+    with ExitStack() as stack:
+        if args.workers:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver, like the cluster, on loopback only
+            cluster = stack.enter_context(standalone_cluster(args.workdir / "spark", workers=args.workers, cores=1))
+            master, roots = cluster.master_url, [d.popen.pid for d in cluster.daemons]
+            cores = args.workers
+            conf["spark.cores.max"] = str(cores)
+        else:
+            cores = len(os.sched_getaffinity(0))
+            master, roots = f"local[{cores}]", []
+        spark = get_spark("sixnines-bench-percentiles", master, conf)
+        spark.sparkContext.setLogLevel("ERROR")
+        stack.callback(spark.stop)
+        cores = min(cores, spark.sparkContext.defaultParallelism) if not args.workers else cores
         host = host_facts(spark, cores)
-        sizes = [bench_size(spark, args.workdir, n, args.cells, cores, args.keep, console) for n in args.samples]
-    finally:
-        spark.stop()
-    write_results(host, sizes)
-    summary = Table("samples", "cells", "job s", "samples/s/core", "bytes/sample", "max rel diff vs numpy")
-    for s in sizes:
-        summary.add_row(
-            f"{s['samples']:,}",
-            str(s["cells"]),
-            f"{s['job_wall_seconds']:.1f}",
-            f"{s['samples_per_second_per_core']:,}",
-            f"{s['bytes_per_sample']:.2f}",
-            f"{s['numpy_check']['max_rel_diff']:g}",
-        )
-    console.print(summary)
-    console.print(f"wrote {RESULTS}")
+        cpu = SparkCpu(roots)
+        sizes = [bench_size(spark, args.workdir, n, args.cells, cores, cpu, args.keep, console) for n in args.samples]
+    path = RESULTS / ("spark_percentiles_cluster.json" if args.workers else "spark_percentiles.json")
+    write_results(path, host, sizes)
+    console.print(summary_table(sizes))
+    console.print(steps_table(sizes))
+    console.print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""Suites over raw samples: one row per scheduled message, and one row of aggregates per cell.
+"""Suites over raw samples: one row of aggregates per producer, and one per cell.
 
-`raw_samples` (rows, spark_jobs.gate_frames.raw_samples_frame): keys present, every latency ≥ 0, and each
-producer's sequence exactly 0..n−1 — unique (cell, repeat, producer, seq), seq ≥ 0 and seq < the producer's
-row count (per repeat), which together leave no gap (GX's increasing-values expectation is wrong on Spark 1.24.1).
+`raw_samples` (one row per producer of a cell repeat, spark_jobs.gate_frames.raw_producers_frame, counted
+without joining messages by spark_jobs.ledger): keys present (no row lacks its seq, intended time or phase),
+every latency ≥ 0 (each column is the producer's lowest), and the producer's sequence exactly 0..n−1 — no seq
+twice, the lowest ≥ 0 and the highest < the producer's row count (per repeat), which together leave no gap.
 
 `raw_cells` (spark_jobs.gate_frames.raw_cells_frame): the generator kept its schedule (measure-phase
 sends within `measure_tolerance` of rate × measure seconds; send-lag p99.9 under the cell's own
@@ -16,22 +17,24 @@ from __future__ import annotations
 import great_expectations as gx
 import great_expectations.expectations as gxe
 
-KEY_COLUMNS = ("run_id", "cell_id", "repeat", "producer_id", "seq", "intended_ns", "phase")
-LATENCY_COLUMNS = ("lag_ns", "e2e_intended_ns", "e2e_sent_ns", "ack_intended_ns", "ack_sent_ns")
+KEY_COLUMNS = ("run_id", "cell_id", "repeat", "producer_id")
+MISSING_COLUMNS = ("null_seq", "null_intended", "null_phase")  # rows lacking a key, per producer
+LATENCY_COLUMNS = ("min_lag_ns", "min_e2e_intended_ns", "min_e2e_sent_ns", "min_ack_intended_ns", "min_ack_sent_ns")
 
 
 def build_raw_samples_suite(min_latency_ns: int = 0) -> gx.ExpectationSuite:
-    """Row-level checks of every scheduled message. Latencies below `min_latency_ns` are clock errors."""
+    """Checks of every producer's rows. Latencies below `min_latency_ns` are clock errors."""
     expectations: list[gxe.Expectation] = []
     for column in KEY_COLUMNS:
         expectations.append(gxe.ExpectColumnValuesToNotBeNull(column=column))
-    for column in LATENCY_COLUMNS:  # nulls (not received, not acked) are accounted for, not latencies
+    for column in MISSING_COLUMNS:
+        expectations.append(gxe.ExpectColumnValuesToBeBetween(column=column, min_value=0, max_value=0))
+    for column in LATENCY_COLUMNS:  # nulls (nothing received, nothing acked) are accounted for, not latencies
         expectations.append(gxe.ExpectColumnValuesToBeBetween(column=column, min_value=min_latency_ns))
-    expectations.append(  # each repeat of a repeated cell numbers its messages from 0 again
-        gxe.ExpectCompoundColumnsToBeUnique(column_list=["run_id", "cell_id", "repeat", "producer_id", "seq"])
-    )
-    expectations.append(gxe.ExpectColumnValuesToBeBetween(column="seq", min_value=0))
-    expectations.append(gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="producer_rows", column_B="seq"))
+    # each repeat of a repeated cell numbers its messages from 0 again
+    expectations.append(gxe.ExpectColumnValuesToBeBetween(column="duplicate_seqs", min_value=0, max_value=0))
+    expectations.append(gxe.ExpectColumnValuesToBeBetween(column="min_seq", min_value=0))
+    expectations.append(gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="producer_rows", column_B="max_seq"))
     return gx.ExpectationSuite(name="raw_samples", expectations=expectations)
 
 

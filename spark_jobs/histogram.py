@@ -17,20 +17,31 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
-from spark_jobs.samples import MERGED_KEYS, cell_facts, latency_samples
+from spark_jobs.analysis import Analysis, analyze
+from spark_jobs.exact import BUCKET_BITS
+from spark_jobs.percentiles import TABLES_SCHEMA_VERSION, merged_facts
+from spark_jobs.samples import LAG, MERGED_KEYS, basis_name, metric_name
 
 BUCKETS_PER_DOUBLING = 16
+_SHIFT = BUCKET_BITS - 4  # exact.log_bucket >> _SHIFT is floor(log2(v) · 16) (see exact.log_bucket)
 
 
-def histogram_table(samples: DataFrame, buckets_per_doubling: int = BUCKETS_PER_DOUBLING) -> DataFrame:
-    """Counts per bucket, with each bucket's bounds and the cumulative fraction up to its upper bound."""
-    keys = [*MERGED_KEYS, "metric", "basis"]  # a repeated cell's repeats in one histogram: counts add up
-    k = float(buckets_per_doubling)
-    bucket = (
-        F.when(F.col("value_ns") < 1, F.lit(-1)).otherwise(F.floor(F.log2(F.col("value_ns")) * F.lit(k))).cast("int")
+def histogram_table(result: Analysis) -> DataFrame:
+    """Counts per bucket, with each bucket's bounds and the cumulative fraction up to its upper bound: the
+    analysis' bucket table summed (measure phase, a repeated cell's repeats in one histogram)."""
+    keys = [*MERGED_KEYS, "metric", "basis"]
+    k = float(BUCKETS_PER_DOUBLING)
+    measured = result.buckets.where(F.col("measure") & (F.col("metric") != LAG))
+    bucket = F.when(F.col("bucket") < 0, F.lit(-1)).otherwise(F.shiftright("bucket", _SHIFT)).alias("bucket")
+    per_cell = measured.groupBy("cell_ix", "metric", "basis", bucket).agg(F.sum("n").alias("count"))
+    cells = F.broadcast(merged_facts(result.facts).select(*MERGED_KEYS, "cell_ix"))
+    counts = per_cell.join(cells, "cell_ix").select(
+        *MERGED_KEYS,
+        metric_name(F.col("metric")).alias("metric"),
+        basis_name(F.col("basis")).alias("basis"),
+        "bucket",
+        "count",
     )
-    counts = samples.withColumn("bucket", bucket).groupBy(*keys, "bucket").agg(F.count(F.lit(1)).alias("count"))
     group = Window.partitionBy(*keys)
     running = group.orderBy("bucket").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     return counts.select(
@@ -51,8 +62,8 @@ def histogram_table(samples: DataFrame, buckets_per_doubling: int = BUCKETS_PER_
 def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
-    table = histogram_table(latency_samples(raw.sent, raw.received, cell_facts(raw.cells)))
-    return [lakeio.write_table(table.where(F.col("run_id") == r.run_id), lake, "histogram", r) for r in raw.runs]
+    table = histogram_table(analyze(raw.sent, raw.received, raw.cells))
+    return lakeio.write_tables(lake, raw.runs, {"histogram": table})["histogram"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

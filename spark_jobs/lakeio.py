@@ -5,49 +5,59 @@ Layout (DESIGN.md, "Data model"; bench_tasks.lake.layout writes the raw side):
   raw/run_date=D/run_id=R/cell_id=C/repeat=K/{sent-p*,received-c*}.parquet   repeat K of a repeated cell
   runs/run_date=D/run_id=R/cells.parquet
   tables/<table>/run_date=D/run_id=R/part-*.parquet          (written here)
-A table partition is written under a hidden staging name and renamed into place (bench_tasks.lake.storage's
-`commit_folder`), so a reader never sees half of it and a re-run replaces it instead of adding to it. On an S3
-lake (`s3://bucket/prefix`, read and written as `s3a://`) there is no rename: a partition is written as one
-attempt under its folder and committed by the marker that names it (bench_tasks.lake.storage), and raw cells are
-read only where their marker says.
+A table partition (one Parquet file: the tables are small) is written under a hidden staging name and renamed
+into place (bench_tasks.lake.storage's `write_folder`), so a reader never sees half of it and a re-run replaces it
+instead of adding to it. On an S3 lake (`s3://bucket/prefix`, raw data read by Spark as `s3a://`) there is no
+rename: a partition is written as one attempt under its folder and committed by the marker that names it
+(bench_tasks.lake.storage), and raw cells are read only where their marker says.
 """
 
 from __future__ import annotations
 
-import shutil
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version
+from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version, system_of
 from bench_tasks.lake.layout import committed_cells
 from bench_tasks.lake.storage import (
     LakePath,
     S3Path,
-    commit_folder,
     committed_folder,
     lake_path,
-    local_staging,
-    mark_committed,
-    new_attempt,
+    read_parquet,
     spark_uri,
+    write_folder,
 )
 
 from .errors import AnalyticsError
 
-# Raw schema versions these readers understand (bench_tasks.records.SCHEMA_VERSION history); a column a
+# Raw schema versions these readers understand (bench_tasks.lake.records.SCHEMA_VERSION history); a column a
 # version 1 file lacks (the relay times of version 2) is read as null.
 SUPPORTED_RAW_VERSIONS = frozenset({1, 2})
 
-_SPARK_TYPES = {pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "bigint", pa.string(): "string"}
+_SPARK_TYPES = {
+    pa.bool_(): "boolean",
+    pa.int8(): "tinyint",
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.string(): "string",
+}
 
 
 def spark_ddl(schema: pa.Schema) -> str:
     """The Spark DDL of one of the harness's Arrow schemas, so an empty input still has typed columns."""
-    return ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}" for f in schema)
+    return ", ".join(f"`{f.name}` {spark_type(f.type)}" for f in schema)
+
+
+def spark_type(kind: pa.DataType) -> str:
+    """The Spark SQL type of one of the harness's Arrow column types."""
+    return _SPARK_TYPES[kind]
 
 
 @dataclass(frozen=True)
@@ -93,48 +103,53 @@ def _check_versions(files: list[LakePath]) -> None:
             )
 
 
-def _read_raw(spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema) -> DataFrame:
+Units = dict[tuple[str, str, int], int]  # (run_id, cell_id, repeat) -> unit number (spark_jobs.samples)
+
+
+def _read_raw(
+    spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema, units: Units | None = None
+) -> DataFrame:
     """Rows of every committed cell (every repeat of a repeated cell) of `runs`. Each cell folder is read on its
     own, its identity added from the lake's layout (bench_tasks.lake.layout.committed_cells): the folders of cells run
     once and of repeats lie at different depths, and on S3 inside commit attempts, which partition discovery
-    cannot mix. A cell run once is repeat 1."""
+    cannot mix. A cell run once is repeat 1. With `units`, each row also gets its unit number as a literal
+    `unit` (free to carry, unlike a join) and folders without a cells row are left out."""
     frames = []
     for run in runs:
         for cell in committed_cells(raw_dir(lake, run)):
             files = sorted(cell.folder.glob(pattern))
-            if not files:
+            unit = None if units is None else units.get((run.run_id, cell.cell_id, cell.repeat))
+            if not files or (units is not None and unit is None):
                 continue
             _check_versions(files)
-            df = spark.read.option("mergeSchema", "true").parquet(*[spark_uri(f) for f in files])
+            # the schema given, not inferred: no Spark job per folder, and a column an older file lacks reads as null
+            df = spark.read.schema(spark_ddl(schema)).parquet(*[spark_uri(f) for f in files])
             frames.append(
                 df.select(
                     F.lit(run.run_id).alias("run_id"),
                     F.lit(cell.cell_id).alias("cell_id"),
                     F.lit(cell.repeat).cast("int").alias("repeat"),
-                    *[
-                        (F.col(f.name) if f.name in df.columns else F.lit(None))
-                        .cast(_SPARK_TYPES[f.type])
-                        .alias(f.name)
-                        for f in schema
-                    ],
+                    *([] if unit is None else [F.lit(unit).cast("long").alias("unit")]),
+                    *schema.names,
                 )
             )
     if not frames:
-        return spark.createDataFrame([], f"run_id string, cell_id string, repeat int, {spark_ddl(schema)}")
+        unit_ddl = "" if units is None else "unit long, "
+        return spark.createDataFrame([], f"run_id string, cell_id string, repeat int, {unit_ddl}{spark_ddl(schema)}")
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
     return out
 
 
-def read_sent(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame:
-    """Every producer's sent rows of `runs`, with run_id and cell_id."""
-    return _read_raw(spark, lake, runs, "sent-p*.parquet", SENT_SCHEMA)
+def read_sent(spark: SparkSession, lake: Lake, runs: list[RunRef], units: Units | None = None) -> DataFrame:
+    """Every producer's sent rows of `runs`, with run_id, cell_id, repeat (and unit, given `units`)."""
+    return _read_raw(spark, lake, runs, "sent-p*.parquet", SENT_SCHEMA, units)
 
 
-def read_received(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame:
-    """Every consumer's received rows of `runs`, with run_id and cell_id."""
-    return _read_raw(spark, lake, runs, "received-c*.parquet", RECEIVED_SCHEMA)
+def read_received(spark: SparkSession, lake: Lake, runs: list[RunRef], units: Units | None = None) -> DataFrame:
+    """Every consumer's received rows of `runs`, with run_id, cell_id, repeat (and unit, given `units`)."""
+    return _read_raw(spark, lake, runs, "received-c*.parquet", RECEIVED_SCHEMA, units)
 
 
 # Cells-table columns a table written by an older harness lacks, and the value they mean there.
@@ -143,59 +158,80 @@ _CELLS_DEFAULTS = {"repeat": 1, "repeats": 1}
 
 def read_cells(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame:
     """The runs' cells tables (one row per cell, or per repeat of a repeated cell: spec, status, phase
-    boundaries, counts, context)."""
-    frames = []
+    boundaries, counts, context), read by the driver (one small file per run) and handed to Spark as local
+    data."""
+    tables = []
     for run in runs:
-        frame = spark.read.parquet(spark_uri(cells_path(lake, run)))
+        table = read_parquet(cells_path(lake, run))
         for name, value in _CELLS_DEFAULTS.items():
-            if name not in frame.columns:
-                frame = frame.withColumn(name, F.lit(value))
-        frames.append(frame)
-    out = frames[0]
-    for frame in frames[1:]:
-        out = out.unionByName(frame, allowMissingColumns=True)
-    return out.select(*[F.col(f.name).cast(_SPARK_TYPES[f.type]) for f in CELLS_SCHEMA])
+            if name not in table.column_names:
+                table = table.append_column(name, pa.array([value] * table.num_rows, pa.int32()))
+        columns = [
+            table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+            for f in CELLS_SCHEMA
+        ]
+        tables.append(with_delivery(pa.Table.from_arrays(columns, schema=CELLS_SCHEMA)))
+    return spark.createDataFrame(pa.concat_tables(tables), schema=spark_ddl(CELLS_SCHEMA))
+
+
+DELIVERY_COLUMNS = {"acked_metric": pa.string(), "delivery_guaranteed": pa.bool_()}  # what the jobs ask of a system
+
+
+def with_delivery(table: pa.Table) -> pa.Table:
+    """Cells rows with what an ack means (`acked_metric`) and whether delivery is guaranteed, as landing
+    recorded them. A row landed before landing recorded them (`delivery_guaranteed` null or absent) gets both
+    from its system (bench_tasks.systems), asked with the row's spec as landing asks it: so the jobs still
+    read older runs, and the systems' rules stay in their packages."""
+    for name, kind in DELIVERY_COLUMNS.items():
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, kind))
+    acked, guaranteed = table["acked_metric"].to_pylist(), table["delivery_guaranteed"].to_pylist()
+    names, specs = table["system"].to_pylist(), table["spec_json"].to_pylist()
+    for i, recorded in enumerate(guaranteed):
+        if recorded is None:
+            spec = {"system": names[i], **json.loads(specs[i] or "{}")}
+            acked[i] = system_of(spec).acked_metric(spec)
+            guaranteed[i] = system_of(spec).delivery_guaranteed(spec)
+    for name, values in (("acked_metric", acked), ("delivery_guaranteed", guaranteed)):
+        field = pa.field(name, DELIVERY_COLUMNS[name])
+        table = table.set_column(table.schema.get_field_index(name), field, pa.array(values, field.type))
+    return table
 
 
 @dataclass
 class Raw:
-    """A set of runs' raw inputs, read once and shared by the jobs of one pipeline run."""
+    """A set of runs' raw inputs, shared by the jobs of one pipeline run. Not cached: the Parquet, about 4 bytes
+    a message and in the page cache, is cheaper to read again than any copy Spark would keep."""
 
     runs: list[RunRef]
     sent: DataFrame
     received: DataFrame
-    cells: DataFrame
-
-    def cache(self) -> Raw:
-        """Keep the inputs in memory (spilling to disk) while several jobs read them."""
-        self.sent, self.received, self.cells = self.sent.cache(), self.received.cache(), self.cells.cache()
-        return self
-
-    def unpersist(self) -> None:
-        for frame in (self.sent, self.received, self.cells):
-            frame.unpersist()
+    cells: DataFrame  # with `unit`, the number its rows carry in sent and received
 
 
 def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
+    """The runs' cells table (as local data) and raw rows, each run × cell × repeat numbered (`unit`) in key
+    order."""
     runs = [find_run(lake, r) for r in run_ids]
-    return Raw(runs, read_sent(spark, lake, runs), read_received(spark, lake, runs), read_cells(spark, lake, runs))
+    cells = read_cells(spark, lake, runs)
+    table = cells.toArrow()  # local data: no Spark job
+    keys = list(zip(*(table[c].to_pylist() for c in ("run_id", "cell_id", "repeat")), strict=True))
+    units: Units = {key: number for number, key in enumerate(sorted(set(keys)))}
+    numbers = [units[key] for key in keys]
+    numbered = spark.createDataFrame(
+        table.append_column("unit", pa.array(numbers, pa.int64())), schema=cells.schema.add("unit", "long")
+    )
+    return Raw(runs, read_sent(spark, lake, runs, units), read_received(spark, lake, runs, units), numbered)
 
 
 def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:
-    """Write one run's partition of `table`, replacing an earlier one atomically (rename into place; on S3
-    the marker naming the new attempt). Returns the folder holding the part files."""
-    final = table_dir(lake, table, run)
-    if isinstance(final, S3Path):
-        attempt, token = new_attempt(final)
-        df.coalesce(1).write.mode("overwrite").parquet(spark_uri(attempt))
-        return mark_committed(final, token)
-    staging = local_staging(final)
-    try:
-        df.coalesce(1).write.mode("overwrite").parquet(str(staging))
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return commit_folder(staging, final)
+    """Write one run's partition of `table`, replacing an earlier one atomically (bench_tasks.lake.storage.write_folder:
+    a rename into place; on S3 the marker naming the new attempt). The tables are small — a row per cell,
+    statistic, second or bucket — so the driver collects one as Arrow and writes a single Parquet file: no
+    Spark write job per table. Returns the folder holding the part file."""
+    buffer = pa.BufferOutputStream()
+    pq.write_table(df.toArrow(), buffer, compression="snappy")
+    return write_folder(table_dir(lake, table, run), {"part-00000.snappy.parquet": buffer.getvalue().to_pybytes()})
 
 
 def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) -> DataFrame:
@@ -205,3 +241,12 @@ def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) 
     if missing:
         raise AnalyticsError(f"table {table}: not computed yet for {missing}; run the {table} job first")
     return spark.read.parquet(*[spark_uri(f) for f in folders.values() if f is not None])
+
+
+def write_tables(lake: Lake, runs: list[RunRef], tables: dict[str, DataFrame]) -> dict[str, list[LakePath]]:
+    """Write each table's partition of each run (write_table); the written folders by table."""
+    written: dict[str, list[LakePath]] = {name: [] for name in tables}
+    for run in runs:
+        for name, frame in tables.items():
+            written[name].append(write_table(frame.where(F.col("run_id") == run.run_id), lake, name, run))
+    return written

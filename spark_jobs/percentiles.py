@@ -20,13 +20,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.exact import summarize
+from spark_jobs.analysis import LEADER, MERGED, REPEAT, Analysis, analyze
+from spark_jobs.exact import PERCENTILE_COLUMNS
+from spark_jobs.ledger import ACCOUNTING_COLUMNS
 from spark_jobs.repeats import STATISTIC_COLUMNS, spread_table, variation_column, variation_columns
-from spark_jobs.samples import CELL_KEYS, MERGED_KEYS, accounting, cell_facts, latency_samples
+from spark_jobs.samples import CELL_KEYS, LAG, MERGED_KEYS, basis_name, metric_name
 
 # Version history of the analytics tables (each table carries it in a `schema_version` column):
 #   1 — first version.
@@ -34,16 +36,6 @@ from spark_jobs.samples import CELL_KEYS, MERGED_KEYS, accounting, cell_facts, l
 #       percentiles_by_repeat and repeat_spread; a repeated cell's rows merge its repeats.
 TABLES_SCHEMA_VERSION = 2
 
-ACCOUNTING_COLUMNS = (
-    "scheduled",
-    "sent",
-    "send_errors",
-    "acknowledged",
-    "received",
-    "duplicated",
-    "lost",
-    "acknowledged_but_lost",
-)
 CELL_COLUMNS = ("run_date", "series_key", "system", "version", "measurement", "label", "status")
 TABLES = ("accounting", "percentiles", "percentiles_by_repeat", "repeat_spread")
 
@@ -52,7 +44,7 @@ def merged_facts(facts: DataFrame) -> DataFrame:
     """One row per cell over its repeats: the identity they share, `ok` only when every repeat was ok, and how
     many repeats landed."""
     shared = [F.first(c).alias(c) for c in CELL_COLUMNS if c != "status"]
-    return facts.groupBy(*MERGED_KEYS).agg(
+    return facts.groupBy(*MERGED_KEYS, "cell_ix").agg(
         *shared,
         F.when(F.min(F.col("status") == "ok"), F.lit("ok")).otherwise(F.lit("failed")).alias("status"),
         F.count(F.lit(1)).cast("int").alias("repeats"),
@@ -79,46 +71,42 @@ def accounting_table(acc: DataFrame, facts: DataFrame) -> DataFrame:
     )
 
 
-def _summaries(samples: DataFrame, keys: list[str]) -> DataFrame:
-    """Overall rows (leader null) plus, where receipts carry a leader (Kafka), one row per leader."""
-    overall = summarize(samples, keys).withColumn("leader", F.lit(None).cast("int"))
-    by_leader = summarize(samples.where(F.col("leader").isNotNull()), [*keys, "leader"])
-    return overall.unionByName(by_leader)
+STATISTICS = ("count", "min_ns", "max_ns", "mean_ns", "stddev_ns", *PERCENTILE_COLUMNS, "unsupported")
 
 
-def _stats(rows: DataFrame, keys: list[str]) -> list[str]:
-    return [c for c in rows.columns if c not in (*keys, "leader")]
+def _level(summary: DataFrame, levels: Column) -> DataFrame:
+    """Summary rows of some levels (never the internal lag metric), with metric and basis named."""
+    rows = summary.where(levels & (F.col("metric") != LAG))
+    return rows.withColumn("metric", metric_name(F.col("metric"))).withColumn("basis", basis_name(F.col("basis")))
 
 
-def by_repeat_table(samples: DataFrame, acc: DataFrame, facts: DataFrame) -> DataFrame:
+def by_repeat_table(summary: DataFrame, acc: DataFrame, facts: DataFrame) -> DataFrame:
     """The overall rows of every repeat of every cell, each with that repeat's own accounting."""
-    keys = [*CELL_KEYS, "metric", "basis"]
-    rows = summarize(samples, keys).withColumn("leader", F.lit(None).cast("int"))
-    table = rows.join(facts.select(*CELL_KEYS, *CELL_COLUMNS), list(CELL_KEYS)).join(
-        acc.select(*CELL_KEYS, *ACCOUNTING_COLUMNS), list(CELL_KEYS)
-    )
+    rows = _level(summary, F.col("level") == REPEAT)
+    identity = facts.select(F.col("unit").alias("g"), *CELL_KEYS, *CELL_COLUMNS)
+    table = rows.join(F.broadcast(identity), "g").join(acc.select(*CELL_KEYS, *ACCOUNTING_COLUMNS), list(CELL_KEYS))
     return table.select(
         F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
         *CELL_KEYS,
         *CELL_COLUMNS,
         "metric",
         "basis",
-        "leader",
-        *_stats(rows, keys),
+        F.lit(None).cast("int").alias("leader"),
+        *STATISTICS,
         *ACCOUNTING_COLUMNS,
     )
 
 
-def percentile_table(samples: DataFrame, acc: DataFrame, facts: DataFrame, spread: DataFrame) -> DataFrame:
+def percentile_table(summary: DataFrame, acc: DataFrame, facts: DataFrame, spread: DataFrame) -> DataFrame:
     """One row per cell × metric × basis × leader over all the cell's repeats, with their variation."""
-    keys = [*MERGED_KEYS, "metric", "basis"]
-    rows = _summaries(samples, keys)
+    rows = _level(summary, F.col("level").isin(MERGED, LEADER))
+    cells = merged_facts(facts).withColumnRenamed("cell_ix", "g")
     table = (
-        rows.join(merged_facts(facts), list(MERGED_KEYS))
+        rows.join(F.broadcast(cells), "g")
         .join(merged_accounting(acc), list(MERGED_KEYS))
-        .join(variation_columns(spread), keys, "left")
+        .join(variation_columns(spread), [*MERGED_KEYS, "metric", "basis"], "left")
     )
-    overall = F.col("leader").isNull()  # repeats are compared on the overall rows; a leader row has no variation
+    overall = F.col("level") == MERGED  # repeats are compared on the overall rows; a leader row has no variation
     return table.select(
         F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
         *MERGED_KEYS,
@@ -126,23 +114,21 @@ def percentile_table(samples: DataFrame, acc: DataFrame, facts: DataFrame, sprea
         "repeats",
         "metric",
         "basis",
-        "leader",
-        *_stats(rows, keys),
+        F.when(~overall, F.col("leader")).cast("int").alias("leader"),
+        *STATISTICS,
         *ACCOUNTING_COLUMNS,
         *[F.when(overall, F.col(v)).cast("double").alias(v) for v in map(variation_column, STATISTIC_COLUMNS)],
     )
 
 
-def compute_tables(sent: DataFrame, received: DataFrame, cells: DataFrame) -> dict[str, DataFrame]:
-    """Every table of `TABLES` for the cells in `cells`, measure phase only."""
-    facts = cell_facts(cells)
-    acc = accounting(sent, received, facts)
-    samples = latency_samples(sent, received, facts)
-    by_repeat = by_repeat_table(samples, acc, facts)
+def tables(result: Analysis) -> dict[str, DataFrame]:
+    """Every table of `TABLES` from an analysis (measure phase only)."""
+    acc = result.ledger.accounting
+    by_repeat = by_repeat_table(result.summary, acc, result.facts)
     spread = spread_table(by_repeat)
     return {
-        "accounting": accounting_table(acc, facts),
-        "percentiles": percentile_table(samples, acc, facts, spread),
+        "accounting": accounting_table(acc, result.facts),
+        "percentiles": percentile_table(result.summary, acc, result.facts, spread),
         "percentiles_by_repeat": by_repeat,
         "repeat_spread": spread,
     }
@@ -150,8 +136,8 @@ def compute_tables(sent: DataFrame, received: DataFrame, cells: DataFrame) -> di
 
 def compute(sent: DataFrame, received: DataFrame, cells: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(accounting table, percentile table) of the cells in `cells`, measure phase only."""
-    tables = compute_tables(sent, received, cells)
-    return tables["accounting"], tables["percentiles"]
+    out = tables(analyze(sent, received, cells))
+    return out["accounting"], out["percentiles"]
 
 
 def run(
@@ -160,15 +146,7 @@ def run(
     """Compute the tables of the runs (from `raw` when the caller has read it already) and write them per
     run. Returns the written partitions by table."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
-    tables = {name: frame.cache() for name, frame in compute_tables(raw.sent, raw.received, raw.cells).items()}
-    written: dict[str, list[Path]] = {name: [] for name in TABLES}
-    for ref in raw.runs:
-        mine = F.col("run_id") == ref.run_id
-        for name, frame in tables.items():
-            written[name].append(lakeio.write_table(frame.where(mine), lake, name, ref))
-    for frame in tables.values():
-        frame.unpersist()
-    return written
+    return lakeio.write_tables(lake, raw.runs, tables(analyze(raw.sent, raw.received, raw.cells)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

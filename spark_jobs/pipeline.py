@@ -1,25 +1,32 @@
-"""One run's analysis end to end: percentile tables → Great Expectations gate → publish (or quarantine).
+"""One run's analysis end to end, as one Spark application: every table → Great Expectations gate → publish
+(or quarantine), and any comparisons asked for.
 
-Airflow may call the three steps as separate tasks (`percentiles.run`, `gate`, `publish_run`); `run_analysis`
-chains them for `sixnines analyze RUN_ID` and `spark-submit spark_jobs/pipeline.py --lake L --run-id R`.
-Nothing is published unless every suite passes; otherwise the tables and the validation result go to
-quarantine and GateError names the failed expectations (non-zero exit).
+`run_analysis` serves `sixnines analyze RUN_ID`, Airflow's `analysis` task and
+`spark-submit spark_jobs/pipeline.py --lake L --run-id R [--compare AXIS[:BASELINE_RUN]]`. One analysis
+(spark_jobs.analysis: three passes over the raw Parquet) feeds all six tables and the gate's frames; the
+comparison tables (spark_jobs.compare) read the percentile tables just written. Nothing is published unless
+every suite passes; otherwise the tables and the validation result go to quarantine and GateError names the
+failed expectations (non-zero exit). `timings` (when given) receives each step's wall seconds.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import histogram, jobargs, lakeio, percentiles, timeline
-from spark_jobs.errors import GateError
-from spark_jobs.gate_frames import percentile_tables_frame, raw_cells_frame, raw_samples_frame
+from spark_jobs import compare, histogram, jobargs, lakeio, percentiles, timeline
+from spark_jobs.analysis import Analysis, analyze
+from spark_jobs.errors import CompareError, GateError
+from spark_jobs.gate_frames import percentile_tables_frame, raw_cells_frame, raw_producers_frame
 from spark_jobs.publish import publish, quarantine
-from spark_jobs.samples import accounting, cell_facts
 
 
 @dataclass(frozen=True)
@@ -44,9 +51,10 @@ def gate(
     lake: lakeio.Lake,
     run: lakeio.RunRef,
     thresholds: GateThresholds,
-    raw: lakeio.Raw | None = None,
+    result: Analysis | None = None,
 ) -> GateReport:
-    """Validate the run's raw samples, per-cell aggregates and percentile table (all must pass)."""
+    """Validate the run's raw samples (per producer), per-cell aggregates and percentile table (all must
+    pass). The frames are small; GX checks them in pandas."""
     from expectations import (
         build_percentile_tables_suite,
         build_raw_cells_suite,
@@ -54,29 +62,28 @@ def gate(
         validate,
     )
 
-    raw = raw or lakeio.read_raw(spark, lake, [run.run_id])
-    sent, received, cells = raw.sent, raw.received, raw.cells
-    facts = cell_facts(cells).cache()
+    if result is None:
+        raw = lakeio.read_raw(spark, lake, [run.run_id])
+        result = analyze(raw.sent, raw.received, raw.cells)
     frames = {
-        "raw_samples": (raw_samples_frame(sent, received, facts), build_raw_samples_suite(thresholds.min_latency_ns)),
+        "raw_samples": (raw_producers_frame(result), build_raw_samples_suite(thresholds.min_latency_ns)),
         "raw_cells": (
-            raw_cells_frame(sent, accounting(sent, received, facts), facts),
+            raw_cells_frame(result),
             build_raw_cells_suite(thresholds.measure_tolerance, thresholds.allowed_loss_ratio),
         ),
         "percentile_tables": (
-            percentile_tables_frame(lakeio.read_table(spark, lake, "percentiles", [run]), cells),
+            percentile_tables_frame(
+                lakeio.read_table(spark, lake, "percentiles", [run]), lakeio.read_cells(spark, lake, [run])
+            ),
             build_percentile_tables_suite(),
         ),
     }
     report = GateReport(run.run_id, True)
     for name, (frame, suite) in frames.items():
-        frame = frame.cache()
-        outcome = validate(frame, suite)
-        frame.unpersist()
+        outcome = validate(frame.toPandas(), suite)
         report.success &= outcome.success
         report.failed += [f"{name}: {f}" for f in outcome.failed]
         report.suites[name] = {"success": outcome.success, "evaluated": outcome.evaluated, "result": outcome.result}
-    facts.unpersist()
     return report
 
 
@@ -92,24 +99,84 @@ def publish_run(spark: SparkSession, lake: lakeio.Lake, run: lakeio.RunRef, repo
     raise GateError(run.run_id, report.failed, str(folder))
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison table to write with the run: along `axis`, against `baseline` (None: within the run)."""
+
+    axis: str
+    baseline: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Comparison:
+        """`AXIS` or `AXIS:BASELINE_RUN_ID` (a run id may itself hold colons; an axis never does)."""
+        axis, _, baseline = text.partition(":")
+        return cls(axis, baseline or None)
+
+
+def _preload_expectations() -> threading.Thread:
+    """Import Great Expectations (seven seconds here) on a thread while Spark computes the tables: the driver
+    thread mostly waits on the JVM meanwhile."""
+    thread = threading.Thread(target=importlib.import_module, args=("expectations",), daemon=True)
+    thread.start()
+    return thread
+
+
+@contextmanager
+def _timed(timings: dict[str, float] | None, step: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        if timings is not None:
+            timings[step] = round(time.perf_counter() - started, 3)
+
+
+def write_all(
+    spark: SparkSession,
+    lake: lakeio.Lake,
+    raw: lakeio.Raw,
+    extra_tables: bool = True,
+    comparisons: Sequence[Comparison] = (),
+    timings: dict[str, float] | None = None,
+) -> Analysis:
+    """Analyze `raw` once and write every table of its runs (and the comparisons of its last run). Returns the
+    analysis for the gate."""
+    with _timed(timings, "passes"):
+        result = analyze(raw.sent, raw.received, raw.cells)
+    built = percentiles.tables(result)
+    if extra_tables:
+        built |= {"timeline": timeline.timeline_table(result), "histogram": histogram.histogram_table(result)}
+    for name, frame in built.items():
+        with _timed(timings, name):
+            lakeio.write_tables(lake, raw.runs, {name: frame})
+    for comparison in comparisons:
+        run_id = raw.runs[-1].run_id
+        with _timed(timings, f"compare {comparison.axis}"):
+            compare.run(spark, lake, comparison.baseline or run_id, run_id, comparison.axis)
+    return result
+
+
 def run_analysis(
     spark: SparkSession,
     lake: lakeio.Lake,
     run_id: str,
     thresholds: GateThresholds | None = None,
     extra_tables: bool = True,
+    comparisons: Sequence[Comparison] = (),
+    timings: dict[str, float] | None = None,
 ) -> Path:
-    """Percentiles (plus timeline and histogram tables), the gate, then publish. Returns the published folder."""
-    raw = lakeio.read_raw(spark, lake, [run_id]).cache()
-    try:
-        percentiles.run(spark, lake, [run_id], raw)
-        if extra_tables:
-            timeline.run(spark, lake, [run_id], raw)
-            histogram.run(spark, lake, [run_id], raw)
-        report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), raw)
-    finally:
-        raw.unpersist()
-    return publish_run(spark, lake, raw.runs[0], report)
+    """Every table (percentiles, plus timeline and histogram), any comparisons, the gate, then publish.
+    Returns the published folder."""
+    preload = _preload_expectations()
+    with _timed(timings, "read"):
+        raw = lakeio.read_raw(spark, lake, [run_id])
+    result = write_all(spark, lake, raw, extra_tables, comparisons, timings)
+    with _timed(timings, "expectations import"):
+        preload.join()
+    with _timed(timings, "gate"):
+        report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result)
+    with _timed(timings, "publish"):
+        return publish_run(spark, lake, raw.runs[0], report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -118,15 +185,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = jobargs.parser(__doc__.splitlines()[0])
     p.add_argument("--measure-tolerance", type=float, default=GateThresholds.measure_tolerance)
     p.add_argument("--allowed-loss-ratio", type=float, default=GateThresholds.allowed_loss_ratio)
+    p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="AXIS[:BASELINE_RUN]",
+        help="also write the comparison along AXIS (run, version, a spec path) against BASELINE_RUN or, "
+        "without one, between the run's own cells; repeatable",
+    )
     args = p.parse_args(argv)
     spark = get_spark("sixnines-pipeline", args.master, lake=args.lake)
     thresholds = GateThresholds(args.measure_tolerance, args.allowed_loss_ratio)
+    comparisons = [Comparison.parse(c) for c in args.compare]
     for run_id in args.run_ids:
+        timings: dict[str, float] = {}
         try:
-            print(f"published: {run_analysis(spark, args.lake, run_id, thresholds)}")
-        except GateError as exc:
+            folder = run_analysis(spark, args.lake, run_id, thresholds, comparisons=comparisons, timings=timings)
+            print(f"published: {folder}")
+        except (GateError, CompareError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        finally:
+            print(f"{run_id}: seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     return 0
 
 

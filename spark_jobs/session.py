@@ -19,9 +19,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from bench_tasks.lake.storage import S3Path, S3Settings, lake_path
+from spark_jobs.launch import SUBMIT_CONF
 
 DEFAULT_CONF: dict[str, str] = {
-    "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
@@ -29,6 +29,7 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "1g",
     "spark.ui.showConsoleProgress": "false",
+    **SUBMIT_CONF,
 }
 
 

@@ -13,39 +13,32 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.exact import summarize
+from spark_jobs.analysis import NS_PER_S, SECOND, Analysis, analyze
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
-from spark_jobs.samples import CELL_KEYS, cell_facts, latency_samples, with_repeat
-
-NS_PER_S = 1_000_000_000
-TIMELINE_PERCENTILES = ("50", "99")
+from spark_jobs.samples import CELL_KEYS, LAG, basis_name, metric_name
 
 
-def _second(column: str) -> Column:
-    return F.floor((F.col(column) - F.col("t0_ns")) / F.lit(NS_PER_S)).cast("long")
+def _per_second(buckets: DataFrame, keys: list[str], name: str) -> DataFrame:
+    """Samples counted by the second they were done in (sent, received, acknowledged)."""
+    done = (F.col("sec") + F.col("delta")).alias("second")
+    return buckets.groupBy(*keys, done).agg(F.sum("n").alias(name))
 
 
-def timeline_table(sent: DataFrame, received: DataFrame, cells: DataFrame) -> DataFrame:
-    facts = cell_facts(cells)
-    t0 = facts.select(*CELL_KEYS, "t0_ns", "measure_start_ns", "measure_end_ns")
-    samples = latency_samples(sent, received, facts, phases=None).join(F.broadcast(t0), list(CELL_KEYS))
-    keys = [*CELL_KEYS, "metric", "basis", "second"]
-    stats = summarize(samples.withColumn("second", _second("at_ns")), keys, percentiles=TIMELINE_PERCENTILES)
-    completed = (
-        samples.withColumn("second", _second("done_ns")).groupBy(*keys).agg(F.count(F.lit(1)).alias("completed_per_s"))
+def timeline_table(result: Analysis) -> DataFrame:
+    """Per unit × metric × basis × second: the SECOND level's count, p50, p99 and max, the completions and the
+    sends of that second (every phase)."""
+    keys = ["unit", "metric", "basis", "second"]
+    stats = result.summary.where(F.col("level") == SECOND).select(
+        F.col("g").alias("unit"), "metric", "basis", F.col("sec").alias("second"), "count", "p50_ns", "p99_ns", "max_ns"
     )
-    sends = (
-        with_repeat(sent)
-        .where(F.col("sent_ns").isNotNull())
-        .join(F.broadcast(t0), list(CELL_KEYS))
-        .withColumn("second", _second("sent_ns"))
-        .groupBy(*CELL_KEYS, "second")
-        .agg(F.count(F.lit(1)).alias("sent_per_s"))
-    )
+    buckets = result.buckets
+    completed = _per_second(buckets.where(F.col("metric") != LAG), ["unit", "metric", "basis"], "completed_per_s")
+    sends = _per_second(buckets.where(F.col("metric") == LAG), ["unit"], "sent_per_s")
+    facts = result.facts.select(*CELL_KEYS, "unit", "t0_ns", "measure_start_ns", "measure_end_ns")
     start_ns = F.col("t0_ns") + F.col("second") * F.lit(NS_PER_S)
     phase = (
         F.when(start_ns < F.col("measure_start_ns"), "warmup")
@@ -54,11 +47,14 @@ def timeline_table(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Da
     )
     return (
         stats.join(completed, keys, "full")
-        .join(sends, [*CELL_KEYS, "second"], "left")
-        .join(F.broadcast(t0), list(CELL_KEYS))
+        .join(sends, ["unit", "second"], "left")
+        .join(F.broadcast(facts), "unit")
         .select(
             F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
-            *keys,
+            *CELL_KEYS,
+            metric_name(F.col("metric")).alias("metric"),
+            basis_name(F.col("basis")).alias("basis"),
+            "second",
             phase.alias("phase"),
             F.coalesce(F.col("count"), F.lit(0)).alias("count"),
             F.coalesce(F.col("sent_per_s"), F.lit(0)).alias("sent_per_s"),
@@ -73,8 +69,8 @@ def timeline_table(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Da
 def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
-    table = timeline_table(raw.sent, raw.received, raw.cells)
-    return [lakeio.write_table(table.where(F.col("run_id") == r.run_id), lake, "timeline", r) for r in raw.runs]
+    table = timeline_table(analyze(raw.sent, raw.received, raw.cells))
+    return lakeio.write_tables(lake, raw.runs, {"timeline": table})["timeline"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -62,10 +62,7 @@ class CellReport:
 def acked_metric(cell: Cell) -> str | None:
     """What an acknowledgement means in this cell: the broker's ack of a send ('publish'), an rtt reply, or
     nothing (a broker that does not acknowledge sends, asked of the cell's system)."""
-    spec = cell.spec
-    if spec.measurement == "rtt":
-        return "rtt"
-    return "publish" if system_of(spec).sends_acknowledged(spec.broker.model_dump()) else None
+    return system_of(cell.spec).acked_metric(cell.spec.model_dump(mode="json"))
 
 
 def describe(cell: Cell, exc: BaseException) -> str:
@@ -240,6 +237,8 @@ def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, contex
             k: getattr(acc, k) if acc else None
             for k in ("scheduled", "sent", "acknowledged", "received", "lost", "duplicated")
         },
+        "acked_metric": acked_metric(report.cell),
+        "delivery_guaranteed": system_of(spec).delivery_guaranteed(spec.model_dump(mode="json")),
         "spec_json": spec.model_dump_json(),
         "context_json": json.dumps(context, default=str),
         "results_json": json.dumps(

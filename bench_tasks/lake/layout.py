@@ -63,6 +63,10 @@ CELLS_SCHEMA = pa.schema(
         ("received", pa.int64()),
         ("lost", pa.int64()),
         ("duplicated", pa.int64()),
+        # What the cell's system says of its messages (System.acked_metric, System.delivery_guaranteed), for the
+        # Spark analysis; cells tables written before these existed lack both (spark_jobs.lakeio asks the system)
+        ("acked_metric", pa.string()),
+        ("delivery_guaranteed", pa.bool_()),
         ("spec_json", pa.string()),
         ("context_json", pa.string()),
         ("results_json", pa.string()),

@@ -146,10 +146,7 @@ def acked_metric(result: dict[str, Any]) -> str | None:
     for name in ("rtt", "publish"):
         if name in metrics:
             return name
-    spec = result["spec"]
-    if spec["measurement"] == "rtt":
-        return "rtt"
-    return "publish" if system_of(spec).sends_acknowledged(spec.get("broker") or {}) else None
+    return system_of(result["spec"]).acked_metric(result["spec"])
 
 
 def read_parts(folder: LakePath, pattern: str, schema: pa.Schema) -> pa.Table:

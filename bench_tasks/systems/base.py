@@ -56,6 +56,19 @@ class System:
         mapping (a model's dump, or a spec read back from the lake)?"""
         return True
 
+    def delivery_guaranteed(self, spec: Mapping[str, Any]) -> bool:
+        """Must every message the broker acknowledged arrive, so the data-quality gate tolerates no loss of
+        one? `spec`: the cell's spec as a mapping (a model's dump, or spec_json read back from the lake). By
+        default no: a system promises it only for the settings it names."""
+        return False
+
+    def acked_metric(self, spec: Mapping[str, Any]) -> str | None:
+        """What an acknowledgement means in a cell: an rtt reply, the broker's ack of a send (`publish`), or
+        nothing when the broker does not acknowledge sends. Landing records it per cell; Spark reads it."""
+        if spec.get("measurement") == "rtt":
+            return "rtt"
+        return "publish" if self.sends_acknowledged(spec.get("broker") or {}) else None
+
     # -- releases ---------------------------------------------------------------------------------------------------
     def releases(self) -> list[str]:
         """Every release that could be fetched (the known ones are marked supported by the CLI)."""

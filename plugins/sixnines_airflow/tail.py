@@ -1,6 +1,6 @@
-"""A sweep's analysis tail, after its cells: the Spark percentile job with its data-quality gate and publishing
-(`spark_jobs/pipeline.py` through `SparkSubmitOperator`), the regression check over the published history, and
-the run's HTML report.
+"""A sweep's analysis tail, after its cells: every analytics table with the data-quality gate and publishing, as
+one Spark application (`spark_jobs/pipeline.py` through `SparkSubmitOperator`), the regression check over the
+published history, and the run's HTML report.
 
 Every step runs whatever happened before it (`all_done`): a run whose gate refuses to publish still gets its
 regression check (of what history it has) and its report, which shows the failed cells and why.
@@ -13,6 +13,8 @@ from typing import Any
 
 from airflow.sdk import get_current_context, task
 
+from spark_jobs.launch import SUBMIT_CONF
+
 from .lake_spark import LakeSparkSubmitOperator
 from .notifier import AnalysisFailureNotifier, RegressionAlertNotifier
 from .runtime import REPO, lake_root, run_info
@@ -22,8 +24,9 @@ SPARK_CONN_ID = "spark_default"  # master local[*] by default (tools/airflow); a
 
 
 def analysis() -> LakeSparkSubmitOperator:
-    """percentiles → Great Expectations gate → publish (or quarantine), for this run, as one Spark application
-    (on an S3 lake with the s3a jars, settings and credentials: lake_spark.py)."""
+    """Every table (accounting, percentiles, repeats, timeline, histogram) → Great Expectations gate → publish
+    (or quarantine), for this run, as one Spark application (on an S3 lake with the s3a jars, settings and
+    credentials: lake_spark.py)."""
     summary = "ti.xcom_pull(task_ids='tables')"
     return LakeSparkSubmitOperator(
         task_id="analysis",
@@ -31,7 +34,7 @@ def analysis() -> LakeSparkSubmitOperator:
         conn_id=SPARK_CONN_ID,
         name="sixnines-analysis",
         application_args=["--lake", f"{{{{ {summary}['lake'] }}}}", "--run-id", f"{{{{ {summary}['run_id'] }}}}"],
-        conf={"spark.ui.enabled": "false"},
+        conf=dict(SUBMIT_CONF),
         retries=0,
         trigger_rule="all_done",
         on_failure_callback=AnalysisFailureNotifier(),

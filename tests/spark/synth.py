@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, Lake, RunInfo, analyze
+from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, Lake, RunInfo, analyze, system_of
 from bench_tasks.lake.records import write_parquet
 
 T0 = 1_000_000_000_000
@@ -186,6 +186,8 @@ def cell_row(cell: SynthCell, run: RunInfo, sent: pa.Table, received: pa.Table) 
         measure_start_ns=cell.measure_start_ns,
         measure_end_ns=cell.measure_end_ns,
         end_ns=cell.measure_end_ns + int(cell.cooldown_s * NS),
+        acked_metric=system_of(cell.spec()).acked_metric(cell.spec()),  # recorded as landing records them
+        delivery_guaranteed=system_of(cell.spec()).delivery_guaranteed(cell.spec()),
         spec_json=json.dumps(cell.spec()),
         context_json="{}",
         results_json=json.dumps(analysis.to_dict()),

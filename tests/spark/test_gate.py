@@ -23,7 +23,7 @@ from tests.spark.synth import SynthCell, received_table, sent_table, write_cell,
 
 def test_suite_expectation_counts() -> None:
     """GX drops invalid expectations silently: each suite must hold exactly what its builder adds."""
-    assert len(build_raw_samples_suite().expectations) == 7 + 5 + 3
+    assert len(build_raw_samples_suite().expectations) == 4 + 3 + 5 + 3
     assert len(build_raw_cells_suite().expectations) == 5
     assert len(build_percentile_tables_suite().expectations) == 3 * len(PERCENTILES) + 1 + 6 + 2
     assert len(build_percentile_tables_suite(("50", "99")).expectations) == 3 * 2 + 1 + 6 + 2
@@ -72,7 +72,7 @@ def test_corrupted_raw_data_is_quarantined(spark: SparkSession, tmp_path: Path) 
     with pytest.raises(GateError) as failure:
         run_analysis(spark, tmp_path, run.run_id, extra_tables=False)
     message = str(failure.value)
-    assert "raw_samples: expect_column_values_to_be_between" in message and '"e2e_intended_ns"' in message
+    assert "raw_samples: expect_column_values_to_be_between" in message and '"min_e2e_intended_ns"' in message
     assert "expect_column_pair_values_a_to_be_greater_than_b" in message and '"producer_rows"' in message
     assert "raw_cells: expect_column_values_to_be_between" in message and '"lag_over_limit"' in message
     assert _published(tmp_path) == []

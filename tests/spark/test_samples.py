@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bench_tasks import RECEIVED_SCHEMA, SENT_SCHEMA, load_matrix
 from bench_tasks.cell.runner import acked_metric as harness_acked_metric
+from spark_jobs import lakeio
 from spark_jobs.lakeio import spark_ddl
 from spark_jobs.percentiles import compute
 from spark_jobs.samples import cell_facts
@@ -138,29 +141,52 @@ def test_kafka_leader_breakdown(spark: SparkSession) -> None:
     assert facts.delivery_guaranteed and facts.acked_metric == "publish"
 
 
-def test_acked_metric_agrees_with_the_harness(spark: SparkSession) -> None:
-    """The Spark reading of spec_json decides `publish`/`rtt`/none exactly as bench_tasks.cell.runner does."""
-    cells = [c for name in ("quick", "kafka_durability") for c in load_matrix(REPO / "matrices" / f"{name}.yaml").cells]
-    rows = [
-        (
-            "r",
-            "d",
-            c.id,
-            c.series_key,
-            c.spec.system,
-            c.spec.version,
-            c.spec.measurement,
-            c.label,
-            "ok",
-            0,
-            0,
-            0,
-            0,
-            c.spec.model_dump_json(),
-        )
-        for c in cells
-    ]
-    frame = spark.createDataFrame(rows, _cells(spark, ("x", "e2e", "{}")).schema)
-    got = {r.cell_id: r.acked_metric for r in cell_facts(frame).collect()}
+def _matrix_cells() -> list:
+    return [c for name in ("quick", "kafka_durability") for c in load_matrix(REPO / "matrices" / f"{name}.yaml").cells]
+
+
+def _old_cells_table(cells: list) -> pa.Table:
+    """A cells table as a harness wrote it before rows recorded acked_metric and delivery_guaranteed."""
+    return pa.table(
+        {
+            "run_id": ["old-run"] * len(cells),
+            "cell_id": [c.id for c in cells],
+            "system": [c.spec.system for c in cells],
+            "spec_json": [c.spec.model_dump_json() for c in cells],
+        }
+    )
+
+
+def test_older_cells_rows_get_delivery_from_their_system(spark: SparkSession, tmp_path: Path) -> None:
+    """A cells table landed before rows recorded what an ack means: read_cells asks each row's system with its
+    spec and gets what landing would have recorded (bench_tasks.cell.runner.acked_metric) — core NATS no acks,
+    rtt replies, the rest publish acks; delivery guaranteed for JetStream and Kafka acks=all only."""
+    cells = _matrix_cells()
+    run = lakeio.RunRef("old-run", "2026-01-02")
+    path = lakeio.cells_path(tmp_path, run)
+    path.parent.mkdir(parents=True)
+    pq.write_table(_old_cells_table(cells), path)
+    table = lakeio.read_cells(spark, tmp_path, [run]).toArrow()
+    got = dict(zip(table["cell_id"].to_pylist(), table["acked_metric"].to_pylist(), strict=True))
     assert got == {c.id: harness_acked_metric(c) for c in cells}
     assert set(got.values()) >= {"publish", "rtt", None}
+    guaranteed = dict(zip(table["cell_id"].to_pylist(), table["delivery_guaranteed"].to_pylist(), strict=True))
+    specs = {c.id: c.spec.model_dump() for c in cells}
+    expected = {
+        cell_id: spec["broker"].get("mode") == "jetstream" or spec["client"].get("producer", {}).get("acks") == "all"
+        for cell_id, spec in specs.items()
+    }
+    assert guaranteed == expected and set(expected.values()) == {True, False}
+
+
+def test_recorded_delivery_is_what_the_jobs_use(spark: SparkSession) -> None:
+    """What landing recorded wins over the spec: a core NATS row recorded as guaranteed with publish acks is
+    analyzed so (the jobs read the fact as data, never decide it from a system's name)."""
+    spec = '{"system": "nats", "broker": {"mode": "core"}, "workload": {"rate_per_s": 1000, "measure_s": 1}}'
+    cells = _cells(spark, ("c", "e2e", spec)).select(
+        "*", F.lit("publish").alias("acked_metric"), F.lit(True).alias("delivery_guaranteed")
+    )
+    facts = cell_facts(cells).collect()[0]
+    assert (facts.acked_metric, facts.acked_code, facts.delivery_guaranteed) == ("publish", 1, True)
+    unrecorded = cell_facts(_cells(spark, ("c", "e2e", spec))).collect()[0]
+    assert (unrecorded.acked_metric, unrecorded.delivery_guaranteed) == (None, False)

@@ -42,7 +42,6 @@ def _code_tokens(path: Path) -> list[tuple[int, str]]:
     return kept
 
 
-@pytest.mark.xfail(reason="issue 16 in progress: drivers, OMB mapping, Spark and plugins still to move", strict=True)
 def test_the_core_never_names_a_system() -> None:
     """Only `bench_tasks/systems/<name>/` knows a system; adding one touches its package and the registry line."""
     found = [

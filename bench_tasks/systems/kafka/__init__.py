@@ -31,6 +31,12 @@ class Kafka(System):
             setup += f" {c.security}" + (f"/{c.sasl_mechanism}" if c.sasl_mechanism else "")
         return setup
 
+    def delivery_guaranteed(self, spec: Mapping[str, Any]) -> bool:
+        """Only a matrix that asks for acks=all (or -1) is held to no loss of an acknowledged message: a
+        leader's ack alone (acks=1) may be lost with the leader."""
+        producer = (spec.get("client") or {}).get("producer") or {}
+        return str(producer.get("acks", "")).lower() in ("all", "-1")
+
     def group_tag(self, spec: Any) -> str:
         return f"b{spec.broker.brokers}"
 

@@ -30,6 +30,9 @@ class Nats(System):
     def sends_acknowledged(self, broker: Mapping[str, Any]) -> bool:
         return broker.get("mode", "core") == "jetstream"  # core NATS publishes fire and forget
 
+    def delivery_guaranteed(self, spec: Mapping[str, Any]) -> bool:
+        return self.sends_acknowledged(spec.get("broker") or {})  # a JetStream PubAck means the stream has it
+
     def fetch_release(self, version: str) -> Path:
         from .release import server_binary
 
