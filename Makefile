@@ -14,7 +14,11 @@ venv: $(STAMP) tools
 
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
+# RabbitMQ nodes are Debian's `rabbitmq-server` (with its Erlang), run from its own sbin folder by each cell with
+# its own node name, ports and folders; the package's system service is never used (policy-rc.d keeps apt from
+# starting it in this container; bench_tasks.rabbitmq.release checks nothing of it runs).
 # apt's own output goes to .cache/apt.log (shown only when an install fails).
+RABBITMQ_SBIN := /usr/lib/rabbitmq/bin
 APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
 tools:
@@ -22,6 +26,8 @@ tools:
 		{ echo "installing java and maven (apt)"; $(APT_INSTALL) default-jre-headless maven $(APT_DONE); }
 	@command -v chromium >/dev/null || \
 		{ echo "installing chromium (apt)"; $(APT_INSTALL) chromium $(APT_DONE); }
+	@test -x $(RABBITMQ_SBIN)/rabbitmq-server || \
+		{ echo "installing rabbitmq-server (apt)"; $(APT_INSTALL) rabbitmq-server $(APT_DONE); }
 
 # Every Python dependency is pinned in one lock for Python 3.11 (constraints-3.11.txt, Airflow's style of
 # constraints file, resolved by uv from pyproject.toml with every extra): a fresh clone installs exactly those
