@@ -169,8 +169,8 @@ class RabbitCluster(NodeCluster):
                 proc = self.processes[index]
                 if not proc.alive():
                     raise BrokerError(
-                        f"RabbitMQ node {index} exited with code {proc.popen.returncode} during start:\n"
-                        f"{proc.log_tail(30)}"
+                        f"RabbitMQ node {index} exited with code {proc.popen.returncode} during start: "
+                        f"{boot_errors(proc.log_path) or proc.log_tail(30)}\n(log: {proc.log_path})"
                     )
             waiting_for = self._not_ready(awaited)
             if not waiting_for:
@@ -317,26 +317,50 @@ def stop_detached(state: dict[str, Any], grace_s: float = 30.0) -> list[int]:
     return stopped
 
 
+def _lookup(route: str, found: str) -> str:
+    """An expression giving `found` (which may use the queue record `Q`) for queue `route` in vhost '/', or ""."""
+    name = f'rabbit_misc:r(<<"/">>, queue, {erl.binary(route)})'
+    return f'case rabbit_amqqueue:lookup({name}) of {{ok, Q}} -> {found}; _ -> "" end'
+
+
+# From the queue record alone (no call to the queue's processes, which may sit on a frozen node): a quorum
+# queue's pid field is {RaName, LeaderNode}, a stream's and a classic queue's a pid on the leader's (home) node.
+_LEADER = (
+    "case amqqueue:get_pid(Q) of {_, L} when is_atom(L) -> atom_to_list(L); "
+    'P when is_pid(P) -> atom_to_list(node(P)); _ -> "" end'
+)
+# Quorum queues and streams keep their replica nodes in the record's type state.
+_MEMBERS = erl.strings(
+    "case amqqueue:get_type_state(Q) of #{nodes := Ns} when is_list(Ns) -> Ns; "
+    "_ -> case amqqueue:get_pid(Q) of P when is_pid(P) -> [node(P)]; _ -> [] end end"
+)
+
+
 def _leader_expr(route: str) -> str:
-    return (
-        f'case rabbit_amqqueue:lookup(rabbit_misc:r(<<"/">>, queue, {erl.binary(route)})) of '
-        "{ok, Q} -> case amqqueue:get_type(Q) of "
-        "rabbit_classic_queue -> atom_to_list(node(amqqueue:get_pid(Q))); "
-        "_ -> case proplists:get_value(leader, rabbit_amqqueue:info(Q, [leader])) of "
-        "L when is_atom(L), L =/= undefined, L =/= '' -> atom_to_list(L); _ -> \"\" end end; "
-        '_ -> "" end'
-    )
+    return _lookup(route, _LEADER)
 
 
 def _members_expr(route: str) -> str:
-    members = (
-        "case amqqueue:get_type(Q) of rabbit_classic_queue -> [node(amqqueue:get_pid(Q))]; "
-        "_ -> proplists:get_value(members, rabbit_amqqueue:info(Q, [members]), []) end"
-    )
-    return (
-        f'case rabbit_amqqueue:lookup(rabbit_misc:r(<<"/">>, queue, {erl.binary(route)})) of '
-        f'{{ok, Q}} -> {erl.strings(members)}; _ -> "" end'
-    )
+    return _lookup(route, _MEMBERS)
+
+
+def boot_errors(log_path: Path, limit: int = 12) -> str:
+    """The first error lines a node logged (before BOOT FAILED): where RabbitMQ says what it refused, e.g.
+    "You've tried to set no_such_setting, but there is no setting with that name."."""
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    errors = []
+    for line in lines:
+        if " [error] " not in line:
+            continue
+        text = line.split("> ", 1)[-1].rstrip()
+        if text.startswith("BOOT FAILED") or len(errors) == limit:
+            break
+        if text.strip():
+            errors.append(text)
+    return "\n".join(errors)
 
 
 def _listening(host: str, port: int) -> bool:
