@@ -13,11 +13,13 @@ the VM from starting a shared one on 4369.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import BrokerError
 from .settings import RabbitmqBroker, flatten_conf
 
 # Peer discovery of a joining node: it retries until node 1 answers (the nodes are started together).
@@ -81,8 +83,13 @@ def render_conf(settings: dict[str, Any]) -> str:
 
 
 def erl_tuple(host: str) -> str:
-    """An IPv4 address as the Erlang tuple `inet_dist_use_interface` takes."""
-    return "{" + ",".join(host.split(".")) + "}"
+    """An IPv4 address as the Erlang tuple `inet_dist_use_interface` takes (node names are `name@<address>`, so
+    the host must be an address, not a name)."""
+    try:
+        address = ipaddress.IPv4Address(host)
+    except ValueError:
+        raise BrokerError(f"RabbitMQ nodes need an IPv4 host address, not {host!r}") from None
+    return "{" + ",".join(str(part) for part in address.packed) + "}"
 
 
 def node_env(plan: NodePlan, broker: RabbitmqBroker) -> dict[str, str]:

@@ -123,7 +123,8 @@ class RabbitCluster(NodeCluster):
     def _prepare(self) -> None:
         """Fresh folders, free ports, the cell's cookie and every node's files."""
         count = self.broker.nodes
-        shutil.rmtree(self.workdir, ignore_errors=True)  # a stale data dir holds another cluster's members
+        for stale in (self.home, *(self.workdir / f"n{i}" for i in range(1, count + 1))):
+            shutil.rmtree(stale, ignore_errors=True)  # a stale data dir holds another cluster's members
         ports = free_ports(1 + 2 * count, self.host)
         write_cookie(self.home, secrets.token_hex(20))
         seed = erl.node_name(1, self.host)

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from bench_tasks.errors import BrokerError
 from bench_tasks.rabbitmq import erl, release
-from bench_tasks.rabbitmq.nodefiles import NodePlan, node_argv, node_env, node_settings, render_conf
+from bench_tasks.rabbitmq.nodefiles import NodePlan, erl_tuple, node_argv, node_env, node_settings, render_conf
 from bench_tasks.rabbitmq.settings import RabbitmqBroker, RabbitmqClient, check_pair, flatten_conf
 
 
@@ -129,3 +130,9 @@ def test_debian_versions_reduce_to_upstream() -> None:
     assert release.upstream_version("1:25.2.3+dfsg-1+deb12u4") == "25.2.3"
     assert release.resolve_version("latest") == release.VERSIONS[0]
     assert release.resolve_version("3.10.8") == "3.10.8"
+
+
+def test_nodes_need_an_ipv4_address() -> None:
+    assert erl_tuple("10.0.0.2") == "{10,0,0,2}"
+    with pytest.raises(BrokerError, match="IPv4 host address, not 'localhost'"):
+        erl_tuple("localhost")
