@@ -15,11 +15,11 @@ venv: $(STAMP) tools
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing.
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
 # RabbitMQ nodes are Debian's `rabbitmq-server` (with its Erlang), run from its own sbin folder by each cell with
-# its own node name, ports and folders; the package's system service is never used (policy-rc.d keeps apt from
-# starting it in this container; bench_tasks.rabbitmq.release checks nothing of it runs).
-# apt's own output goes to .cache/apt.log (shown only when an install fails).
+# its own node name, ports and folders; the package's system service is never started (tools/apt-install installs
+# under a policy-rc.d that denies service starts). apt's own output goes to .cache/apt.log (shown only when an
+# install fails).
 RABBITMQ_SBIN := /usr/lib/rabbitmq/bin
-APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
+APT_INSTALL = mkdir -p .cache && { tools/apt-install
 APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
 tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || \
