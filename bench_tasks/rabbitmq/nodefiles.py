@@ -95,7 +95,9 @@ def erl_tuple(host: str) -> str:
 def node_env(plan: NodePlan, broker: RabbitmqBroker) -> dict[str, str]:
     """The whole environment of the node's script (nothing inherited but PATH and TZ)."""
     env = {key: os.environ[key] for key in _KEPT_ENV if key in os.environ}
-    erl_args = f"-start_epmd false -kernel inet_dist_use_interface {erl_tuple(plan.host)} {broker.erl_args}"
+    # +B i: SIGINT (a Ctrl-C in the harness's terminal reaches its process group) is ignored, as the package's
+    # script does for a foreground node; the harness stops the node itself.
+    erl_args = f"+B i -start_epmd false -kernel inet_dist_use_interface {erl_tuple(plan.host)} {broker.erl_args}"
     return env | {
         "HOME": str(plan.home),
         "LANG": "C.UTF-8",

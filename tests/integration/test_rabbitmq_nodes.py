@@ -4,6 +4,7 @@ setting the node refuses fails the start with the node's own words; nothing is l
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 
 from bench_tasks.errors import BrokerError
 from bench_tasks.rabbitmq import release
-from bench_tasks.rabbitmq.nodes import RabbitCluster, amqp_urls
+from bench_tasks.rabbitmq.nodes import RabbitCluster, amqp_urls, stop_detached
 from bench_tasks.rabbitmq.settings import RabbitmqBroker
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
@@ -139,3 +140,15 @@ def test_a_setting_the_node_refuses_fails_the_start_naming_it(tmp_path: Path) ->
 def test_a_version_other_than_the_installed_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BrokerError, match=r"rabbitmq-server 3\.10\.8 .* is installed, the cell asks for 3\.9\.0"):
         RabbitCluster("3.9.0", RabbitmqBroker(), tmp_path).start()
+
+
+def test_a_detached_node_is_stopped_from_its_state(tmp_path: Path) -> None:
+    """Airflow's way: the node outlives the task that started it and is stopped later from the JSON state."""
+    cluster = RabbitCluster("latest", RabbitmqBroker(), tmp_path, tie_to_parent=False)
+    endpoint = cluster.start()
+    state = json.loads(json.dumps(cluster.state()))
+    assert "cookie" not in json.dumps(state) and state["home"] == str(tmp_path / "erlang")
+    pids = cell_processes(cluster)
+    assert stop_detached(state) == [endpoint.nodes[0].pid]
+    cluster.stop()  # reaps what stop_detached ended (its Popen objects are this process's children)
+    assert_nothing_left(pids, [endpoint.epmd_port, endpoint.nodes[0].amqp_port, endpoint.nodes[0].dist_port])

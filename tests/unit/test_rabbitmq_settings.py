@@ -109,7 +109,7 @@ def test_the_node_environment_points_everything_into_its_folder() -> None:
     assert env["RABBITMQ_DIST_PORT"] == "40002"
     assert env["HOME"] == "/cell/erlang"
     assert env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] == (
-        "-start_epmd false -kernel inet_dist_use_interface {10,0,0,2} +sbwt none"
+        "+B i -start_epmd false -kernel inet_dist_use_interface {10,0,0,2} +sbwt none"
     )
     paths = [v for k, v in env.items() if k.startswith("RABBITMQ_") and v.startswith("/")]
     assert paths and all(p.startswith("/cell/") for p in paths), paths
