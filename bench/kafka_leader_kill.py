@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
 
-from bench_tasks.cell_runner import Fault
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.matrix import parse_matrix
-from bench_tasks.runner import run_cell, select_cells
+from bench_tasks.cell.drive import Fault
+from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.matrix import parse_matrix
 
 
 def main() -> None:

@@ -1,64 +1,84 @@
 """sixnines' measurement library.
 
-What DAGs, Spark jobs and tests may import is named here; the rest is private (STYLE 7).
+What DAGs, plugins, Spark jobs and benchmarks may import is named here; the rest is private (STYLE 7). Names are
+loaded on first use (PEP 562), so `from bench_tasks import load_matrix` at DAG parse time loads the matrix models
+and nothing of the generator, the lake or the analysis (numpy, pyarrow, broker clients).
 """
 
-from .analysis import Accounting, CellAnalysis, analyze
-from .cell_runner import Fault
-from .errors import BrokerError, CellError, MatrixError, PayloadError, SixninesError
-from .lake import CELLS_SCHEMA, Lake, RunInfo
-from .lifecycle import (
-    CellWork,
-    land_step,
-    landed_summary,
-    prepare_cell,
-    provision_step,
-    release_clusters,
-    start_generator,
-    teardown_step,
-)
-from .matrix import Cell, Matrix, load_matrix, parse_matrix
-from .percentiles import PERCENTILES, LatencySummary, is_supported, required_samples, summarize
-from .records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, read_schema_version
-from .runner import CellReport, run_cell, run_matrix
-from .watch import watch_phase
+from __future__ import annotations
 
-__all__ = [
-    "CELLS_SCHEMA",
-    "PERCENTILES",
-    "RECEIVED_SCHEMA",
-    "SCHEMA_VERSION",
-    "SENT_SCHEMA",
-    "Accounting",
-    "BrokerError",
-    "Cell",
-    "CellAnalysis",
-    "CellError",
-    "CellReport",
-    "CellWork",
-    "Fault",
-    "Lake",
-    "LatencySummary",
-    "Matrix",
-    "MatrixError",
-    "PayloadError",
-    "RunInfo",
-    "SixninesError",
-    "analyze",
-    "is_supported",
-    "land_step",
-    "landed_summary",
-    "load_matrix",
-    "parse_matrix",
-    "prepare_cell",
-    "provision_step",
-    "read_schema_version",
-    "release_clusters",
-    "required_samples",
-    "run_cell",
-    "run_matrix",
-    "start_generator",
-    "summarize",
-    "teardown_step",
-    "watch_phase",
-]
+import importlib
+from typing import Any
+
+# public name -> (module under bench_tasks, attribute there)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    **{name: ("spec.matrix", name) for name in ("Cell", "Matrix", "expand_repeats", "load_matrix", "parse_matrix")},
+    **{name: ("systems", name) for name in ("SYSTEMS", "System", "system", "system_of")},
+    **{name: ("errors", name) for name in ("BrokerError", "CellError", "MatrixError", "PayloadError", "SixninesError")},
+    "cache_dir": ("paths", "cache_dir"),
+    "HOSTS_TIMEOUT_S": ("topology", "HOSTS_TIMEOUT_S"),
+    **{name: ("topology.hosts", name) for name in ("generator_queue", "load_hosts", "per_host", "queue_of")},
+    **{
+        name: ("cell.lifecycle", name)
+        for name in (
+            "CellWork",
+            "HostBusy",
+            "land_step",
+            "landed_summary",
+            "prepare_cell",
+            "provision_step",
+            "release_clusters",
+            "start_generator",
+            "teardown_step",
+        )
+    },
+    **{name: ("cell.runner", name) for name in ("CellReport", "run_cell", "run_matrix")},
+    "watch_phase": ("cell.watch", "watch_phase"),
+    **{name: ("cell.tables", name) for name in ("print_report", "report_from_row")},
+    "run_host": ("cell.hostparts", "run_host"),
+    "Fault": ("cell.drive", "Fault"),
+    **{name: ("core.analysis", name) for name in ("Accounting", "CellAnalysis", "analyze")},
+    **{
+        name: ("core.percentiles", name)
+        for name in ("PERCENTILES", "LatencySummary", "is_supported", "required_samples", "summarize")
+    },
+    **{name: ("core.compare", name) for name in ("COMPARISON_SCHEMA_VERSION", "compare_versions", "format_comparison")},
+    **{
+        name: ("lake.layout", name)
+        for name in (
+            "CELLS_SCHEMA",
+            "QUARANTINE_AREA",
+            "REGRESSIONS_AREA",
+            "Lake",
+            "RunInfo",
+            "committed_run_file",
+            "write_json",
+        )
+    },
+    **{name: ("lake.storage", name) for name in ("CONN_ID_ENV", "LakePath", "S3Path", "lake_path", "read_parquet")},
+    "s3a_jars": ("lake.s3a_jars", "s3a_jars"),
+    **{
+        name: ("lake.records", name)
+        for name in ("RECEIVED_SCHEMA", "SCHEMA_VERSION", "SENT_SCHEMA", "read_schema_version")
+    },
+    "RegressionError": ("regressions", "RegressionError"),
+    "detect_regressions": ("regressions", "detect"),
+    "write_regression_results": ("regressions", "write_results"),
+    **{name: ("report", name) for name in ("build_run_report", "find_report", "tables_folder_name")},
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'bench_tasks' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

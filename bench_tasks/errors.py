@@ -38,8 +38,11 @@ class CellError(SixninesError):
     def __init__(self, cell_id: str, reason: str):
         self.cell_id = cell_id
         self.reason = reason
-        self.partial_run: object | None = None  # set when load had started: its samples are still analysed
         super().__init__(f"cell {cell_id} failed: {reason}")
+
+
+class NativeToolError(SixninesError):
+    """A system's own benchmark tool (the NATS CLI, Kafka's perf tools) could not be built, run, or read."""
 
 
 class NetworkError(SixninesError):

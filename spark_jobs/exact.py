@@ -1,4 +1,4 @@
-"""Exact percentiles in Spark with numpy's `inverted_cdf` definition (bench_tasks.percentiles).
+"""Exact percentiles in Spark with numpy's `inverted_cdf` definition (bench_tasks.core.percentiles).
 
 For n sorted samples the percentile p is the k-th smallest with k = max(1, ceil(n · p/100)), the product
 taken in float64 exactly as numpy takes it, so the values are identical to `np.quantile(...,

@@ -1,14 +1,14 @@
 """The jobs' I/O edge: read a run's raw samples and cells table from the lake, write tables atomically.
 
-Layout (DESIGN.md, "Data model"; bench_tasks.lake writes the raw side):
+Layout (DESIGN.md, "Data model"; bench_tasks.lake.layout writes the raw side):
   raw/run_date=D/run_id=R/cell_id=C/{sent-p*,received-c*}.parquet            a cell run once (repeat 1)
   raw/run_date=D/run_id=R/cell_id=C/repeat=K/{sent-p*,received-c*}.parquet   repeat K of a repeated cell
   runs/run_date=D/run_id=R/cells.parquet
   tables/<table>/run_date=D/run_id=R/part-*.parquet          (written here)
-A table partition is written under a hidden staging name and renamed into place (bench_tasks.storage's
+A table partition is written under a hidden staging name and renamed into place (bench_tasks.lake.storage's
 `commit_folder`), so a reader never sees half of it and a re-run replaces it instead of adding to it. On an S3
 lake (`s3://bucket/prefix`, read and written as `s3a://`) there is no rename: a partition is written as one
-attempt under its folder and committed by the marker that names it (bench_tasks.storage), and raw cells are
+attempt under its folder and committed by the marker that names it (bench_tasks.lake.storage), and raw cells are
 read only where their marker says.
 """
 
@@ -23,8 +23,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version
-from bench_tasks.lake import committed_cells
-from bench_tasks.storage import (
+from bench_tasks.lake.layout import committed_cells
+from bench_tasks.lake.storage import (
     LakePath,
     S3Path,
     commit_folder,
@@ -58,7 +58,7 @@ class RunRef:
     run_date: str
 
 
-Lake = str | Path | S3Path  # what the jobs accept as a lake root (bench_tasks.storage.lake_path)
+Lake = str | Path | S3Path  # what the jobs accept as a lake root (bench_tasks.lake.storage.lake_path)
 
 
 def find_run(lake: Lake, run_id: str) -> RunRef:
@@ -95,7 +95,7 @@ def _check_versions(files: list[LakePath]) -> None:
 
 def _read_raw(spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema) -> DataFrame:
     """Rows of every committed cell (every repeat of a repeated cell) of `runs`. Each cell folder is read on its
-    own, its identity added from the lake's layout (bench_tasks.lake.committed_cells): the folders of cells run
+    own, its identity added from the lake's layout (bench_tasks.lake.layout.committed_cells): the folders of cells run
     once and of repeats lie at different depths, and on S3 inside commit attempts, which partition discovery
     cannot mix. A cell run once is repeat 1."""
     frames = []

@@ -10,7 +10,7 @@ quarantine for tables that failed the gate. Pure rendering plus atomic writes; n
                                      (no key=value folders) so readers never see a key twice.
   quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, validation.json}
 A published or quarantined folder appears whole or not at all and a re-publish replaces it
-(bench_tasks.storage.write_folder: a rename into place locally; on an S3 lake a new `attempt=…` folder and then
+(bench_tasks.lake.storage.write_folder: a rename into place locally; on an S3 lake a new `attempt=…` folder and then
 the `_committed.json` marker naming it, which readers resolve with `committed_folder`). Withdrawing one (a
 publication the gate now fails, a quarantine the run has left) removes its marker first. The history file is
 one object (one PUT on S3, a rename locally).
@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench_tasks import PERCENTILES
-from bench_tasks.lake import PUBLISHED_AREA, QUARANTINE_AREA, history_file, run_output_dir
-from bench_tasks.storage import LakePath, S3Path, withdraw_folder, write_folder, write_parquet_object
+from bench_tasks.lake.layout import PUBLISHED_AREA, QUARANTINE_AREA, history_file, run_output_dir
+from bench_tasks.lake.storage import LakePath, S3Path, withdraw_folder, write_folder, write_parquet_object
 from spark_jobs.exact import percentile_column
 from spark_jobs.lakeio import Lake, RunRef
 from spark_jobs.repeats import STATISTIC_COLUMNS, stat_name, variation_column
@@ -45,7 +45,7 @@ def _ms(value: Any) -> str:
 
 def _variation_md(spread: Sequence[dict[str, Any]]) -> list[str]:
     """A repeated cell's run-to-run variation, JLBH-style: per statistic min / median / max across repeats and
-    the % variation (bench_tasks.variation)."""
+    the % variation (bench_tasks.core.variation)."""
     if not spread:
         return []
     out = [

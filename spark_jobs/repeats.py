@@ -2,7 +2,7 @@
 
 For each repeated cell × metric × basis and each statistic (p50 … p99.9999, max): how many repeats support
 it, and its min, median and max across the repeats with the % variation as JLBH prints it
-(bench_tasks.variation, the same formula in plain Python; tests compare the two). The cell's published
+(bench_tasks.core.variation, the same formula in plain Python; tests compare the two). The cell's published
 percentiles themselves come from all its repeats' samples merged (spark_jobs.percentiles), never from these.
 """
 

@@ -1,6 +1,6 @@
 """Pure transformations from raw rows to latency samples and message accounting (no I/O).
 
-They mirror `bench_tasks.analysis` exactly, so the Spark tables and the generator's own result.json agree
+They mirror `bench_tasks.core.analysis` exactly, so the Spark tables and the generator's own result.json agree
 on the same data (tests/spark cross-checks them):
 - one run of a cell is identified by (run_id, cell_id, repeat): a cell the matrix repeats runs several times
   in a run, each repeat with its own schedule, seqs and phase boundaries (a cell run once is repeat 1);
@@ -10,10 +10,10 @@ on the same data (tests/spark cross-checks them):
   time), both from the header the consumer read; acknowledged metrics (`publish`: JetStream PubAck or
   Kafka delivery report, `rtt`: the reply) = acked − intended and acked − sent from the sent rows.
 
-Service chains (measurement `chain`, bench_tasks.generator's relays): the final consumer's rows (hop 2) carry
+Service chains (measurement `chain`, bench_tasks.load.generator's relays): the final consumer's rows (hop 2) carry
 the relay's receive and send times. Beside `e2e` (the total), each message's first final receipt yields
 `hop1` = relay receipt − intended / − sent and `hop2` = final receipt − relay receipt / − relay send, as
-bench_tasks.analysis computes them. The relays' own receipts (relayed-r*.parquet) are not read here.
+bench_tasks.core.analysis computes them. The relays' own receipts (relayed-r*.parquet) are not read here.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _spec(path: str) -> Column:
 
 
 def acked_metric() -> Column:
-    """What an acknowledgement means in a cell, as bench_tasks.runner.acked_metric decides it from the spec:
+    """What an acknowledgement means in a cell, as bench_tasks.cell.runner.acked_metric decides it from the spec:
     an rtt reply, nothing for core NATS publishes, else a publish ack (JetStream PubAck, Kafka report)."""
     return (
         F.when(F.col("measurement") == "rtt", F.lit("rtt"))
@@ -166,7 +166,7 @@ def latency_samples(
 
 
 def accounting(sent: DataFrame, received: DataFrame, facts: DataFrame) -> DataFrame:
-    """Measure-phase message accounting per cell, as bench_tasks.analysis.account counts it.
+    """Measure-phase message accounting per cell, as bench_tasks.core.analysis.account counts it.
 
     Columns: run_id, cell_id, scheduled, sent, send_errors, acknowledged, received, duplicated, lost,
     acknowledged_but_lost."""

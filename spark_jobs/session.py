@@ -6,7 +6,7 @@ a cluster in local mode on the submitting host). Partition column inference is o
 `123456789012` stays a string.
 
 For a lake on S3 (`lake=s3://…`) the session reads and writes `s3a://`: hadoop-aws and the AWS SDK bundle
-(bench_tasks.s3a_jars) go on the classpath when this call starts the JVM (spark-submit passes them as `--jars`
+(bench_tasks.lake.s3a_jars) go on the classpath when this call starts the JVM (spark-submit passes them as `--jars`
 instead), the endpoint and path style as configuration, and the credentials straight into the running
 context's Hadoop configuration, so they never appear on a command line.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from bench_tasks.storage import S3Path, S3Settings, lake_path
+from bench_tasks.lake.storage import S3Path, S3Settings, lake_path
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -62,7 +62,7 @@ def get_spark(
 def s3a_conf(settings: S3Settings) -> dict[str, str]:
     """Launch configuration for an S3 lake: the s3a jars (unless spark-submit was given them) and the
     non-secret s3a settings."""
-    from bench_tasks.s3a_jars import spark_jars_conf
+    from bench_tasks.lake.s3a_jars import spark_jars_conf
 
     conf = dict(settings.spark_conf())
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # a JVM started here; under spark-submit it has its --jars

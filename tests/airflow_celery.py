@@ -144,13 +144,19 @@ class CeleryAirflow:
         the DAG's latest scheduled run (catchup is off: exactly one); wait until that run finishes and return its
         row (`run_id`, `state`, `logical_date`). Both services are stopped with the deployment."""
         unpaused = {**self.env, "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
+        # A DAG that `dags test` already registered keeps the paused state it was created with: unpause it.
+        subprocess.run(
+            [str(BIN / "airflow"), "dags", "unpause", dag_id], env=self.env, cwd=self.root, capture_output=True
+        )
         started = [
             self.start("dag-processor", ["dag-processor"], env=unpaused),
             self.start("scheduler", ["scheduler", "--skip-serve-logs"], env=unpaused),
         ]
         deadline = time.monotonic() + timeout
         while True:
-            runs = self._query("SELECT run_id, state, logical_date FROM dag_run WHERE dag_id = ?", (dag_id,))
+            runs = self._query(
+                "SELECT run_id, state, logical_date FROM dag_run WHERE dag_id = ? AND run_type = 'scheduled'", (dag_id,)
+            )
             finished = [r for r in runs if r["state"] in ("success", "failed")]
             if finished:
                 return finished[0]

@@ -582,7 +582,7 @@ class Route:
 
 def matrix_routes(root: Path = REPO) -> list[Route]:
     """The distinct external routes of every matrix under `root` (its cells, as the harness expands them)."""
-    from bench_tasks.matrix import load_matrix
+    from bench_tasks.spec.matrix import load_matrix
 
     seen: dict[tuple[Any, ...], Route] = {}
     for path in sorted((root / "matrices").glob("*.y*ml")):
@@ -666,7 +666,7 @@ def _service_by_host(compose: dict[str, Any], host: str) -> str | None:
 
 
 def _conn(compose: dict[str, Any], env: dict[str, str], service: str, conn_id: str) -> Any:
-    from bench_tasks.connections import env_var, parse_connection
+    from bench_tasks.brokers.connections import env_var, parse_connection
 
     raw = environment(compose["services"][service]).get(env_var(conn_id), "")
     value = interpolate(raw, env).strip()
@@ -702,8 +702,8 @@ def kafka_listeners(text: str) -> list[tuple[str, str, str]]:
 def _kafka_route(
     compose: dict[str, Any], env: dict[str, str], route: Route, conn: Any, workers: list[str], certs: Any
 ) -> list[str]:
-    from bench_tasks.connections import kafka_access
     from bench_tasks.errors import BrokerError
+    from bench_tasks.systems.kafka.access import kafka_access
 
     label = f"{route.where}: kafka client.security {route.security or 'default'} via {route.conn_id}"
     try:
@@ -781,7 +781,7 @@ def _kafka_route(
 def _nats_route(
     compose: dict[str, Any], env: dict[str, str], route: Route, conn: Any, workers: list[str], certs: Any
 ) -> list[str]:
-    from bench_tasks.connections import nats_access
+    from bench_tasks.systems.nats.access import nats_access
 
     label = f"{route.where}: nats via {route.conn_id}"
     access = nats_access(conn)

@@ -58,13 +58,19 @@ class NodeCluster:
         """SIGKILL one node: an abrupt failure, for loss accounting and leader fail-over."""
         self._node(node_id).kill()
 
-    def stop(self, grace_s: float | None = None) -> None:
-        """SIGTERM every node at once, then SIGKILL what is left after `grace_s` (default `STOP_GRACE_S`)."""
+    def alive(self) -> dict[int, bool]:
+        return {node_id: proc.alive() for node_id, proc in self.processes.items()}
+
+    def stop(self, grace_s: float | None = None) -> list[int]:
+        """SIGTERM every node at once, then SIGKILL what is left after `grace_s` (default `STOP_GRACE_S`);
+        returns the PIDs that were still running."""
         grace = self.STOP_GRACE_S if grace_s is None else grace_s
         procs = list(self.processes.values())
+        running = [proc.pid for proc in procs if proc.alive()]
         if procs:
             with ThreadPoolExecutor(len(procs)) as pool:
                 list(pool.map(lambda proc: proc.stop(grace), procs))
+        return running
 
     def _node(self, node_id: int) -> BrokerProcess:
         if node_id not in self.processes:

@@ -36,7 +36,7 @@ app.add_typer(cell_app, name="cell")
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 120)
 
-# A string, not a Path: `s3://bucket/prefix` would lose a slash as a Path (bench_tasks.storage.lake_path).
+# A string, not a Path: `s3://bucket/prefix` would lose a slash as a Path (bench_tasks.lake.storage.lake_path).
 LakeOption = Annotated[
     str,
     typer.Option("--lake", envvar="SIXNINES_LAKE", help="lake root: a folder, or s3://bucket/prefix"),

@@ -1,144 +1,128 @@
-"""`sixnines brokers …`: start, stop, inspect and fetch brokers outside any cell (for trying things by hand)."""
+"""`sixnines brokers …`: start, stop, inspect and fetch brokers outside any cell (for trying things by hand).
+
+One state file per system (the same JSON every broker handle writes, `brokers.handles`), so `down` and `status`
+find what `up` started; the options map to the system's broker settings and are validated by its model.
+"""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional, TypeVar
 
 import typer
+from pydantic import ValidationError
 
 from ..errors import BrokerError
+from ..systems import SYSTEMS
 from .app import brokers_app, out
 
-SYSTEMS = ("nats", "kafka")
+T = TypeVar("T")
+SystemArgument = Annotated[str, typer.Argument(metavar="SYSTEM", help=f"the broker system: {', '.join(SYSTEMS)}")]
+_SETTING = "{name} has no broker setting {key!r}"
+# Each option sets the broker setting of its name (`--sync-interval` -> broker.sync_interval); the system's model
+# says which it has and what it allows (docs/matrix.md).
+SettingOption = Annotated[Optional[T], typer.Option(help="the broker setting of this name (see docs/matrix.md)")]  # noqa: UP045
 
 
 @brokers_app.command("up")
 def brokers_up(
-    system: Annotated[str, typer.Argument(help="nats or kafka")],
+    system_name: SystemArgument,
     version: Annotated[str, typer.Option(help="release or 'latest'")] = "latest",
-    mode: Annotated[str, typer.Option(help="nats: core or jetstream")] = "core",
-    storage: Annotated[str, typer.Option(help="nats JetStream storage: memory or file")] = "memory",
-    sync_interval: Annotated[str, typer.Option(help="nats JetStream fsync: default, always or a duration")] = "default",
-    brokers: Annotated[int, typer.Option(help="kafka: 1 or 3 KRaft nodes")] = 1,
-    servers: Annotated[int, typer.Option(help="nats: 1 server, or a 3-node cluster (JetStream only)")] = 1,
+    mode: SettingOption[str] = None,
+    storage: SettingOption[str] = None,
+    sync_interval: SettingOption[str] = None,
+    brokers: SettingOption[int] = None,
+    servers: SettingOption[int] = None,
 ) -> None:
     """Start brokers in the background on 127.0.0.1 and print how to reach them."""
     from ..brokers import state
+    from ..brokers.handles import NodeBrokers
+    from ..brokers.provision import attach
     from ..paths import cache_dir
-    from ..systems import resolve_version
+    from ..systems import system
 
-    _known_system(system)
-    if (current := state.load(system)) is not None and any(_alive(pid) for pid in _state_pids(current)):
-        raise BrokerError(f"{system} is already up (pids {_state_pids(current)}); run 'sixnines brokers down {system}'")
-    version = resolve_version(system, version)
-    workdir = cache_dir() / "brokers" / system
-    if system == "kafka":
-        from ..brokers.kafka import KafkaCluster
-
-        if brokers not in (1, 3):
-            raise BrokerError(f"--brokers {brokers}: a cluster has 1 or 3 nodes")
-        cluster = KafkaCluster(version, brokers, {}, workdir, tie_to_parent=False)
-        endpoint = cluster.start()
-        state.save(system, cluster.state())
-        out.print(
-            f"kafka {endpoint.version} up: {endpoint.bootstrap_servers}  nodes {endpoint.pids}  "
-            f"(ready in {endpoint.ready_after_s:.1f} s)"
+    chosen = system(system_name)
+    current = state.load(chosen.name)
+    if current is not None and attach(current).running():
+        raise BrokerError(
+            f"{chosen.name} is already up (pids {attach(current).running()}); run 'sixnines brokers down'"
         )
-        return
-    from pydantic import ValidationError
+    settings = {
+        "mode": mode,
+        "storage": storage,
+        "sync_interval": sync_interval,
+        "brokers": brokers,
+        "servers": servers,
+    }
+    spec = _spec(chosen, version, {k: v for k, v in settings.items() if v is not None})
+    workdir = cache_dir() / "brokers" / chosen.name
+    handle = NodeBrokers(chosen, chosen.start_brokers(spec, "brokers", workdir, False, "127.0.0.1"))
+    state.save(chosen.name, handle.state())
+    out.print(f"{chosen.name} {spec.version} up: {handle.address}  nodes {handle.pids()}", soft_wrap=True)
+    for line in chosen.describe_running(handle.state()):
+        out.print(f"  {line}", soft_wrap=True)
 
-    from ..brokers.nats import NatsServer
-    from ..systems import NatsBroker
 
+def _spec(chosen: Any, version: str, broker: dict[str, Any]) -> Any:
+    """A cell spec holding these broker settings, validated by the system's own model (errors name the field)."""
+    raw = {
+        "system": chosen.name,
+        "version": chosen.resolve_version(version),
+        "measurement": "e2e",  # one-way fits every broker setting
+        "workload": {"message_size_bytes": 64, "rate_per_s": 1, "measure_s": 1},
+        "broker": broker,
+    }
     try:
-        settings = {"mode": mode, "storage": storage, "sync_interval": sync_interval, "servers": servers}
-        broker = NatsBroker.model_validate(settings)
+        return chosen.cell_model.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'broker'}: {e['msg']}" for e in exc.errors())
-        raise BrokerError(f"nats broker settings: {problems}") from None
-    if broker.servers > 1:
-        from ..brokers.nats_cluster import NatsCluster
+        problems = "; ".join(_problem(chosen.name, e) for e in exc.errors())
+        raise BrokerError(f"{chosen.name} broker settings: {problems}") from None
 
-        cluster = NatsCluster(version, broker, workdir, tie_to_parent=False)
-        cluster_endpoint = cluster.start()
-        state.save(system, cluster.state())
-        out.print(
-            f"nats {cluster_endpoint.version} ({mode}) cluster {cluster_endpoint.cluster_name} up: "
-            f"nodes {cluster_endpoint.pids}  (ready in {cluster_endpoint.ready_after_s:.1f} s)"
-        )
-        out.print(f"  url {cluster_endpoint.url}")  # its own line: three URLs would wrap the summary
-        return
-    server = NatsServer(version, broker, workdir, tie_to_parent=False)
-    nats_endpoint = server.start()
-    state.save(system, server.state())
-    out.print(
-        f"nats {nats_endpoint.version} ({mode}) up: {nats_endpoint.url}  monitor {nats_endpoint.monitor_url}  "
-        f"pid {nats_endpoint.pid}"
-    )
+
+def _problem(name: str, error: Any) -> str:
+    where = ".".join(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return _SETTING.format(name=name, key=where.removeprefix("broker."))
+    return f"{where or 'broker'}: {error['msg'].removeprefix('Value error, ')}"
 
 
 @brokers_app.command("down")
-def brokers_down(system: Annotated[str, typer.Argument(help="nats or kafka")]) -> None:
+def brokers_down(system_name: SystemArgument) -> None:
     """Stop brokers started with `brokers up` (SIGTERM, then SIGKILL after a timeout)."""
     from ..brokers import state
-    from ..brokers.process import stop_pid
+    from ..brokers.provision import attach
+    from ..systems import system
 
-    _known_system(system)
-    current = state.load(system)
+    name = system(system_name).name
+    current = state.load(name)
     if current is None:
-        out.print(f"{system}: nothing to stop")
+        out.print(f"{name}: nothing to stop")
         return
-    if system == "kafka":
-        from ..brokers.kafka import stop_detached
-
-        stopped = stop_detached(current)
-    elif "nodes" in current:  # a NATS cluster
-        from ..brokers.nats_cluster import stop_detached as stop_nats_cluster
-
-        stopped = stop_nats_cluster(current)
-    else:
-        stopped = [current["pid"]] if stop_pid(current["pid"], "nats-server") else []
+    stopped = attach(current).stop()
     shutil.rmtree(current["workdir"], ignore_errors=True)
-    state.forget(system)
-    out.print(f"{system}: stopped pids {stopped}" if stopped else f"{system}: was not running")
+    state.forget(name)
+    out.print(f"{name}: stopped pids {stopped}" if stopped else f"{name}: was not running")
 
 
 @brokers_app.command("status")
-def brokers_status(system: Annotated[str, typer.Argument(help="nats or kafka")] = "nats") -> None:
+def brokers_status(system_name: SystemArgument) -> None:
     """Show whether brokers started with `brokers up` are running (exit 3 when down)."""
     from ..brokers import state
+    from ..brokers.provision import attach
+    from ..systems import system
 
-    _known_system(system)
-    current = state.load(system)
-    pids = _state_pids(current) if current else []
-    alive = [pid for pid in pids if _alive(pid)]
-    if not alive:
-        out.print(f"{system}: down")
+    chosen = system(system_name)
+    current = state.load(chosen.name)
+    running = attach(current).running() if current else []
+    if not running:
+        out.print(f"{chosen.name}: down")
         raise typer.Exit(3)
-    if system == "kafka":
-        out.print(
-            f"kafka: up  {current['bootstrap_servers']}  version {current['version']}  "
-            f"nodes alive {len(alive)}/{len(pids)}"
-        )
-        return
-    from ..brokers.nats import NatsServer
-
-    if "nodes" in current:  # a NATS cluster: what each live node says about the JetStream meta group
-        live = [n for n in current["nodes"] if n["pid"] in alive]
-        meta = NatsServer.jsz(live[0]["monitor_url"]).get("meta_cluster") or {}
-        out.print(
-            f"nats: up  cluster {current['cluster_name']}  version {current['version']}  "
-            f"nodes alive {len(alive)}/{len(pids)}  meta leader {meta.get('leader') or 'none'}"
-        )
-        out.print(f"  url {current['url']}")
-        return
-    varz = NatsServer.varz(current["monitor_url"])
-    out.print(
-        f"nats: up  {current['url']}  pid {current['pid']}  version {varz.get('version')}  "
-        f"connections {varz.get('connections')}  in_msgs {varz.get('in_msgs')}"
-    )
+    version = current["context"].get("version") or "?"
+    alive = f"nodes alive {len(running)}/{len(current['nodes'])}"
+    out.print(f"{chosen.name}: up  {current['address']}  version {version}  {alive}", soft_wrap=True)
+    for line in chosen.describe_running(current):
+        out.print(f"  {line}", soft_wrap=True)
 
 
 @brokers_app.command("certs")
@@ -173,52 +157,22 @@ def brokers_certs(
 
 @brokers_app.command("fetch")
 def brokers_fetch(
-    system: Annotated[str, typer.Argument(help="nats or kafka")],
+    system_name: SystemArgument,
     version: Annotated[Optional[str], typer.Argument(help="release to fetch into the cache")] = None,  # noqa: UP045
     list_versions: Annotated[bool, typer.Option("--list", help="list the releases available")] = False,
 ) -> None:
     """Fetch a broker release into the cache (verified before use), or list the releases."""
-    from ..systems import SYSTEM_VERSIONS, resolve_version
+    from ..systems import system
 
-    _known_system(system)
+    chosen = system(system_name)
     if list_versions or version is None:
-        if system == "kafka":
-            from ..brokers.kafka import available_versions
-
-            supported = set(SYSTEM_VERSIONS["kafka"])
-            for v in available_versions():
-                out.print(f"{v}{'  (supported)' if v in supported else ''}")
-        else:
-            for v in SYSTEM_VERSIONS[system]:
-                out.print(v)
+        supported = set(chosen.versions)
+        for release in chosen.releases():
+            out.print(f"{release}{'  (supported)' if release in supported else ''}")
         return
-    version = resolve_version(system, version)
-    if system == "kafka":
-        from ..brokers.kafka import kafka_classpath
-
-        out.print(str(kafka_classpath(version)))
-        return
-    if version not in SYSTEM_VERSIONS[system]:
-        raise BrokerError(f"unknown {system} version {version!r}; see 'sixnines brokers fetch {system} --list'")
-    from ..brokers.nats import server_binary
-
-    out.print(str(server_binary(version)))
-
-
-def _known_system(system: str) -> None:
-    if system not in SYSTEMS:
-        raise BrokerError(f"unknown system {system!r}; this harness provisions: {', '.join(SYSTEMS)}")
-
-
-def _state_pids(current: dict) -> list[int]:
-    """PIDs recorded by `brokers up`: one nats-server, or every node of a Kafka or NATS cluster."""
-    return [int(n["pid"]) for n in current["nodes"]] if "nodes" in current else [int(current["pid"])]
-
-
-def _alive(pid: int) -> bool:
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    version = chosen.resolve_version(version)
+    if version not in chosen.versions:
+        raise BrokerError(
+            f"unknown {chosen.name} version {version!r}; see 'sixnines brokers fetch {chosen.name} --list'"
+        )
+    out.print(str(chosen.fetch_release(version)), soft_wrap=True)

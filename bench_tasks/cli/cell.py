@@ -17,7 +17,7 @@ def cell_drive(work: Annotated[Path, typer.Argument(help="the cell's work folder
     """Drive a provisioned cell's whole schedule (what Airflow's warmup task starts, detached).
 
     Writes status.json every second and cellrun.json at the end; exit 1 if the cell failed."""
-    from ..cell_process import generator_main
+    from ..cell.process import generator_main
 
     code = generator_main(work)
     if code:
@@ -36,9 +36,9 @@ def cell_host(
     Exit 1 if the cell failed on this host."""
     import signal
 
+    from ..cell.hostparts import run_host_part
     from ..errors import CellError
-    from ..hostparts import run_host_part
-    from ..storage import lake_path
+    from ..lake.storage import lake_path
 
     def stop(signum: int, frame: object) -> None:
         raise CellError("?", f"host {host}: generator stopped by signal {signal.Signals(signum).name}")
@@ -59,7 +59,7 @@ def netns_clean(
 
     Every `sixnines-<token>-*` namespace of a run token in which no process runs. Cells remove their own;
     run this only while no cell is starting."""
-    from .. import netns
+    from ..topology import netns
 
     stale = netns.stale_tokens()
     names = sorted(n for group in stale.values() for n in group)

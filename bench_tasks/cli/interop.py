@@ -18,7 +18,8 @@ import yaml
 from rich.markup import escape
 
 from ..errors import InteropError
-from ..runs import resolve_run_id
+from ..lake.runs import resolve_run_id
+from ..systems import SYSTEMS
 from .app import LakeOption, LatestOption, RunIdArgument, app, err, out
 
 import_app = typer.Typer(no_args_is_help=True, help="Read other tools' files: OpenMessaging Benchmark workloads.")
@@ -39,13 +40,16 @@ def import_omb(
     workload: Annotated[Path, typer.Argument(help="an OMB workload file (workloads/*.yaml)")],
     driver: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--driver", help="an OMB driver file (driver-kafka/*.yaml, driver-nats/nats.yaml)"),
+        typer.Option("--driver", help="an OMB driver file (driver-*/*.yaml): its driverClass names the system"),
     ] = None,
     output: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("-o", "--output", help="write the matrix here (default: print it)"),
     ] = None,
-    system: Annotated[str, typer.Option(help="without --driver: kafka or nats")] = "kafka",
+    system: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help=f"without --driver: the system to map onto ({', '.join(SYSTEMS)})"),
+    ] = None,
     version: Annotated[str, typer.Option(help="broker version, or 'latest'")] = "latest",
     name: Annotated[
         Optional[str],  # noqa: UP045

@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..runs import list_runs, resolve_run_id
+from ..lake.runs import list_runs, resolve_run_id
 from .app import JsonOption, LakeOption, LatestOption, RunIdArgument, app, err, out
 
 if TYPE_CHECKING:  # the regression model imports Otava; only `regressions` pays for it
+    from ..lake.storage import LakePath
     from ..regressions.model import RegressionResult
-    from ..storage import LakePath
 
 MasterOption = Annotated[Optional[str], typer.Option(help="Spark master (default local[*])")]  # noqa: UP045
 

@@ -7,7 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..systems import SYSTEMS
 from .app import JsonOption, LakeOption, MatrixArgument, app, err, out
+
+DEFAULT_SYSTEM = next(iter(SYSTEMS))
 
 
 @app.command()
@@ -21,9 +24,9 @@ def run(
     as_json: JsonOption = False,
 ) -> None:
     """Run every cell of MATRIX one at a time and print its percentile tables (exit 1 if any cell failed)."""
-    from ..matrix import load_matrix
-    from ..runner import run_matrix
-    from ..tables import print_report, report_json
+    from ..cell.runner import run_matrix
+    from ..cell.tables import print_report, report_json
+    from ..spec.matrix import load_matrix
 
     loaded = load_matrix(matrix)
     progress = err if as_json else out
@@ -54,8 +57,8 @@ def cells(matrix: MatrixArgument, as_json: JsonOption = False) -> None:
 
     Each line: cell id, series key (the id without the version), label. A bad file exits 2 with every
     problem found, each naming the field."""
-    from ..matrix import expand_repeats, load_matrix
-    from ..runner import estimated_wall_s, resolve_cells
+    from ..cell.runner import estimated_wall_s, resolve_cells
+    from ..spec.matrix import expand_repeats, load_matrix
 
     loaded = load_matrix(matrix)
     resolved = resolve_cells(loaded)
@@ -83,11 +86,11 @@ def cells(matrix: MatrixArgument, as_json: JsonOption = False) -> None:
 
 @app.command()
 def calibrate(
-    system: Annotated[str, typer.Option(help="system under test")] = "nats",
+    system: Annotated[str, typer.Option(help="system under test (default: the first registered)")] = DEFAULT_SYSTEM,
     version: Annotated[str, typer.Option(help="broker version or 'latest'")] = "latest",
     measurement: Annotated[
         Optional[str],  # noqa: UP045 (typer needs Optional here)
-        typer.Option(help="rtt (request/reply) or e2e (one-way); default rtt for nats, e2e for kafka"),
+        typer.Option(help="rtt (request/reply) or e2e (one-way); default: the system's own calibration shape"),
     ] = None,
     rate: Annotated[float, typer.Option(help="total requests per second")] = 2000,
     connections: Annotated[int, typer.Option(help="rtt: synchronous connections")] = 100,
@@ -100,10 +103,11 @@ def calibrate(
     as_json: JsonOption = False,
 ) -> None:
     """The CTRL+Z test: freeze the broker mid-measure; corrected percentiles must show the stall."""
-    from ..calibrate import CalibrationSpec
-    from ..calibrate import calibrate as do_calibrate
+    from ..cell.calibrate import CalibrationSpec
+    from ..cell.calibrate import calibrate as do_calibrate
+    from ..systems import system as system_named
 
-    measurement = measurement or ("e2e" if system == "kafka" else "rtt")
+    measurement = measurement or system_named(system).calibration_measurement
     spec = CalibrationSpec(
         system, version, measurement, rate, connections, message_size, warmup, measure, cooldown, stall
     )
@@ -121,7 +125,7 @@ def calibrate(
 def _print_calibration(data: dict, measurement: str, rate: float, stall: float) -> None:
     from rich.table import Table
 
-    from ..percentiles import PERCENTILES
+    from ..core.percentiles import PERCENTILES
 
     table = Table(
         title=f"CTRL+Z calibration: {measurement}, {rate:g}/s, stall {stall} s "

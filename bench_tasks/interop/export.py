@@ -6,7 +6,7 @@
   exports/run_date=D/run_id=R/hgrm/<cell>/<metric>-<response|service>.hgrm   repeats merged, as the tables
   exports/run_date=D/run_id=R/hgrm/tables/<table>.csv           the pipeline's tables of the run
 Each export folder also holds EXPORT.md (what is where, and what was left out and why). A folder is written
-whole or not at all and replaces an earlier export (bench_tasks.storage.write_folder), in the lake (local or
+whole or not at all and replaces an earlier export (bench_tasks.lake.storage.write_folder), in the lake (local or
 S3) or in a local `out` folder.
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import InteropError
-from ..lake import CommittedCell, committed_cells
-from ..records import RECEIVED_SCHEMA, SENT_SCHEMA
+from ..lake.layout import CommittedCell, committed_cells
+from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
+from ..lake.storage import LakePath, lake_path, read_parquet, write_folder
 from ..report.data import RunData, acked_metric, find_run, load_run, read_parts
-from ..storage import LakePath, lake_path, read_parquet, write_folder
 from .hgrm import hgrm_of
 from .omb_result import (
     SERVICE_TIME_NOTE,
@@ -147,7 +147,7 @@ def _meta(result: Mapping[str, Any], matrix: str) -> ResultMeta:
         workload=str(origin.get("workload_name") or f"sixnines {matrix}"),
         driver=str(result.get("label") or result["cell_id"]) + (f" r{result.get('repeat')}" if repeats > 1 else ""),
         message_size=int(workload["message_size_bytes"]),
-        partitions=int((spec.get("broker") or {}).get("partitions", 1)) if spec["system"] == "kafka" else 1,
+        partitions=int((spec.get("broker") or {}).get("partitions", 1)),  # routes without partitions: one
         producers=int(workload.get("producers", 1)),
         consumers=int(workload.get("consumers", 1)),
     )

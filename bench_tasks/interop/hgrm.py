@@ -7,7 +7,7 @@ its standard deviation is not scaled to the output unit — so a file from it di
 same data. This module walks the histogram the way Java's PercentileIterator does and prints Java's exact
 format; a test compares it line by line with the Java reference on the same histogram.
 
-Values are recorded in ns (bench_tasks.hdr) and printed in ms (`value_unit_ratio` 1e6), 5 ticks per half
+Values are recorded in ns (bench_tasks.core.hdr) and printed in ms (`value_unit_ratio` 1e6), 5 ticks per half
 distance, as Java's defaults for latency histograms. Pure functions.
 """
 
@@ -20,7 +20,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from ..hdr import new_histogram, record_many
+from ..core.hdr import new_histogram, record_many
 
 MS_RATIO = 1e6
 TICKS_PER_HALF_DISTANCE = 5

@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..analysis import latency_series
-from ..percentiles import PERCENTILES, is_supported, summarize
+from ..core.analysis import latency_series
+from ..core.percentiles import PERCENTILES, is_supported, summarize
 
 # OMB's percentile fields (name suffix → percentile), in its order.
 OMB_PERCENTILES: tuple[tuple[str, str], ...] = (

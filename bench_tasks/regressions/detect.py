@@ -21,7 +21,7 @@ from typing import Any
 
 from otava.analysis import TTestSignificanceTester, compute_change_points, fill_missing
 
-from ..storage import S3Path
+from ..lake.storage import S3Path
 from .history import read_history
 from .model import NS_PER_MS, Alert, ChangePoint, Point, RegressionError, RegressionResult, Series, Settings
 from .series import build_series, nightly_key, release_key

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..lake import HISTORY_DIR
-from ..lake import history_files as lake_history_files
-from ..percentiles import PERCENTILES
-from ..storage import LakePath, lake_path, read_parquet, read_parquet_schema
+from ..core.percentiles import PERCENTILES
+from ..lake.layout import HISTORY_DIR
+from ..lake.layout import history_files as lake_history_files
+from ..lake.storage import LakePath, lake_path, read_parquet, read_parquet_schema
 from .model import RegressionError
 
 HISTORY_AREA = HISTORY_DIR

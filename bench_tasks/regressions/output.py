@@ -1,8 +1,8 @@
 """Writing a check's results: `lake/regressions/run_date=D/run_id=R/{change_points.parquet, alerts.json}`.
 
-Both files are committed as one folder (bench_tasks.storage.write_folder: a staging folder renamed into place
+Both files are committed as one folder (bench_tasks.lake.storage.write_folder: a staging folder renamed into place
 locally; on S3 an `attempt=…` folder made visible by its `_committed.json` marker), so a reader (the report, the
-notifier: `bench_tasks.lake.committed_run_file`) sees either the previous check of the run or this one, never
+notifier: `bench_tasks.lake.layout.committed_run_file`) sees either the previous check of the run or this one, never
 half of each; re-checking a run replaces its folder.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..lake import REGRESSIONS_AREA, run_output_dir
-from ..storage import LakePath, write_folder
+from ..lake.layout import REGRESSIONS_AREA, run_output_dir
+from ..lake.storage import LakePath, write_folder
 from .model import RESULTS_SCHEMA_VERSION, RegressionResult
 
 CHANGE_POINTS_SCHEMA = pa.schema(
@@ -69,7 +69,7 @@ def change_points_table(result: RegressionResult) -> pa.Table:
 
 
 def write_results(lake_root: str | Path | LakePath, result: RegressionResult) -> LakePath:
-    """Write both files as one folder committed whole (bench_tasks.storage.write_folder), replacing an earlier
+    """Write both files as one folder committed whole (bench_tasks.lake.storage.write_folder), replacing an earlier
     check of the run; returns where the files are (the folder locally, its committed attempt on S3)."""
     sink = pa.BufferOutputStream()
     pq.write_table(change_points_table(result), sink)

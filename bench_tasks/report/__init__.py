@@ -11,6 +11,7 @@ from .build import (
     find_report,
     report_uri,
     run_report_path,
+    tables_folder_name,
 )
 from .pairing import ReportError
 
@@ -22,4 +23,5 @@ __all__ = [
     "find_report",
     "report_uri",
     "run_report_path",
+    "tables_folder_name",
 ]

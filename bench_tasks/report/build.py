@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..runs import report_path as run_report_path
-from ..storage import LakePath, lake_path, write_bytes, write_text
+from ..lake.runs import report_path as run_report_path
+from ..lake.storage import LakePath, lake_path, write_bytes, write_text
 from .compare_view import render_compare
 from .data import load_run
 from .pairing import ReportError

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis import Series
-from ..percentiles import PERCENTILES, LatencySummary
+from ..core.analysis import Series
+from ..core.percentiles import PERCENTILES, LatencySummary
 from . import page
 from .charts import BASIS_STYLE, Curve, Marker, Points, histogram_chart, scatter_chart, spectrum_chart
 from .data import CellData

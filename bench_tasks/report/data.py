@@ -1,7 +1,7 @@
 """The report's I/O edge: find a run in the lake and recompute each cell from its raw samples.
 
 Figures come from the raw lake, not from Spark's tables, so a report works on a machine without Spark:
-every cell's series and percentiles are recomputed exactly with bench_tasks.analysis (never averaged). What
+every cell's series and percentiles are recomputed exactly with bench_tasks.core.analysis (never averaged). What
 the pipeline wrote beside the run — tables, data-quality results, regression alerts — is read defensively
 and shown when present; a file that is missing or unreadable is reported as such, never fatal.
 """
@@ -15,11 +15,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..analysis import CellAnalysis, analyze
-from ..lake import PUBLISHED_AREA, QUARANTINE_AREA, REGRESSIONS_AREA, CommittedCell, committed_cells, committed_run_file
-from ..records import RECEIVED_SCHEMA, SENT_SCHEMA
-from ..runs import RunNotFound, find_run_date
-from ..storage import LakePath, committed_folder, lake_path, read_parquet
+from ..core.analysis import CellAnalysis, analyze
+from ..lake.layout import (
+    PUBLISHED_AREA,
+    QUARANTINE_AREA,
+    REGRESSIONS_AREA,
+    CommittedCell,
+    committed_cells,
+    committed_run_file,
+)
+from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
+from ..lake.runs import RunNotFound, find_run_date
+from ..lake.storage import LakePath, committed_folder, lake_path, read_parquet
+from ..systems import system_of
 from .pairing import CellKey, ReportError
 
 GATE_PASSED, GATE_FAILED, GATE_UNCHECKED = "passed", "failed", "not checked"
@@ -61,7 +69,7 @@ class RunData:
 
 
 def find_run(lake_root: str | Path | LakePath, run_id: str) -> tuple[str, LakePath]:
-    """The run's date and raw folder (bench_tasks.runs names the newest runs when it is not in the lake)."""
+    """The run's date and raw folder (bench_tasks.lake.runs names the newest runs when it is not in the lake)."""
     root = lake_path(lake_root)
     try:
         run_date = find_run_date(root, run_id)
@@ -141,9 +149,7 @@ def acked_metric(result: dict[str, Any]) -> str | None:
     spec = result["spec"]
     if spec["measurement"] == "rtt":
         return "rtt"
-    if spec["system"] == "nats" and (spec.get("broker") or {}).get("mode") == "core":
-        return None
-    return "publish"
+    return "publish" if system_of(spec).sends_acknowledged(spec.get("broker") or {}) else None
 
 
 def read_parts(folder: LakePath, pattern: str, schema: pa.Schema) -> pa.Table:

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.percentiles import PERCENTILES
 from ..errors import SixninesError
-from ..percentiles import PERCENTILES
 
 RATIO_KEYS: tuple[str, ...] = (*PERCENTILES, "max")
 

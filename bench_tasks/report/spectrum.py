@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from ..percentiles import PERCENTILES, is_supported
+from ..core.percentiles import PERCENTILES, is_supported
 
 # Tick percentiles of the x axis (strings keep the decimals exact); 0 % is x = 1, the axis origin.
 AXIS_TICKS: tuple[str, ...] = ("0", "90", "99", "99.9", "99.99", "99.999", "99.9999")

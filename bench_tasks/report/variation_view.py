@@ -1,7 +1,7 @@
 """The report's run-to-run variation of repeated cells (matrix `repeats:`), JLBH-style.
 
 Per repeated cell, metric and basis: every repeat's percentiles side by side, their min / median / max and the
-% variation as JLBH prints it (bench_tasks.variation), and one spectrum chart with a curve per repeat, so a
+% variation as JLBH prints it (bench_tasks.core.variation), and one spectrum chart with a curve per repeat, so a
 repeat that went its own way is seen before it is read. Every value is a repeat's exact percentile from its
 raw samples; nothing is averaged.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from ..variation import spread
+from ..core.variation import spread
 from . import page
 from .cell_view import BASES, measure_values
 from .charts import BASIS_STYLE, CYCLE, Curve, spectrum_chart

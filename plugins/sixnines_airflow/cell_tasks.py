@@ -1,11 +1,11 @@
-"""The tasks of one cell's TaskGroup: thin wrappers over `bench_tasks.lifecycle`, one step each.
+"""The tasks of one cell's TaskGroup: thin wrappers over `bench_tasks.cell.lifecycle`, one step each.
 
     provision (setup) → warmup → measure → cooldown → land → teardown (teardown)
     provision (setup) → generate_<host> (one per load host, together) → land → teardown (teardown)
 
 `warmup` starts the detached generator, which drives the whole schedule without a gap; the three phase tasks
 only watch it. A cell whose load runs on real hosts has instead one `generate_<host>` task per load host, each
-on its host's queue, driving that host's share and meeting the others through the lake (`bench_tasks.hostparts`).
+on its host's queue, driving that host's share and meeting the others through the lake (`bench_tasks.cell.hostparts`).
 
 `land` runs whatever happened before it (trigger rule all_done): a failed cell is landed with its reason, then
 fails the task so the notifier fires. Every task finds the cell through its work folder (`runtime.work_for`), or
@@ -27,12 +27,7 @@ from typing import Any, NoReturn
 from airflow.sdk import get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
-from bench_tasks.cell_runner import HOSTS_TIMEOUT_S
-from bench_tasks.hostparts import run_host
-from bench_tasks.lake import Lake
-from bench_tasks.lifecycle import HostBusy, land_step, prepare_cell, provision_step, start_generator, teardown_step
-from bench_tasks.matrix import Cell
-from bench_tasks.watch import watch_phase
+from bench_tasks import HOSTS_TIMEOUT_S, Cell
 
 from .notifier import CellFailureNotifier
 from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info, work_for
@@ -56,6 +51,8 @@ def provision(cell: dict[str, Any]) -> dict[str, Any]:
     Runs whatever the previous cell's outcome (trigger rule all_done): a failed cell never stops the sweep.
     While another cell (of any DAG or run) holds the host, the task is rescheduled, which frees its pool
     slot and worker for the cell that is running."""
+    from bench_tasks import HostBusy, prepare_cell, provision_step  # the cell's steps load in tasks only
+
     context = get_current_context()
     params = context["params"]
     work = work_for(context)
@@ -101,6 +98,8 @@ def _wait_for_host(work: Any, why: str) -> NoReturn:
 
 
 def _watch(phase: str) -> dict[str, Any]:
+    from bench_tasks import start_generator, watch_phase
+
     work = work_for(get_current_context())
     if phase == "warmup":
         log.info("generator pid %s (log: %s)", start_generator(work), work.log)
@@ -133,6 +132,8 @@ def generate(host: str) -> dict[str, Any]:
     Outside the one-slot pool on purpose: a cell's hosts must run together (serialised they would wait for each
     other until the rendezvous times out); the cell's provision holds the benchmark host for them. Not retried:
     a schedule that has passed cannot be joined again."""
+    from bench_tasks import Lake, run_host
+
     context = get_current_context()
     run, group = run_info(context), group_of(context)
     folder = Lake(lake_root()).hosts_dir(run, group)
@@ -170,6 +171,8 @@ def land() -> dict[str, Any]:
     failure = work.read(work.root / "failure.json")
     if work.read(work.state) is None and failure is not None:
         raise AirflowFailException(failure["reason"])
+    from bench_tasks import land_step
+
     summary = land_step(work)
     log.info("landed %s", json.dumps(summary))
     if summary["status"] != "ok":
@@ -181,6 +184,8 @@ def land() -> dict[str, Any]:
 @task(pool=POOL, retries=2, retry_delay=timedelta(seconds=5))
 def stop() -> dict[str, Any]:
     """Stop the generator and brokers and verify no process of the cell survives (safe to run twice)."""
+    from bench_tasks import teardown_step
+
     report = teardown_step(work_for(get_current_context()))
     log.info("teardown %s", json.dumps(report))
     return report

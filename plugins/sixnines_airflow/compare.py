@@ -15,14 +15,14 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, dag, get_current_context, task
 
-from bench_tasks.matrix import load_matrix
-from bench_tasks.systems import SYSTEM_VERSIONS
+from bench_tasks import SYSTEMS, load_matrix
 
 from .cell_tasks import MAX_PHASE_SCALE
 from .runtime import POOL, lake_root, run_info
 from .sweep import DEFAULT_ARGS, START_DATE
 
 log = logging.getLogger("sixnines")
+DEFAULT_SYSTEM = next(iter(SYSTEMS))  # the first registered system, until the run's conf names another
 
 
 def build_compare_dag(matrices: Path) -> DAG:
@@ -39,9 +39,9 @@ def build_compare_dag(matrices: Path) -> DAG:
         default_args=DEFAULT_ARGS,
         doc_md=__doc__,
         params={
-            "system": Param("nats", enum=sorted(SYSTEM_VERSIONS), description="The system whose versions differ."),
+            "system": Param(DEFAULT_SYSTEM, enum=sorted(SYSTEMS), description="The system whose versions differ."),
             "versions": Param(
-                list(SYSTEM_VERSIONS["nats"][:2]),
+                list(SYSTEMS[DEFAULT_SYSTEM].versions[:2]),
                 type="array",
                 items={"type": "string"},
                 minItems=2,
@@ -63,10 +63,10 @@ def build_compare_dag(matrices: Path) -> DAG:
 @task(retries=0)
 def plan(matrices: str) -> list[str]:
     """Check the versions against what the harness knows before any broker starts."""
-    from bench_tasks.errors import MatrixError
+    from bench_tasks import MatrixError
 
     params = get_current_context()["params"]
-    known = SYSTEM_VERSIONS[params["system"]]
+    known = SYSTEMS[params["system"]].versions
     unknown = [v for v in params["versions"] if v != "latest" and v not in known]
     if unknown:
         raise MatrixError(
@@ -83,9 +83,7 @@ def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
     """Run the matrix's cells of the system at `version`, one at a time (in-process `run_cell`)."""
     from rich.console import Console
 
-    from bench_tasks.lake import Lake
-    from bench_tasks.lifecycle import landed_summary, prepare_cell
-    from bench_tasks.runner import run_cell
+    from bench_tasks import Lake, landed_summary, prepare_cell, run_cell
 
     context = get_current_context()
     params, run = context["params"], run_info(context)
@@ -105,13 +103,18 @@ def run_version(matrices: str, version: str) -> list[dict[str, Any]]:
 @task(retries=1, trigger_rule="all_done")
 def compare(ran: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """Compare the landed rows of this run across versions; write the comparison beside the run's tables."""
-    from bench_tasks.compare import COMPARISON_SCHEMA_VERSION, compare_versions, format_comparison
-    from bench_tasks.lake import Lake, write_json
-    from bench_tasks.storage import read_parquet
+    from bench_tasks import (
+        COMPARISON_SCHEMA_VERSION,
+        Lake,
+        compare_versions,
+        format_comparison,
+        read_parquet,
+        write_json,
+    )
 
     context = get_current_context()
     params, run = context["params"], run_info(context)
-    versions = [v if v != "latest" else SYSTEM_VERSIONS[params["system"]][0] for v in params["versions"]]
+    versions = [v if v != "latest" else SYSTEMS[params["system"]].versions[0] for v in params["versions"]]
     lake = Lake(lake_root())
     path = lake.cells_path(run)
     rows = read_parquet(path).to_pylist() if path.exists() else []

@@ -1,7 +1,7 @@
 """SparkSubmitOperator for jobs that read and write the lake: on an S3 lake it also hands spark-submit what
 s3a needs, resolved when the task runs (never at parse time).
 
-- `--jars`: hadoop-aws and the AWS SDK bundle matching the pyspark Hadoop (bench_tasks.s3a_jars, fetched once
+- `--jars`: hadoop-aws and the AWS SDK bundle matching the pyspark Hadoop (bench_tasks.lake.s3a_jars, fetched once
   into the cache);
 - `--conf`: the non-secret s3a settings (implementation, endpoint, path-style access, region);
 - the credentials from the lake's Airflow connection (`SIXNINES_LAKE_CONN_ID`) as the driver's AWS environment
@@ -23,11 +23,11 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
     """A SparkSubmitOperator that reaches an S3 lake (see the module docstring)."""
 
     def execute(self, context: Any) -> None:
-        from bench_tasks.storage import CONN_ID_ENV, S3Path
+        from bench_tasks import CONN_ID_ENV, S3Path
 
         root = lake_root()
         if isinstance(root, S3Path):
-            from bench_tasks.s3a_jars import s3a_jars
+            from bench_tasks import s3a_jars
 
             settings = root.settings
             jars = [str(j) for j in s3a_jars()]

@@ -19,8 +19,7 @@ from typing import Any
 
 from airflow.sdk import BaseNotifier
 
-from bench_tasks.lake import QUARANTINE_AREA, REGRESSIONS_AREA, committed_run_file, write_json
-from bench_tasks.storage import LakePath
+import bench_tasks as sixnines  # its names load when a notifier runs, not when the DAG is parsed
 
 from .runtime import lake_root, run_info, work_for
 
@@ -42,7 +41,7 @@ class CellFailureNotifier(BaseNotifier):
         log.error("sixnines.cell_failed %s", json.dumps(record, sort_keys=True, default=str))
         path = record_path(lake_root(), record)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, record)
+        sixnines.write_json(path, record)
         text = f"sixnines: cell {record.get('cell_id')} failed in {record['dag_id']} ({record['run_id']}): " + str(
             record.get("reason")
         )
@@ -63,7 +62,9 @@ class AnalysisFailureNotifier(BaseNotifier):
     def notify(self, context: Any) -> None:
         ti, run = context["ti"], run_info(context)
         part = Path(f"run_date={run.run_date}") / f"run_id={run.run_id}"
-        quarantine = committed_run_file(lake_root(), QUARANTINE_AREA, run.run_date, run.run_id, "validation.json")
+        quarantine = sixnines.committed_run_file(
+            lake_root(), sixnines.QUARANTINE_AREA, run.run_date, run.run_id, "validation.json"
+        )
         record = {
             "schema_version": RECORD_SCHEMA_VERSION,
             "event": "analysis_failed",
@@ -76,7 +77,7 @@ class AnalysisFailureNotifier(BaseNotifier):
             "validation": None if quarantine is None else str(quarantine),
         }
         log.error("sixnines.analysis_failed %s", json.dumps(record, sort_keys=True, default=str))
-        write_json(lake_root() / "notifications" / part / "analysis.json", record)
+        sixnines.write_json(lake_root() / "notifications" / part / "analysis.json", record)
         deliver(self.conn_id, f"sixnines: analysis of {run.run_id} failed: {record['reason']}"[:500], record)
 
 
@@ -94,7 +95,9 @@ class RegressionAlertNotifier(BaseNotifier):
     def notify(self, context: Any) -> None:
         run = run_info(context)
         part = Path(f"run_date={run.run_date}") / f"run_id={run.run_id}"
-        found = committed_run_file(lake_root(), REGRESSIONS_AREA, run.run_date, run.run_id, "alerts.json")
+        found = sixnines.committed_run_file(
+            lake_root(), sixnines.REGRESSIONS_AREA, run.run_date, run.run_id, "alerts.json"
+        )
         alerts = [] if found is None else json.loads(found.read_text()).get("alerts", [])
         for index, alert in enumerate(alerts):
             record = {
@@ -107,7 +110,7 @@ class RegressionAlertNotifier(BaseNotifier):
                 **alert,
             }
             log.error("sixnines.regression %s", json.dumps(record, sort_keys=True, default=str))
-            write_json(lake_root() / "notifications" / part / f"regression-{index:03d}.json", record)
+            sixnines.write_json(lake_root() / "notifications" / part / f"regression-{index:03d}.json", record)
             deliver(self.conn_id, f"sixnines regression in {record['dag_id']}: {alert.get('summary')}", record)
 
 
@@ -167,7 +170,7 @@ def failure_record(context: Any) -> dict[str, Any]:
     }
 
 
-def record_path(lake: LakePath, record: dict[str, Any]) -> LakePath:
+def record_path(lake: sixnines.LakePath, record: dict[str, Any]) -> sixnines.LakePath:
     return (
         lake
         / "notifications"

@@ -50,7 +50,7 @@ def _report(dag_id: str, dag_run_id: str) -> HTMLResponse:
 
 def _table(dag_id: str, dag_run_id: str, folder: str, name: str) -> Response:
     """One of the full tables the report links to (only `<table>.csv|parquet` in the report's tables folder)."""
-    from bench_tasks.report.build import tables_folder_name
+    from bench_tasks import tables_folder_name
 
     report = _report_path(lake_run_id(dag_id, dag_run_id))
     match = _TABLE_FILE.match(name)
@@ -61,7 +61,7 @@ def _table(dag_id: str, dag_run_id: str, folder: str, name: str) -> Response:
 
 
 def _report_path(run_id: str) -> Any:
-    from bench_tasks.report import find_report
+    from bench_tasks import find_report
 
     from .runtime import lake_root
 

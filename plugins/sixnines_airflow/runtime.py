@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-from bench_tasks.lake import RunInfo
-from bench_tasks.lifecycle import CellWork
-from bench_tasks.paths import cache_dir
-from bench_tasks.storage import LakePath, lake_path
+from typing import TYPE_CHECKING, Any
 
 from .report_links import lake_run_id
+
+if TYPE_CHECKING:  # the lake and the cell's steps load when a task runs, never at DAG parse time
+    from bench_tasks import CellWork, LakePath, RunInfo
 
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = REPO / "matrices"
@@ -26,6 +24,8 @@ POOL = "sixnines_bench"
 def lake_root() -> LakePath:
     """`SIXNINES_LAKE` (a folder, or `s3://bucket/prefix` reached through the connection named by
     `SIXNINES_LAKE_CONN_ID`), or `lake/` beside the DAGs (the Makefile sets it)."""
+    from bench_tasks import lake_path
+
     root = lake_path(os.environ.get("SIXNINES_LAKE") or REPO / "lake")
     return root.resolve() if isinstance(root, Path) else root
 
@@ -33,12 +33,16 @@ def lake_root() -> LakePath:
 def run_info(context: Any) -> RunInfo:
     """The lake's run identity: the logical date (a manual run without one: when it was due) and
     `<dag_id>__<dag run id>` with unsafe path characters replaced."""
+    from bench_tasks import RunInfo
+
     run = context["dag_run"]
     when = run.logical_date or run.run_after
     return RunInfo(run_id=lake_run_id(run.dag_id, run.run_id), run_date=f"{when:%Y-%m-%d}")
 
 
 def run_dir(context: Any) -> Path:
+    from bench_tasks import cache_dir
+
     return cache_dir() / "airflow" / run_info(context).run_id
 
 
@@ -49,6 +53,8 @@ def group_of(context: Any) -> str:
 
 def work_for(context: Any) -> CellWork:
     """The cell's work folder, the same for every task of the cell (so no task needs another's XCom)."""
+    from bench_tasks import CellWork
+
     return CellWork(run_dir(context) / group_of(context))
 
 

@@ -19,16 +19,26 @@ from typing import Any
 
 from airflow.sdk import DAG, Asset, Param, TaskGroup, dag, get_current_context, task
 
-from bench_tasks.errors import MatrixError, SixninesError
-from bench_tasks.hosts import generator_queue, load_hosts, per_host, queue_of
-from bench_tasks.matrix import Cell, Matrix, expand_repeats, load_matrix
-from bench_tasks.systems import SYSTEM_VERSIONS
+from bench_tasks import (
+    SYSTEMS,
+    Cell,
+    Matrix,
+    MatrixError,
+    SixninesError,
+    expand_repeats,
+    generator_queue,
+    load_hosts,
+    load_matrix,
+    per_host,
+    queue_of,
+    system_of,
+)
 
 from . import cell_tasks, tail
 from .runtime import POOL, clusters_for, lake_root, run_dir, run_info
 
 log = logging.getLogger("sixnines")
-APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", *SYSTEM_VERSIONS})
+APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", *SYSTEMS})
 START_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 DEFAULT_ARGS: dict[str, Any] = {"owner": "sixnines", "retries": 1, "retry_delay": dt.timedelta(seconds=30)}
 
@@ -69,7 +79,7 @@ def group_id(index: int, cell: Cell) -> str:
     """Stable at parse time (the cell id may change when `latest` or an override resolves): position in the
     matrix + shape, and `_rK` for repeat K of a repeated cell (every repeat of a cell shares its position)."""
     s = cell.spec
-    setup = s.broker.mode if s.system == "nats" else f"b{s.broker.brokers}"  # type: ignore[union-attr]
+    setup = system_of(s).group_tag(s)
     setup = f"ext_{setup}" if s.brokers == "external" else setup
     repeat = f"_r{cell.repeat}" if cell.repeats > 1 else ""
     return f"c{index:02d}_{s.system}_{setup}_{s.measurement}{repeat}"
@@ -147,8 +157,8 @@ def _params() -> dict[str, Param]:
             {},
             type="object",
             additionalProperties={"type": "string"},
-            propertyNames={"enum": sorted(SYSTEM_VERSIONS)},
-            description='Override the version of a system in every cell, e.g. {"nats": "2.10.26"}.',
+            propertyNames={"enum": sorted(SYSTEMS)},
+            description='Override the version of a system in every cell: {"<system>": "<version>"}.',
         ),
         "phase_scale": Param(
             1.0,
@@ -161,7 +171,7 @@ def _params() -> dict[str, Param]:
             [],
             type="array",
             items={"type": "string"},
-            description="Run only these cells (TaskGroup ids such as c01_nats_core_e2e, or cell ids); empty: all.",
+            description="Run only these cells (TaskGroup ids such as c01_<system>_<tag>_e2e, or cell ids); empty: all.",
         ),
         "broker_policy": Param(
             "fresh",
@@ -186,7 +196,7 @@ def _doc(matrix: Matrix, source: Path) -> str:
 @task(pool=POOL, retries=1, trigger_rule="all_done")
 def release_brokers() -> list[int]:
     """Stop the clusters kept for reuse (policy `reuse`); nothing to do with policy `fresh`."""
-    from bench_tasks.lifecycle import release_clusters
+    from bench_tasks import release_clusters
 
     return release_clusters(clusters_for(get_current_context()))
 
@@ -197,9 +207,7 @@ def tables() -> dict[str, Any]:
     hand the run's identity to the analysis tail."""
     from rich.console import Console
 
-    from bench_tasks.lake import Lake
-    from bench_tasks.storage import read_parquet
-    from bench_tasks.tables import print_report, report_from_row
+    from bench_tasks import Lake, print_report, read_parquet, report_from_row
 
     run = run_info(get_current_context())
     lake = Lake(lake_root())
@@ -228,7 +236,7 @@ def verdict(groups: list[str]) -> dict[str, Any]:
     follows this last task; teardowns and the tail do not decide it)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from bench_tasks.lifecycle import CellWork
+    from bench_tasks import CellWork
 
     base = run_dir(get_current_context())
     outcome: dict[str, str] = {}

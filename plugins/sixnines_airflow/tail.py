@@ -42,7 +42,9 @@ def analysis() -> LakeSparkSubmitOperator:
 def regressions() -> dict[str, Any]:
     """Check this run against the published history; alerts are reported by the notifier on success. A run
     that was not published (its gate failed) or an empty history is logged, not an error of the sweep."""
-    from bench_tasks.regressions import RegressionError, detect, write_results
+    from bench_tasks import RegressionError
+    from bench_tasks import detect_regressions as detect
+    from bench_tasks import write_regression_results as write_results
 
     run = run_info(get_current_context())
     try:
@@ -66,7 +68,7 @@ def regressions() -> dict[str, Any]:
 @task(retries=1, trigger_rule="all_done")
 def report() -> str:
     """The run's self-contained HTML report (lake/reports/run_date=D/run_id=R/report.html)."""
-    from bench_tasks.report import build_run_report
+    from bench_tasks import build_run_report
 
     run = run_info(get_current_context())
     path = build_run_report(lake_root(), run.run_id)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bench_tasks.matrix import load_matrix
+from bench_tasks.spec.matrix import load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = sorted((REPO / "matrices").glob("*.yaml"))

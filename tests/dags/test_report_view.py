@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from bench_tasks.lake import RunInfo
+from bench_tasks.lake.layout import RunInfo
 
 
 def test_airflow_loads_the_plugin_with_its_view_and_app() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench_tasks.matrix import Cell, parse_matrix
-from bench_tasks.runner import select_cells
+from bench_tasks.cell.runner import select_cells
+from bench_tasks.spec.matrix import Cell, parse_matrix
 
 
 def make_cell(

@@ -47,30 +47,41 @@ measurements: [e2e]
 """
 
 
-@pytest.mark.parametrize("mode", ["dags_test", "scheduler"])
-def test_tasks_run_on_the_worker_of_their_queue(mode: str, tmp_path: Path, no_orphans: None) -> None:
-    """`dags_test`: `airflow dags test --use-executor` (no scheduler: pools are not enforced). `scheduler`: the
-    scheduler and DAG processor make and run the DAG's scheduled run, pools and all, as a deployment does."""
+def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None) -> None:
+    """One deployment, both ways a run is made: `airflow dags test --use-executor` (no scheduler: pools are not
+    enforced), then the scheduler and DAG processor making and running the DAG's scheduled run, pools and all,
+    as a deployment does."""
     env = airflow_project(tmp_path / "project", {"itest_celery": TINY})
     started = time.monotonic()
     with celery_airflow(env) as deployment:
         ready = time.monotonic()
-        if mode == "dags_test":
-            done = deployment.dags_test(DAG_ID, "2026-03-03", timeout=900)
-            state, log = ("success" if done.returncode == 0 else f"exit {done.returncode}"), done.stdout
-        else:
-            run = deployment.run_scheduled(DAG_ID, timeout=900)
-            state, log = str(run["state"]), ""
+        done = deployment.dags_test(DAG_ID, "2026-03-03", timeout=900)
+        tested = time.monotonic()
+        scheduled = deployment.run_scheduled(DAG_ID, timeout=900)
         tis = deployment.task_instances(DAG_ID)
         executed_by = deployment.executed_by()
         logs = deployment.logs()
-    print(f"{mode}: deployment up in {ready - started:.0f} s; sweep through Celery {time.monotonic() - ready:.0f} s")
-    assert state == "success", log[-5000:] + logs[-8000:]
+    print(
+        f"deployment up in {ready - started:.0f} s; dags test through Celery {tested - ready:.0f} s; "
+        f"scheduled run {time.monotonic() - tested:.0f} s"
+    )
+    assert done.returncode == 0, done.stdout[-5000:] + logs[-8000:]
+    assert scheduled["state"] == "success", logs[-8000:]
     assert deployment.leftovers == [], deployment.leftovers
+    runs = {str(t["run_id"]) for t in tis}
+    assert len(runs) == 2 and str(scheduled["run_id"]) in runs, runs
+    for run_id in sorted(runs):
+        _assert_routed(deployment.workers, [t for t in tis if t["run_id"] == run_id], executed_by)
+    landed = sorted((Path(env["SIXNINES_LAKE"]) / "runs").glob("run_date=*/run_id=*/cells.parquet"))
+    assert len(landed) == 2, landed
+    for cells_path in landed:
+        _assert_landed_ok(cells_path)
 
-    # every task instance ran on the worker host serving its own queue: as Airflow recorded it (the TI's
-    # hostname) and as Celery did (the worker whose log shows it executing that TI's workload)
-    workers = deployment.workers
+
+def _assert_routed(workers: dict[str, str], tis: list[dict], executed_by: dict[str, str]) -> None:
+    """Every task instance of one run ran on the worker host serving its own queue: as Airflow recorded it (the
+    TI's hostname) and as Celery did (the worker whose log shows it executing that TI's workload); the two hosts'
+    generate tasks ran at the same time."""
     assert tis and all(ti["state"] == "success" for ti in tis), [(t["task_id"], t["state"]) for t in tis]
     wrong = [
         (t["task_id"], t["queue"], t["hostname"], executed_by.get(t["id"]))
@@ -88,8 +99,8 @@ def test_tasks_run_on_the_worker_of_their_queue(mode: str, tmp_path: Path, no_or
     ends = [dt.datetime.fromisoformat(str(t["end_date"])) for t in generate.values()]
     assert max(starts) < min(ends), "the two hosts' generate tasks did not run at the same time"
 
-    # the cell landed ok in the lake (one run: the given logical date, or the scheduler's latest nightly one)
-    (cells_path,) = (Path(env["SIXNINES_LAKE"]) / "runs").glob("run_date=*/run_id=*/cells.parquet")
+
+def _assert_landed_ok(cells_path: Path) -> None:
     (row,) = pq.read_table(cells_path).to_pylist()
     assert row["status"] == "ok", row["reason"]
     assert row["received"] == row["scheduled"] == 1500 and row["lost"] == 0

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.runner import run_cell
-from bench_tasks.systems import KAFKA_VERSIONS
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
 from .helpers import make_cell
 

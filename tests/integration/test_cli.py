@@ -87,9 +87,10 @@ def test_brokers_up_status_down(tmp_path: Path) -> None:
     up = sixnines("brokers", "up", "nats", "--mode", "jetstream", env_cache=tmp_path)
     assert up.returncode == 0, up.stderr
     state = json.loads((tmp_path / "brokers" / "nats.json").read_text())
+    (pid,) = state["nodes"].values()
     try:
-        assert psutil.pid_exists(state["pid"])
-        assert state["url"] in up.stdout
+        assert psutil.pid_exists(pid)
+        assert state["address"] in up.stdout and state["kind"] == "provisioned"
         status = sixnines("brokers", "status", "nats", env_cache=tmp_path)
         assert status.returncode == 0 and "up" in status.stdout
         again = sixnines("brokers", "up", "nats", env_cache=tmp_path)
@@ -97,7 +98,7 @@ def test_brokers_up_status_down(tmp_path: Path) -> None:
     finally:
         down = sixnines("brokers", "down", "nats", env_cache=tmp_path)
     assert down.returncode == 0, down.stderr
-    assert not psutil.pid_exists(state["pid"]) or psutil.Process(state["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert sixnines("brokers", "status", "nats", env_cache=tmp_path).returncode == 3
 
 
@@ -138,7 +139,7 @@ def test_kafka_brokers_up_status_down(tmp_path: Path) -> None:
     up = sixnines("brokers", "up", "kafka", "--brokers", "1", env_cache=tmp_path)
     assert up.returncode == 0, up.stderr
     state = json.loads((tmp_path / "brokers" / "kafka.json").read_text())
-    pids = [node["pid"] for node in state["nodes"]]
+    pids = list(state["nodes"].values())
     try:
         status = sixnines("brokers", "status", "kafka", env_cache=tmp_path)
         assert status.returncode == 0 and "nodes alive 1/1" in status.stdout
@@ -155,10 +156,10 @@ def test_nats_cluster_brokers_up_status_down(tmp_path: Path) -> None:
     up = sixnines("brokers", "up", "nats", "--mode", "jetstream", "--servers", "3", env_cache=tmp_path)
     assert up.returncode == 0, up.stderr
     state = json.loads((tmp_path / "brokers" / "nats.json").read_text())
-    pids = [node["pid"] for node in state["nodes"]]
+    pids = list(state["nodes"].values())
     try:
         assert len(set(pids)) == 3 and all(psutil.pid_exists(pid) for pid in pids)
-        assert state["url"].count("nats://") == 3 and "cluster sixnines up" in up.stdout
+        assert state["address"].count("nats://") == 3 and "cluster sixnines" in up.stdout
         status = sixnines("brokers", "status", "nats", env_cache=tmp_path)
         assert status.returncode == 0 and "nodes alive 3/3" in status.stdout and "meta leader n" in status.stdout
     finally:

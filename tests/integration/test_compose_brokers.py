@@ -32,11 +32,16 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
 
-from bench_tasks.brokers.kafka import _LOG4J2_CONFIG, _admin, _java, _release, free_ports
-from bench_tasks.connections import kafka_access, parse_connection
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.matrix import Cell, parse_matrix
-from bench_tasks.runner import run_cell, select_cells
+from bench_tasks.brokers.cluster import free_ports
+from bench_tasks.brokers.connections import parse_connection
+from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.systems.kafka.access import kafka_access
+from bench_tasks.systems.kafka.admin import admin_client
+from bench_tasks.systems.kafka.cluster import _LOG4J2_CONFIG
+from bench_tasks.systems.kafka.jvm import java_binary
+from bench_tasks.systems.kafka.release import release_of
 from tests import compose_check as cc
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
@@ -127,9 +132,9 @@ def kafka(
     (home / "kafka-server.properties").write_text(rewrite(settings, mapping))
     (home / "kafka-server.properties").chmod(0o444)  # as compose mounts a config: read-only
 
-    release = _release(KAFKA_VERSION)
+    release = release_of(KAFKA_VERSION)
     (home / "log4j2.properties").write_text(_LOG4J2_CONFIG)
-    java = [_java(), "-Xms256m", "-Xmx512m", "-cp", f"{release.libs}/*"]
+    java = [java_binary(), "-Xms256m", "-Xmx512m", "-cp", f"{release.libs}/*"]
     bin_dir = home / "bin"
     bin_dir.mkdir()
     wrappers = {
@@ -243,7 +248,7 @@ def test_kafka_refuses_a_wrong_scram_password(
 ) -> None:
     conn = parse_connection("probe", kafka_connection(compose, env, kafka, certs))
     good = kafka_access(conn, "sasl_ssl", "SCRAM-SHA-256")
-    admin = _admin(good.address, good.client)
+    admin = admin_client(good.address, good.client)
     assert admin.list_topics(timeout=20).brokers  # the user made at format time logs in over SASL_SSL/SCRAM-SHA-256
     errors: list[KafkaError] = []  # librdkafka reports the refusal through error_cb; the call only times out
     bad = AdminClient(
@@ -263,7 +268,8 @@ def nats(
     compose: dict[str, Any], env: dict[str, str], certs: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[int]:
     """nats1 of the compose file as one server: its config, its flags (cluster flags dropped). Yields the port."""
-    from bench_tasks.brokers.nats import bundled_version, free_port, server_binary
+    from bench_tasks.systems.nats.release import bundled_version, server_binary
+    from bench_tasks.systems.nats.server import free_port
 
     home = tmp_path_factory.mktemp("nats1")
     port, http = free_port(), free_port()

@@ -13,16 +13,18 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from bench_tasks.brokers.kafka import KafkaCluster, _admin
-from bench_tasks.brokers.nats import NatsServer
 from bench_tasks.brokers.tls import make_tls
+from bench_tasks.cell.lifecycle import PHASES, CellWork, land_step, provision_step, start_generator, teardown_step
+from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.cell.watch import watch_phase
 from bench_tasks.errors import BrokerError
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.lifecycle import PHASES, CellWork, land_step, provision_step, start_generator, teardown_step
-from bench_tasks.matrix import Cell, parse_matrix
-from bench_tasks.runner import run_cell, select_cells
-from bench_tasks.systems import KAFKA_VERSIONS, NatsBroker
-from bench_tasks.watch import watch_phase
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.systems.kafka.admin import admin_client
+from bench_tasks.systems.kafka.cluster import KafkaCluster
+from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
+from bench_tasks.systems.nats.server import NatsServer
+from bench_tasks.systems.nats.settings import NatsBroker
 
 from .helpers import make_cell
 
@@ -80,7 +82,7 @@ def test_external_kafka_sasl_ssl_cell_creates_and_deletes_its_topic_only(
         }
         monkeypatch.setenv("AIRFLOW_CONN_SIXNINES_KAFKA_EXTERNAL", json.dumps(conn))
         cell = external_cell("kafka", "sixnines_kafka_external", {"partitions": 2}, {"producer": {"acks": "all"}})
-        admin = _admin(f"127.0.0.1:{port}", client)
+        admin = admin_client(f"127.0.0.1:{port}", client)
         before = set(admin.list_topics(timeout=10).topics)
 
         report = run_cell(cell, Lake(tmp_path / "lake"), RunInfo.new(), console)
@@ -114,7 +116,7 @@ def nats_external(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         "tls": {"cert_file": str(tls.server_cert), "key_file": str(tls.server_key)},
         "authorization": {"user": "bench", "password": password},
     }
-    from bench_tasks.brokers.nats import bundled_version
+    from bench_tasks.systems.nats.release import bundled_version
 
     nats = NatsServer(bundled_version(), NatsBroker(mode="jetstream", server=server), tmp_path / "nats")
     endpoint = nats.start()
@@ -129,10 +131,11 @@ def nats_external(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def _streams(cell: Cell) -> list[str]:
-    from bench_tasks.drivers.nats import connect
-    from bench_tasks.external import access_for
+    from bench_tasks.brokers.connections import get_connection
+    from bench_tasks.systems import system_of
+    from bench_tasks.systems.nats.driver import connect
 
-    access = access_for(cell.spec)
+    access = system_of(cell.spec).client_access(get_connection(cell.spec.connection), cell.spec)
 
     async def names() -> list[str]:
         nc = await connect(access.address, cell.spec, "probe", access.client)  # type: ignore[arg-type]
@@ -152,7 +155,7 @@ def test_external_nats_jetstream_through_the_airflow_steps(tmp_path: Path, nats_
 
     info = provision_step(cell, run, lake, work)
     state = work.read(work.state)
-    assert state is not None and state["brokers"]["external"] and password not in json.dumps(state)
+    assert state is not None and state["brokers"]["kind"] == "external" and password not in json.dumps(state)
     (stream,) = state["brokers"]["context"]["routes"]
     assert _streams(cell) == [stream] and info["cell_id"] == cell.id
     start_generator(work)  # hands the connection to the generator in its environment, never in a file

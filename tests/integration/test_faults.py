@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks.calibrate import CalibrationSpec, calibrate
-from bench_tasks.cell_runner import Fault
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.runner import run_cell
+from bench_tasks.cell.calibrate import CalibrationSpec, calibrate
+from bench_tasks.cell.drive import Fault
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
 
@@ -26,6 +26,7 @@ STALL_S = 1.0
 
 def test_ctrl_z_rtt_stall_shows_in_corrected_percentiles_only(tmp_path: Path, console: Console) -> None:
     spec = CalibrationSpec(
+        system="nats",
         measurement="rtt",
         rate_per_s=1000,
         connections=20,
@@ -47,7 +48,9 @@ def test_ctrl_z_rtt_stall_shows_in_corrected_percentiles_only(tmp_path: Path, co
 
 
 def test_ctrl_z_e2e_stall_shows_one_way(tmp_path: Path, console: Console) -> None:
-    spec = CalibrationSpec(measurement="e2e", rate_per_s=1000, warmup_s=2, measure_s=12, cooldown_s=2, stall_s=STALL_S)
+    spec = CalibrationSpec(
+        "nats", measurement="e2e", rate_per_s=1000, warmup_s=2, measure_s=12, cooldown_s=2, stall_s=STALL_S
+    )
     data = calibrate(spec, tmp_path, console).to_dict()
 
     assert data["status"] == "ok", data["reason"]

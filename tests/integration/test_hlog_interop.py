@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench_tasks.hdr import write_hlog
+from bench_tasks.core.hdr import write_hlog
 from bench_tasks.paths import cache_dir
 
 HDR_JAVA = "org.hdrhistogram:HdrHistogram:2.2.2"

@@ -22,17 +22,11 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from bench_tasks.brokers.kafka import (
-    KafkaCluster,
-    available_versions,
-    create_topic,
-    delete_topic,
-    kafka_classpath,
-    partition_leaders,
-    stop_detached,
-)
 from bench_tasks.errors import BrokerError
-from bench_tasks.systems import KAFKA_VERSIONS
+from bench_tasks.systems.kafka.admin import create_topic, delete_topic, partition_leaders
+from bench_tasks.systems.kafka.cluster import KafkaCluster, stop_detached
+from bench_tasks.systems.kafka.release import available_versions, kafka_classpath
+from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -201,7 +195,7 @@ def test_a_node_that_cannot_start_fails_the_start_with_its_log(tmp_path: Path, f
 _DETACHED_UP = """
 import json, sys
 from pathlib import Path
-from bench_tasks.brokers.kafka import KafkaCluster
+from bench_tasks.systems.kafka.cluster import KafkaCluster
 cluster = KafkaCluster(sys.argv[1], 1, {}, Path(sys.argv[2]), tie_to_parent=False)
 cluster.start()
 print(json.dumps(cluster.state()))

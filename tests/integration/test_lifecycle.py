@@ -12,9 +12,7 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.errors import CellError
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.lifecycle import (
+from bench_tasks.cell.lifecycle import (
     PHASES,
     CellWork,
     land_step,
@@ -23,7 +21,9 @@ from bench_tasks.lifecycle import (
     start_generator,
     teardown_step,
 )
-from bench_tasks.watch import watch_phase
+from bench_tasks.cell.watch import watch_phase
+from bench_tasks.errors import CellError
+from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
 
@@ -88,7 +88,7 @@ def test_broker_killed_mid_measure_fails_the_cell_and_lands_it(tmp_path: Path, n
 
 
 def test_reuse_policy_shares_a_cluster_and_records_it(tmp_path: Path, no_orphans: None) -> None:
-    from bench_tasks.lifecycle import release_clusters
+    from bench_tasks.cell.lifecycle import release_clusters
 
     first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
     run, lake, clusters = RunInfo.new(), tmp_path / "lake", tmp_path / "clusters"
@@ -110,7 +110,7 @@ def test_reuse_policy_shares_a_cluster_and_records_it(tmp_path: Path, no_orphans
 
 def test_cells_never_share_the_host(tmp_path: Path, no_orphans: None) -> None:
     """Whatever DAG or run they belong to: a second cell cannot provision while the first holds the host."""
-    from bench_tasks.lifecycle import HostBusy
+    from bench_tasks.cell.lifecycle import HostBusy
 
     first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
     run, lake = RunInfo.new(), tmp_path / "lake"

@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.records import SCHEMA_VERSION, read_schema_version
-from bench_tasks.runner import run_cell
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.lake.records import SCHEMA_VERSION, read_schema_version
 
 from .helpers import make_cell
 

@@ -16,11 +16,11 @@ import pytest
 from nats.js.api import StorageType, StreamConfig
 from rich.console import Console
 
-from bench_tasks.brokers.nats_cluster import NatsCluster, servers_of
-from bench_tasks.cell_runner import Fault
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.runner import run_cell
-from bench_tasks.systems import NATS_VERSIONS, NatsBroker
+from bench_tasks.cell.drive import Fault
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.systems.nats.cluster import NatsCluster, servers_of
+from bench_tasks.systems.nats.settings import NATS_VERSIONS, NatsBroker
 
 from .helpers import make_cell
 
@@ -62,7 +62,9 @@ def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
             await nc.close()
 
         asyncio.run(replicated_stream())
-        leader = cluster.stream_leader("T")
+        deadline = time.monotonic() + 10  # /jsz reports the new stream's leader a moment after it is created
+        while (leader := cluster.stream_leader("T")) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert leader in (1, 2, 3)
         pids = list(cluster.node_pids.values())
     assert_gone(pids)

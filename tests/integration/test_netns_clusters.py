@@ -14,13 +14,13 @@ import psutil
 import pytest
 from rich.console import Console
 
-from bench_tasks import netns
-from bench_tasks.cell_runner import Fault
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
-from bench_tasks.matrix import Cell, parse_matrix
-from bench_tasks.runner import run_cell, select_cells
-from bench_tasks.watch import watch_phase
+from bench_tasks.cell.drive import Fault
+from bench_tasks.cell.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.cell.watch import watch_phase
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.topology import netns
 
 from .test_netns_hosts import HOSTS, ours, received
 
@@ -170,8 +170,8 @@ def test_detached_nats_cluster_in_a_namespace_through_airflow_steps(tmp_path: Pa
     system = {"system": "nats", "broker": {"mode": "jetstream", "servers": 3, "replicas": 3}}
     state, landed, _ = run_detached(placed_cell(system, ["loadgen1"], warmup_s=0.5, measure_s=2), tmp_path)
     assert landed["status"] == "ok", landed["reason"]
-    assert sorted(state["brokers"]["monitors"]) == ["1", "2", "3"]
-    assert all(url.startswith(f"http://{BROKER_ADDRESS}:") for url in state["brokers"]["monitors"].values())
+    assert sorted(state["brokers"]["leader"]["monitors"]) == ["1", "2", "3"]
+    assert all(url.startswith(f"http://{BROKER_ADDRESS}:") for url in state["brokers"]["leader"]["monitors"].values())
     result = json.loads((Path(landed["path"]) / "result.json").read_text())
     (first, *_) = result["context"]["broker"]["leader_changes"]
     assert first["partition"] == 0 and first["leader"] in (1, 2, 3)

@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks import netns
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
-from bench_tasks.matrix import Cell, parse_matrix
-from bench_tasks.runner import CellReport, run_cell, select_cells
-from bench_tasks.watch import watch_phase
+from bench_tasks.cell.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.cell.runner import CellReport, run_cell, select_cells
+from bench_tasks.cell.watch import watch_phase
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.topology import netns
 
 _WHY_NOT = netns.permitted()
 pytestmark = [
@@ -215,7 +215,7 @@ def test_failed_cell_still_removes_namespaces(tmp_path: Path, console: Console) 
 def test_half_built_topology_is_removed(tmp_path: Path) -> None:
     """A namespace that cannot be created (its name is taken) undoes everything built before it."""
     from bench_tasks.errors import NetworkError
-    from bench_tasks.placement import Host
+    from bench_tasks.spec.placement import Host
 
     token = "t" + netns.secrets.token_hex(3)
     blocker = f"{netns.PREFIX}-{token}-lg2"

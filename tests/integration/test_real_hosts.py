@@ -17,13 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks.hostparts import collect_parts, publish_cell, run_host_part
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.lifecycle import provision_brokers
-from bench_tasks.matrix import Cell, parse_matrix
-from bench_tasks.provision import detached_state
-from bench_tasks.rendezvous import Rendezvous
-from bench_tasks.runner import CellReport, run_cell, select_cells
+from bench_tasks.cell.hostparts import collect_parts, publish_cell, run_host_part
+from bench_tasks.cell.lifecycle import provision_brokers
+from bench_tasks.cell.runner import CellReport, run_cell, select_cells
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.topology.rendezvous import Rendezvous
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -118,7 +117,7 @@ def test_a_failing_host_fails_the_cell_naming_it(tmp_path: Path, console: Consol
     folder = lake.hosts_dir(run, cell.instance)
     brokers = provision_brokers(cell, tmp_path / "brokers")
     try:
-        publish_cell(folder, cell, detached_state(brokers))
+        publish_cell(folder, cell, brokers.state())
         Rendezvous(folder, ("a", "b"), "b", cell.id).fail("its worker lost the broker")
         facts = run_host_part(folder, "a", tmp_path / "host-a", console)
     finally:

@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks.lake import Lake
-from bench_tasks.matrix import parse_matrix
+from bench_tasks.cell.runner import run_matrix
+from bench_tasks.lake.layout import Lake
 from bench_tasks.report import build_run_report
-from bench_tasks.runner import run_matrix
+from bench_tasks.spec.matrix import parse_matrix
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_orphans")]
 

@@ -16,9 +16,9 @@ import pytest
 from PIL import Image
 from rich.console import Console
 
-from bench_tasks.lake import Lake, RunInfo
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.report import build_run_report, run_report_path
-from bench_tasks.runner import run_cell
 
 from .helpers import make_cell
 

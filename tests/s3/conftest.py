@@ -15,7 +15,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from bench_tasks.storage import S3Path, lake_path
+from bench_tasks.lake.storage import S3Path, lake_path
 
 
 def _free_port() -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet
+from bench_tasks.lake.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet
 from tests.airflow_project import REPO, airflow, airflow_project, migrate
 from tests.s3.conftest import keys
 

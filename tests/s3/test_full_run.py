@@ -15,10 +15,10 @@ import pytest
 from rich.console import Console
 
 from bench_tasks import Lake, RunInfo, run_cell
-from bench_tasks.lake import REGRESSIONS_AREA, committed_run_file, history_file, history_files
+from bench_tasks.lake.layout import REGRESSIONS_AREA, committed_run_file, history_file, history_files
+from bench_tasks.lake.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet, write_parquet_object
 from bench_tasks.regressions import detect, write_results
 from bench_tasks.report import build_run_report
-from bench_tasks.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet, write_parquet_object
 from tests.integration.helpers import make_cell
 from tests.s3.conftest import keys
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from bench_tasks.lake import Lake, RunInfo, committed_cells
-from bench_tasks.runner import run_cell
-from bench_tasks.storage import S3Path
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo, committed_cells
+from bench_tasks.lake.storage import S3Path
 from tests.integration.test_real_hosts import real_hosts_cell
 from tests.s3.conftest import keys
 

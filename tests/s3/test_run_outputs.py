@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from bench_tasks.lake import (
+from bench_tasks.lake.layout import (
     PUBLISHED_AREA,
     QUARANTINE_AREA,
     REGRESSIONS_AREA,
@@ -25,9 +25,7 @@ from bench_tasks.lake import (
     history_file,
     run_output_dir,
 )
-from bench_tasks.regressions import Settings, analyse, write_results
-from bench_tasks.report.data import load_run
-from bench_tasks.storage import (
+from bench_tasks.lake.storage import (
     COMMIT_MARKER,
     LakePath,
     S3Path,
@@ -37,6 +35,8 @@ from bench_tasks.storage import (
     read_parquet,
     write_folder,
 )
+from bench_tasks.regressions import Settings, analyse, write_results
+from bench_tasks.report.data import load_run
 from spark_jobs.lakeio import RunRef
 from spark_jobs.publish import publish, quarantine
 from tests.s3.conftest import keys

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from bench_tasks.lake import Lake, RunInfo, committed_cells, history_files, write_json
-from bench_tasks.records import read_schema_version, write_parquet
-from bench_tasks.storage import (
+from bench_tasks.lake.layout import Lake, RunInfo, committed_cells, history_files, write_json
+from bench_tasks.lake.records import read_schema_version, write_parquet
+from bench_tasks.lake.storage import (
     COMMIT_MARKER,
     S3Path,
     S3Settings,

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, Lake, RunInfo, analyze
-from bench_tasks.records import write_parquet
+from bench_tasks.lake.records import write_parquet
 
 T0 = 1_000_000_000_000
 NS = 1_000_000_000

@@ -1,6 +1,6 @@
 """A repeated cell (matrix `repeats:`) through the Spark tables, the gate and publishing: merged percentiles
 equal numpy over every repeat's samples together, each repeat's own row equals numpy over its samples, and
-the spread (min/median/max, JLBH % variation) equals bench_tasks.variation on those per-repeat values."""
+the spread (min/median/max, JLBH % variation) equals bench_tasks.core.variation on those per-repeat values."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench_tasks import PERCENTILES, RunInfo, summarize
-from bench_tasks.variation import spread
+from bench_tasks.core.variation import spread
 from spark_jobs import lakeio
 from spark_jobs.exact import percentile_column
 from spark_jobs.pipeline import run_analysis

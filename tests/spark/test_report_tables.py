@@ -15,10 +15,10 @@ from rich.console import Console
 
 from bench_tasks import Lake, RunInfo, run_cell
 from bench_tasks.interop.export import export_omb
+from bench_tasks.lake.storage import committed_folder
 from bench_tasks.report import build_run_report, page
 from bench_tasks.report.data import load_run
 from bench_tasks.report.tables_view import pipeline_section
-from bench_tasks.storage import committed_folder
 from spark_jobs.pipeline import run_analysis
 from tests.integration.helpers import make_cell
 from tests.integration.test_report import screenshot

@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bench_tasks import RECEIVED_SCHEMA, SENT_SCHEMA, load_matrix
-from bench_tasks.runner import acked_metric as harness_acked_metric
+from bench_tasks.cell.runner import acked_metric as harness_acked_metric
 from spark_jobs.lakeio import spark_ddl
 from spark_jobs.percentiles import compute
 from spark_jobs.samples import cell_facts
@@ -96,7 +96,7 @@ def test_accounting_and_e2e_metrics(spark: SparkSession) -> None:
 
 def test_service_chain_hops_are_metrics(spark: SparkSession) -> None:
     """A chain's final receipts carry the relay's times: `e2e` is the total, `hop1` ends at the relay's receipt,
-    `hop2` starts there (response) or at the relay's send (service) — as bench_tasks.analysis computes them."""
+    `hop2` starts there (response) or at the relay's send (service) — as bench_tasks.core.analysis computes them."""
     sent = _sent(spark, "h", [(0, s, 1000 + 100 * s, 1005 + 100 * s, None, "measure") for s in range(3)])
     # message s: relay got it 10 ns after intended, forwarded 4 ns later, final receipt 30 ns after intended
     final = [
@@ -139,7 +139,7 @@ def test_kafka_leader_breakdown(spark: SparkSession) -> None:
 
 
 def test_acked_metric_agrees_with_the_harness(spark: SparkSession) -> None:
-    """The Spark reading of spec_json decides `publish`/`rtt`/none exactly as bench_tasks.runner does."""
+    """The Spark reading of spec_json decides `publish`/`rtt`/none exactly as bench_tasks.cell.runner does."""
     cells = [c for name in ("quick", "kafka_durability") for c in load_matrix(REPO / "matrices" / f"{name}.yaml").cells]
     rows = [
         (

@@ -1,4 +1,4 @@
-"""bench_tasks.analysis: message accounting and latency series on tiny literal tables."""
+"""bench_tasks.core.analysis: message accounting and latency series on tiny literal tables."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from bench_tasks.analysis import Accounting, account, analyze, first_receipts, latency_series
-from bench_tasks.records import RECEIVED_SCHEMA, SENT_SCHEMA
+from bench_tasks.core.analysis import Accounting, account, analyze, first_receipts, latency_series
+from bench_tasks.lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
 
 MEASURE = (1_000, 2_000)  # measure window [start, end) in ns on the shared clock
 
@@ -237,7 +237,7 @@ def test_to_dict_shape() -> None:
 
 
 def test_leaders_at_follows_the_timeline_per_partition() -> None:
-    from bench_tasks.analysis import leaders_at
+    from bench_tasks.core.analysis import leaders_at
 
     changes = [
         {"at_ns": 100, "partition": 0, "leader": 1},

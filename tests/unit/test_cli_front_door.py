@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.lake import Lake, RunInfo
-from bench_tasks.runs import RunNotFound, list_runs, report_path, resolve_run_id
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.lake.runs import RunNotFound, list_runs, report_path, resolve_run_id
 
 MULTI_PROBLEM = """\
 name: Bad Name

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import socket
 
-from bench_tasks.clock import ClockServer, measure
 from bench_tasks.report.cell_view import hosts_rows
+from bench_tasks.topology.clock import ClockServer, measure
 
 
 def test_offset_on_one_clock_is_within_its_uncertainty() -> None:

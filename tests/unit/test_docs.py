@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench_tasks.matrix import load_matrix, parse_matrix
-from bench_tasks.runner import resolve_cells
+from bench_tasks.cell.runner import resolve_cells
+from bench_tasks.spec.matrix import load_matrix, parse_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
@@ -51,7 +51,9 @@ def test_readme_first_matrix_is_valid_and_marks_the_required_keys() -> None:
 
 
 def test_readme_own_broker_fragment_and_connections() -> None:
-    from bench_tasks.connections import kafka_access, nats_access, parse_connection
+    from bench_tasks.brokers.connections import parse_connection
+    from bench_tasks.systems.kafka.access import kafka_access
+    from bench_tasks.systems.nats.access import nats_access
 
     raw = yaml.safe_load(block_with(README, "yaml", "first_matrix"))
     raw["systems"] = yaml.safe_load(block_with(README, "yaml", "brokers: external"))["systems"]
@@ -88,8 +90,9 @@ def test_readme_links_resolve() -> None:
 
 
 def test_every_key_example_is_valid_and_shows_every_key() -> None:
-    from bench_tasks.matrix import MatrixFile, SystemBlock, Workload
-    from bench_tasks.systems import NatsBroker, NatsClient
+    from bench_tasks.spec.cell import Workload
+    from bench_tasks.spec.matrix import MatrixFile, SystemBlock
+    from bench_tasks.systems.nats.settings import NatsBroker, NatsClient
 
     example = blocks(MATRIX_DOC, "yaml")[0]
     matrix = parse_matrix(yaml.safe_load(example), "docs/matrix.md")
@@ -168,7 +171,8 @@ def test_external_fragment_is_valid_with_the_main_example() -> None:
 
 
 def test_connection_example_gives_the_documented_client_settings() -> None:
-    from bench_tasks.connections import kafka_access, parse_connection
+    from bench_tasks.brokers.connections import parse_connection
+    from bench_tasks.systems.kafka.access import kafka_access
 
     conn = parse_connection("sixnines_kafka_external", block_with(EXTERNAL_DOC, "json", '"conn_type": "kafka"'))
     sasl = kafka_access(conn)

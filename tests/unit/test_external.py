@@ -9,12 +9,16 @@ from typing import Any
 
 import pytest
 
-from bench_tasks.brokers.kafka import ListenerSecurity, java_client_properties, parse_features, redacted
-from bench_tasks.connections import BrokerConnection, get_connection, kafka_access, nats_access, parse_connection
+from bench_tasks.brokers.connections import BrokerConnection, get_connection, parse_connection
+from bench_tasks.brokers.external import refuse_faults, route_names
+from bench_tasks.cell.lifecycle import prepare_cell
 from bench_tasks.errors import BrokerError, MatrixError
-from bench_tasks.external import refuse_faults, route_names
-from bench_tasks.lifecycle import prepare_cell
-from bench_tasks.matrix import load_matrix, parse_matrix
+from bench_tasks.spec.matrix import load_matrix, parse_matrix
+from bench_tasks.systems.kafka.access import kafka_access
+from bench_tasks.systems.kafka.probe import java_client_properties, parse_features
+from bench_tasks.systems.kafka.properties import redacted
+from bench_tasks.systems.kafka.security import ListenerSecurity
+from bench_tasks.systems.nats.access import nats_access
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""bench_tasks.hdr: bulk recording into HdrHistogram, clamping, and the tagged interval log."""
+"""bench_tasks.core.hdr: bulk recording into HdrHistogram, clamping, and the tagged interval log."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from bench_tasks.hdr import HIGHEST_NS, LOWEST_NS, new_histogram, record_many, write_hlog
-from bench_tasks.schedule import NS_PER_S
+from bench_tasks.core.hdr import HIGHEST_NS, LOWEST_NS, new_histogram, record_many, write_hlog
+from bench_tasks.core.schedule import NS_PER_S
 
 PERCENTILES = (0.0, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0)
 

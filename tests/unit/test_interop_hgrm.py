@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench_tasks.hdr import new_histogram, record_many
+from bench_tasks.core.hdr import new_histogram, record_many
 from bench_tasks.interop.hgrm import format_hgrm, hgrm_of, java_f, next_level, parse_hgrm, percentile_levels
 
 

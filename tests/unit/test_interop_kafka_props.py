@@ -1,4 +1,4 @@
-"""bench_tasks.interop.kafka_props: Java Kafka client properties in librdkafka's terms.
+"""bench_tasks.systems.kafka.omb_props: Java Kafka client properties in librdkafka's terms.
 
 The last test hands every librdkafka name the rules produce to the real librdkafka (confluent-kafka): a
 client that is created and closed without connecting anywhere, so no broker is involved and none is mocked."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench_tasks.interop.kafka_props import RULES, parse_properties, translate
+from bench_tasks.systems.kafka.omb_props import RULES, parse_properties, translate
 
 
 def test_properties_block_is_parsed_with_types() -> None:

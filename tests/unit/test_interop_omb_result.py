@@ -21,7 +21,7 @@ from bench_tasks.interop.omb_result import (
     response_and_service,
     to_test_result,
 )
-from bench_tasks.records import RECEIVED_SCHEMA, SENT_SCHEMA
+from bench_tasks.lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
 
 S, MS = 1_000_000_000, 1_000_000
 # TestResult's fields, as OMB's class declares them.

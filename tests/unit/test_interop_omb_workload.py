@@ -12,7 +12,11 @@ import yaml
 
 from bench_tasks.errors import InteropError
 from bench_tasks.interop.omb_workload import ImportOptions, import_omb, matrix_yaml
-from bench_tasks.matrix import KafkaCell, NatsCell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.systems.kafka.settings import KafkaCell
+from bench_tasks.systems.nats.settings import NatsCell
+
+KAFKA = ImportOptions("kafka")  # the system to map onto when no driver file names one
 
 ONE_TOPIC = {
     "name": "1 topic / 1 partition / 1Kb",
@@ -65,7 +69,7 @@ def _mapped(imported, omb: str) -> list[tuple[str | None, object]]:
 
 
 def test_one_topic_latency_workload_with_the_kafka_latency_driver() -> None:
-    imported = import_omb(ONE_TOPIC, "1-topic.yaml", KAFKA_LATENCY, "kafka-latency.yaml")
+    imported = import_omb(ONE_TOPIC, "1-topic.yaml", KAFKA_LATENCY, "kafka-latency.yaml", options=KAFKA)
     (cell,) = imported.matrix.cells
     spec = cell.spec
     assert isinstance(spec, KafkaCell)
@@ -86,7 +90,7 @@ def test_one_topic_latency_workload_with_the_kafka_latency_driver() -> None:
 
 
 def test_every_field_read_is_accounted_for() -> None:
-    imported = import_omb(ONE_TOPIC, "1-topic.yaml", KAFKA_LATENCY, "kafka-latency.yaml")
+    imported = import_omb(ONE_TOPIC, "1-topic.yaml", KAFKA_LATENCY, "kafka-latency.yaml", options=KAFKA)
     accounted = {m.omb for m in imported.mapped}
     assert set(ONE_TOPIC) - {"name", "consumerBacklogSizeGB"} <= accounted
     for key in ("replicationFactor", "producerConfig.linger.ms", "topicConfig.min.insync.replicas"):
@@ -95,7 +99,7 @@ def test_every_field_read_is_accounted_for() -> None:
 
 
 def test_backlog_becomes_prefill_and_lagging_consumers() -> None:
-    imported = import_omb(BACKLOG, "backlog.yaml")
+    imported = import_omb(BACKLOG, "backlog.yaml", options=KAFKA)
     w = imported.matrix.cells[0].spec.workload
     assert w.prefill_messages == 2 * 1024**3 // 1024
     assert w.lagging_consumers == 4
@@ -105,7 +109,7 @@ def test_backlog_becomes_prefill_and_lagging_consumers() -> None:
 
 def test_multi_topic_workload_is_refused_with_the_rate_per_topic() -> None:
     with pytest.raises(InteropError) as caught:
-        import_omb({**ONE_TOPIC, "topics": 100, "producerRate": 500000}, "100-topic.yaml")
+        import_omb({**ONE_TOPIC, "topics": 100, "producerRate": 500000}, "100-topic.yaml", options=KAFKA)
     message = str(caught.value)
     assert "100-topic.yaml: topics: 100" in message and "5000 msg/s" in message
     assert caught.value.exit_code == 2
@@ -113,13 +117,13 @@ def test_multi_topic_workload_is_refused_with_the_rate_per_topic() -> None:
 
 def test_max_rate_mode_is_refused_until_a_capacity_search_exists() -> None:
     with pytest.raises(InteropError, match=r"producerRate: 0 — OMB's max-rate mode"):
-        import_omb({**ONE_TOPIC, "producerRate": 0}, "max-rate.yaml")
+        import_omb({**ONE_TOPIC, "producerRate": 0}, "max-rate.yaml", options=KAFKA)
 
 
 def test_every_problem_is_listed_with_its_file_and_field() -> None:
     bad = {**ONE_TOPIC, "messageSize": 10, "subscriptionsPerTopic": 2, "keyDistributor": "ZIPF", "retries": 3}
     with pytest.raises(InteropError) as caught:
-        import_omb(bad, "w.yaml")
+        import_omb(bad, "w.yaml", options=KAFKA)
     problems = caught.value.problems
     assert any(p.startswith("w.yaml: retries: 3 — not a field of OMB's Workload") for p in problems)
     assert any(p.startswith("w.yaml: messageSize: 10 — smaller than the 32-byte header") for p in problems)
@@ -129,23 +133,25 @@ def test_every_problem_is_listed_with_its_file_and_field() -> None:
 
 def test_wrong_types_are_refused() -> None:
     with pytest.raises(InteropError, match=r"w.yaml: producerRate: '1k' — must be a whole number"):
-        import_omb({**ONE_TOPIC, "producerRate": "1k"}, "w.yaml")
+        import_omb({**ONE_TOPIC, "producerRate": "1k"}, "w.yaml", options=KAFKA)
 
 
 def test_key_distributors_map_to_client_keys() -> None:
     for omb, keys in (("NO_KEY", "none"), ("KEY_ROUND_ROBIN", "round_robin"), ("RANDOM_NANO", "random")):
-        imported = import_omb({**ONE_TOPIC, "keyDistributor": omb}, "w.yaml")
+        imported = import_omb({**ONE_TOPIC, "keyDistributor": omb}, "w.yaml", options=KAFKA)
         assert imported.matrix.cells[0].spec.client.keys == keys
 
 
 def test_no_subscription_measures_publish_latency() -> None:
-    imported = import_omb({**ONE_TOPIC, "subscriptionsPerTopic": 0, "consumerPerSubscription": 0}, "w.yaml")
+    imported = import_omb(
+        {**ONE_TOPIC, "subscriptionsPerTopic": 0, "consumerPerSubscription": 0}, "w.yaml", options=KAFKA
+    )
     spec = imported.matrix.cells[0].spec
     assert (spec.measurement, spec.workload.consumers) == ("publish", 0)
 
 
 def test_nats_driver_is_jetstream_with_replicas() -> None:
-    imported = import_omb(ONE_TOPIC, "w.yaml", NATS_DRIVER, "nats.yaml")
+    imported = import_omb(ONE_TOPIC, "w.yaml", NATS_DRIVER, "nats.yaml", options=KAFKA)
     spec = imported.matrix.cells[0].spec
     assert isinstance(spec, NatsCell)
     assert (spec.broker.mode, spec.broker.storage, spec.broker.replicas, spec.broker.servers) == (
@@ -158,15 +164,15 @@ def test_nats_driver_is_jetstream_with_replicas() -> None:
 
 def test_nats_refuses_a_backlog_and_kafka_only_driver_fields() -> None:
     with pytest.raises(InteropError, match="consumerBacklogSizeGB"):
-        import_omb(BACKLOG, "w.yaml", NATS_DRIVER, "nats.yaml")
+        import_omb(BACKLOG, "w.yaml", NATS_DRIVER, "nats.yaml", options=KAFKA)
     with pytest.raises(InteropError, match=r"nats.yaml: producerConfig: .* not a field of OMB's nats driver"):
-        import_omb(ONE_TOPIC, "w.yaml", {**NATS_DRIVER, "producerConfig": "acks=all"}, "nats.yaml")
+        import_omb(ONE_TOPIC, "w.yaml", {**NATS_DRIVER, "producerConfig": "acks=all"}, "nats.yaml", options=KAFKA)
 
 
 def test_unknown_driver_class_is_refused() -> None:
     driver = {"name": "Pulsar", "driverClass": "io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver"}
     with pytest.raises(InteropError, match=r"pulsar.yaml: .*driverClass: .*PulsarBenchmarkDriver"):
-        import_omb(ONE_TOPIC, "w.yaml", driver, "pulsar.yaml")
+        import_omb(ONE_TOPIC, "w.yaml", driver, "pulsar.yaml", options=KAFKA)
 
 
 def test_java_property_names_become_librdkafka_names() -> None:
@@ -176,7 +182,7 @@ def test_java_property_names_become_librdkafka_names() -> None:
         "consumerConfig": "fetch.max.wait.ms=5\nmax.poll.records=500\n",
         "commonConfig": "bootstrap.servers=x:9092\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=plain\n",
     }
-    imported = import_omb(ONE_TOPIC, "w.yaml", driver, "k.yaml")
+    imported = import_omb(ONE_TOPIC, "w.yaml", driver, "k.yaml", options=KAFKA)
     client = imported.matrix.cells[0].spec.client
     assert client.producer == {"queue.buffering.max.kbytes": 32768, "message.max.bytes": 2097152}
     assert client.consumer == {"fetch.wait.max.ms": 5}
@@ -186,7 +192,7 @@ def test_java_property_names_become_librdkafka_names() -> None:
 
 
 def test_duration_overrides_are_recorded() -> None:
-    imported = import_omb(ONE_TOPIC, "w.yaml", options=ImportOptions(warmup_s=1, measure_s=3))
+    imported = import_omb(ONE_TOPIC, "w.yaml", options=ImportOptions("kafka", warmup_s=1, measure_s=3))
     w = imported.matrix.cells[0].spec.workload
     assert (w.warmup_s, w.measure_s) == (1, 3)
     (entry,) = [m for m in imported.mapped if m.omb == "testDurationMinutes"]
@@ -194,7 +200,7 @@ def test_duration_overrides_are_recorded() -> None:
 
 
 def test_written_matrix_parses_back_to_the_same_cells() -> None:
-    imported = import_omb(BACKLOG, "backlog.yaml", KAFKA_LATENCY, "kafka-latency.yaml")
+    imported = import_omb(BACKLOG, "backlog.yaml", KAFKA_LATENCY, "kafka-latency.yaml", options=KAFKA)
     text = matrix_yaml(imported)
     assert text.startswith("# Imported by `sixnines import omb`")
     assert "# WARNING" in text
@@ -204,7 +210,7 @@ def test_written_matrix_parses_back_to_the_same_cells() -> None:
 
 
 def test_origin_does_not_change_cell_ids() -> None:
-    imported = import_omb(ONE_TOPIC, "w.yaml")
+    imported = import_omb(ONE_TOPIC, "w.yaml", options=KAFKA)
     raw = dict(imported.raw)
     raw.pop("origin")
     assert parse_matrix(raw, "plain.yaml").cells[0].id == imported.matrix.cells[0].id

@@ -1,4 +1,4 @@
-"""bench_tasks.brokers.kafka without a broker: server.properties, cluster ids, release lists, Maven errors."""
+"""The Kafka system without a broker: server.properties, cluster ids, release lists, Maven errors."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.brokers.kafka import (
-    KafkaCluster,
-    available_versions,
-    default_jvm_opts,
-    free_ports,
-    new_cluster_id,
-    render_properties,
-)
+from bench_tasks.brokers.cluster import free_ports
+from bench_tasks.brokers.maven import mvn_reason
 from bench_tasks.errors import BrokerError
-from bench_tasks.maven import mvn_reason
-from bench_tasks.systems import KAFKA_VERSIONS, SYSTEM_VERSIONS
+from bench_tasks.systems import system
+from bench_tasks.systems.kafka.cluster import KafkaCluster, new_cluster_id
+from bench_tasks.systems.kafka.jvm import default_jvm_opts
+from bench_tasks.systems.kafka.properties import render_properties
+from bench_tasks.systems.kafka.release import available_versions
+from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
 
 def test_render_properties_writes_values_as_kafka_parses_them() -> None:
@@ -100,7 +98,7 @@ def test_maven_failure_names_the_missing_artifact() -> None:
 
 
 def test_supported_releases_cover_both_release_lines_newest_first() -> None:
-    assert SYSTEM_VERSIONS["kafka"] == KAFKA_VERSIONS
+    assert system("kafka").versions == KAFKA_VERSIONS
     keys = [tuple(int(p) for p in v.split(".")) for v in KAFKA_VERSIONS]
     assert keys == sorted(keys, reverse=True)
     assert {v.split(".")[0] for v in KAFKA_VERSIONS} == {"3", "4"}
@@ -117,8 +115,8 @@ def test_supported_releases_cover_both_release_lines_newest_first() -> None:
 )
 def test_keys_follow_the_logical_producer(keys: str, expect: list) -> None:
     """Background producers multiplexed on one client still get one key each (seed 004's keyed TRAFFIC)."""
-    from bench_tasks.drivers.kafka import KafkaDriver
-    from bench_tasks.kafka_settings import KafkaClient
+    from bench_tasks.systems.kafka.driver import KafkaDriver
+    from bench_tasks.systems.kafka.settings import KafkaClient
 
     cell = type("Spec", (), {"client": KafkaClient(keys=keys)})()
     driver = KafkaDriver("127.0.0.1:9", cell, "c")

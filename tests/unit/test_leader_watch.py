@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+from bench_tasks.brokers.leaders import LeaderWatch
 from bench_tasks.errors import BrokerError
-from bench_tasks.provision import LeaderWatch
 
 
 def test_each_change_is_recorded_once_and_elections_and_errors_are_skipped() -> None:

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.compare import compare_versions, format_comparison
+from bench_tasks.cell.lifecycle import CellWork, broker_key, prepare_cell
+from bench_tasks.cell.tables import percentile_table, report_from_row
+from bench_tasks.cell.watch import phase_summary, progress_line
+from bench_tasks.core.compare import compare_versions, format_comparison
 from bench_tasks.errors import CellError, MatrixError
-from bench_tasks.lifecycle import CellWork, broker_key, prepare_cell
-from bench_tasks.matrix import parse_matrix
-from bench_tasks.systems import SYSTEM_VERSIONS
-from bench_tasks.tables import percentile_table, report_from_row
-from bench_tasks.watch import phase_summary, progress_line
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.systems import system
 
-NATS_LATEST, NATS_OLDER = SYSTEM_VERSIONS["nats"][0], SYSTEM_VERSIONS["nats"][1]
+NATS_LATEST, NATS_OLDER = system("nats").versions[:2]
 
 
 def cells(**axes: list) -> list:
@@ -166,7 +166,7 @@ def test_progress_line_and_phase_summary() -> None:
 
 
 def test_only_a_sustained_lag_means_the_generator_fell_behind() -> None:
-    from bench_tasks.watch import SUSTAINED_S, _Behind
+    from bench_tasks.cell.watch import SUSTAINED_S, _Behind
 
     (cell,) = cells()  # max_schedule_lag_ms defaults to 100
 
@@ -190,9 +190,9 @@ def test_only_a_sustained_lag_means_the_generator_fell_behind() -> None:
 
 def test_a_reused_cluster_is_watched_on_the_new_cells_topic_or_stream() -> None:
     """Faults and leader watches of a reused cluster follow the cell that now uses it, not the one that started it."""
-    from bench_tasks.drivers.kafka import topic_for
-    from bench_tasks.drivers.nats import stream_for
-    from bench_tasks.lifecycle import _watched_route
+    from bench_tasks.brokers.provision import reuse_for
+    from bench_tasks.systems.kafka.driver import topic_for
+    from bench_tasks.systems.nats.driver import stream_for
 
     raw = {
         "name": "unit",
@@ -204,9 +204,12 @@ def test_a_reused_cluster_is_watched_on_the_new_cells_topic_or_stream() -> None:
         "measurements": ["e2e"],
     }
     nats_cell, kafka_cell = sorted(parse_matrix(raw, "unit.yaml").cells, key=lambda c: c.spec.system, reverse=True)
-    started_by_another = {"monitors": {"1": "http://127.0.0.1:1"}, "stream": "SIXNINES_other", "topic": None}
+    monitors = {"1": "http://127.0.0.1:1"}
+    started_by_another = {"address": "a", "leader": {"monitors": monitors, "stream": "SIXNINES_other"}}
     mine = stream_for(nats_cell.instance, "")
-    assert _watched_route(nats_cell, started_by_another) == {"topic": None, "stream": mine}
-    assert _watched_route(kafka_cell, {"topic": "other"}) == {"topic": topic_for(kafka_cell.instance, "")}
+    assert reuse_for(nats_cell, started_by_another)["leader"] == {"monitors": monitors, "stream": mine}
+    assert reuse_for(kafka_cell, {"leader": {"topic": "other"}})["leader"] == {
+        "topic": topic_for(kafka_cell.instance, "")
+    }
     (single,) = cells()
-    assert _watched_route(single, {"topic": None}) == {"topic": None}
+    assert reuse_for(single, {"address": "a", "leader": None}) == {"address": "a", "leader": None}

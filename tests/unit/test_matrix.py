@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from bench_tasks.errors import MatrixError
-from bench_tasks.matrix import Matrix, load_matrix, parse_matrix
+from bench_tasks.spec.matrix import Matrix, load_matrix, parse_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = "matrices/under_test.yaml"
@@ -412,7 +412,7 @@ def test_seed_matrix_covers_the_seeds_axes() -> None:
 
 
 def test_version_matrix_pairs_each_cell_across_a_3x_and_a_4x_release() -> None:
-    from bench_tasks.runner import select_cells  # resolves `latest`, as a run does
+    from bench_tasks.cell.runner import select_cells
 
     cells = select_cells(load_matrix(REPO / "matrices" / "kafka-versions.yaml"))
     by_series: dict[str, set[str]] = {}
@@ -600,7 +600,7 @@ def test_kafka_chain_refuses_hand_assigned_consumers() -> None:
 
 
 def test_repeats_keep_cell_ids_and_run_in_rounds() -> None:
-    from bench_tasks.matrix import expand_repeats
+    from bench_tasks.spec.matrix import expand_repeats
 
     raw = sweep_raw()
     once = parse(raw)

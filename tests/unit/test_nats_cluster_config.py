@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.brokers.nats import render_config
-from bench_tasks.brokers.nats_cluster import NatsCluster, NodePorts, cluster_settings, node_index, servers_of
 from bench_tasks.errors import BrokerError
-from bench_tasks.systems import NatsBroker
+from bench_tasks.systems.nats.cluster import NatsCluster, NodePorts, cluster_settings, node_index, servers_of
+from bench_tasks.systems.nats.server import render_config
+from bench_tasks.systems.nats.settings import NatsBroker
 
 PORTS = [NodePorts(4001, 6001, 8001), NodePorts(4002, 6002, 8002), NodePorts(4003, 6003, 8003)]
 R3 = NatsBroker(mode="jetstream", storage="file", servers=3, replicas=3)

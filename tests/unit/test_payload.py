@@ -1,4 +1,4 @@
-"""bench_tasks.payload: the 32-byte message header and the incompressible filler."""
+"""bench_tasks.load.payload: the 32-byte message header and the incompressible filler."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import zlib
 import pytest
 
 from bench_tasks.errors import PayloadError
-from bench_tasks.payload import (
+from bench_tasks.load.payload import (
     HEADER_SCHEMA_VERSION,
     HEADER_SIZE,
     MAGIC,
@@ -17,7 +17,9 @@ from bench_tasks.payload import (
     Header,
     PayloadFactory,
     decode_header,
+    decode_headers,
     decode_relay_stamp,
+    decode_relay_stamps,
     relay,
     stamp_relay_sent,
 )
@@ -142,3 +144,41 @@ def test_relay_keeps_the_producers_header_and_adds_its_own_times() -> None:
 def test_relay_refuses_a_message_too_short_for_its_stamp() -> None:
     with pytest.raises(PayloadError, match="48 B"):
         relay(PayloadFactory(40).make(1, 2, 3, 4), received_ns=9)
+
+
+def test_batch_stamps_each_message_when_it_is_pulled() -> None:
+    ticks = itertools.count(1000, 7)
+    factory = PayloadFactory(100, seed=1)
+    batch = factory.batch(4, range(10, 13), [500, 600, 700], lambda: next(ticks))
+    first = next(batch)
+    assert next(ticks) == 1007  # nothing else read the clock: the second message is not stamped yet
+    rest = list(batch)
+    assert [(seq, sent) for seq, sent, _ in (first, *rest)] == [(10, 1000), (11, 1014), (12, 1021)]
+    for seq, sent, message in (first, *rest):
+        assert len(message) == 100
+        assert decode_header(message) == Header(4, seq, 500 + 100 * (seq - 10), sent, 0)
+
+
+def test_batch_filler_is_fresh_for_every_message() -> None:
+    messages = [m for _, _, m in PayloadFactory(1024, seed=2).batch(0, range(50), range(50), lambda: 0)]
+    fillers = {m[HEADER_SIZE:] for m in messages}
+    assert len(fillers) == 50
+    assert len(zlib.compress(b"".join(fillers))) > 0.99 * 50 * (1024 - HEADER_SIZE)
+
+
+def test_decode_headers_matches_decode_header_and_refuses_what_is_not_ours() -> None:
+    factory = PayloadFactory(64)
+    good = [factory.make(p, s, 10 * s, 10 * s + 3, hop=s % 3) for p, s in ((1, 1), (2, 5), (3, 9))]
+    bad = [b"short", b"P9" + bytes(62), struct.pack("<2sB", MAGIC, 1) + bytes(61)]
+    headers, ours = decode_headers([good[0], bad[0], good[1], bad[1], bad[2], good[2]])
+    assert ours.tolist() == [True, False, True, False, False, True]
+    for row, message in zip(headers[ours], good, strict=True):
+        h = decode_header(message)
+        fields = (row["producer_id"], row["seq"], row["intended_ns"], row["sent_ns"], row["hop"])
+        assert fields == (h.producer_id, h.seq, h.intended_ns, h.sent_ns, h.hop)
+
+
+def test_decode_relay_stamps_in_bulk() -> None:
+    message = relay(PayloadFactory(64).make(1, 2, 3, 4), received_ns=70)
+    stamped = stamp_relay_sent(message, 80)
+    assert decode_relay_stamps([stamped, b"x" * 40]).tolist() == [[70, 80], [-1, -1]]

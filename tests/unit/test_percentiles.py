@@ -1,4 +1,4 @@
-"""bench_tasks.percentiles: the support rule and exact inverted-CDF percentiles."""
+"""bench_tasks.core.percentiles: the support rule and exact inverted-CDF percentiles."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from bench_tasks.percentiles import (
+from bench_tasks.core.percentiles import (
     PERCENTILES,
     LatencySummary,
     format_ns,

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench_tasks import PERCENTILES
-from bench_tasks.lake import history_file
+from bench_tasks.lake.layout import history_file
 from bench_tasks.regressions import RegressionError, Settings, analyse, detect, write_results
 from bench_tasks.regressions.history import read_history
 from bench_tasks.regressions.series import build_series, release_key

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench_tasks.percentiles import summarize
+from bench_tasks.core.percentiles import summarize
 from bench_tasks.report.charts import Curve, spectrum_chart
 from bench_tasks.report.pairing import (
     CellKey,

@@ -1,4 +1,4 @@
-"""bench_tasks.schedule: open-loop intended send times and phase assignment."""
+"""bench_tasks.core.schedule: open-loop intended send times and phase assignment."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from bench_tasks.matrix import Workload
-from bench_tasks.schedule import NS_PER_S, PHASE_NAMES, Phase, PhasePlan, stream_offsets_ns
+from bench_tasks.core.schedule import NS_PER_S, PHASE_NAMES, Phase, PhasePlan, stream_offsets_ns
+from bench_tasks.spec.cell import Workload
 
 MS = 1_000_000
 

@@ -1,10 +1,10 @@
-"""bench_tasks.variation: JLBH's % variation and the min/median/max spread across repeats."""
+"""bench_tasks.core.variation: JLBH's % variation and the min/median/max spread across repeats."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench_tasks.variation import spread, variation_pct
+from bench_tasks.core.variation import spread, variation_pct
 
 
 def test_jlbh_formula_with_its_precedence() -> None:

@@ -1,0 +1,279 @@
+"""Brokers a cell runs against, behind one interface whatever started them (the broker-control protocol).
+
+Three kinds, one protocol (`BrokerHandle`): brokers this process started (`NodeBrokers.started`), the same brokers
+attached by another process from their JSON state (`NodeBrokers.attached`: Airflow's provision task ends long before
+the cell does, so the generator and teardown find them again by PID), and brokers the cell does not own
+(`external.ExternalBrokers`, which refuse faults). A system's package starts its nodes and says how to ask who
+leads its routes (`System.start_brokers`, `System.leader_poll`); everything else here is the same for every system.
+
+Faults hit the node that leads the measured route when they fire (partition 0 of the measured topic, or the measured
+stream), or the only node; the frozen node is remembered, so resume thaws it even if leadership moved. Every signal
+to an attached node is preceded by a check that its PID is still the broker we started, so a recycled PID is never
+signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import BrokerError
+from ..load.routes import Target
+from ..topology.netns import inside
+from .cluster import stop_pids
+from .leaders import LeaderPoll, LeaderWatch
+
+if TYPE_CHECKING:
+    from ..systems.base import System
+
+# 1: kind, system, address, nodes {id: pid}, process_name, netns, workdir, logs, context, client, leader
+STATE_SCHEMA = 1
+
+
+class BrokerHandle(Protocol):
+    """What the cell's life asks of its brokers, whichever kind they are."""
+
+    address: str
+
+    def target(self) -> Target: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def kill(self) -> None: ...
+    def alive(self) -> dict[int, bool]: ...
+    def running(self) -> list[int]: ...
+    def watch_leaders(self) -> None: ...
+    def stop_watching(self) -> None: ...
+    def leader_changes(self) -> list[dict[str, int]]: ...
+    def context(self) -> dict[str, Any]: ...
+    def pids(self) -> list[int]: ...
+    def node_pids(self) -> dict[int, int]: ...
+    def logs(self) -> list[Path]: ...
+    def state(self) -> dict[str, Any]: ...
+    def stop(self) -> list[int]: ...
+
+
+class Nodes(Protocol):
+    """A system's running nodes by id (Kafka's node.id, a NATS cluster's 1..3, a single server's 0)."""
+
+    @property
+    def node_pids(self) -> dict[int, int]: ...
+    def pause(self, node: int) -> None: ...
+    def resume(self, node: int) -> None: ...
+    def kill(self, node: int) -> None: ...
+    def alive(self) -> dict[int, bool]: ...
+    def stop(self) -> list[int]: ...
+
+
+@dataclass
+class StartedBrokers:
+    """What a system hands back once a cell's brokers are ready for traffic."""
+
+    address: str
+    nodes: Nodes
+    process_name: str  # what every node's command line contains (checked before an attached node is signalled)
+    workdir: Path
+    context: dict[str, Any]  # version as the brokers report it, exact config, pids, ports: recorded with the cell
+    logs: list[Path]
+    client: dict[str, Any] = field(default_factory=dict)  # TLS/SASL settings of this cluster's listener (secret)
+    leader: dict[str, Any] | None = None  # the system's reference to the route whose leader is watched and faulted
+
+
+class NodeBrokers:
+    """Provisioned brokers: nodes started here, or attached by PID from `state()`."""
+
+    def __init__(self, system: System, started: StartedBrokers, netns: str = ""):
+        self.system = system
+        self.address = started.address
+        self.nodes = started.nodes
+        self.process_name = started.process_name
+        self.workdir = started.workdir
+        self.netns = netns
+        self.client = dict(started.client)
+        self.leader_ref = started.leader
+        self._context = started.context
+        self._logs = started.logs
+        self.paused: int | None = None
+        poll = self._poll(patient=False)
+        self._watch = LeaderWatch(poll, netns) if poll is not None else None
+
+    @classmethod
+    def attached(cls, state: Mapping[str, Any], system: System) -> NodeBrokers:
+        nodes = PidNodes({int(k): int(v) for k, v in state["nodes"].items()}, state["process_name"])
+        started = StartedBrokers(
+            address=state["address"],
+            nodes=nodes,
+            process_name=state["process_name"],
+            workdir=Path(state["workdir"]),
+            context=dict(state["context"]),
+            logs=[Path(p) for p in state["logs"]],
+            client=dict(state.get("client") or {}),
+            leader=state.get("leader"),
+        )
+        return cls(system, started, state.get("netns") or "")
+
+    def _poll(self, patient: bool) -> LeaderPoll | None:
+        if self.leader_ref is None:
+            return None
+        return self.system.leader_poll(self.address, self.client, self.leader_ref, patient, lambda: self.paused)
+
+    def retarget(self, leader: dict[str, Any] | None) -> None:
+        """A reused cluster serves the next cell: watch and fault that cell's route from now on."""
+        self.leader_ref = leader
+        poll = self._poll(patient=False)
+        self._watch = LeaderWatch(poll, self.netns) if poll is not None else None
+
+    # -- faults -------------------------------------------------------------------------------------------------
+    def fault_target(self) -> int:
+        """The node a fault hits now: the measured route's leader, or the only node."""
+        poll = self._poll(patient=True)
+        if poll is None:
+            return next(iter(self.nodes.node_pids))
+        with inside(self.netns):
+            leaders = poll()
+        if 0 not in leaders or leaders[0] < 0:
+            raise BrokerError(f"{self.system.name}: the measured route has no leader to fault ({self.leader_ref})")
+        return leaders[0]
+
+    def pause(self) -> None:
+        self.paused = self.fault_target()
+        self.nodes.pause(self.paused)
+
+    def resume(self) -> None:
+        if self.paused is not None:
+            self.nodes.resume(self.paused)
+            self.paused = None
+
+    def kill(self) -> None:
+        self.nodes.kill(self.fault_target())
+
+    def alive(self) -> dict[int, bool]:
+        return self.nodes.alive()
+
+    def running(self) -> list[int]:
+        """PIDs of the nodes still running."""
+        pids, alive = self.nodes.node_pids, self.nodes.alive()
+        return [pid for node, pid in pids.items() if alive.get(node)]
+
+    # -- leaders ------------------------------------------------------------------------------------------------
+    def watch_leaders(self) -> None:
+        if self._watch is not None:
+            self._watch.start()
+
+    def stop_watching(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+
+    def leader_changes(self) -> list[dict[str, int]]:
+        return self._watch.changes() if self._watch is not None else []
+
+    # -- records ------------------------------------------------------------------------------------------------
+    def target(self) -> Target:
+        return Target(self.address, dict(self.client))
+
+    def context(self) -> dict[str, Any]:
+        return dict(self._context)
+
+    def pids(self) -> list[int]:
+        return list(self.nodes.node_pids.values())
+
+    def node_pids(self) -> dict[int, int]:
+        return dict(self.nodes.node_pids)
+
+    def logs(self) -> list[Path]:
+        return list(self._logs)
+
+    def state(self) -> dict[str, Any]:
+        """What another process needs to signal, watch and stop these brokers. The client settings (a TLS CA
+        path, the throw-away SASL password of a cluster started for this cell) are kept under `client`, outside
+        `context`, which is what the lake records."""
+        return {
+            "schema": STATE_SCHEMA,
+            "kind": "provisioned",
+            "system": self.system.name,
+            "address": self.address,
+            "nodes": {str(k): v for k, v in self.nodes.node_pids.items()},
+            "process_name": self.process_name,
+            "netns": self.netns,
+            "workdir": str(self.workdir),
+            "logs": [str(p) for p in self._logs],
+            "context": self.context(),
+            "client": dict(self.client),
+            "leader": self.leader_ref,
+        }
+
+    def stop(self) -> list[int]:
+        """Stop watching, thaw a frozen node, stop every node; returns the PIDs that were running."""
+        self.stop_watching()
+        self.resume()
+        return self.nodes.stop()
+
+
+class PidNodes:
+    """Nodes another process started, signalled by PID, each PID checked to still be the broker first."""
+
+    def __init__(self, nodes: Mapping[int, int], process_name: str, grace_s: float = 15.0):
+        self.nodes = dict(nodes)
+        self.name = process_name
+        self.grace_s = grace_s
+
+    @property
+    def node_pids(self) -> dict[int, int]:
+        return dict(self.nodes)
+
+    def _signal(self, node: int, sig: int) -> None:
+        import psutil
+
+        pid = self.nodes[node]
+        try:
+            proc = psutil.Process(pid)
+            if self.name not in " ".join(proc.cmdline()):
+                raise BrokerError(f"pid {pid} is not a {self.name} process; refusing to signal it")
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass
+
+    def pause(self, node: int) -> None:
+        self._signal(node, signal.SIGSTOP)
+
+    def resume(self, node: int) -> None:
+        self._signal(node, signal.SIGCONT)
+
+    def kill(self, node: int) -> None:
+        self._signal(node, signal.SIGKILL)
+
+    def alive(self) -> dict[int, bool]:
+        """Node id -> whether its process still runs (a zombie counts as gone)."""
+        return {node: pid_alive(pid, self.name) for node, pid in self.nodes.items()}
+
+    def stop(self) -> list[int]:
+        """SIGTERM every node at once, SIGKILL after the grace period; returns the PIDs that were running."""
+        pids = list(self.nodes.values())
+        ran = stop_pids(pids, self.name, self.grace_s)
+        for pid in pids:
+            reap_if_child(pid)
+        return ran
+
+
+def pid_alive(pid: int, name: str) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() != psutil.STATUS_ZOMBIE and name in " ".join(proc.cmdline()):
+            return True
+    except psutil.NoSuchProcess:  # ZombieProcess included
+        pass
+    reap_if_child(pid)
+    return False
+
+
+def reap_if_child(pid: int) -> None:
+    """Collect the exit status of a broker this very process started (in-process `airflow dags test` runs
+    provision and teardown in one interpreter), so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)

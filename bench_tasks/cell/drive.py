@@ -1,0 +1,325 @@
+"""Drive one cell on running brokers: routes, workers, the schedule (with faults on its clock), drain — one run.
+
+The parent only orchestrates; every timestamp of a message is taken in a worker. Load runs without a gap from
+warmup start to cooldown end: phases are cut afterwards by intended time. Whatever happens, no worker process
+outlives the drive. The same steps serve every entry point (the CLI, the detached generator under Airflow, one
+real host's part); what differs between one machine and one host of many sits behind `coordination`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from ..core.percentiles import summarize
+from ..core.schedule import NS_PER_S, PhasePlan
+from ..errors import CellError, SixninesError
+from ..load.drivers import driver_for, routes
+from ..load.generator import WorkerPlan
+from ..load.live import LiveMonitor
+from ..load.loop import run_precise
+from ..load.routes import MEASURED, Target, final_route
+from ..spec.matrix import Cell
+from ..topology.hosts import broker_site, cell_routes, worker_netns, worker_route
+from ..topology.netns import Topology, inside
+from ..topology.rendezvous import HostPart
+from .coordination import Coordinator, coordinator_for
+from .faults import BrokerControl, Fault, FaultInjector, FiredFault
+from .workers import Workers
+
+READY_TIMEOUT_S = 60.0
+DONE_TIMEOUT_S = 60.0
+
+__all__ = ["CellRun", "Driven", "Fault", "FiredFault", "check_cpus", "drive"]
+
+
+@dataclass
+class CellRun:
+    plan: PhasePlan
+    wall_t0_s: float
+    staging: Path
+    faults: list[FiredFault] = field(default_factory=list)
+    lagging_consumed: int = 0  # messages the unmeasured lagging consumers read
+    background: dict[str, dict] = field(default_factory=dict)  # per background workload: counts, send lag
+    relayed: int = 0  # chain: messages the relays forwarded
+    clock_offsets: list[dict] = field(default_factory=list)  # measured across clock domains, when the matrix asks
+    harness: dict[str, dict] = field(default_factory=dict)  # per worker: how busy and backed up it was (saturation)
+
+    def faults_dicts(self) -> list[dict]:
+        return [asdict(f) for f in self.faults]
+
+    def facts(self) -> dict[str, Any]:
+        """What `land` needs of the run, as JSON (the generator's `cellrun.json`, a host part's `facts` note)."""
+        return {
+            "plan": asdict(self.plan),
+            "wall_t0_s": self.wall_t0_s,
+            "faults": self.faults_dicts(),
+            "lagging_consumed": self.lagging_consumed,
+            "background": self.background,
+            "relayed": self.relayed,
+            "clock_offsets": self.clock_offsets,
+            "harness": self.harness,
+        }
+
+    @classmethod
+    def from_facts(cls, facts: dict[str, Any], staging: Path) -> CellRun | None:
+        """The run `facts()` describes, its samples in `staging`; None when the schedule never started."""
+        plan = facts.get("plan")
+        if not plan:
+            return None
+        return cls(
+            PhasePlan(**plan),
+            facts["wall_t0_s"],
+            staging,
+            [FiredFault(**f) for f in facts.get("faults", [])],
+            facts.get("lagging_consumed", 0),
+            facts.get("background", {}),
+            facts.get("relayed", 0),
+            facts.get("clock_offsets", []),
+            facts.get("harness", {}),
+        )
+
+
+@dataclass
+class Driven:
+    """How a cell's schedule ended: the run so far (None if it never started), and the first failure."""
+
+    run: CellRun | None
+    status: str = "ok"
+    reason: str | None = None
+
+
+def drive(
+    cell: Cell,
+    target: Target | str,
+    staging: Path,
+    control: BrokerControl,
+    console: Console,
+    faults: Sequence[Fault] = (),
+    on_status: Callable[[LiveMonitor], None] | None = None,
+    topology: Topology | None = None,
+    part: HostPart | None = None,
+) -> Driven:
+    """Run the cell's whole schedule against the brokers; a failed cell is a result, never an exception, and
+    keeps whatever ran. `target`: the brokers' address, or a Target carrying client security settings and route
+    names too. With a topology each worker runs in its host's network namespace; with a host part, only this
+    host's workers run, on the host clock, starting when all hosts agree (`coordination`)."""
+    target = target if isinstance(target, Target) else Target(target)
+    cell_drive = CellDrive(cell, target, staging, control, console, faults, on_status, topology, coordinator_for(part))
+    try:
+        return Driven(cell_drive.run_schedule())
+    except CellError as exc:
+        return Driven(cell_drive.run, "failed", str(exc))
+    except Exception as exc:  # recorded, never lost: land reports it as the cell's reason
+        text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
+        return Driven(cell_drive.run, "failed", text if cell.id in text else f"cell {cell.instance}: {text}")
+
+
+def receiver_role(cell: Cell) -> str | None:
+    return {"e2e": "consumer", "chain": "consumer", "rtt": "responder", "publish": None}[cell.spec.measurement]
+
+
+@dataclass
+class Groups:
+    """The cell's worker processes by what they do, in the order they start (downstream first)."""
+
+    receivers: list[Any]
+    relays: list[Any]
+    readers: list[Any]  # lagging and background consumers: unmeasured
+    senders: list[Any]  # measured producers, then background producers
+
+    @property
+    def listeners(self) -> list[Any]:
+        return self.receivers + self.relays + self.readers
+
+
+class CellDrive:
+    """One cell's run, step by step: routes, workers, schedule, drain, collect. `run` holds the run as far as it
+    got, so a failure at any step still lands what was measured."""
+
+    def __init__(
+        self,
+        cell: Cell,
+        target: Target,
+        staging: Path,
+        control: BrokerControl,
+        console: Console,
+        faults: Sequence[Fault],
+        on_status: Callable[[LiveMonitor], None] | None,
+        topology: Topology | None,
+        coordinator: Coordinator,
+    ):
+        self.cell, self.target, self.staging, self.control = cell, target, staging, control
+        self.faults, self.topology, self.coord = faults, topology, coordinator
+        self.names = target.names or cell.instance
+        w = cell.spec.workload
+        self.phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
+        self.monitor = LiveMonitor(coordinator.label(cell), cell.spec.measurement, console, on_status)
+        self.monitor.clock = coordinator.clock
+        self.run: CellRun | None = None
+
+    def run_schedule(self) -> CellRun:
+        check_cpus(self.cell)
+        self.coord.prepare_routes(self._prepare_routes)
+        offsets = self.coord.clock_offsets(self.cell, self.topology)
+        workers = Workers(self.cell.id, self.monitor, self.phase_ns)
+        groups = self._spawn(workers)
+        injector: FaultInjector | None = None
+        try:
+            with self.monitor:
+                for group in (groups.receivers, groups.relays, groups.readers, groups.senders):
+                    workers.start(group, READY_TIMEOUT_S)  # nothing is sent before whoever receives it listens
+                run = self._begin(workers, offsets)
+                injector = FaultInjector(
+                    self.faults, self.control, run.plan.measure_start_ns, self.coord.clock, run.faults
+                )
+                self._send(workers, groups, injector, run)
+                self._drain(workers, groups, run)
+                self._collect(workers, groups, run)
+        finally:
+            if injector is not None:
+                injector.close()
+            workers.reap()
+        return run
+
+    # -- routes ------------------------------------------------------------------------------------------------
+    def _prepare_routes(self) -> None:
+        """Create the measured route, a chain's second hop, background ones (external brokers: provision made
+        them), and write a prefill backlog; from the broker's side of the network."""
+        spec, target = self.cell.spec, self.target
+        all_routes = {**routes(spec), **dict.fromkeys(cell_routes(self.cell), spec)}  # + one per clock domain
+        drivers = {r: driver_for(target.address, s, self.names, r, target.client) for r, s in all_routes.items()}
+        with inside(broker_site(self.cell, self.topology)[0]):
+            run_precise(self._prepare(drivers))
+
+    async def _prepare(self, drivers: dict[str, Any]) -> None:
+        w = self.cell.spec.workload
+        try:
+            for route_driver in drivers.values():
+                if not self.target.prepared:
+                    await route_driver.prepare()
+            if w.prefill_messages:
+                await drivers[MEASURED].prefill(w.prefill_messages, w.message_size_bytes, self._prefill_progress)
+        finally:
+            for route_driver in drivers.values():
+                await route_driver.close()
+
+    def _prefill_progress(self, done: int) -> None:
+        w = self.cell.spec.workload
+        total, step = w.prefill_messages, max(1, w.prefill_messages // 10)
+        if done % step < 10_000 or done == total:  # about every 10 %
+            self.monitor.console.print(f"prefill: {done}/{total} messages of {w.message_size_bytes} B", highlight=False)
+
+    # -- workers -----------------------------------------------------------------------------------------------
+    def _spawn(self, workers: Workers) -> Groups:
+        spec, w = self.cell.spec, self.cell.spec.workload
+        role = receiver_role(self.cell)
+        receivers = [self._worker(workers, role, i, final_route(spec)) for i in self._mine(role, w.consumers)]
+        chain = w.relays if spec.measurement == "chain" else 0
+        relays = [self._worker(workers, "relay", i) for i in self._mine("relay", chain)]
+        laggards = [self._worker(workers, "laggard", i) for i in self._mine("laggard", w.lagging_consumers)]
+        active = [(name, bg) for name, bg in spec.background.items() if bg.producers]
+        parts = [(name, k) for name, bg in active for k in range(bg.processes)]
+        background = [self._worker(workers, "background", i, background=n, part=k) for i, (n, k) in enumerate(parts)]
+        readers = [name for name, bg in active for _ in range(bg.consumers)]
+        bg_consumers = [self._worker(workers, "bg_consumer", i, background=n) for i, n in enumerate(readers)]
+        producers = [self._worker(workers, "producer", i) for i in self._mine("producer", w.producers)]
+        return Groups(receivers, relays, laggards + bg_consumers, producers + background)
+
+    def _mine(self, role: str | None, count: int) -> list[int]:
+        """The indexes of `role` that run here (all of them on one machine; a host part's own)."""
+        return [i for i in range(count) if role and self.coord.runs_here(self.cell, role, i)]
+
+    def _worker(self, workers: Workers, role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
+        w = self.cell.spec.workload
+        cpus = w.cpus.producers if role in ("producer", "background") else w.cpus.receivers
+        plan = WorkerPlan(
+            role,
+            index,
+            self.target.address,
+            self.cell.instance,
+            self.cell.spec.model_dump_json(),
+            str(self.staging),
+            tuple(cpus),
+            worker_route(self.cell, role, index, route),
+            client=dict(self.target.client),
+            names=self.names,
+            netns=worker_netns(self.cell, self.topology, role, index),
+            clock_shift_ns=self.coord.clock_shift_ns,
+            **extra,
+        )
+        return workers.process(plan)
+
+    # -- schedule ----------------------------------------------------------------------------------------------
+    def _begin(self, workers: Workers, offsets: list[dict[str, Any]]) -> CellRun:
+        """Fix t0 for every producer: the schedule starts for all of them at once."""
+        t0, wall_t0_s = self.coord.start_at()
+        workers.channels.start_at_ns.value = t0
+        self.run = CellRun(PhasePlan(t0, *self.phase_ns), wall_t0_s, self.staging, clock_offsets=offsets)
+        self.monitor.plan = self.run.plan
+        return self.run
+
+    def _send(self, workers: Workers, groups: Groups, injector: FaultInjector, run: CellRun) -> None:
+        """Until every sender is done, pumping events and ticking the fault injector on the cell's clock."""
+        w = self.cell.spec.workload
+        finish_by = run.plan.end_ns + int((w.request_timeout_s + 30) * NS_PER_S)
+        senders = {p.name for p in groups.senders}
+        while not senders <= workers.done:
+            workers.pump(groups.senders + groups.listeners)
+            now = self.coord.clock()
+            injector.tick(now)
+            if now > finish_by:
+                raise CellError(self.cell.id, "producers did not finish their schedule in time")
+        self.coord.after_sending(workers, groups.listeners, finish_by)
+
+    def _drain(self, workers: Workers, groups: Groups, run: CellRun) -> None:
+        """Wait for stragglers until everything sent has arrived, or the drain timeout."""
+        w = self.cell.spec.workload
+        if receiver_role(self.cell) == "consumer":
+            until = max(run.plan.end_ns, self.coord.clock()) + int(w.drain_timeout_s * NS_PER_S)
+            self.coord.drain(workers, groups.listeners, until)
+        workers.channels.stop.set()
+        workers.await_roles(groups.listeners, "done", DONE_TIMEOUT_S)
+
+    def _collect(self, workers: Workers, groups: Groups, run: CellRun) -> None:
+        workers.drain_events()  # the last producers' harness facts may still be queued
+        run.harness = self.monitor.harness
+        run.lagging_consumed = sum(self.monitor.lagging_consumed.values())
+        run.relayed = sum(self.monitor.relayed.values())
+        run.background = _background_summary(self.cell.spec.background, self.monitor)
+
+
+def _background_summary(background: dict[str, Any], monitor: LiveMonitor) -> dict[str, dict]:
+    """Per background workload: what its producers scheduled, sent, got acknowledged and had refused, what
+    its consumers read, and the send lag over all its processes (one distribution from the merged samples)."""
+    out: dict[str, dict] = {}
+    for name, bg in background.items():
+        if not bg.producers:
+            continue
+        finals = [e for e in monitor.background_done.values() if e["background"] == name]
+        lag = [e["lag_ns"] for e in finals]
+        out[name] = {
+            **{k: sum(e[k] for e in finals) for k in ("scheduled", "sent", "acked", "errors")},
+            "consumed": sum(n for (b, _), n in monitor.background_consumed.items() if b == name),
+            "target_rate_per_s": bg.rate_per_s,
+            "schedule_lag": summarize(np.concatenate(lag) if lag else np.empty(0, np.int64)).to_dict(),
+        }
+    return out
+
+
+def check_cpus(cell: Cell) -> None:
+    """Every pinned CPU must exist on this host (and be allowed to this process)."""
+    available = os.sched_getaffinity(0)
+    for role in ("broker", "producers", "receivers"):
+        missing = sorted(set(getattr(cell.spec.workload.cpus, role)) - available)
+        if missing:
+            raise CellError(
+                cell.id,
+                f"workload.cpus.{role}: CPU(s) {missing} not available on this host (available: {sorted(available)})",
+            )

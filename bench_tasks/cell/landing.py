@@ -1,0 +1,247 @@
+"""Landing a driven cell: leader attribution, analysis, the harness gates (send lag, saturation), hlog,
+result.json, the atomic commit and the cells row.
+
+One function for both ways a cell runs (the CLI's single process and Airflow's `land` task), so a cell
+lands identically whoever drove it. A re-run replaces the cell's folder and its row, never adds to them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..core.analysis import CellAnalysis, analyze, leaders_at
+from ..core.hdr import write_hlog
+from ..core.saturation import HARNESS_FACTS_VERSION, verdict
+from ..errors import SixninesError
+from ..lake.layout import Lake, RunInfo, write_json
+from ..lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
+from ..spec.matrix import Cell
+from ..systems import system_of
+from .context import harness_context
+from .drive import CellRun
+
+
+@dataclass
+class CellReport:
+    cell: Cell
+    status: str  # ok | failed
+    reason: str | None
+    analysis: CellAnalysis | None
+    path: Path | None
+    faults: list[dict]
+    background: dict[str, dict] = field(default_factory=dict)  # per background workload: counts, send lag
+    harness: dict[str, dict] = field(default_factory=dict)  # per worker: its measure-phase self-view (saturation)
+
+    def to_dict(self) -> dict:
+        return {
+            "cell_id": self.cell.id,
+            "series_key": self.cell.series_key,
+            "repeat": self.cell.repeat,
+            "repeats": self.cell.repeats,
+            "label": self.cell.label,
+            "status": self.status,
+            "reason": self.reason,
+            "path": None if self.path is None else str(self.path),
+            "faults": self.faults,
+            "background": self.background,
+            "harness": harness_facts(self.harness),
+            "spec": self.cell.spec.model_dump(mode="json"),
+            **({"origin": self.cell.origin} if self.cell.origin else {}),
+            **(self.analysis.to_dict() if self.analysis else {}),
+        }
+
+
+def acked_metric(cell: Cell) -> str | None:
+    """What an acknowledgement means in this cell: the broker's ack of a send ('publish'), an rtt reply, or
+    nothing (a broker that does not acknowledge sends, asked of the cell's system)."""
+    spec = cell.spec
+    if spec.measurement == "rtt":
+        return "rtt"
+    return "publish" if system_of(spec).sends_acknowledged(spec.broker.model_dump()) else None
+
+
+def describe(cell: Cell, exc: BaseException) -> str:
+    """An error as one line that names the cell."""
+    text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
+    return text if cell.id in text else f"cell {cell.instance}: {text}"
+
+
+def keep_broker_logs(logs: list[Path], staging: Path) -> None:
+    """The broker's own account of the cell, kept with its data."""
+    present = [log for log in logs if log.exists()]
+    for log in present:
+        shutil.copy(log, staging / ("broker.log" if len(present) == 1 else f"broker-{log.parent.name}.log"))
+
+
+def land_cell(
+    cell: Cell,
+    lake: Lake,
+    run: RunInfo,
+    staging: Path,
+    cell_run: CellRun | None,
+    broker_context: dict,
+    status: str,
+    reason: str | None,
+    started: str,
+    gate_lag: bool = True,
+    hosts: dict | None = None,
+) -> CellReport:
+    """Analyse what the generator wrote to `staging`, gate it, and commit it with its row.
+
+    `status`/`reason` say how driving went; analysis can only turn `ok` into `failed`. The raw samples are
+    landed even when the analysis fails, so it can be redone."""
+    spec = cell.spec
+    analysis = None
+    try:
+        _attribute_leaders(staging, broker_context.get("leader_changes", []))
+        if cell_run is not None:
+            analysis = _analyse(cell, staging, cell_run)
+            if status == "ok":
+                status, reason = _gate(cell, analysis, gate_lag, cell_run.harness)
+            series = {
+                f"{m}-{b}": (s.at_ns, getattr(s, f"from_{b}_ns"))
+                for m, s in analysis.series.items()
+                for b in ("intended", "sent")
+            }
+            write_hlog(staging / "cell.hlog", series, cell_run.plan.t0_ns, cell_run.wall_t0_s)
+    except Exception as exc:
+        status, reason = "failed", f"analysis: {describe(cell, exc)}"
+    context = {
+        **harness_context(),
+        "broker": broker_context,
+        "cpu_placement": spec.workload.cpus.model_dump(),
+    }
+    if hosts is not None:  # only cells placed on hosts: other cells' context stays as it was
+        context["hosts"] = hosts
+    report = CellReport(
+        cell,
+        status,
+        reason,
+        analysis,
+        None,
+        cell_run.faults_dicts() if cell_run else [],
+        cell_run.background if cell_run else {},
+        cell_run.harness if cell_run else {},
+    )
+    write_json(
+        staging / "result.json",
+        {
+            **report.to_dict(),
+            "context": context,
+            "run_id": run.run_id,
+            "phases": cell_run.plan.to_dict() if cell_run else None,
+            "lagging_consumed": cell_run.lagging_consumed if cell_run else None,
+        },
+    )
+    report.path = lake.commit_cell(run, cell.id, staging, cell.lake_repeat)
+    lake.upsert_cell_row(run, _cell_row(report, run, cell_run, context, started))
+    return report
+
+
+def _attribute_leaders(staging: Path, changes: list[dict[str, int]]) -> None:
+    """Fill each received sample's `leader` from the cell's leader timeline (Kafka, NATS cluster), before landing."""
+    if not changes:
+        return
+    for path in sorted(staging.glob("received-c*.parquet")):
+        table = pq.read_table(path)
+        partition = table["partition"].fill_null(-1).to_numpy()
+        leader = leaders_at(partition, table["received_ns"].to_numpy(), changes)
+        column = pa.array(leader, mask=leader < 0)
+        write_parquet(table.set_column(table.schema.get_field_index("leader"), "leader", column), path)
+
+
+def _analyse(cell: Cell, staging: Path, cell_run: CellRun) -> CellAnalysis:
+    sent = _read_parts(staging, "sent-p*.parquet", SENT_SCHEMA)
+    received = _read_parts(staging, "received-c*.parquet", RECEIVED_SCHEMA)
+    relayed = _read_parts(staging, "relayed-r*.parquet", RECEIVED_SCHEMA) if cell.spec.measurement == "chain" else None
+    plan = cell_run.plan
+    return analyze(
+        sent,
+        received,
+        cell.spec.measurement,
+        acked_metric(cell),
+        (plan.measure_start_ns, plan.measure_end_ns),
+        cell.spec.workload.rate_per_s,
+        relayed,
+    )
+
+
+def _read_parts(folder: Path, pattern: str, schema: pa.Schema) -> pa.Table:
+    parts = [pq.read_table(p) for p in sorted(folder.glob(pattern))]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+# Workers whose saturation fails a cell: the measured path. Lagging and background consumers are recorded only
+# (a lagging consumer's backlog is the point of it).
+GATED_ROLES = ("producer", "consumer", "relay", "responder")
+
+
+def harness_facts(workers: dict[str, dict]) -> dict:
+    """The cell's record of its own harness (schema in `saturation.HARNESS_FACTS_VERSION`)."""
+    return {"schema_version": HARNESS_FACTS_VERSION, "workers": workers}
+
+
+def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool, harness: dict[str, dict]) -> tuple[str, str | None]:
+    """Fail a cell whose harness was the bottleneck: its numbers describe the harness, not the system. The
+    generator fell behind its schedule (send lag; rtt is exempt: a synchronous connection waits for the
+    previous reply, so its lag is the system's), or a worker saturated (`saturation.verdict`); every reason
+    that applies is given."""
+    w = cell.spec.workload
+    reasons = []
+    lag = analysis.lag.percentiles.get("99.9")
+    if lag is None:
+        lag = analysis.lag.max_ns
+    if gate_lag and cell.spec.measurement != "rtt" and lag is not None and lag > w.max_schedule_lag_ms * 1e6:
+        reasons.append(
+            f"generator fell behind its schedule: lag p99.9 {lag / 1e6:.2f} ms exceeds "
+            f"max_schedule_lag_ms={w.max_schedule_lag_ms}"
+        )
+    gated = [name for name, facts in harness.items() if facts.get("role") in GATED_ROLES]
+    reasons += verdict(harness, w.max_schedule_lag_ms, gated)
+    if reasons:
+        return "failed", "; ".join(reasons)
+    if analysis.accounting.scheduled == 0:
+        return "failed", "no message was scheduled in the measure phase"
+    return "ok", None
+
+
+def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, context: dict, started: str) -> dict:
+    spec = report.cell.spec
+    acc = report.analysis.accounting if report.analysis else None
+    phases = cell_run.plan.to_dict() if cell_run else {}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run.run_id,
+        "run_date": run.run_date,
+        "matrix": report.cell.matrix,
+        "cell_id": report.cell.id,
+        "series_key": report.cell.series_key,
+        "repeat": report.cell.repeat,
+        "repeats": report.cell.repeats,
+        "system": spec.system,
+        "version": spec.version,
+        "measurement": spec.measurement,
+        "label": report.cell.label,
+        "status": report.status,
+        "reason": report.reason,
+        "started_at": started,
+        "finished_at": dt.datetime.now(dt.UTC).isoformat(),
+        **{k: phases.get(k) for k in ("t0_ns", "measure_start_ns", "measure_end_ns", "end_ns")},
+        **{
+            k: getattr(acc, k) if acc else None
+            for k in ("scheduled", "sent", "acknowledged", "received", "lost", "duplicated")
+        },
+        "spec_json": spec.model_dump_json(),
+        "context_json": json.dumps(context, default=str),
+        "results_json": json.dumps(
+            {**report.analysis.to_dict(), "harness": harness_facts(report.harness)} if report.analysis else None
+        ),
+        "faults_json": json.dumps(report.faults),
+    }

@@ -1,0 +1,589 @@
+"""The cell lifecycle as separate steps, shared by the CLI runner (one process) and Airflow (one task each).
+
+`run_cell` composes `provision_step` → `drive` → `land` → `teardown_step` in one process. Airflow
+runs the steps as tasks that start and end independently, so what must outlive a task runs detached and is
+found again through files in the cell's work folder (`CellWork`):
+
+    state.json        provision: resolved cell, run identity, lake, staging folder, brokers (PIDs, address)
+    generator.json    the detached generator process (PID, start time)
+    status.json       the generator's heartbeat, replaced atomically about every second (`cell_process`)
+    cellrun.json      the generator's final facts: phase plan, faults, leader timeline, failure reason
+    verdict-<phase>.json   why a phase watcher failed the cell, so `land` records it
+    landed.json       what `land` committed: a retried land returns it instead of landing twice
+    teardown.json     what teardown stopped and kept
+
+Cells never overlap on a host, whichever DAG or run they belong to: `provision_step` takes the host lease
+(`host.lease` in the cache) before starting anything and `teardown_step` gives it back. A lease whose cell
+was torn down, or whose processes are all gone, is stale and taken over.
+
+Brokers started for Airflow are detached (`tie_to_parent=False`): PR_SET_PDEATHSIG ties a child to the
+*thread* that started it, and a task's thread ends with the task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..brokers.external import ExternalBrokers, refuse_faults
+from ..brokers.handles import BrokerHandle, reap_if_child
+from ..brokers.provision import attach, provision, reuse_for
+from ..errors import BrokerError, CellError, MatrixError, SixninesError
+from ..lake.layout import Lake, RunInfo, write_json
+from ..lake.storage import lake_path
+from ..paths import cache_dir
+from ..spec.cell import cell_id, series_key
+from ..spec.matrix import CELL_ADAPTER, Cell
+from ..systems import resolve_version
+from ..topology import hosts, netns
+from ..topology.hosts import broker_site
+from ..topology.netns import Topology, inside
+from .drive import CellRun, check_cpus
+from .hostparts import child_env, collect_parts, discard, publish_cell
+from .landing import CellReport, describe, keep_broker_logs, land_cell
+
+BROKER_POLICIES = ("fresh", "reuse")
+PHASES = ("warmup", "measure", "cooldown")
+_GENERATOR_GRACE_S = 30.0  # SIGTERM → the generator reaps its workers and writes its facts
+
+
+@dataclass(frozen=True)
+class CellWork:
+    """The per-cell folder through which detached steps find each other."""
+
+    root: Path
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def generator(self) -> Path:
+        return self.root / "generator.json"
+
+    @property
+    def status(self) -> Path:
+        return self.root / "status.json"
+
+    @property
+    def cellrun(self) -> Path:
+        return self.root / "cellrun.json"
+
+    @property
+    def landed(self) -> Path:
+        return self.root / "landed.json"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "generator.log"
+
+    @property
+    def brokers_dir(self) -> Path:
+        return self.root / "brokers"
+
+    def verdict(self, phase: str) -> Path:
+        return self.root / f"verdict-{phase}.json"
+
+    def read(self, path: Path) -> dict[str, Any] | None:
+        """A JSON file of this folder, or None if it does not exist (yet)."""
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+
+    def cell(self) -> Cell:
+        state = self.read(self.state)
+        if state is None:
+            raise CellError("?", f"no provisioned cell in {self.root}")
+        return Cell.model_validate(state["cell"])
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+# -- steps shared with the CLI runner ---------------------------------------------------------------------
+def provision_brokers(
+    cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None, run_id: str = ""
+) -> BrokerHandle:
+    """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
+    topology, in the broker host's network namespace (every node of a cluster), listening and advertising on its
+    address, with leaders asked from there; for external brokers, create
+    the cell's topics/streams (named after `run_id` too)."""
+    check_cpus(cell)
+    namespace, address = broker_site(cell, topology)
+    with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
+        brokers = provision(cell, workdir, tie_to_parent, address, run_id, namespace)
+    if cell.spec.workload.cpus.broker:
+        for pid in brokers.pids():
+            os.sched_setaffinity(pid, cell.spec.workload.cpus.broker)
+    return brokers
+
+
+def stop_brokers(brokers: BrokerHandle, staging: Path, broker_context: dict) -> None:
+    """Stop the brokers (leaving no process), then keep their logs and leader timeline with the cell."""
+    try:
+        brokers.stop()
+    finally:
+        broker_context["leader_changes"] = brokers.leader_changes()
+        keep_broker_logs(brokers.logs(), staging)
+
+
+def prepare_cell(cell: Cell, versions: Mapping[str, str] | None = None, phase_scale: float = 1.0) -> Cell:
+    """The cell a run actually measures: a version override for its system, `latest` resolved, phase durations
+    scaled; validated again, with a new id (a scaled or re-versioned cell is a different cell)."""
+    spec = cell.spec.model_dump(mode="json")
+    external = spec["brokers"] == "external"  # external brokers report their version; nothing to override
+    if versions and spec["system"] in versions and not external:
+        spec["version"] = versions[spec["system"]]
+    if spec["version"] == "latest":
+        spec["version"] = resolve_version(spec["system"], "latest")
+    if phase_scale <= 0:
+        raise MatrixError(cell.matrix, [f"phase_scale: {phase_scale} — must be greater than 0"])
+    if phase_scale != 1.0:
+        for key in ("warmup_s", "measure_s", "cooldown_s"):
+            spec["workload"][key] = round(spec["workload"][key] * phase_scale, 3)
+    try:
+        validated = CELL_ADAPTER.validate_python(spec)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise MatrixError(cell.matrix, problems) from None
+    return Cell(
+        id=cell_id(validated),
+        series_key=series_key(validated),
+        matrix=cell.matrix,
+        spec=validated,
+        repeat=cell.repeat,
+        repeats=cell.repeats,
+        origin=cell.origin,
+    )
+
+
+def broker_key(cell: Cell) -> str:
+    """Identity of the brokers a cell needs: two cells with the same key can share a running cluster."""
+    spec = cell.spec
+    what = {
+        "system": spec.system,
+        "version": spec.version,
+        "broker": spec.broker.model_dump(mode="json"),
+        "cpus": spec.workload.cpus.broker,
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class HostBusy(SixninesError):
+    """Another cell holds the host: starting brokers or load now would overlap two benchmarks."""
+
+
+def _lease_path() -> Path:
+    return cache_dir() / "host.lease"
+
+
+def acquire_host(work: CellWork) -> None:
+    """Take the host for this cell, or raise HostBusy naming the cell that has it."""
+    with _lease_lock():
+        holder = _lease_holder()
+        if holder is not None and holder["work"] != str(work.root) and not _lease_stale(holder):
+            raise HostBusy(f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})")
+        write_json(_lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now()})
+
+
+def release_host(work: CellWork) -> None:
+    """Give the host back if this cell holds it."""
+    with _lease_lock():
+        holder = _lease_holder()
+        if holder is not None and holder["work"] == str(work.root):
+            _lease_path().unlink()
+
+
+@contextlib.contextmanager
+def _lease_lock() -> Iterator[None]:
+    """flock around reading and writing the lease, so two provisions cannot both take a free host."""
+    with open(_lease_path().with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _lease_holder() -> dict[str, Any] | None:
+    try:
+        return json.loads(_lease_path().read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _lease_stale(holder: dict[str, Any]) -> bool:
+    """The holder was torn down, never provisioned, or none of its processes runs any more."""
+    work = CellWork(Path(holder["work"]))
+    state = work.read(work.state)
+    if state is None or (work.root / "teardown.json").exists():
+        return True
+    known = work.read(work.generator)
+    if known is not None and generator_alive(work, known):
+        return False
+    return not (state.get("brokers") and any(attach(state["brokers"]).alive().values()))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+# -- Airflow's steps --------------------------------------------------------------------------------------
+def provision_step(
+    cell: Cell,
+    run: RunInfo,
+    lake_root: Path,
+    work: CellWork,
+    policy: str = "fresh",
+    clusters: Path | None = None,
+    faults: list[dict] | None = None,
+    hosts_key: str | None = None,
+    tie_to_parent: bool = False,
+    gate_lag: bool = True,
+) -> dict[str, Any]:
+    """Start (or, with policy `reuse`, find in `clusters`) detached brokers for `cell` and record them.
+
+    `tie_to_parent`: the brokers die with this process (the CLI, which drives the cell itself); Airflow's are
+    detached, because a task's thread ends with the task. `gate_lag`: land fails the cell on send lag (off for
+    the CTRL+Z test, whose stall is meant to delay everything).
+
+    The record is written before anything starts, so `land` can report a cell whose provisioning failed.
+    A retried provision first stops what an earlier attempt left. A cell whose load runs on real hosts also
+    gets its hosts folder in the lake (`hostparts`, named by `hosts_key`: the TaskGroup), where each host's
+    generate task finds the cell and its brokers."""
+    if policy not in BROKER_POLICIES:
+        raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
+    if work.state.exists():
+        teardown_step(work, keep_reused=False)
+    acquire_host(work)
+    shutil.rmtree(work.root, ignore_errors=True)
+    work.root.mkdir(parents=True)
+    staging = Lake(lake_root).staging_dir(run, cell.instance)
+    record: dict[str, Any] = {
+        "schema_version": 1,
+        "cell": cell.model_dump(mode="json"),
+        "run": asdict(run),
+        "lake": str(lake_root),
+        "staging": str(staging),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(),
+        "faults": faults or [],
+        "provisioning": {"policy": policy, "reused": False, "cluster_key": broker_key(cell)},
+        "brokers": None,
+        "topology": None,
+        "hosts_dir": None,
+        "failure": None,
+        "tie_to_parent": tie_to_parent,
+        "gate_lag": gate_lag,
+    }
+    if hosts.uses_netns(cell):  # its broker lives in the cell's own namespace, which teardown removes
+        record["provisioning"]["policy"] = "fresh"
+    write_json(work.state, record)
+    try:
+        refuse_faults(cell, faults or [])
+        hosts.check_runnable(cell, faults or [])
+        topology = hosts.build(cell, work_token(work))
+        record["topology"] = topology.to_dict() if topology else None
+        write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it
+        provisioning = record["provisioning"]
+        record["brokers"] = _brokers_for(cell, work, provisioning, clusters, topology, run.run_id, tie_to_parent)
+        if hosts.per_host(cell):
+            folder = Lake(lake_root).hosts_dir(run, hosts_key or cell.instance)
+            record["hosts_dir"] = str(folder)
+            publish_cell(folder, cell, record["brokers"])
+    except Exception as exc:
+        record["failure"] = f"provision: {describe(cell, exc)}"
+        write_json(work.state, record)
+        raise
+    write_json(work.state, record)
+    return {
+        "cell_id": cell.id,
+        "label": cell.label,
+        "address": record["brokers"]["address"],
+        **record["provisioning"],
+    }
+
+
+def _brokers_for(
+    cell: Cell,
+    work: CellWork,
+    provisioning: dict[str, Any],
+    clusters: Path | None,
+    topology: Topology | None = None,
+    run_id: str = "",
+    tied: bool = False,
+) -> dict[str, Any]:
+    if cell.spec.brokers == "external":  # nothing to reuse: only the cell's own topics/streams are made
+        return provision_brokers(cell, work.brokers_dir, tie_to_parent=tied, run_id=run_id).state()
+    entry = clusters / f"{provisioning['cluster_key']}.json" if clusters is not None else None
+    if provisioning["policy"] == "reuse" and entry is not None and entry.exists():
+        known = json.loads(entry.read_text())
+        if all(attach(known).alive().values()):
+            provisioning["reused"] = True
+            return reuse_for(cell, known)
+    brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=tied, topology=topology)
+    state = brokers.state()
+    if provisioning["policy"] == "reuse" and entry is not None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        write_json(entry, state)
+    return state
+
+
+def work_token(work: CellWork) -> str:
+    """A short token unique to this cell's work folder (run and group): names its network namespaces."""
+    return hashlib.sha256(str(work.root.resolve()).encode()).hexdigest()[:8]
+
+
+def topology_of(state: dict[str, Any] | None) -> Topology | None:
+    """The cell's namespaces as provision recorded them (None: the cell runs in the root namespace)."""
+    data = (state or {}).get("topology")
+    return Topology.from_dict(data) if data else None
+
+
+def start_generator(work: CellWork) -> int:
+    """Start the one process that drives the whole schedule (warmup → measure → cooldown → drain), detached in
+    its own session so it outlives the task that started it. Calling it again returns the running one; a
+    generator that already ended cannot be restarted (its schedule is gone)."""
+    known = work.read(work.generator)
+    if known is not None:
+        if generator_alive(work, known):
+            return int(known["pid"])
+        raise CellError(work.cell().id, "the generator of this cell already ran; re-run the cell from provision")
+    state = work.read(work.state)
+    if state is None or state.get("brokers") is None:
+        raise CellError("?", f"cannot start a generator: no provisioned brokers in {work.root}")
+    env = child_env(Cell.model_validate(state["cell"]), lake_path(state["lake"]))
+    with open(work.log, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench_tasks", "cell", "drive", str(work.root)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+    import psutil
+
+    write_json(work.generator, {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()})
+    return proc.pid
+
+
+def land_step(work: CellWork) -> dict[str, Any]:
+    """Airflow's land: `land` once, returning the landed summary (a retried land returns what it landed)."""
+    state = _provisioned(work)
+    run, cell = RunInfo(**state["run"]), Cell.model_validate(state["cell"])
+    landed = work.read(work.landed)
+    if landed is not None and Lake(state["lake"]).committed_cell_dir(run, cell.id, cell.lake_repeat) is not None:
+        return landed  # a retried land: already committed, never twice
+    return landed_summary(land(work), run)
+
+
+def _provisioned(work: CellWork) -> dict[str, Any]:
+    state = work.read(work.state)
+    if state is None:
+        raise CellError("?", f"nothing to land in {work.root}: the cell was never provisioned")
+    return state
+
+
+def land(work: CellWork) -> CellReport:
+    """Land the cell: the generator is stopped first if a phase failed, then its samples, facts and context go
+    to the lake in one atomic commit. The cell's status is the first failure found: provisioning, a phase
+    watcher's verdict, the generator's own; then the analysis gate. The summary is kept in `landed.json`."""
+    state = _provisioned(work)
+    cell = Cell.model_validate(state["cell"])
+    run = RunInfo(**state["run"])
+    lake = Lake(state["lake"])
+    stop_generator(work)
+    staging = Path(state["staging"])
+    staging.mkdir(parents=True, exist_ok=True)
+    facts = work.read(work.cellrun) or {}
+    reasons = [state.get("failure")]
+    reasons += [(work.read(work.verdict(p)) or {}).get("reason") for p in PHASES]
+    reasons.append(facts.get("reason") if facts.get("status") == "failed" else None)
+    if facts.get("status") is None and state.get("brokers") is not None and work.read(work.generator):
+        reasons.append("the generator ended without recording its result")
+    collected = None
+    if state.get("hosts_dir") and state.get("brokers") is not None:  # one generator per real host
+        collected = collect_parts(lake_path(state["hosts_dir"]), cell, staging)
+        reasons.append(collected.reason)
+    reason = next((r for r in reasons if r), None)
+    broker_context: dict[str, Any] = {"provisioning": state["provisioning"]}
+    if state.get("brokers") is not None:
+        brokers = attach(state["brokers"])
+        broker_context.update(brokers.context())
+        keep_broker_logs(brokers.logs(), staging)
+    broker_context["leader_changes"] = facts.get("leader_changes", [])
+    topology = topology_of(state)
+    stats = netns.link_stats(topology) if topology is not None else {}
+    cell_run = collected.run if collected is not None else CellRun.from_facts(facts, staging)
+    offsets = cell_run.clock_offsets if cell_run is not None else None
+    where = hosts.hosts_context(cell, topology, stats, offsets, collected.generators if collected else None)
+    report = land_cell(
+        cell,
+        lake,
+        run,
+        staging,
+        cell_run,
+        broker_context,
+        "failed" if reason else "ok",
+        reason,
+        state["started_at"],
+        gate_lag=state.get("gate_lag", True),
+        hosts=where,
+    )
+    write_json(work.landed, landed_summary(report, run))
+    if state.get("hosts_dir"):
+        discard(lake_path(state["hosts_dir"]))
+    return report
+
+
+def landed_summary(report: CellReport, run: RunInfo) -> dict[str, Any]:
+    """The few facts of a landed cell worth passing on (XCom, notifications)."""
+    return {
+        "cell_id": report.cell.id,
+        "series_key": report.cell.series_key,
+        "repeat": report.cell.repeat,
+        "repeats": report.cell.repeats,
+        "label": report.cell.label,
+        "status": report.status,
+        "reason": report.reason,
+        "path": str(report.path),
+        "run_id": run.run_id,
+        "run_date": run.run_date,
+    }
+
+
+def stop_generator(work: CellWork, grace_s: float = _GENERATOR_GRACE_S) -> list[int]:
+    """SIGTERM the generator (it then reaps its workers and records its partial run), wait, then SIGKILL
+    whatever is left of its process group. Returns the PIDs that had to be signalled."""
+    known = work.read(work.generator)
+    if known is None:
+        return []
+    signalled = []
+    if generator_alive(work, known):
+        os.kill(int(known["pid"]), signal.SIGTERM)
+        signalled.append(int(known["pid"]))
+        deadline = time.monotonic() + grace_s
+        while generator_alive(work, known) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    for proc in _generator_group(known):
+        signalled.append(proc.pid)
+        proc.kill()
+    for pid in signalled:
+        reap_if_child(pid)
+    return signalled
+
+
+def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
+    """Stop the generator and the brokers (graceful, then forced) and verify nothing of the cell survives.
+
+    Safe to call any number of times. With policy `reuse` the brokers are kept for the next cell with the same
+    broker spec (the run's last step releases them); everything else must be gone. External brokers keep running:
+    their teardown deletes the cell's topics/streams (whatever happened before), listed as `deleted_routes`."""
+    stopped = stop_generator(work)
+    state = work.read(work.state) or {}
+    kept: list[int] = []
+    brokers = attach(state["brokers"]) if state.get("brokers") else None
+    external = isinstance(brokers, ExternalBrokers)
+    deleted: list[str] = []
+    if brokers is not None:
+        if isinstance(brokers, ExternalBrokers):
+            deleted = brokers.delete_routes()
+        elif keep_reused and state["provisioning"]["policy"] == "reuse":
+            kept = brokers.pids()
+        else:
+            stopped += brokers.stop()
+    survivors = [p.pid for p in _generator_group(work.read(work.generator))]
+    if brokers is not None and not kept:
+        survivors += brokers.running()
+    topology = topology_of(state)
+    if survivors:
+        if topology is not None:  # the namespaces go even so; a survivor keeps running, but named nowhere
+            netns.destroy(topology)
+        raise BrokerError(f"teardown of {work.root}: processes still running: {sorted(survivors)}")
+    if not kept:
+        shutil.rmtree(work.brokers_dir, ignore_errors=True)
+    removed = netns.destroy(topology) if topology is not None else []
+    if state.get("hosts_dir"):
+        discard(lake_path(state["hosts_dir"]))
+    report: dict[str, Any] = {
+        "stopped": sorted(set(stopped)),
+        "kept": kept,
+        "namespaces_removed": removed,
+        "at": _now(),
+    }
+    if external:
+        report["deleted_routes"] = deleted
+    if work.root.exists():
+        write_json(work.root / "teardown.json", report)
+    release_host(work)
+    return report
+
+
+def release_clusters(clusters: Path) -> list[int]:
+    """Stop every cluster kept for reuse in `clusters` (the end of a run with policy `reuse`)."""
+    stopped: list[int] = []
+    for entry in sorted(clusters.glob("*.json")) if clusters.exists() else []:
+        state = json.loads(entry.read_text())
+        brokers = attach(state)
+        stopped += brokers.stop()
+        if any(brokers.alive().values()):
+            raise BrokerError(f"cluster {entry.stem} still running after stop: {brokers.pids()}")
+        shutil.rmtree(state["workdir"], ignore_errors=True)
+        entry.unlink()
+    return stopped
+
+
+def generator_alive(work: CellWork, known: dict[str, Any]) -> bool:
+    """The recorded generator still runs (same PID *and* start time, so a recycled PID does not count)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(int(known["pid"]))
+        same = abs(proc.create_time() - float(known["create_time"])) < 0.01
+        if same and proc.status() != psutil.STATUS_ZOMBIE:
+            return True
+    except psutil.NoSuchProcess:
+        pass
+    reap_if_child(int(known["pid"]))
+    return False
+
+
+def _generator_group(known: dict[str, Any] | None) -> list[Any]:
+    """Live processes of the generator's session (its workers, multiprocessing's helpers): the group id is the
+    generator's PID, and each member started after it, so nothing else is ever matched."""
+    import psutil
+
+    if known is None:
+        return []
+    pgid, since = int(known["pid"]), float(known["create_time"])
+    members = []
+    for proc in psutil.process_iter(["pid", "create_time", "status"]):
+        try:
+            if (
+                os.getpgid(proc.pid) == pgid
+                and proc.info["create_time"] >= since - 0.01
+                and proc.info["status"] != psutil.STATUS_ZOMBIE
+            ):
+                members.append(proc)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            continue
+    return members

@@ -1,0 +1,109 @@
+"""A cell's worker processes seen from the parent: started by role, their events pumped into the live monitor,
+their health checked, and every one of them reaped whatever happens."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import queue
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CellError
+from ..load.generator import Channels, WorkerPlan, worker_main
+from ..load.live import LiveMonitor
+
+
+class Workers:
+    """The processes of one cell (`spawn`ed: a fresh interpreter each, so the GIL couples none of them)."""
+
+    def __init__(self, cell_id: str, monitor: LiveMonitor, phase_ns: tuple[int, int, int]):
+        self.cell_id = cell_id
+        self.monitor = monitor
+        self.ctx = mp.get_context("spawn")
+        ctx = self.ctx
+        self.channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
+        self.procs: list[Any] = []
+        self.done: set[str] = set()
+
+    def process(self, plan: WorkerPlan) -> Any:
+        proc = self.ctx.Process(
+            target=worker_main, args=(plan, self.channels), name=f"{plan.role}-{plan.index}", daemon=True
+        )
+        self.procs.append(proc)
+        return proc
+
+    def start(self, group: list[Any], timeout_s: float) -> None:
+        """Start a group and wait until each of them says it is ready."""
+        for proc in group:
+            proc.start()
+        self.await_roles(group, "ready", timeout_s)
+
+    def pump(self, procs: list[Any] | None = None) -> None:
+        """Handle every pending event (waiting at most 50 ms for the first), then check the workers' health."""
+        try:
+            event = self.channels.events.get(timeout=0.05)
+            while True:
+                self._handle(event)
+                event = self.channels.events.get_nowait()
+        except queue.Empty:
+            pass
+        self.monitor.refresh()
+        for proc in self.procs if procs is None else procs:
+            if proc.exitcode is not None and proc.exitcode != 0:
+                raise CellError(self.cell_id, f"{proc.name} exited with code {proc.exitcode}")
+
+    def pump_for(self, ns: int, clock: Callable[[], int], procs: list[Any] | None = None) -> None:
+        end = clock() + ns
+        while clock() < end:
+            self.pump(procs)
+
+    def await_roles(self, procs: list[Any], kind: str, timeout_s: float) -> None:
+        """Wait until every process in `procs` has sent an event of `kind` (`done` ones count as done)."""
+        wanted = {p.name for p in procs}
+        seen = self.done & wanted if kind == "done" else set()
+        deadline = time.monotonic() + timeout_s
+        while not wanted <= seen:
+            if time.monotonic() > deadline:
+                raise CellError(self.cell_id, f"timed out waiting for {sorted(wanted - seen)} to be {kind}")
+            try:
+                event = self.channels.events.get(timeout=0.05)
+            except queue.Empty:
+                for p in procs:
+                    if p.exitcode is not None and p.name not in seen and p.exitcode != 0:
+                        raise CellError(self.cell_id, f"{p.name} exited with code {p.exitcode}") from None
+                self.monitor.refresh()
+                continue
+            self._handle(event)
+            if event["kind"] == kind:
+                seen.add(f"{event['role']}-{event['index']}")
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        if event["kind"] == "failed":
+            raise CellError(self.cell_id, f"{event['role']} {event['index']} failed: {event['error']}")
+        if event["kind"] == "done":
+            self.done.add(f"{event['role']}-{event['index']}")
+        self.monitor.handle(event)
+
+    def drain_events(self) -> None:
+        """Hand every event still queued to the monitor (workers are done: nothing more is coming)."""
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.monitor.handle(self.channels.events.get(timeout=0.05))
+
+    def reap(self) -> None:
+        """Tell every worker to stop, join them (draining the queue so none blocks on exit), then terminate,
+        then kill: no worker outlives the cell."""
+        self.channels.stop.set()
+        deadline = time.monotonic() + 15
+        while any(p.is_alive() for p in self.procs) and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                self.channels.events.get(timeout=0.05)
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)

@@ -1,0 +1,1 @@
+"""Pure measurement: schedules, percentiles, histograms, accounting and latency analysis, variation."""

@@ -1,0 +1,76 @@
+"""The matrix an OMB import is building, with the account of every OMB field it read (shared by the workload
+mapping and each system's driver mapping)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """One OMB field and where it went: `sixnines` is the matrix path (None when it was not carried)."""
+
+    omb: str
+    value: Any
+    sixnines: str | None
+    sixnines_value: Any = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "omb": self.omb,
+            "value": self.value,
+            "sixnines": self.sixnines,
+            "sixnines_value": self.sixnines_value,
+            "note": self.note,
+        }
+
+
+@dataclass
+class Draft:
+    """The matrix being built, and the account of every field read."""
+
+    workload_source: str
+    driver_source: str | None
+    system: str
+    workload: dict[str, Any] = field(default_factory=dict)
+    broker: dict[str, Any] = field(default_factory=dict)
+    client: dict[str, Any] = field(default_factory=dict)
+    measurement: str = "e2e"
+    mapped: list[Mapped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def put(self, omb: str, value: Any, path: str, new: Any, note: str = "") -> None:
+        """Set matrix `path` (`workload.x`, `broker.y`, `client.producer.linger.ms`) and record why."""
+        section, _, rest = path.partition(".")
+        target = getattr(self, section)
+        for part in _split(rest)[:-1]:
+            target = target.setdefault(part, {})
+        target[_split(rest)[-1]] = new
+        self.mapped.append(Mapped(omb, value, path, new, note))
+
+    def note(self, omb: str, value: Any, note: str) -> None:
+        """A field read and understood that sets nothing (its meaning is the harness's default)."""
+        self.mapped.append(Mapped(omb, value, None, None, note))
+
+    def warn(self, omb: str, value: Any, note: str) -> None:
+        """A field that cannot be carried: recorded, and shown to the user."""
+        self.mapped.append(Mapped(omb, value, None, None, f"NOT CARRIED: {note}"))
+        self.warnings.append(f"{self.where(omb)}: {value!r} — {note}")
+
+    def refuse(self, omb: str, value: Any, reason: str) -> None:
+        self.problems.append(f"{self.where(omb)}: {value!r} — {reason}")
+
+    def where(self, omb: str) -> str:
+        """The file and the field, as the user wrote them."""
+        if omb.startswith("driver."):
+            return f"{self.driver_source}: {omb.removeprefix('driver.')}"
+        return f"{self.workload_source}: {omb}"
+
+
+def _split(path: str) -> list[str]:
+    """`producer.linger.ms` → ["producer", "linger.ms"]: client option names keep their dots."""
+    head, _, tail = path.partition(".")
+    return [head, tail] if head in ("producer", "consumer", "topic", "server") and tail else path.split(".")

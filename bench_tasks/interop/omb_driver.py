@@ -1,0 +1,23 @@
+"""What an OMB import asks of a system: its OMB driver's class names and fields, and how OMB's partitions, keys,
+subscriptions and backlog read on it. Each system that has an OMB driver implements this in its package
+(`systems/<name>/omb.py`); the workload mapping itself (`omb_workload`) names no system."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from .omb_draft import Draft
+
+
+class OmbDriver(Protocol):
+    driver_classes: tuple[str, ...]  # OMB's driverClass values this system stands for
+    driver_fields: tuple[str, ...]  # the fields of its OMB driver file
+
+    def map_partitions(self, partitions: int, draft: Draft) -> None: ...
+    def map_keys(self, key: str, keys: str, note: str, draft: Draft) -> None: ...
+    def note_subscription(self, draft: Draft) -> None: ...
+    def note_publish_only(self, draft: Draft) -> None: ...
+    def map_backlog(self, gb: float, messages: int, lagging: int, draft: Draft) -> None: ...
+    def map_driver(self, driver: Mapping[str, Any], draft: Draft) -> None: ...
+    def without_driver(self, draft: Draft) -> None: ...

@@ -1,0 +1,40 @@
+"""A cell's routes with the spec each route's driver is built from, and the drivers themselves, asked of the
+cell's system (the only place the load side reaches the system registry)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..spec.background import Background
+from .driver import Driver
+from .routes import HOP2, MEASURED, background_route
+
+
+def driver_for(
+    address: str, cell: Any, cell_id: str, route: str = MEASURED, client: Mapping[str, Any] | None = None
+) -> Driver:
+    """The cell's system's driver for one route. `address` is what the brokers' handle gives; `cell_id` names
+    the routes (a Target's `names`); `client` adds security settings to every client."""
+    from ..systems import system_of
+
+    return system_of(cell).driver(address, cell, cell_id, route, client)
+
+
+def background_spec(cell: Any, bg: Background) -> Any:
+    """The cell as a background route's driver sees it (its system shapes the route from the background's own
+    layout and producer settings)."""
+    from ..systems import system_of
+
+    return system_of(cell).background_spec(cell, bg)
+
+
+def routes(cell: Any) -> dict[str, Any]:
+    """Every route a cell sends on, with the spec its driver is built from."""
+    out = {MEASURED: cell}
+    if cell.measurement == "chain":
+        out[HOP2] = cell
+    for name, bg in cell.background.items():
+        if bg.producers:
+            out[background_route(name)] = background_spec(cell, bg)
+    return out

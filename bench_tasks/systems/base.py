@@ -1,0 +1,130 @@
+"""What the core asks of a broker system: one `System` per system, described by its own package.
+
+The core (matrix parsing, the cell's life, the generator, landing, the CLI, Airflow, Spark, the report) reaches
+a system only through this interface and the registry (`bench_tasks.systems`), never by its name, the way
+OpenMessaging Benchmark's core never names a driver. Methods that need a system's client library or broker
+code import it when called, so parsing a matrix (Airflow does it at DAG parse time) loads neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..spec.cell import CellBase, Measurement
+
+if TYPE_CHECKING:
+    from ..brokers.connections import BrokerConnection, ClientAccess
+    from ..brokers.handles import StartedBrokers
+    from ..brokers.leaders import LeaderPoll
+    from ..interop.omb_driver import OmbDriver
+    from ..load.driver import Driver
+
+
+class System:
+    """A broker system. Subclasses set the class attributes and override what differs from the defaults."""
+
+    name: ClassVar[str]
+    cell_model: ClassVar[type[CellBase]]
+    # Seconds a cell typically spends outside its schedule on a small host (brokers started and stopped,
+    # workers spawned, stragglers drained, the cell landed): what `sixnines cells` plans a sweep with.
+    setup_estimate_s: ClassVar[float] = 5.0
+    calibration_measurement: ClassVar[Measurement] = "e2e"  # the CTRL+Z test's default shape
+    calibration_broker: ClassVar[Mapping[str, Any]] = {}  # one node, the simplest that can be frozen
+    client_libraries: ClassVar[tuple[str, ...]] = ()  # distributions whose versions every cell records
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """Known releases, newest first."""
+        return self.cell_model.VERSIONS
+
+    def resolve_version(self, version: str) -> str:
+        """`latest` → the newest known release; a concrete version is returned unchanged."""
+        return self.versions[0] if version == "latest" else version
+
+    def label(self, spec: Any) -> str:
+        """The system's part of a cell's label (`kafka b3 p1 rf3 acks=all`)."""
+        return self.name
+
+    def group_tag(self, spec: Any) -> str:
+        """A short tag of the broker's shape for Airflow TaskGroup ids (`c01_<system>_<tag>_<measurement>`)."""
+        return "default"
+
+    def sends_acknowledged(self, broker: Mapping[str, Any]) -> bool:
+        """Does the broker acknowledge a send (so `publish` latency exists), given the broker settings as a
+        mapping (a model's dump, or a spec read back from the lake)?"""
+        return True
+
+    # -- releases ---------------------------------------------------------------------------------------------------
+    def releases(self) -> list[str]:
+        """Every release that could be fetched (the known ones are marked supported by the CLI)."""
+        return list(self.versions)
+
+    def fetch_release(self, version: str) -> Path:
+        """Fetch (once, verified) and return where a release lives in the cache."""
+        raise NotImplementedError(f"{self.name} has no releases to fetch")
+
+    def describe_running(self, state: Mapping[str, Any]) -> list[str]:
+        """Lines about running brokers (from a handle's state) worth showing in `sixnines brokers status`."""
+        return []
+
+    def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Driver:
+        """The client driver for one route of a cell (load.driver.Driver)."""
+        raise NotImplementedError(f"{self.name} has no driver")
+
+    def background_spec(self, spec: Any, background: Any) -> Any:
+        """The cell as a background route's driver sees it: by default the cell itself (a system with route
+        layouts of its own, such as partitions, builds them from the background's settings)."""
+        return spec
+
+    def omb_driver(self) -> OmbDriver | None:
+        """How OpenMessaging Benchmark's driver for this system reads in sixnines terms (None: OMB has none)."""
+        return None
+
+    # -- brokers a cell starts -------------------------------------------------------------------------------------
+    def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+        """Start what `spec` needs on `host` (127.0.0.1, or a namespace host's address, in whose namespace the
+        calling thread already is) and return once it is ready for traffic. `names`: the token the cell's routes
+        are named from (for the route whose leader is watched)."""
+        raise NotImplementedError(f"{self.name} cannot provision brokers")
+
+    def leader_poll(
+        self,
+        address: str,
+        client: Mapping[str, Any],
+        ref: Mapping[str, Any],
+        patient: bool,
+        paused: Callable[[], int | None],
+    ) -> LeaderPoll | None:
+        """A poll of who leads the route `ref` names (partition -> node), or None when nothing leads. `patient`:
+        a fault waits longer for an answer than the watch does; `paused()`: a node known to be frozen."""
+        return None
+
+    def retarget_leader(self, ref: Mapping[str, Any] | None, spec: Any, names: str) -> dict[str, Any] | None:
+        """A reused cluster's leader reference made the next cell's."""
+        return dict(ref) if ref else None
+
+    # -- brokers a cell does not own (`brokers: external`) ---------------------------------------------------------
+    def client_access(self, conn: BrokerConnection, spec: Any) -> ClientAccess:
+        raise NotImplementedError(f"{self.name} cannot reach external brokers")
+
+    def ask_version(self, address: str, client: Mapping[str, Any], spec: Any) -> dict[str, Any]:
+        """What the brokers say they are (recorded in the context)."""
+        return {"version": "unknown", "version_error": f"{self.name} has no version probe"}
+
+    def route_names(self, spec: Any, names: str) -> list[str]:
+        """The named resources the cell's routes create on the brokers (topics, streams), if any."""
+        return []
+
+    def delete_routes(self, address: str, client: Mapping[str, Any], spec: Any, names: str) -> list[str]:
+        """Delete what `route_names` names, where it exists; returns what was deleted."""
+        return []
+
+    def leader_ref(self, spec: Any, names: str) -> dict[str, Any] | None:
+        """External brokers: the reference `leader_poll` follows for the measured route, if the system can ask."""
+        return None
+
+    def external_context(self, spec: Any) -> dict[str, Any]:
+        """Settings of an external cell worth recording beside what the brokers report."""
+        return {}

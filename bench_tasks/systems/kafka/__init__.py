@@ -1,0 +1,120 @@
+"""Apache Kafka: KRaft clusters from Maven Central's jars, confluent-kafka (librdkafka) clients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..base import System
+from .settings import KafkaCell
+
+# Producer options that most change latency, shown in a cell's label when a matrix sets them.
+LABELLED_PRODUCER_OPTIONS = ("linger.ms", "batch.size", "compression.type", "enable.idempotence")
+
+
+class Kafka(System):
+    name: ClassVar[str] = "kafka"
+    cell_model = KafkaCell
+    setup_estimate_s = 20.0  # a JVM per node, KRaft formatting and election
+    calibration_broker: ClassVar[Mapping[str, Any]] = {"brokers": 1}
+    client_libraries = ("confluent-kafka",)
+
+    def label(self, spec: Any) -> str:
+        b, c = spec.broker, spec.client
+        acks = c.producer.get("acks", "all")  # librdkafka's default
+        isr = f" min.isr={b.min_insync_replicas}" if b.min_insync_replicas > 1 else ""
+        setup = f"kafka b{b.brokers} p{b.partitions} rf{b.replication_factor}{isr} acks={acks}"
+        setup += "".join(f" {k}={v}" for k, v in c.producer.items() if k in LABELLED_PRODUCER_OPTIONS)
+        setup += "" if c.keys == "none" else f" keys={c.keys}"
+        if c.security is not None:
+            setup += f" {c.security}" + (f"/{c.sasl_mechanism}" if c.sasl_mechanism else "")
+        return setup
+
+    def group_tag(self, spec: Any) -> str:
+        return f"b{spec.broker.brokers}"
+
+    def releases(self) -> list[str]:
+        from .release import available_versions
+
+        return available_versions()
+
+    def fetch_release(self, version: str) -> Path:
+        from .release import kafka_classpath
+
+        return kafka_classpath(version)
+
+    def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Any:
+        from .driver import KafkaDriver
+
+        return KafkaDriver(address, spec, names, route, client)
+
+    def background_spec(self, spec: Any, background: Any) -> Any:
+        """A background topic has its own layout and config, producer config and keys."""
+        broker = spec.broker.model_copy(
+            update={
+                "partitions": background.partitions,
+                "replication_factor": background.replication_factor,
+                "min_insync_replicas": 1,
+                "topic": background.topic,
+            }
+        )
+        client = spec.client.model_copy(
+            update={
+                "producer": background.producer,
+                "keys": background.keys,
+                "consumer_mode": "group",
+                "start_from": "end",
+            }
+        )
+        return spec.model_copy(update={"broker": broker, "client": client})
+
+    def omb_driver(self) -> Any:
+        from .omb import KafkaOmb
+
+        return KafkaOmb()
+
+    def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> Any:
+        from .provision import start_brokers
+
+        return start_brokers(spec, names, workdir, tie_to_parent, host)
+
+    def leader_poll(
+        self, address: str, client: Mapping[str, Any], ref: Mapping[str, Any], patient: bool, paused: Callable
+    ) -> Any:
+        from .provision import leader_poll
+
+        return leader_poll(address, client, ref, patient, paused)
+
+    def retarget_leader(self, ref: Mapping[str, Any] | None, spec: Any, names: str) -> dict[str, Any] | None:
+        from .provision import retarget
+
+        return retarget(ref, spec, names)
+
+    def client_access(self, conn: Any, spec: Any) -> Any:
+        from .access import client_access
+
+        return client_access(conn, spec)
+
+    def ask_version(self, address: str, client: Mapping[str, Any], spec: Any) -> dict[str, Any]:
+        from .access import ask_version
+
+        return ask_version(address, client)
+
+    def route_names(self, spec: Any, names: str) -> list[str]:
+        from .access import route_names
+
+        return route_names(spec, names)
+
+    def delete_routes(self, address: str, client: Mapping[str, Any], spec: Any, names: str) -> list[str]:
+        from .access import delete_routes
+
+        return delete_routes(address, client, spec, names)
+
+    def leader_ref(self, spec: Any, names: str) -> dict[str, Any] | None:
+        from .provision import measured_topic
+
+        return {"topic": measured_topic(spec, names)}
+
+
+KAFKA = Kafka()

@@ -1,0 +1,105 @@
+"""Topic administration over the Admin API (librdkafka): create a topic and wait until every partition is led
+with a full ISR, delete it, ask who leads each partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic, TopicMetadata
+
+from ...errors import BrokerError
+from .properties import config_value
+
+_librdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
+
+
+def admin_client(bootstrap: str, client: Mapping[str, Any] | None = None) -> AdminClient:
+    """An AdminClient whose librdkafka log goes to Python logging instead of stderr (refused connections to a
+    killed node are expected in fault tests); `client` adds security settings (TLS, SASL)."""
+    return AdminClient({"bootstrap.servers": bootstrap, **(client or {}), "logger": _librdkafka_log})
+
+
+def registered_brokers(admin: AdminClient) -> set[int]:
+    try:
+        described = admin.describe_cluster(request_timeout=2).result(timeout=3)
+    except (KafkaException, TimeoutError):  # not reachable yet, or no controller elected yet
+        return set()
+    return {node.id for node in described.nodes} if described.controller is not None else set()
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float = 30.0,
+    client: Mapping[str, Any] | None = None,
+) -> None:
+    """Create a topic (topic `config`, e.g. min.insync.replicas, passed through) and wait until every partition
+    has a leader and a full ISR, so a measurement never starts against a topic that is still settling."""
+    admin = admin_client(bootstrap, client)
+    topic_config = {str(k): config_value(v) for k, v in (config or {}).items()}
+    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=topic_config)
+    try:
+        admin.create_topics([new], request_timeout=timeout_s)[name].result(timeout=timeout_s)
+    except KafkaException as exc:
+        raise BrokerError(f"could not create topic {name!r}: {exc.args[0]}") from exc
+
+    def settled(metadata: TopicMetadata | None) -> bool:
+        if metadata is None:
+            return False
+        parts = metadata.partitions
+        return len(parts) == partitions and all(
+            p.leader >= 0 and len(p.isrs) == replication_factor for p in parts.values()
+        )
+
+    _wait_for_topic(admin, name, settled, timeout_s, "every partition to have a leader and a full ISR")
+
+
+def partition_leaders(
+    bootstrap: str, topic: str, timeout_s: float = 10.0, client: Mapping[str, Any] | None = None
+) -> dict[int, int]:
+    """Partition → leader node id (-1: no leader), as the metadata of a live broker says now."""
+    metadata = _topic_metadata(admin_client(bootstrap, client), topic, timeout_s)
+    if metadata is None:
+        raise BrokerError(f"topic {topic!r} not found in the metadata of {bootstrap}")
+    return {p.id: p.leader for p in sorted(metadata.partitions.values(), key=lambda p: p.id)}
+
+
+def delete_topic(bootstrap: str, name: str, timeout_s: float = 30.0, client: Mapping[str, Any] | None = None) -> None:
+    """Delete a topic and wait until the metadata no longer lists it, so its name can be reused at once."""
+    admin = admin_client(bootstrap, client)
+    try:
+        admin.delete_topics([name], request_timeout=timeout_s)[name].result(timeout=timeout_s)
+    except KafkaException as exc:
+        raise BrokerError(f"could not delete topic {name!r}: {exc.args[0]}") from exc
+    _wait_for_topic(admin, name, lambda metadata: metadata is None, timeout_s, "the topic to disappear")
+
+
+def _topic_metadata(admin: AdminClient, topic: str, timeout_s: float) -> TopicMetadata | None:
+    """The topic's metadata, or None if the cluster does not (yet, or any more) know it."""
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise BrokerError(f"no metadata from the cluster: {exc.args[0]}") from exc
+    found = metadata.topics.get(topic)
+    return None if found is None or found.error is not None else found
+
+
+def _wait_for_topic(
+    admin: AdminClient, name: str, done: Callable[[TopicMetadata | None], bool], timeout_s: float, what: str
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        metadata = _topic_metadata(admin, name, max(1.0, deadline - time.monotonic()))
+        if done(metadata):
+            return
+        if time.monotonic() > deadline:
+            raise BrokerError(f"topic {name!r}: timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(0.1)

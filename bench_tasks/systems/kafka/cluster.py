@@ -1,0 +1,367 @@
+"""Apache Kafka in KRaft mode: one to a few combined nodes on one address (127.0.0.1, or a network-namespace host's).
+
+Every node is a combined broker+controller (`process.roles=broker,controller`) with its own ports and log dir, in a
+static quorum (`controller.quorum.voters`, understood by 3.9 and 4.x alike), formatted with a fresh cluster id on
+every start. Settings that matter for a single-host benchmark are defaulted (replication factors of internal topics
+fit the cluster size, no group rebalance delay, no topic auto-creation); `server` settings pass through to
+server.properties untouched and override them.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
+from ...brokers.process import BrokerProcess
+from ...errors import BrokerError
+from .admin import admin_client, registered_brokers
+from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
+from .properties import redacted, render_properties
+from .release import release_of, version_key
+from .security import ListenerSecurity
+
+MAIN_CLASS = "kafka.Kafka"  # also what `stop_pid` looks for in a detached node's command line
+
+
+# Broker logs go to stdout, which BrokerProcess writes to the node's server.log together with any JVM crash.
+# log4j2's own shutdown hook would stop logging at SIGTERM and lose the broker's shutdown story.
+_RELOAD4J_CONFIG = """\
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+"""
+
+
+_LOG4J2_CONFIG = """\
+status = warn
+shutdownHook = disable
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+
+_STARTED_MARKER = "Kafka Server started"
+
+
+_VERSION_LINE = re.compile(r"Kafka version: (\S+)")
+
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class KafkaNode:
+    """One combined broker+controller: how to reach it, what it runs, and the exact config it was given."""
+
+    node_id: int
+    pid: int
+    port: int
+    controller_port: int
+    log_dir: str
+    log_path: str
+    server_properties: str
+    java: str
+    jvm: str  # `java -version`, one line
+
+
+@dataclass(frozen=True)
+class KafkaEndpoint:
+    """How to reach a running cluster, and what it is. Serialised to the broker state file (`state()`)."""
+
+    bootstrap_servers: str
+    version: str
+    cluster_id: str
+    nodes: tuple[KafkaNode, ...]
+    jvm_opts: tuple[str, ...]
+    classpath_digest: str  # sha256 of the verified manifest: names the exact jars
+    ready_after_s: float  # from the start() call to every broker registered (a fetch, if one was needed, included)
+    workdir: str
+    security: dict[str, Any] = field(default_factory=lambda: {"protocol": "PLAINTEXT"})  # no secrets in here
+
+    @property
+    def pids(self) -> dict[int, int]:
+        return {node.node_id: node.pid for node in self.nodes}
+
+    @property
+    def ports(self) -> dict[int, int]:
+        return {node.node_id: node.port for node in self.nodes}
+
+
+@dataclass(frozen=True)
+class _NodePlan:
+    node_id: int
+    port: int
+    controller_port: int
+    home: Path
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.home / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "server.log"
+
+
+class KafkaCluster(NodeCluster):
+    """A KRaft cluster of `brokers` combined nodes for one cell (or one `brokers up`), all on one address.
+
+    1 and 3 nodes are what the harness tests; 3 is the smallest quorum that survives losing a node. `jvm_opts`
+    defaults to `default_jvm_opts()`; whatever is used is recorded in the endpoint. `host` is the address every
+    listener (client, inter-broker, controller) binds and advertises: 127.0.0.1, or the broker host's address
+    when the cluster is started from a thread inside that host's network namespace (so clients in other
+    namespaces reach it across the links, and the nodes reach each other on it).
+    """
+
+    KIND: ClassVar[str] = "Kafka"
+    STOP_GRACE_S: ClassVar[float] = 15.0
+
+    def __init__(
+        self,
+        version: str,
+        brokers: int,
+        server: Mapping[str, Any] | None,
+        workdir: Path | str,
+        tie_to_parent: bool = True,
+        *,
+        jvm_opts: Sequence[str] | None = None,
+        security: str | None = None,
+        sasl_mechanism: str | None = None,
+        host: str = "127.0.0.1",
+    ):
+        if brokers < 1:
+            raise BrokerError(f"a Kafka cluster needs at least one broker, not {brokers}")
+        super().__init__(version, workdir, tie_to_parent, host)
+        self.security = ListenerSecurity.of(security, sasl_mechanism)
+        self.brokers = brokers
+        self.server = dict(server or {})
+        self.jvm_opts = default_jvm_opts() if jvm_opts is None else tuple(jvm_opts)
+        self.endpoint: KafkaEndpoint | None = None
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings a client needs on top of `bootstrap.servers` (SASL password included: hand it to
+        clients, never record it)."""
+        return self.security.client_config(self.workdir)
+
+    def settings(self, node_id: int, port: int, controller_port: int, log_dir: Path, voters: str) -> dict[str, Any]:
+        """server.properties of one node: harness defaults, then `server` verbatim on top."""
+        replicas, min_isr = min(3, self.brokers), min(2, self.brokers)
+        settings: dict[str, Any] = {
+            "process.roles": "broker,controller",
+            "node.id": node_id,
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{self.host}:{port},CONTROLLER://{self.host}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            **self.security.server_settings(port, controller_port, self.workdir, self.host),
+            "log.dirs": str(log_dir),
+            "offsets.topic.replication.factor": replicas,
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": min_isr,
+            "group.initial.rebalance.delay.ms": 0,
+            "auto.create.topics.enable": False,
+        }
+        if version_key(self.version) >= (4,):  # share groups (KIP-932) have their own internal topic
+            settings["share.coordinator.state.topic.replication.factor"] = replicas
+            settings["share.coordinator.state.topic.min.isr"] = min_isr
+        settings.update(self.server)  # native options pass through untouched
+        return settings
+
+    def start(self, timeout_s: float = 90.0) -> KafkaEndpoint:
+        """Fetch (if needed) and verify the release, format fresh storage, start every node, wait until all are
+        registered brokers. Call it from a thread that outlives the cluster: PR_SET_PDEATHSIG fires when the
+        *thread* that started a process exits."""
+        if self.processes:
+            raise BrokerError("this Kafka cluster was already started; make a new KafkaCluster")
+        began = time.monotonic()
+        deadline = began + timeout_s
+        release = release_of(self.version)
+        java = java_binary()
+        plans = self._plan()
+        voters = ",".join(f"{p.node_id}@{self.host}:{p.controller_port}" for p in plans)
+        self.security.prepare(self.workdir, self.host)
+        settings = {p.node_id: self.settings(p.node_id, p.port, p.controller_port, p.log_dir, voters) for p in plans}
+        properties = {node: render_properties(redacted(values)) for node, values in settings.items()}  # recorded
+        for plan in plans:
+            plan.properties_path.touch(mode=0o600)
+            plan.properties_path.write_text(render_properties(settings[plan.node_id]))
+        cluster_id = new_cluster_id()
+        jvm_common = [self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
+        bootstrap = ",".join(f"{self.host}:{p.port}" for p in plans)
+        try:
+            tool = [java, *TOOL_JVM_OPTS, *jvm_common, release.storage_tool]
+            _format_storage(tool, plans, cluster_id, deadline, self.security.format_args())
+            for plan in plans:  # from this thread, see the docstring
+                argv = [java, *self.jvm_opts, *jvm_common, MAIN_CLASS, str(plan.properties_path)]
+                self.processes[plan.node_id] = BrokerProcess(argv, plan.log_path, self.tie_to_parent)
+            self._wait_ready(bootstrap, plans, deadline, timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        self.endpoint = KafkaEndpoint(
+            bootstrap_servers=bootstrap,
+            version=self.version,
+            cluster_id=cluster_id,
+            nodes=tuple(self._node_facts(p, properties[p.node_id], java) for p in plans),
+            jvm_opts=self.jvm_opts,
+            classpath_digest=release.digest,
+            ready_after_s=round(time.monotonic() - began, 3),
+            workdir=str(self.workdir),
+            security=self.security.describe(),
+        )
+        return self.endpoint
+
+    def _node_facts(self, plan: _NodePlan, properties: str, java: str) -> KafkaNode:
+        return KafkaNode(
+            node_id=plan.node_id,
+            pid=self.processes[plan.node_id].pid,
+            port=plan.port,
+            controller_port=plan.controller_port,
+            log_dir=str(plan.log_dir),
+            log_path=str(plan.log_path),
+            server_properties=properties,
+            java=java,
+            jvm=java_version(java),
+        )
+
+    def _plan(self) -> list[_NodePlan]:
+        """Ports and fresh folders per node; a node's folder from an earlier start is wiped (its cluster id is
+        stale), nothing else in `workdir` is touched."""
+        ports = free_ports(2 * self.brokers, self.host)
+        plans = []
+        for i in range(self.brokers):
+            home = self.workdir / f"node-{i + 1}"
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            plans.append(_NodePlan(i + 1, ports[2 * i], ports[2 * i + 1], home))
+        return plans
+
+    def _write_logging_config(self, backend: str) -> str:
+        """Write the release line's logging config into `workdir`; returns the JVM option that points at it."""
+        if backend == "log4j2":
+            path = self.workdir / "log4j2.properties"
+            path.write_text(_LOG4J2_CONFIG)
+            return f"-Dlog4j2.configurationFile={path}"
+        path = self.workdir / "log4j.properties"
+        path.write_text(_RELOAD4J_CONFIG)
+        return f"-Dlog4j.configuration=file:{path}"
+
+    def _wait_ready(self, bootstrap: str, plans: list[_NodePlan], deadline: float, timeout_s: float) -> None:
+        """Until every node has logged that it started, with the expected version, and the cluster metadata lists
+        all node ids as brokers. A node that exits fails the start at once, with its log tail."""
+        expected = {p.node_id for p in plans}
+        admin = None
+        waiting_for = "the nodes to start"
+        while time.monotonic() < deadline:
+            self._check_alive()
+            if admin is None and all(_accepts(self.host, p.port) for p in plans):
+                admin = admin_client(bootstrap, self.client_config)  # only now: librdkafka logs refused connections
+            if admin is not None:
+                unstarted = [n for n, proc in self.processes.items() if _STARTED_MARKER not in _read(proc.log_path)]
+                registered = registered_brokers(admin)
+                if not unstarted and registered == expected:
+                    self._check_versions()
+                    return
+                waiting_for = f"nodes {unstarted} to log {_STARTED_MARKER!r}" if unstarted else "registration"
+                waiting_for += f"; registered brokers {sorted(registered)} of {sorted(expected)}"
+            time.sleep(0.1)
+        tails = "\n".join(f"--- node {n} ({p.log_path}):\n{p.log_tail(15)}" for n, p in self.processes.items())
+        raise BrokerError(
+            f"Kafka {self.version} cluster not ready after {timeout_s:.0f}s, waiting for {waiting_for}\n{tails}"
+        )
+
+    def _check_alive(self) -> None:
+        for node_id, proc in self.processes.items():
+            if not proc.alive():
+                raise BrokerError(
+                    f"Kafka {self.version} node {node_id} exited with code {proc.popen.returncode} during start "
+                    f"({proc.log_path}):\n{proc.log_tail(40)}"
+                )
+
+    def _check_versions(self) -> None:
+        """The jars are keyed by version, but the broker's own word is what gets recorded; they must agree."""
+        for node_id, proc in self.processes.items():
+            found = _VERSION_LINE.search(_read(proc.log_path))
+            reported = found.group(1) if found else "unknown"
+            if reported != self.version:
+                raise BrokerError(f"Kafka node {node_id} reports version {reported}, expected {self.version}")
+
+
+def stop_detached(state: Mapping[str, Any], grace_s: float = 15.0) -> list[int]:
+    """Stop the nodes of a detached cluster (from `KafkaCluster.state()`) by PID, all at once; each PID is checked
+    to be a `kafka.Kafka` JVM before it is signalled. Returns the PIDs that were running."""
+    return stop_nodes(state, MAIN_CLASS, grace_s)
+
+
+def _format_storage(
+    tool: list[str], plans: list[_NodePlan], cluster_id: str, deadline: float, extra: Sequence[str] = ()
+) -> None:
+    """Format every node's log dir with the release's storage tool (`tool` is its java command line), all nodes
+    in parallel; `extra` adds arguments (SCRAM users: `--add-scram`)."""
+    procs = {
+        p.node_id: BrokerProcess(
+            [*tool, "format", "-t", cluster_id, "-c", str(p.properties_path), *extra], p.home / "format.log"
+        )
+        for p in plans
+    }
+    try:
+        for node_id, proc in procs.items():
+            try:
+                code = proc.popen.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired as exc:
+                raise BrokerError(f"formatting Kafka node {node_id} storage timed out") from exc
+            if code != 0:
+                raise BrokerError(f"formatting Kafka node {node_id} storage failed ({code}):\n{proc.log_tail(20)}")
+    finally:
+        for proc in procs.values():
+            proc.stop(grace_s=1.0)
+
+
+def new_cluster_id() -> str:
+    """A random cluster id in Kafka's Uuid text form (16 bytes, URL-safe base64, no padding). Like Kafka's own
+    generator, it never starts with '-', which the storage tool's argument parser would take for an option."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,54 @@
+"""The JVM a Kafka node or tool runs in: the same heap and GC flags as Kafka's own start scripts, and the java it
+finds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from ...errors import BrokerError
+
+# Same heap and GC flags as Kafka's own kafka-server-start.sh / kafka-run-class.sh: a fixed 1 GiB heap never
+# resizes during a measurement, and three nodes (3 GiB) fit a 24 GiB host with room for the generator.
+DEFAULT_HEAP_OPTS: tuple[str, ...] = ("-Xms1g", "-Xmx1g")
+
+
+DEFAULT_GC_OPTS: tuple[str, ...] = (
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
+
+
+# The storage tool runs for a second; a small heap and the C1 compiler alone start it faster.
+TOOL_JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+def default_jvm_opts() -> tuple[str, ...]:
+    """Kafka's own heap and GC defaults; `$KAFKA_HEAP_OPTS` replaces the heap flags, as it does for
+    kafka-server-start.sh, so a host with less memory can shrink the brokers without code changes."""
+    heap = os.environ.get("KAFKA_HEAP_OPTS", "").split()
+    return (*(heap or DEFAULT_HEAP_OPTS), *DEFAULT_GC_OPTS)
+
+
+def java_binary() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise BrokerError("no `java` on PATH (and no JAVA_HOME); Kafka needs a JVM (17+ for Kafka 4)")
+    return found
+
+
+@cache
+def java_version(java: str) -> str:
+    """`java -version` on one line, recorded with every node: the JVM is part of what was measured."""
+    done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    return "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())

@@ -1,0 +1,69 @@
+"""Starting a Kafka cell's brokers: a KRaft cluster of 1 or 3 nodes with the cell's client security on its
+listener. Faults hit the broker that leads partition 0 of the measured topic when they fire (a leader failure is
+what seeds 001 and 003 study); every partition's leader is watched for the whole cell."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ...brokers.handles import StartedBrokers
+from ...brokers.leaders import LeaderPoll
+from ...load.routes import final_route
+from .settings import KafkaCell
+
+
+def start_brokers(spec: KafkaCell, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+    from .cluster import MAIN_CLASS, KafkaCluster
+
+    b, c = spec.broker, spec.client
+    cluster = KafkaCluster(
+        spec.version,
+        b.brokers,
+        b.server,
+        workdir,
+        tie_to_parent=tie_to_parent,
+        security=c.security,
+        sasl_mechanism=c.sasl_mechanism,
+        host=host,
+    )
+    e = cluster.start()
+    return StartedBrokers(
+        address=e.bootstrap_servers,
+        nodes=cluster,
+        process_name=MAIN_CLASS,
+        workdir=workdir,
+        context={k: v for k, v in asdict(e).items() if k != "workdir"},
+        logs=sorted(workdir.rglob("*.log")),
+        client=cluster.client_config,  # the listener's TLS/SASL settings (a throw-away password)
+        leader={"topic": measured_topic(spec, names)},
+    )
+
+
+def measured_topic(spec: KafkaCell, names: str) -> str:
+    """The topic the measured consumers read (a chain's second hop), whose leaders samples are attributed to."""
+    from .driver import topic_for
+
+    return topic_for(names, final_route(spec))
+
+
+def leader_poll(
+    address: str, client: Mapping[str, Any], ref: Mapping[str, Any], patient: bool, paused: Callable[[], int | None]
+) -> LeaderPoll | None:
+    """The topic's partition leaders (-1: none) from the cluster's metadata."""
+    if not ref.get("topic"):
+        return None
+    from .admin import partition_leaders
+
+    timeout_s = 10.0 if patient else 2.0
+
+    def poll() -> dict[int, int]:
+        return partition_leaders(address, ref["topic"], timeout_s, client)
+
+    return poll
+
+
+def retarget(ref: Mapping[str, Any] | None, spec: KafkaCell, names: str) -> dict[str, Any]:
+    return {"topic": measured_topic(spec, names)}

@@ -1,0 +1,110 @@
+"""Kafka settings: the broker and client models and the cell, with the checks only Kafka knows.
+
+Only what the harness itself needs is modelled; everything else passes through untouched.
+
+`server` goes to every broker's server.properties, `topic` to the topic's config, `producer` and
+`consumer` to librdkafka (acks, linger.ms, batch.size, compression.type, enable.idempotence, …) — so a
+matrix can sweep any native option without the harness knowing it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+
+# Releases of org.apache.kafka:kafka_2.13 on Maven Central that this harness runs and tests, newest first:
+# the newest two 4.x minors and the last 3.x line. 4.4.0 is listed on Central but not complete there (no
+# kafka-tools-api 4.4.0), so it cannot be assembled yet; `release.available_versions()` lists all.
+KAFKA_VERSIONS: tuple[str, ...] = (
+    "4.3.1",
+    "4.2.1",
+    "3.9.2",
+)
+
+
+class KafkaBroker(BrokerSettings):
+    brokers: Literal[1, 3] = 1
+    partitions: int = Field(1, ge=1)
+    replication_factor: int = Field(1, ge=1)
+    min_insync_replicas: int = Field(1, ge=1)
+    topic: dict[str, Any] = Field(default_factory=dict, description="topic config, verbatim")
+    server: dict[str, Any] = Field(default_factory=dict, description="server.properties, verbatim")
+
+    @model_validator(mode="after")
+    def _replicas_fit(self) -> KafkaBroker:
+        if self.replication_factor > self.brokers:
+            raise ValueError(f"replication_factor {self.replication_factor} exceeds brokers {self.brokers}")
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"min_insync_replicas {self.min_insync_replicas} exceeds replication_factor {self.replication_factor}"
+            )
+        return self
+
+
+class KafkaClient(ClientSettings):
+    producer: dict[str, Any] = Field(default_factory=dict, description="librdkafka producer config, verbatim")
+    consumer: dict[str, Any] = Field(default_factory=dict, description="librdkafka consumer config, verbatim")
+    keys: Literal["none", "round_robin", "random", "per_producer"] = Field(
+        "none",
+        description="none: no key (sticky partitioner); round_robin: partitions in turn; random: a random "
+        "key per message; per_producer: one key per producer (seed 004's keyed traffic)",
+    )
+    consumer_mode: Literal["group", "assigned"] = Field(
+        "group", description="group: one consumer group; assigned: partitions split over consumers by hand"
+    )
+    start_from: Literal["end", "beginning"] = "end"
+    security: Literal["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"] | None = Field(
+        None,
+        description="the client's security protocol, a matrix axis: a provisioned cluster gets the matching "
+        "listener (TLS material and SASL users made at start); unset means plaintext, or for external brokers "
+        "the connection's `security_protocol`",
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="SASL mechanism for security sasl_*; unset means the connection's, else PLAIN"
+    )
+
+    @model_validator(mode="after")
+    def _sasl_fits(self) -> KafkaClient:
+        if self.sasl_mechanism is not None and self.security not in ("sasl_plaintext", "sasl_ssl"):
+            raise ValueError(
+                f"client.sasl_mechanism {self.sasl_mechanism!r} needs client.security sasl_plaintext or sasl_ssl "
+                f"(is {self.security!r})"
+            )
+        return self
+
+
+class KafkaCell(CellBase):
+    """One fully specified Kafka benchmark cell."""
+
+    SYSTEM: ClassVar[str] = "kafka"
+    VERSIONS: ClassVar[tuple[str, ...]] = KAFKA_VERSIONS
+    system: Literal["kafka"]
+    broker: KafkaBroker = KafkaBroker()
+    client: KafkaClient = KafkaClient()
+
+    @model_validator(mode="after")
+    def _measurement_fits(self) -> KafkaCell:
+        if self.measurement == "rtt":
+            raise ValueError("measurement 'rtt' is request/reply, which Kafka has not; use 'e2e' or 'publish'")
+        if self.workload.lagging_consumers and not self.workload.prefill_messages:
+            raise ValueError("workload.lagging_consumers need a backlog to lag behind: set workload.prefill_messages")
+        if self.client.consumer_mode == "assigned" and self.measurement == "chain":
+            raise ValueError(
+                "measurement 'chain' splits its relays and consumers in consumer groups; "
+                "use client.consumer_mode 'group'"
+            )
+        if self.client.consumer_mode == "assigned" and self.workload.consumers > self.broker.partitions:
+            raise ValueError(
+                f"consumer_mode 'assigned' with {self.workload.consumers} consumers needs at least as many "
+                f"partitions (broker.partitions is {self.broker.partitions})"
+            )
+        for name, bg in self.background.items():
+            if bg.replication_factor > self.broker.brokers:
+                raise ValueError(
+                    f"background.{name}.replication_factor {bg.replication_factor} exceeds broker.brokers "
+                    f"{self.broker.brokers}"
+                )
+        return self
