@@ -31,8 +31,10 @@ from .leaders import LeaderPoll, LeaderWatch
 if TYPE_CHECKING:
     from ..systems.base import System
 
-# 1: kind, system, address, nodes {id: pid}, process_name, netns, workdir, logs, context, client, leader
+# 1: kind, system, address, nodes {id: pid}, process_name, netns, workdir, logs, context, client, leader;
+# companions [[pid, process name]] (optional: absent in states written before it, read as none)
 STATE_SCHEMA = 1
+COMPANION_GRACE_S = 5.0
 
 
 class BrokerHandle(Protocol):
@@ -81,6 +83,9 @@ class StartedBrokers:
     logs: list[Path]
     client: dict[str, Any] = field(default_factory=dict)  # TLS/SASL settings of this cluster's listener (secret)
     leader: dict[str, Any] | None = None  # the system's reference to the route whose leader is watched and faulted
+    # Processes that serve the nodes without being one (a private name server, a node's port helpers): never
+    # faulted, stopped by PID after the nodes (each checked to still be `name` first), whichever process stops.
+    companions: list[tuple[int, str]] = field(default_factory=list)
 
 
 class NodeBrokers:
@@ -95,6 +100,7 @@ class NodeBrokers:
         self.netns = netns
         self.client = dict(started.client)
         self.leader_ref = started.leader
+        self.companions = list(started.companions)
         self._context = started.context
         self._logs = started.logs
         self.paused: int | None = None
@@ -113,6 +119,7 @@ class NodeBrokers:
             logs=[Path(p) for p in state["logs"]],
             client=dict(state.get("client") or {}),
             leader=state.get("leader"),
+            companions=[(int(pid), str(name)) for pid, name in state.get("companions") or []],
         )
         return cls(system, started, state.get("netns") or "")
 
@@ -204,13 +211,17 @@ class NodeBrokers:
             "context": self.context(),
             "client": dict(self.client),
             "leader": self.leader_ref,
+            "companions": [[pid, name] for pid, name in self.companions],
         }
 
     def stop(self) -> list[int]:
         """Stop watching, thaw a frozen node, stop every node; returns the PIDs that were running."""
         self.stop_watching()
         self.resume()
-        return self.nodes.stop()
+        ran = self.nodes.stop()
+        for name in sorted({name for _pid, name in self.companions}):
+            stop_pids([pid for pid, n in self.companions if n == name], name, COMPANION_GRACE_S)
+        return ran
 
 
 class PidNodes:
