@@ -1,6 +1,6 @@
 """Which Python AMQP 0-9-1 client should sixnines drive RabbitMQ with? Each candidate's per-message cost on this host.
 
-One fresh RabbitMQ node (bench_tasks.rabbitmq, a transient classic queue, the default exchange, 1 KiB bodies);
+One fresh RabbitMQ node (bench_tasks.systems.rabbitmq, a transient classic queue, the default exchange, 1 KiB bodies);
 one client process; for each candidate, each case is run `--repeats` times and timed with the wall clock and the
 process's own CPU clock (the broker runs in its own process, so the CPU time is the client's alone):
 - `publish`: N publishes without confirms, as fast as the client takes them, until the broker holds all N;
@@ -35,8 +35,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench_tasks.rabbitmq.nodes import RabbitCluster, amqp_urls
-from bench_tasks.rabbitmq.settings import RabbitmqBroker
+from bench_tasks.systems.rabbitmq.nodes import RabbitCluster, amqp_urls
+from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker
 
 RESULTS = Path(__file__).parent / "results" / "rabbitmq_clients.json"
 SCHEMA_VERSION = 1  # 1: first version

@@ -17,9 +17,9 @@ import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
 from bench_tasks.errors import BrokerError
-from bench_tasks.rabbitmq import release
-from bench_tasks.rabbitmq.nodes import RabbitCluster, amqp_urls, stop_detached
-from bench_tasks.rabbitmq.settings import RabbitmqBroker
+from bench_tasks.systems.rabbitmq import release
+from bench_tasks.systems.rabbitmq.nodes import RabbitCluster, amqp_urls, stop_detached
+from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 

@@ -8,9 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from bench_tasks.errors import BrokerError
-from bench_tasks.rabbitmq import erl, release
-from bench_tasks.rabbitmq.nodefiles import NodePlan, erl_tuple, node_argv, node_env, node_settings, render_conf
-from bench_tasks.rabbitmq.settings import RabbitmqBroker, RabbitmqClient, check_pair, flatten_conf
+from bench_tasks.systems.rabbitmq import erl, release
+from bench_tasks.systems.rabbitmq.nodefiles import NodePlan, erl_tuple, node_argv, node_env, node_settings, render_conf
+from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker, RabbitmqClient, check_pair, flatten_conf
 
 
 def refusal(model: type, **fields: object) -> str:

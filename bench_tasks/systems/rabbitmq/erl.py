@@ -55,3 +55,30 @@ def evaluate(host: str, dist_port: int, expr: str, home: Path, timeout_s: float 
         return None
     found = _ANSWER.match(done.stdout.strip())
     return found["text"] if done.returncode == 0 and found else None
+
+
+def _lookup(route: str, found: str) -> str:
+    """An expression giving `found` (which may use the queue record `Q`) for queue `route` in vhost '/', or ""."""
+    name = f'rabbit_misc:r(<<"/">>, queue, {binary(route)})'
+    return f'case rabbit_amqqueue:lookup({name}) of {{ok, Q}} -> {found}; _ -> "" end'
+
+
+# From the queue record alone (no call to the queue's processes, which may sit on a frozen node): a quorum
+# queue's pid field is {RaName, LeaderNode}, a stream's and a classic queue's a pid on the leader's (home) node.
+_LEADER = (
+    "case amqqueue:get_pid(Q) of {_, L} when is_atom(L) -> atom_to_list(L); "
+    'P when is_pid(P) -> atom_to_list(node(P)); _ -> "" end'
+)
+# Quorum queues and streams keep their replica nodes in the record's type state.
+_MEMBERS = strings(
+    "case amqqueue:get_type_state(Q) of #{nodes := Ns} when is_list(Ns) -> Ns; "
+    "_ -> case amqqueue:get_pid(Q) of P when is_pid(P) -> [node(P)]; _ -> [] end end"
+)
+
+
+def leader_expr(route: str) -> str:
+    return _lookup(route, _LEADER)
+
+
+def members_expr(route: str) -> str:
+    return _lookup(route, _MEMBERS)

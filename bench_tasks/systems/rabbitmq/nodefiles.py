@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BrokerError
+from ...errors import BrokerError
 from .settings import RabbitmqBroker, flatten_conf
 
 # Peer discovery of a joining node: it retries until node 1 answers (the nodes are started together).

@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 import psutil
 
-from ..brokers.cluster import NodeCluster, free_ports, stop_pids
-from ..brokers.process import BrokerProcess
-from ..errors import BrokerError
+from ...brokers.cluster import NodeCluster, free_ports, stop_pids
+from ...brokers.process import BrokerProcess
+from ...errors import BrokerError
 from . import erl, release
 from .nodefiles import NodePlan, node_argv, node_env, node_settings, write_cookie, write_node_files
 from .settings import RabbitmqBroker
@@ -267,7 +267,7 @@ class RabbitCluster(NodeCluster):
         """Node (1-based) that leads queue or stream `route` in vhost '/' now, as the first running, unfrozen
         node sees it (the queue's leader for quorum queues and streams, its home node for a classic queue);
         None when no node answers or the queue has no known leader."""
-        expr = _leader_expr(route)
+        expr = erl.leader_expr(route)
         for index in self._answering():
             answer = self.ask(index, expr, timeout_s=1.0)
             if answer is not None:
@@ -277,7 +277,7 @@ class RabbitCluster(NodeCluster):
     def members(self, route: str) -> list[int]:
         """Nodes holding a replica of quorum queue or stream `route` (its home node for a classic queue)."""
         for index in self._answering():
-            answer = self.ask(index, _members_expr(route), timeout_s=1.0)
+            answer = self.ask(index, erl.members_expr(route), timeout_s=1.0)
             if answer is not None:
                 return sorted(i for i in map(erl.node_index, answer.split()) if i is not None)
         return []
@@ -289,20 +289,28 @@ class RabbitCluster(NodeCluster):
         described = asdict(self.endpoint)
         described.pop("home")
         return described | {
-            "system": "rabbitmq",
             "package": release.package_version(),
             "erlang_package": release.erlang_package_version(),
             "erl_args": self.broker.erl_args,
             "pids": self.node_pids,
         }
 
-    def stop(self, grace_s: float | None = None) -> None:
-        """Every node at once (SIGTERM, SIGKILL after the grace), then helpers left behind, then epmd."""
-        super().stop(grace_s)
+    def stop(self, grace_s: float | None = None) -> list[int]:
+        """Every node at once (SIGTERM, SIGKILL after the grace), then helpers left behind, then epmd; returns
+        the node PIDs that were still running."""
+        running = super().stop(grace_s)
         _end_helpers([pid for pids in self.helpers.values() for pid in pids])
         self.helpers.clear()
         if self.epmd is not None:
             self.epmd.stop(grace_s=5.0)
+        return running
+
+    def companions(self) -> list[tuple[int, str]]:
+        """Processes serving the nodes that a detached stop must end too: the cell's epmd, then the nodes' port
+        helpers (they exit with their VM; listed in case one outlives it)."""
+        epmd = [(self.epmd.pid, "epmd")] if self.epmd is not None else []
+        helpers = [(pid, name) for pids in self.helpers.values() for pid in pids if (name := _helper_name(pid))]
+        return epmd + helpers
 
     def state(self) -> dict[str, Any]:
         """JSON to re-attach from another process (`stop_detached` ends it); the cookie stays in `home`."""
@@ -316,33 +324,6 @@ def stop_detached(state: dict[str, Any], grace_s: float = 30.0) -> list[int]:
     _end_helpers([pid for pids in state.get("helpers", {}).values() for pid in pids])
     stop_pids([int(state["epmd_pid"])], "epmd", 5.0)
     return stopped
-
-
-def _lookup(route: str, found: str) -> str:
-    """An expression giving `found` (which may use the queue record `Q`) for queue `route` in vhost '/', or ""."""
-    name = f'rabbit_misc:r(<<"/">>, queue, {erl.binary(route)})'
-    return f'case rabbit_amqqueue:lookup({name}) of {{ok, Q}} -> {found}; _ -> "" end'
-
-
-# From the queue record alone (no call to the queue's processes, which may sit on a frozen node): a quorum
-# queue's pid field is {RaName, LeaderNode}, a stream's and a classic queue's a pid on the leader's (home) node.
-_LEADER = (
-    "case amqqueue:get_pid(Q) of {_, L} when is_atom(L) -> atom_to_list(L); "
-    'P when is_pid(P) -> atom_to_list(node(P)); _ -> "" end'
-)
-# Quorum queues and streams keep their replica nodes in the record's type state.
-_MEMBERS = erl.strings(
-    "case amqqueue:get_type_state(Q) of #{nodes := Ns} when is_list(Ns) -> Ns; "
-    "_ -> case amqqueue:get_pid(Q) of P when is_pid(P) -> [node(P)]; _ -> [] end end"
-)
-
-
-def _leader_expr(route: str) -> str:
-    return _lookup(route, _LEADER)
-
-
-def _members_expr(route: str) -> str:
-    return _lookup(route, _MEMBERS)
 
 
 def boot_errors(log_path: Path, limit: int = 12) -> str:
@@ -391,6 +372,15 @@ def _end_helpers(pids: list[int], wait_s: float = 5.0) -> None:
     for pid in running:
         with contextlib.suppress(psutil.NoSuchProcess):
             psutil.Process(pid).kill()
+
+
+def _helper_name(pid: int) -> str | None:
+    """The name of a running helper process `pid`, None once it has gone."""
+    try:
+        proc = psutil.Process(pid)
+        return proc.name() if proc.name() in HELPER_NAMES and proc.status() != psutil.STATUS_ZOMBIE else None
+    except psutil.NoSuchProcess:
+        return None
 
 
 def _running_helper(pid: int) -> bool:

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import BrokerError
+from ...errors import BrokerError
 
 PACKAGE = "rabbitmq-server"
 

@@ -17,11 +17,12 @@ effect would publish a number under the wrong name:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..systems import StrictModel
+from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from .release import VERSIONS
 
 QueueType = Literal["classic", "quorum", "stream"]
 
@@ -48,7 +49,7 @@ OWNED_QUEUE_ARGS: dict[str, str] = {
 _REPLICATED: tuple[str, ...] = ("quorum", "stream")
 
 
-class RabbitmqBroker(StrictModel):
+class RabbitmqBroker(BrokerSettings):
     """The nodes and the route (exchange → queue) a cell measures. Left out, `durable`, `persistent` and
     `replicas` take the queue type's own behaviour (classic: transient, one copy; quorum and stream: durable,
     on disk, on every node), so the recorded spec always says what the broker did."""
@@ -137,7 +138,7 @@ def _replica_problems(broker: RabbitmqBroker) -> list[str]:
     return []
 
 
-class RabbitmqClient(StrictModel):
+class RabbitmqClient(ClientSettings):
     """The AMQP 0-9-1 client's behaviour: publisher confirms, consumer acknowledgements and prefetch."""
 
     confirms: bool = Field(True, description="publisher confirms: each publish is acknowledged by the broker")
@@ -183,3 +184,37 @@ def flatten_conf(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any
         else:
             flat[path] = value
     return flat
+
+
+class RabbitmqCell(CellBase):
+    """One fully specified RabbitMQ cell: the route is one queue (behind the chosen exchange) per cell route."""
+
+    SYSTEM: ClassVar[str] = "rabbitmq"
+    VERSIONS: ClassVar[tuple[str, ...]] = VERSIONS
+    system: Literal["rabbitmq"]
+    broker: RabbitmqBroker = RabbitmqBroker()
+    client: RabbitmqClient = RabbitmqClient()
+
+    @model_validator(mode="after")
+    def _measurement_fits(self) -> RabbitmqCell:
+        problems = check_pair(self.broker, self.client) + _cell_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def _cell_problems(cell: RabbitmqCell) -> list[str]:
+    """What the driver does not (yet) do, refused by field rather than measured as something else."""
+    problems = []
+    if cell.measurement == "publish" and not cell.client.confirms:
+        problems.append("measurement 'publish' needs client.confirms: true (the confirm is the publish's ack)")
+    if cell.measurement == "rtt" and cell.broker.queue_type == "stream":
+        problems.append("measurement 'rtt' needs a classic or quorum queue (a stream delivers to every reader)")
+    if cell.workload.prefill_messages or cell.workload.lagging_consumers:
+        problems.append("workload.prefill_messages and lagging_consumers are not built for RabbitMQ cells yet")
+    if cell.brokers == "external":
+        problems.append("brokers: 'external' is not built for RabbitMQ yet (issue 17); use 'provisioned'")
+    for name, bg in cell.background.items():
+        if bg.partitioned_fields_set():
+            problems.append(f"background.{name}: {', '.join(bg.partitioned_fields_set())} apply to Kafka only")
+    return problems
