@@ -1,0 +1,70 @@
+"""RabbitMQ cells end to end through the one cell path (run_cell): a real node per cell over loopback, the
+harness's generator and pika driver, landed in the lake, nothing left running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+from rich.console import Console
+
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
+
+from .helpers import make_cell
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+RATE, MEASURE_S = 300, 2  # 1 s warmup + 2 s measured + 1 s cooldown: 1,200 messages per cell
+
+
+def _beams() -> set[int]:
+    return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] in ("beam.smp", "epmd")}
+
+
+@pytest.mark.parametrize("queue_type", ["classic", "quorum"])
+def test_one_node_e2e_cell_lands_every_message(tmp_path: Path, console: Console, queue_type: str) -> None:
+    before = _beams()
+    cell = make_cell("e2e", broker={"queue_type": queue_type}, system="rabbitmq", rate_per_s=RATE, measure_s=MEASURE_S)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.scheduled == acc.sent == acc.acknowledged == acc.received == RATE * MEASURE_S  # the measured phase
+    assert acc.lost == acc.duplicated == 0
+    e2e = report.analysis.metrics["e2e"]
+    assert e2e["intended"].count == e2e["sent"].count == RATE * MEASURE_S
+    assert 0 < e2e["sent"].max_ns < 5e9
+    received = pq.read_table(sorted(report.path.glob("received-c*.parquet")))
+    assert received.num_rows == RATE * (1 + MEASURE_S + 1)  # every phase's messages are landed
+    # A quorum queue has a leader: samples are attributed to partition 0; a classic queue has no partition.
+    partitions = set(received["partition"].to_pylist()) if "partition" in received.column_names else {None}
+    assert partitions == ({0} if queue_type == "quorum" else {None})
+    assert _beams() == before  # the cell's node and its epmd are gone
+
+
+def test_publish_cell_measures_confirms(tmp_path: Path, console: Console) -> None:
+    cell = make_cell("publish", system="rabbitmq", rate_per_s=RATE, measure_s=MEASURE_S)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.acknowledged == RATE * MEASURE_S and acc.lost == acc.acknowledged_but_lost == 0
+    publish = report.analysis.metrics["publish"]
+    assert publish["intended"].count == publish["sent"].count == RATE * MEASURE_S
+    assert publish["intended"].max_ns >= publish["sent"].max_ns > 0
+
+
+def test_rtt_cell_round_trips_through_a_queue(tmp_path: Path, console: Console) -> None:
+    """Seed 000's request: each request goes through the cell's queue to a responder and back by direct reply-to."""
+    cell = make_cell("rtt", system="rabbitmq", rate_per_s=200, measure_s=MEASURE_S, connections=2)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == 200 * MEASURE_S and acc.lost == 0
+    rtt = report.analysis.metrics["rtt"]
+    assert rtt["intended"].count == rtt["sent"].count == 200 * MEASURE_S
+    assert rtt["intended"].max_ns >= rtt["sent"].max_ns > 0
