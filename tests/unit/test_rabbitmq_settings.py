@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from bench_tasks.cell.runner import select_cells
 from bench_tasks.errors import BrokerError
+from bench_tasks.spec.matrix import MatrixError, parse_matrix
+from bench_tasks.systems import system_of
 from bench_tasks.systems.rabbitmq import erl, release
 from bench_tasks.systems.rabbitmq.nodefiles import NodePlan, erl_tuple, node_argv, node_env, node_settings, render_conf
 from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker, RabbitmqClient, check_pair, flatten_conf
@@ -136,3 +139,37 @@ def test_nodes_need_an_ipv4_address() -> None:
     assert erl_tuple("10.0.0.2") == "{10,0,0,2}"
     with pytest.raises(BrokerError, match="IPv4 host address, not 'localhost'"):
         erl_tuple("localhost")
+
+
+def rabbit_matrix(measurement: str, broker: dict | None = None, client: dict | None = None, **more: object) -> dict:
+    return {
+        "name": "t",
+        "systems": [{"system": "rabbitmq", "versions": ["latest"], "broker": broker or {}, "client": client or {}}],
+        "workload": {"message_size_bytes": 256, "rate_per_s": 100, "measure_s": 2, **more},
+        "measurements": [measurement],
+    }
+
+
+@pytest.mark.parametrize(
+    ("measurement", "broker", "client", "named"),
+    [
+        ("publish", {}, {"confirms": False}, "measurement 'publish' needs client.confirms: true"),
+        ("rtt", {"queue_type": "stream"}, {"acks": "manual", "prefetch": 10}, "measurement 'rtt' needs a classic"),
+        ("e2e", {"queue_type": "stream"}, {}, "client.acks must be 'manual' with broker.queue_type 'stream'"),
+        ("e2e", {"queue_type": "quorum", "durable": False}, {}, "broker.durable: false is not possible"),
+        ("e2e", {"server": {"listeners.tcp.default": 5672}}, {}, "broker.server['listeners.tcp.default']"),
+        ("e2e", {"nodes": 2}, {}, "nodes"),
+    ],
+)
+def test_a_bad_cell_names_its_field(measurement: str, broker: dict, client: dict, named: str) -> None:
+    with pytest.raises(MatrixError) as caught:
+        parse_matrix(rabbit_matrix(measurement, broker, client), "t.yaml")
+    assert named in str(caught.value)
+
+
+def test_rabbitmq_cells_are_labelled_by_their_queue() -> None:
+    raw = rabbit_matrix("e2e", {"nodes": 3, "queue_type": "quorum"}, {"acks": "manual", "prefetch": 100})
+    (cell,) = select_cells(parse_matrix(raw, "t.yaml"))
+    assert cell.spec.version == release.VERSIONS[0] and cell.spec.broker.replicas == 3  # `latest`, resolved
+    assert system_of(cell.spec).label(cell.spec) == "rabbitmq n3 quorum R3 confirms acks=manual prefetch=100"
+    assert system_of(cell.spec).group_tag(cell.spec) == "quorum"
