@@ -3,6 +3,7 @@ harness's generator and pika driver, landed in the lake, nothing left running.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import psutil
@@ -68,3 +69,32 @@ def test_rtt_cell_round_trips_through_a_queue(tmp_path: Path, console: Console) 
     rtt = report.analysis.metrics["rtt"]
     assert rtt["intended"].count == rtt["sent"].count == 200 * MEASURE_S
     assert rtt["intended"].max_ns >= rtt["sent"].max_ns > 0
+
+
+def test_stream_e2e_cell_reads_from_next_offset(tmp_path: Path, console: Console) -> None:
+    """A stream consumer acks manually with a prefetch (RabbitMQ requires both) and starts at the next offset."""
+    client = {"acks": "manual", "prefetch": 200}
+    cell = make_cell("e2e", {"queue_type": "stream"}, "rabbitmq", client=client, rate_per_s=RATE, measure_s=MEASURE_S)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.acknowledged == acc.received == RATE * MEASURE_S and acc.lost == acc.duplicated == 0
+    received = pq.read_table(sorted(report.path.glob("received-c*.parquet")))
+    offsets = sorted(received["offset"].to_pylist())
+    assert offsets == list(range(offsets[0], offsets[0] + received.num_rows))  # every stream offset, once
+
+
+def test_three_node_quorum_cell_attributes_samples_to_the_queue_leader(tmp_path: Path, console: Console) -> None:
+    cell = make_cell("e2e", {"nodes": 3, "queue_type": "quorum"}, "rabbitmq", rate_per_s=RATE, measure_s=MEASURE_S)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.acknowledged == acc.received == RATE * MEASURE_S and acc.lost == 0
+    context = json.loads((report.path / "result.json").read_text())["context"]["broker"]
+    assert [n["index"] for n in context["nodes"]] == [1, 2, 3] and context["version"] == cell.spec.version
+    (first, *_) = context["leader_changes"]
+    assert first["partition"] == 0 and first["leader"] in (1, 2, 3)
+    received = pq.read_table(sorted(report.path.glob("received-c*.parquet")))
+    assert set(received["leader"].to_pylist()) <= {1, 2, 3} and received["leader"].null_count == 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
+import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -165,12 +165,12 @@ class RabbitmqDriver:
         self.partition = QUEUE_PARTITION if cell.broker.queue_type in _REPLICATED else None
         self.properties = _properties(cell, self.queue)
         self.connections: list[AsyncioConnection] = []
-        self._next_node = itertools.count()
         self._consuming = False
 
     async def open_channel(self, name: str) -> tuple[AsyncioConnection, Any]:
-        """A new connection (to the cluster's nodes in turn) and a channel on it."""
-        url = self.urls[next(self._next_node) % len(self.urls)]
+        """A new connection and a channel on it; connections are spread over the cluster's nodes by name (each
+        worker process has its own driver, so a counter would send every worker to the first node)."""
+        url = self.urls[zlib.crc32(name.encode()) % len(self.urls)]
         conn = await connect(url, name, self.cell.client.connect)
         self.connections.append(conn)
         channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
