@@ -34,6 +34,8 @@ QUEUE_PARTITION = 0
 REPLY_TO = "amq.rabbitmq.reply-to"  # RabbitMQ's direct reply-to pseudo-queue: no queue per requester
 _REPLICATED = ("quorum", "stream")
 _OPEN_TIMEOUT_S = 10.0
+RECONNECT_PAUSE_S = 0.5  # between attempts to reach another node after a connection's node went
+RESUBSCRIBE_TRIES = 60
 
 
 def queue_for(cell_id: str, route: str = "") -> str:
@@ -95,6 +97,7 @@ class _Confirms:
         self.low = 1  # no pending tag is below this
         self.on_ack = on_ack
         self.partition = partition
+        self.nacked = 0
 
     def sent(self, seq: int, on_ack: AckCallback) -> None:
         self.on_ack = on_ack
@@ -105,6 +108,7 @@ class _Confirms:
         """A Basic.Ack or Basic.Nack: the broker took (or refused) one delivery, or all up to it (`multiple`)."""
         method = frame.method
         error = None if method.NAME == "Basic.Ack" else "nack"
+        self.nacked += error is not None
         tags = range(self.low, method.delivery_tag + 1) if method.multiple else (method.delivery_tag,)
         for tag in tags:
             self._done(tag, error)
@@ -124,11 +128,15 @@ class _Confirms:
 
 
 class _Producer:
-    """One connection and its channel, with confirms if the cell asks for them."""
+    """One connection and its channel, with confirms if the cell asks for them. After its node goes, the next
+    send starts a reconnection to another node (`RabbitmqDriver._reconnect`); until it is open, sends are
+    refused (counted as send errors, never as acknowledged)."""
 
-    def __init__(self, conn: AsyncioConnection, channel: Any, confirms: _Confirms | None):
-        self.conn, self.channel, self.confirms = conn, channel, confirms
+    def __init__(self, name: str, conn: AsyncioConnection, channel: Any, confirms: _Confirms | None):
+        self.name, self.conn, self.channel, self.confirms = name, conn, channel, confirms
         self.replies: _Replies | None = None
+        self.attempt = 0
+        self.reconnecting: asyncio.Task[None] | None = None
 
 
 class _One:
@@ -165,12 +173,15 @@ class RabbitmqDriver:
         self.partition = QUEUE_PARTITION if cell.broker.queue_type in _REPLICATED else None
         self.properties = _properties(cell, self.queue)
         self.connections: list[AsyncioConnection] = []
-        self._consuming = False
+        self._closing = False
+        self._tasks: set[asyncio.Task[None]] = set()  # resubscriptions under way
+        self._stream_next: int | None = None  # a stream consumer's next offset, where a resubscription resumes
 
-    async def open_channel(self, name: str) -> tuple[AsyncioConnection, Any]:
+    async def open_channel(self, name: str, attempt: int = 0) -> tuple[AsyncioConnection, Any]:
         """A new connection and a channel on it; connections are spread over the cluster's nodes by name (each
-        worker process has its own driver, so a counter would send every worker to the first node)."""
-        url = self.urls[zlib.crc32(name.encode()) % len(self.urls)]
+        worker process has its own driver, so a counter would send every worker to the first node), and each
+        new `attempt` after a loss goes to the next node."""
+        url = self.urls[(zlib.crc32(name.encode()) + attempt) % len(self.urls)]
         conn = await connect(url, name, self.cell.client.connect)
         self.connections.append(conn)
         channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
@@ -205,17 +216,54 @@ class RabbitmqDriver:
         return [await self._producer(f"{name}-{i}") for i in range(connections)]
 
     async def _producer(self, name: str) -> _Producer:
-        conn, channel = await self.open_channel(name)
+        producer = _Producer(name, None, None, None)
+        await self._open_producer_channel(producer)
+        return producer
+
+    async def _open_producer_channel(self, producer: _Producer) -> None:
+        conn, channel = await self.open_channel(producer.name, producer.attempt)
         confirms = None
         if self.acks:
-            confirms = _Confirms(partition=self.partition)
+            confirms = _Confirms(
+                on_ack=producer.confirms.on_ack if producer.confirms else None, partition=self.partition
+            )
             await _call(lambda cb: channel.confirm_delivery(confirms.settle, callback=cb))
             channel.add_on_close_callback(lambda _ch, reason: confirms.fail_all(f"channel closed: {reason}"))
-        return _Producer(conn, channel, confirms)
+        producer.conn, producer.channel, producer.confirms, producer.replies = conn, channel, confirms, None
+
+    def _reconnect(self, producer: _Producer, pause_first: bool = False) -> None:
+        """Start reopening `producer` on the next nodes in turn (once at a time), a moment apart; the old
+        connection is closed once the new one is open."""
+        if self._closing or (producer.reconnecting is not None and not producer.reconnecting.done()):
+            return
+
+        async def again() -> None:
+            if pause_first:
+                await asyncio.sleep(RECONNECT_PAUSE_S)
+            old = producer.conn
+            while not self._closing:
+                producer.attempt += 1
+                try:
+                    await self._open_producer_channel(producer)
+                    break
+                except Exception:
+                    await asyncio.sleep(RECONNECT_PAUSE_S)
+            if old is not None and old.is_open:
+                old.close()
+
+        producer.reconnecting = asyncio.get_running_loop().create_task(again())
+        self._tasks.add(producer.reconnecting)
 
     async def send_batch(self, producer: _Producer, messages: Outgoing, on_ack: AckCallback) -> dict[int, str]:
         """Frame every message into the connection's buffer; pika writes it when the generator yields."""
         refused: dict[int, str] = {}
+        if not producer.channel.is_open:
+            self._reconnect(producer)
+            return dict.fromkeys((seq for seq, _stream, _payload in messages), "ChannelClosed")
+        if producer.confirms is not None and producer.confirms.nacked:
+            # RabbitMQ 3.10 nacks every publish of a channel that first reached a quorum queue while it had no
+            # leader, even after one is elected (docs/rabbitmq.md): a nack makes the producer open a new channel.
+            self._reconnect(producer, pause_first=True)
         publish, confirms = producer.channel.basic_publish, producer.confirms
         exchange, key, props = self.exchange, self.queue, self.properties
         for seq, _stream, payload in messages:
@@ -230,6 +278,9 @@ class RabbitmqDriver:
 
     async def request(self, producer: _Producer, payload: bytes, timeout_s: float) -> None:
         """rtt: publish with direct reply-to and return when the responder's echo arrives."""
+        if not producer.channel.is_open:
+            self._reconnect(producer)
+            raise BrokerError("channel closed: reconnecting to another node")
         if producer.replies is None:
             producer.replies = await _Replies.open(producer.channel)
         await producer.replies.request(self.exchange, self.queue, payload, self.properties, timeout_s)
@@ -238,21 +289,21 @@ class RabbitmqDriver:
     async def open_consumer(self, name: str, on_messages: MessagesCallback, lagging: bool = False) -> None:
         if lagging:
             raise BrokerError("lagging consumers are not built for RabbitMQ cells")
-        _conn, channel = await self.open_channel(name)
         partition, manual = self.partition, self.cell.client.acks == "manual"
-        ack = channel.basic_ack
+        stream = self.cell.broker.queue_type == "stream"
 
-        def deliver(_ch: Any, method: Any, properties: Any, body: bytes) -> None:
-            offset = (properties.headers or {}).get("x-stream-offset") if self.partition is not None else None
+        def deliver(ch: Any, method: Any, properties: Any, body: bytes) -> None:
+            offset = (properties.headers or {}).get("x-stream-offset") if stream else None
             on_messages(_One(body, partition, offset))
+            if offset is not None:
+                self._stream_next = offset + 1
             if manual:
-                ack(method.delivery_tag)
+                ch.basic_ack(method.delivery_tag)
 
-        await self._consume(channel, deliver)
+        await self._subscribe(name, deliver)
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         """rtt: echo every request's body to its reply-to (the requester's direct reply-to channel)."""
-        _conn, channel = await self.open_channel(name)
         manual = self.cell.client.acks == "manual"
 
         def echo(ch: Any, method: Any, properties: Any, body: bytes) -> None:
@@ -262,21 +313,41 @@ class RabbitmqDriver:
             if manual:
                 ch.basic_ack(method.delivery_tag)
 
-        await self._consume(channel, echo)
+        await self._subscribe(name, echo)
 
-    async def _consume(self, channel: Any, on_message: Callable[..., None]) -> None:
-        """Subscribe and return once the broker confirmed the consumer (Basic.ConsumeOk): from then on it sees
-        every message routed to the queue."""
+    async def _subscribe(self, name: str, on_message: Callable[..., None], attempt: int = 0) -> None:
+        """Consume on a new connection and return once the broker confirmed the consumer (Basic.ConsumeOk): from
+        then on it sees every message routed to the queue. Should the connection's node go, the consumer
+        subscribes again on the next node (with manual acks, what it had not acked is redelivered)."""
+        conn, channel = await self.open_channel(name, attempt)
         client = self.cell.client
         if client.prefetch:
             await _call(lambda cb: channel.basic_qos(prefetch_count=client.prefetch, callback=cb))
-        arguments = {"x-stream-offset": "next"} if self.cell.broker.queue_type == "stream" else None
+        arguments = None
+        if self.cell.broker.queue_type == "stream":
+            arguments = {"x-stream-offset": "next" if self._stream_next is None else self._stream_next}
         await _call(
             lambda cb: channel.basic_consume(
                 self.queue, on_message, auto_ack=client.acks == "auto", arguments=arguments, callback=cb
             )
         )
-        self._consuming = True
+        conn.add_on_close_callback(lambda _c, _reason: self._resubscribe(name, on_message, attempt + 1))
+
+    def _resubscribe(self, name: str, on_message: Callable[..., None], attempt: int) -> None:
+        if self._closing:
+            return
+
+        async def again() -> None:
+            for tries in range(RESUBSCRIBE_TRIES):
+                if self._closing:
+                    return
+                try:
+                    await self._subscribe(name, on_message, attempt + tries)
+                    return
+                except Exception:
+                    await asyncio.sleep(RECONNECT_PAUSE_S)
+
+        self._tasks.add(asyncio.get_running_loop().create_task(again()))
 
     def watch_arrivals(self, on_arrival: Callable[[], None]) -> None:
         """Not exposed: pika reads and parses in one step, so receipts are stamped at hand-over."""
@@ -285,6 +356,9 @@ class RabbitmqDriver:
         return None
 
     async def close(self) -> None:
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
         for conn in self.connections:
             if conn.is_closed or conn.is_closing:
                 continue
