@@ -35,7 +35,7 @@ class Rabbitmq(System):
         setup += " durable" if b.durable and b.queue_type == "classic" else ""
         setup += " persistent" if b.persistent and b.queue_type == "classic" else ""
         setup += "" if b.exchange == "default" else f" x={b.exchange}"
-        setup += " confirms" if c.confirms else ""
+        setup += " confirms" if c.confirms and spec.measurement != "rtt" else ""  # rtt: the reply is the ack
         setup += f" acks={c.acks}" + (f" prefetch={c.prefetch}" if c.prefetch else "")
         return setup
 
