@@ -86,9 +86,14 @@ airflow-stop:
 		rm .airflow/standalone.pid && echo stopped || echo "not running"
 
 # The venv's bin first on PATH: Airflow's subprocesses and spark-submit (from the pyspark wheel) need it.
+# Most tests wait (for brokers, JVMs, Airflow, Spark): they run in parallel workers, one test file per worker
+# at a time (its module-scoped brokers stay in one process); cells still never overlap on the host (each takes
+# the host lease). Tests that measure the harness itself under CPU pressure run alone afterwards (`serial`).
+TEST_WORKERS ?= 3
 test: $(STAMP) tools
 	$(BIN)/ruff check .
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -m serial
 
 # The inner loop: unit tests, DAG integrity and matrix validation, no brokers (under 2 minutes).
 test-fast: $(STAMP)

@@ -51,6 +51,8 @@ BUSY_LIMIT = 0.97  # runnable this share of the measure phase: the process never
 BACKLOG_SHARE = 0.5  # backlog over the limit in more than this share of the measure samples: it persisted
 STARVED_WAIT_SHARE = 0.1  # a thread that waited for a CPU this share of the measure phase …
 STARVED_WAIT_US = 1000.0  # … this long on average per wake-up, was starved
+SAMPLE_EVERY_S = 0.25  # how often a worker samples itself (its progress report)
+UNWATCHED_WINDOW_S = 1.0  # a measure phase this long with fewer than two self-samples: the watcher starved too
 PYTHON_THREAD_PREFIX = "py-"  # harness threads that run Python (they share the interpreter lock with main)
 _TASKS = Path("/proc/self/task")
 
@@ -142,8 +144,8 @@ def summarize(watch: ProcessWatch, window_ns: tuple[int, int], limit_ms: float) 
     each thread, CPU cores used, message rate, and the backlog in messages and as time at that rate."""
     at = np.asarray(watch.at_ns, dtype=np.int64)
     inside = np.flatnonzero((at >= window_ns[0]) & (at <= window_ns[1]))
-    if inside.size < 2:  # fewer than two samples in the window: nothing to say
-        return {"samples": int(inside.size)}
+    if inside.size < 2:  # fewer than two samples in the window: nothing to measure, but the window says why
+        return {"samples": int(inside.size), "window_s": round((window_ns[1] - window_ns[0]) / 1e9, 3)}
     first, last = int(inside[0]), int(inside[-1])
     wall_ns = int(at[last] - at[first])
     threads = _thread_busy(watch.threads[first], watch.threads[last], wall_ns)
@@ -200,7 +202,11 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
     reasons = []
     for name in gated:
         s = workers.get(name)
-        if not s or s.get("samples", 0) < 2:
+        if not s:
+            continue
+        if s.get("samples", 0) < 2:
+            if s.get("window_s", 0.0) >= UNWATCHED_WINDOW_S:
+                reasons.append(_unwatched(name, s))
             continue
         busy_threads = {t: v["cpu"] for t, v in s["threads"].items() if v["cpu"] >= BUSY_LIMIT and t != "main"}
         if s["busy"] >= BUSY_LIMIT:
@@ -238,6 +244,14 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
                 f"over max_schedule_lag_ms={limit_ms:g} in {backlog['share_over_limit']:.0%} of the measure phase"
             )
     return reasons
+
+
+def _unwatched(name: str, s: Mapping[str, Any]) -> str:
+    expected = s["window_s"] / SAMPLE_EVERY_S
+    return (
+        f"harness saturated: {name} sampled itself {s['samples']} time(s) in the {s['window_s']:g} s measure "
+        f"phase (about {expected:.0f} expected): it could not even watch itself, let alone keep up"
+    )
 
 
 def _on_message_path(thread: str, path: tuple[str, ...], role: str | None) -> bool:

@@ -113,7 +113,7 @@ def _system(
         if options.system not in drivers:
             known = ", ".join(drivers)
             raise InteropError(
-                workload_source, [f"system {options.system!r}: give --driver, or --system one of {known}"]
+                workload_source, [f"{_named(options.system)}: give --driver, or --system one of {known}"]
             )
         return options.system, drivers[options.system]
     driver_class = driver.get("driverClass")
@@ -122,6 +122,10 @@ def _system(
             return name, omb
     known = ", ".join(f"{c} ({name})" for name, omb in drivers.items() for c in omb.driver_classes)
     raise InteropError(str(source), [f"driverClass: {driver_class!r} — no sixnines system for it; known: {known}"])
+
+
+def _named(system: str | None) -> str:
+    return "no system given" if system is None else f"no OMB mapping for system {system!r}"
 
 
 def _omb_drivers() -> dict[str, OmbDriver]:

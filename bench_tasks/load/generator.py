@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 from setproctitle import setproctitle
 
-from ..core.saturation import ProcessWatch
+from ..core.saturation import SAMPLE_EVERY_S, ProcessWatch
 from ..core.schedule import NS_PER_S, PHASE_NAMES, PhasePlan, stream_offsets_ns
 from ..errors import PayloadError
 from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet
@@ -46,7 +46,7 @@ from .loop import run_precise, tighten_timer_slack
 from .payload import PayloadFactory, decode_header, decode_headers, decode_relay_stamps, relay, stamp_relay_sent
 from .routes import HOP2, MEASURED, background_route
 
-REPORT_EVERY_S = 0.25
+REPORT_EVERY_S = SAMPLE_EVERY_S  # progress reports, and the harness's samples of itself
 _MAX_BATCH = 1024  # messages per driver call when behind: the flusher and reporter still run between batches
 WAKE_GAP_NS = 500_000  # see _open_loop
 _FLUSH_EVERY = 4096  # received messages decoded together (and sooner, see _FLUSH_AFTER_NS)

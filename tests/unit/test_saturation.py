@@ -64,7 +64,18 @@ def test_summary_covers_the_measure_window_only() -> None:
 
 def test_a_window_with_fewer_than_two_samples_says_nothing() -> None:
     watch = scripted([0, 0], [0, 10], [0, 1])
-    assert summarize(watch, (S // 2, 3 * S), limit_ms=100) == {"samples": 1}
+    assert summarize(watch, (S // 2, 3 * S), limit_ms=100) == {"samples": 1, "window_s": 2.5}
+
+
+def test_a_gated_worker_that_could_not_sample_itself_saturated() -> None:
+    """A consumer so starved that its own watcher ran once in a 4 s measure phase kept up with nothing."""
+    reasons = verdict({"consumer c0": {"samples": 1, "window_s": 4.0}}, 5.0, ["consumer c0"])
+    assert reasons == [
+        "harness saturated: consumer c0 sampled itself 1 time(s) in the 4 s measure phase (about 16 expected): "
+        "it could not even watch itself, let alone keep up"
+    ]
+    assert verdict({"consumer c0": {"samples": 1, "window_s": 0.2}}, 5.0, ["consumer c0"]) == []  # too short
+    assert verdict({"laggard l0": {"samples": 0, "window_s": 4.0}}, 5.0, ["consumer c0"]) == []  # not gated
 
 
 def test_unknown_backlog_is_left_out() -> None:
