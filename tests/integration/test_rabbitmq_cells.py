@@ -132,3 +132,21 @@ def test_killing_the_quorum_leader_loses_no_confirmed_message(tmp_path: Path, co
     sent = pq.read_table(sorted(report.path.glob("sent-p*.parquet")))
     acked_at = [t for t in sent["acked_ns"].to_pylist() if t is not None]
     assert max(acked_at) > changes[-1]["at_ns"]  # publishing resumed under the new leader
+
+
+def test_two_hop_chain_and_background_traffic(tmp_path: Path, console: Console) -> None:
+    """Seed 002's chain (producer -> relays -> consumers, each hop its own queue) with seed 004's background
+    producers on a queue of their own, beside it on the same node."""
+    background = {
+        "traffic": {"message_size_bytes": 1024, "rate_per_producer_per_s": 2, "producers": 20, "consumers": 1}
+    }
+    cell = make_cell("chain", system="rabbitmq", background=background, rate_per_s=200, relays=2, consumers=2)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.scheduled == acc.sent == acc.relayed == acc.received == 400 and acc.lost == acc.duplicated == 0
+    assert set(report.analysis.metrics) >= {"e2e", "hop1", "hop2"}
+    traffic = json.loads((report.path / "result.json").read_text())["background"]["traffic"]
+    assert traffic["sent"] == traffic["scheduled"] == 20 * 2 * 4 and traffic["errors"] == 0
+    assert 0 < traffic["consumed"] <= traffic["sent"]
