@@ -39,3 +39,15 @@ def test_each_route_declares_its_own_queue_with_the_cells_type() -> None:
     )
     assert queue_for("abc", "hop2") == "sixnines.abc.hop2" and queue_for("abc") == "sixnines.abc"
     assert queue_arguments(cell) == {"x-queue-type": "quorum", "x-quorum-initial-group-size": 3, "x-max-length": 10}
+
+
+def test_an_airflow_connection_becomes_amqp_urls_without_secrets() -> None:
+    from bench_tasks.brokers.connections import BrokerConnection
+    from bench_tasks.systems.rabbitmq.access import client_access
+
+    plain = client_access(BrokerConnection("c", "amqp", "rmq-1,rmq-2:5673", 5672, "bench", "s3cret", "perf/1"))
+    assert plain.address == "amqp://rmq-1:5672/perf%2F1,amqp://rmq-2:5673/perf%2F1"
+    assert plain.client == {"username": "bench", "password": "s3cret"} and "s3cret" not in str(plain.described)
+    tls = client_access(BrokerConnection("c", "amqp", "rmq", extra={"tls_ca_file": "/ca.pem"}))
+    assert tls.address == "amqps://rmq:5671/%2F" and tls.client == {"tls_ca_file": "/ca.pem"}
+    assert tls.described["auth"] == "none"

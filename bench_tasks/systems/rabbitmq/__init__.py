@@ -74,10 +74,28 @@ class Rabbitmq(System):
 
         return retarget(ref, spec, names)
 
-    def route_names(self, spec: Any, names: str) -> list[str]:
-        from .provision import measured_queue
+    def client_access(self, conn: Any, spec: Any) -> Any:
+        from .access import client_access
 
-        return [measured_queue(spec, names)]
+        return client_access(conn, spec)
+
+    def ask_version(self, address: str, client: Mapping[str, Any], spec: Any) -> dict[str, Any]:
+        from .access import ask_version
+
+        return ask_version(address, client, spec)
+
+    def route_names(self, spec: Any, names: str) -> list[str]:
+        from .access import route_names
+
+        return route_names(spec, names)
+
+    def delete_routes(self, address: str, client: Mapping[str, Any], spec: Any, names: str) -> list[str]:
+        from .access import delete_routes
+
+        return delete_routes(address, client, spec, names)
+
+    def external_context(self, spec: Any) -> dict[str, Any]:
+        return {"queue_type": spec.broker.queue_type, "exchange": spec.broker.exchange}
 
 
 RABBITMQ = Rabbitmq()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -65,10 +66,18 @@ async def _call(start: Callable[[Callable[[Any], None]], Any], timeout_s: float 
     return await asyncio.wait_for(done, timeout_s)
 
 
-async def connect(url: str, name: str, connect_kwargs: Mapping[str, Any]) -> AsyncioConnection:
+async def connect(
+    url: str, name: str, connect_kwargs: Mapping[str, Any], access: Mapping[str, Any] | None = None
+) -> AsyncioConnection:
     """An open connection on the running loop; `connect_kwargs` (the matrix's `client.connect`) become
-    pika.ConnectionParameters over the URL's own (e.g. heartbeat, frame_max)."""
+    pika.ConnectionParameters over the URL's own (e.g. heartbeat, frame_max). `access`: external brokers'
+    credentials and CA (`access.client_access`), kept out of the URL, which is recorded."""
     params = pika.URLParameters(url)
+    access = access or {}
+    if access.get("username"):
+        params.credentials = pika.PlainCredentials(access["username"], access.get("password") or "")
+    if access.get("tls_ca_file"):
+        params.ssl_options = pika.SSLOptions(ssl.create_default_context(cafile=access["tls_ca_file"]), params.host)
     for key, value in connect_kwargs.items():
         if not hasattr(params, key):
             raise BrokerError(f"client.connect[{key!r}]: not a pika connection parameter")
@@ -166,6 +175,7 @@ class RabbitmqDriver:
         self, url: str, cell: RabbitmqCell, cell_id: str, route: str = "", client: Mapping[str, Any] | None = None
     ):
         self.urls = amqp_urls(url)
+        self.access = dict(client or {})
         self.cell = cell
         self.queue = queue_for(cell_id, route)
         self.exchange = exchange_for(cell, self.queue)
@@ -182,7 +192,7 @@ class RabbitmqDriver:
         worker process has its own driver, so a counter would send every worker to the first node), and each
         new `attempt` after a loss goes to the next node."""
         url = self.urls[(zlib.crc32(name.encode()) + attempt) % len(self.urls)]
-        conn = await connect(url, name, self.cell.client.connect)
+        conn = await connect(url, name, self.cell.client.connect, self.access)
         self.connections.append(conn)
         channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
         return conn, channel

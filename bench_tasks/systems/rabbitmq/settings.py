@@ -212,8 +212,8 @@ def _cell_problems(cell: RabbitmqCell) -> list[str]:
         problems.append("measurement 'rtt' needs a classic or quorum queue (a stream delivers to every reader)")
     if cell.workload.prefill_messages or cell.workload.lagging_consumers:
         problems.append("workload.prefill_messages and lagging_consumers are not built for RabbitMQ cells yet")
-    if cell.brokers == "external":
-        problems.append("brokers: 'external' is not built for RabbitMQ yet (issue 17); use 'provisioned'")
+    if cell.brokers == "external" and (cell.broker.erl_args or cell.broker.nodes != 1):
+        problems.append("broker.erl_args and broker.nodes: external nodes run as they are; leave them out")
     for name, bg in cell.background.items():
         if bg.partitioned_fields_set():
             problems.append(f"background.{name}: {', '.join(bg.partitioned_fields_set())} apply to Kafka only")
