@@ -150,3 +150,21 @@ def test_two_hop_chain_and_background_traffic(tmp_path: Path, console: Console) 
     traffic = json.loads((report.path / "result.json").read_text())["background"]["traffic"]
     assert traffic["sent"] == traffic["scheduled"] == 20 * 2 * 4 and traffic["errors"] == 0
     assert 0 < traffic["consumed"] <= traffic["sent"]
+
+
+def test_stalling_the_quorum_leader_shows_in_the_max_and_loses_nothing(tmp_path: Path, console: Console) -> None:
+    """The CTRL+Z test on a 3-node quorum queue: its leader frozen (SIGSTOP) for 1.5 s mid-measure; the stall is in
+    the response-time max, and no confirmed message is lost."""
+    broker = {"nodes": 3, "queue_type": "quorum"}
+    client = {"acks": "manual", "prefetch": 100}
+    cell = make_cell(
+        "e2e", broker, "rabbitmq", client=client, rate_per_s=200, measure_s=5, cooldown_s=1, drain_timeout_s=15
+    )
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console, faults=[Fault("stall", 1.0, 1.5)])
+
+    assert report.faults and report.faults[0]["kind"] == "stall"
+    acc = report.analysis.accounting
+    print(f"\naccounting: {acc}\ne2e max {report.analysis.metrics['e2e']['intended'].max_ns / 1e9:.2f} s")
+    assert report.status == "ok", report.reason
+    assert acc.sent == acc.acknowledged == acc.received == 1000 and acc.lost == acc.acknowledged_but_lost == 0
+    assert report.analysis.metrics["e2e"]["intended"].max_ns >= 1.0e9  # the stall is in the max, not hidden
