@@ -14,6 +14,7 @@ from typing import Any
 
 from ...brokers.handles import StartedBrokers
 from ...brokers.leaders import LeaderPoll
+from ...errors import BrokerError
 from ...load.routes import final_route
 from . import erl
 from .settings import RabbitmqCell
@@ -21,11 +22,30 @@ from .settings import RabbitmqCell
 PROCESS_NAME = "beam.smp"
 
 
-def start_brokers(spec: RabbitmqCell, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+# What a node logs when a port chosen free was taken by another process before the node bound it.
+_PORT_TAKEN = ("dist_port_already_used", "eaddrinuse")
+START_ATTEMPTS = 3
+
+
+def start_cluster(spec: RabbitmqCell, workdir: Path, tie_to_parent: bool, host: str) -> Any:
+    """Start the cell's nodes, on fresh free ports again (up to `START_ATTEMPTS`) when another process took a port
+    between its choice and the node's bind (a shared host's race); any other failure is raised at once."""
     from .nodes import RabbitCluster
 
-    cluster = RabbitCluster(spec.version, spec.broker, workdir, tie_to_parent, host)
-    e = cluster.start()
+    for attempt in range(1, START_ATTEMPTS + 1):
+        cluster = RabbitCluster(spec.version, spec.broker, workdir, tie_to_parent, host)
+        try:
+            cluster.start()
+            return cluster
+        except BrokerError as exc:
+            if attempt == START_ATTEMPTS or not any(word in str(exc) for word in _PORT_TAKEN):
+                raise
+    raise AssertionError("unreachable")
+
+
+def start_brokers(spec: RabbitmqCell, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+    cluster = start_cluster(spec, workdir, tie_to_parent, host)
+    e = cluster.endpoint
     return StartedBrokers(
         address=e.url,
         nodes=cluster,
