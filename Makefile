@@ -17,8 +17,12 @@ venv: $(STAMP) tools stan-server
 # The report test renders reports in headless Chromium (Debian's `chromium`); installed only if missing.
 # Redis 7.0 is Debian's redis-server binary, which the `redis-tools` package ships (as /usr/bin/redis-check-rdb; the
 # `redis-server` package adds only a symlink to it plus the system service, which sixnines never uses or starts).
-# apt's own output goes to .cache/apt.log (shown only when an install fails).
-APT_INSTALL = mkdir -p .cache && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
+# RabbitMQ nodes are Debian's `rabbitmq-server` (with its Erlang), run from its own sbin folder by each cell with
+# its own node name, ports and folders; the package's system service is never started (tools/apt-install installs
+# under a policy-rc.d that denies service starts). apt's own output goes to .cache/apt.log (shown only when an
+# install fails).
+RABBITMQ_SBIN := /usr/lib/rabbitmq/bin
+APT_INSTALL = mkdir -p .cache && { tools/apt-install
 APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
 tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || \
@@ -28,6 +32,8 @@ tools:
 	@command -v go >/dev/null || { echo "installing go (apt)"; $(APT_INSTALL) golang-go $(APT_DONE); }
 	@command -v redis-server >/dev/null || command -v redis-check-rdb >/dev/null || \
 		{ echo "installing redis-tools (apt)"; $(APT_INSTALL) redis-tools $(APT_DONE); }
+	@test -x $(RABBITMQ_SBIN)/rabbitmq-server || \
+		{ echo "installing rabbitmq-server (apt)"; $(APT_INSTALL) rabbitmq-server $(APT_DONE); }
 
 # NATS Streaming's server is built from the Go module proxy with the machine's Go into the cache (.cache/stan/,
 # or $$SIXNINES_CACHE), newest release first; once built, this only checks that it reports its version.

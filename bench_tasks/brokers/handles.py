@@ -35,9 +35,11 @@ if TYPE_CHECKING:
     from ..systems.base import System
 
 # 1: kind, system, address, nodes {id: pid}, process_name, netns, workdir, logs, context, client, leader
-# 2: `client` without secrets; `client_secrets`: the private file that holds them (None: there are none)
+# 2: `client` without secrets; `client_secrets`: the private file that holds them (None: there are none);
+#    companions [[pid, process name]] (optional: absent in states written before it, read as none)
 STATE_SCHEMA = 2
 SECRETS_FILE = Path("secrets") / "client.json"  # under the brokers' workdir, removed with it at teardown
+COMPANION_GRACE_S = 5.0
 
 
 class BrokerHandle(Protocol):
@@ -87,6 +89,9 @@ class StartedBrokers:
     logs: list[Path]
     client: dict[str, Any] = field(default_factory=dict)  # TLS/SASL settings of this cluster's listener (secret)
     leader: dict[str, Any] | None = None  # the system's reference to the route whose leader is watched and faulted
+    # Processes that serve the nodes without being one (a private name server, a node's port helpers): never
+    # faulted, stopped by PID after the nodes (each checked to still be `name` first), whichever process stops.
+    companions: list[tuple[int, str]] = field(default_factory=list)
 
 
 class NodeBrokers:
@@ -101,6 +106,7 @@ class NodeBrokers:
         self.netns = netns
         self.client = dict(started.client)
         self.leader_ref = started.leader
+        self.companions = list(started.companions)
         self._context = started.context
         self._logs = started.logs
         self.paused: int | None = None
@@ -119,6 +125,7 @@ class NodeBrokers:
             logs=[Path(p) for p in state["logs"]],
             client={**(state.get("client") or {}), **_read_secrets(state.get("client_secrets"))},
             leader=state.get("leader"),
+            companions=[(int(pid), str(name)) for pid, name in state.get("companions") or []],
         )
         return cls(system, started, state.get("netns") or "")
 
@@ -217,13 +224,17 @@ class NodeBrokers:
             "client": public,
             "client_secrets": str(secrets_file) if secrets_file else None,
             "leader": self.leader_ref,
+            "companions": [[pid, name] for pid, name in self.companions],
         }
 
     def stop(self) -> list[int]:
         """Stop watching, thaw a frozen node, stop every node; returns the PIDs that were running."""
         self.stop_watching()
         self.resume()
-        return self.nodes.stop()
+        ran = self.nodes.stop()
+        for name in sorted({name for _pid, name in self.companions}):
+            stop_pids([pid for pid, n in self.companions if n == name], name, COMPANION_GRACE_S)
+        return ran
 
 
 class PidNodes:

@@ -12,8 +12,9 @@ from ..errors import SixninesError
 from .base import System
 from .kafka import KAFKA
 from .nats import NATS
+from .rabbitmq import RABBITMQ
 
-SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA)}
+SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ)}
 
 
 class UnknownSystem(SixninesError):

@@ -11,10 +11,11 @@ import pytest
 import yaml
 
 from bench_tasks.spec.matrix import load_matrix
+from bench_tasks.systems import SYSTEMS
 
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
-APPROVED_TAGS = {"sixnines", "sweep", "compare", "nats", "kafka"}
+APPROVED_TAGS = {"sixnines", "sweep", "compare", *SYSTEMS}  # a sweep is tagged with its matrix's systems
 CELL_TASKS = ("provision", "warmup", "measure", "cooldown", "land", "teardown")
 
 

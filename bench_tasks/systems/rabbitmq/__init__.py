@@ -1,0 +1,101 @@
+"""RabbitMQ: Debian's rabbitmq-server, 1 node or a 3-node cluster per cell, classic, quorum and stream queues over
+AMQP 0-9-1 with pika on the harness's asyncio loop.
+
+- `settings.py`: `RabbitmqBroker`, `RabbitmqClient` and the cell `RabbitmqCell`, with what only RabbitMQ refuses;
+- `release.py`: `VERSIONS` and the verified `rabbitmq-server` of a version;
+- `nodes.py`, `nodefiles.py`, `erl.py`: the nodes of one cell with their private epmd and cookie, their files, and
+  questions to a node over `erl_call`;
+- `provision.py`: a cell's nodes as the broker-control protocol's `StartedBrokers`, and the queue-leader poll;
+- `driver.py`: publish (confirms), consume (auto/manual acks), request/reply through the broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..base import System
+from .settings import RabbitmqCell
+
+
+class Rabbitmq(System):
+    name: ClassVar[str] = "rabbitmq"
+    cell_model = RabbitmqCell
+    setup_estimate_s = 12.0  # an Erlang VM per node booting RabbitMQ (bench/rabbitmq_nodes.py)
+    calibration_measurement = "rtt"  # request/reply through a queue: a frozen node stalls the synchronous requester
+    calibration_broker: ClassVar[Mapping[str, Any]] = {"nodes": 1}
+    client_libraries = ("pika",)
+
+    def label(self, spec: Any) -> str:
+        b, c = spec.broker, spec.client
+        setup = f"rabbitmq n{b.nodes} {b.queue_type}"
+        if b.replicas > 1:
+            setup += f" R{b.replicas}"
+        setup += " durable" if b.durable and b.queue_type == "classic" else ""
+        setup += " persistent" if b.persistent and b.queue_type == "classic" else ""
+        setup += "" if b.exchange == "default" else f" x={b.exchange}"
+        setup += " confirms" if c.confirms and spec.measurement != "rtt" else ""  # rtt: the reply is the ack
+        setup += f" acks={c.acks}" + (f" prefetch={c.prefetch}" if c.prefetch else "")
+        return setup
+
+    def group_tag(self, spec: Any) -> str:
+        return spec.broker.queue_type
+
+    def sends_acknowledged(self, broker: Mapping[str, Any]) -> bool:
+        """Publisher confirms are a client setting, so every RabbitMQ cell may have them; whether a given cell
+        did is its `client.confirms` (its driver's `acks`)."""
+        return True
+
+    def describe_running(self, state: Mapping[str, Any]) -> list[str]:
+        from .provision import describe_running
+
+        return describe_running(state)
+
+    def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Any:
+        from .driver import RabbitmqDriver
+
+        return RabbitmqDriver(address, spec, names, route, client)
+
+    def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> Any:
+        from .provision import start_brokers
+
+        return start_brokers(spec, names, workdir, tie_to_parent, host)
+
+    def leader_poll(
+        self, address: str, client: Mapping[str, Any], ref: Mapping[str, Any], patient: bool, paused: Callable
+    ) -> Any:
+        from .provision import leader_poll
+
+        return leader_poll(ref, patient, paused)
+
+    def retarget_leader(self, ref: Mapping[str, Any] | None, spec: Any, names: str) -> dict[str, Any] | None:
+        from .provision import retarget
+
+        return retarget(ref, spec, names)
+
+    def client_access(self, conn: Any, spec: Any) -> Any:
+        from .access import client_access
+
+        return client_access(conn, spec)
+
+    def ask_version(self, address: str, client: Mapping[str, Any], spec: Any) -> dict[str, Any]:
+        from .access import ask_version
+
+        return ask_version(address, client, spec)
+
+    def route_names(self, spec: Any, names: str) -> list[str]:
+        from .access import route_names
+
+        return route_names(spec, names)
+
+    def delete_routes(self, address: str, client: Mapping[str, Any], spec: Any, names: str) -> list[str]:
+        from .access import delete_routes
+
+        return delete_routes(address, client, spec, names)
+
+    def external_context(self, spec: Any) -> dict[str, Any]:
+        return {"queue_type": spec.broker.queue_type, "exchange": spec.broker.exchange}
+
+
+RABBITMQ = Rabbitmq()

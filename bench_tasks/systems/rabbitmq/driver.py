@@ -1,0 +1,427 @@
+"""RabbitMQ driver on pika's asyncio connection adapter: publish (with confirms), consume (auto or manual acks),
+and request/reply through the broker (direct reply-to).
+
+A route is one queue, declared by `prepare` with the cell's queue type, durability and arguments, behind the
+cell's exchange (the nameless default one, or a declared exchange of the chosen type bound to the queue). The
+driver never reads a clock (STYLE 1): it hands bodies to pika and bodies back to the generator.
+
+pika runs on the harness's own event loop (`custom_ioloop`): a publish is a plain call that frames the message
+into the connection's write buffer, and pika writes the buffer when the loop next turns, which is as soon as the
+generator yields after a batch. Publisher confirms arrive as Basic.Ack/Nack frames (one may cover many
+deliveries, `multiple`): each channel numbers its publishes 1, 2, … and `_Confirms` maps those numbers back to the
+generator's sequence numbers. Why pika and not aio-pika: `bench/rabbitmq_clients.py` (docs/rabbitmq.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import zlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pika
+from pika.adapters.asyncio_connection import AsyncioConnection
+
+from ...errors import BrokerError
+from ...load.driver import AckCallback, MessagesCallback, Outgoing
+from .nodes import amqp_urls
+from .settings import RabbitmqCell
+
+# A quorum queue or a stream has one leader: its samples are recorded as partition 0, so the cell's leader
+# timeline (`{partition: 0, leader}`) attributes each sample to the queue's leader node. A classic queue has none.
+QUEUE_PARTITION = 0
+REPLY_TO = "amq.rabbitmq.reply-to"  # RabbitMQ's direct reply-to pseudo-queue: no queue per requester
+_REPLICATED = ("quorum", "stream")
+_OPEN_TIMEOUT_S = 10.0
+RECONNECT_PAUSE_S = 0.5  # between attempts to reach another node after a connection's node went
+RESUBSCRIBE_TRIES = 60
+
+
+def queue_for(cell_id: str, route: str = "") -> str:
+    return f"sixnines.{cell_id}" + (f".{route}" if route else "")
+
+
+def exchange_for(cell: RabbitmqCell, queue: str) -> str:
+    """The exchange the cell publishes to: '' (the default exchange routes by queue name) or its own."""
+    return "" if cell.broker.exchange == "default" else f"{queue}.x"
+
+
+def queue_arguments(cell: RabbitmqCell) -> dict[str, Any]:
+    """x- arguments of the cell's queue: its type and replica count, then the matrix's own."""
+    broker = cell.broker
+    args: dict[str, Any] = {"x-queue-type": broker.queue_type}
+    if broker.queue_type == "quorum":
+        args["x-quorum-initial-group-size"] = broker.replicas
+    elif broker.queue_type == "stream":
+        args["x-initial-cluster-size"] = broker.replicas
+    return args | dict(broker.queue)
+
+
+async def _call(start: Callable[[Callable[[Any], None]], Any], timeout_s: float = _OPEN_TIMEOUT_S) -> Any:
+    """Run a pika call that reports through a callback, and wait for that callback's argument."""
+    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    start(lambda result=None: done.done() or done.set_result(result))
+    return await asyncio.wait_for(done, timeout_s)
+
+
+async def connect(
+    url: str, name: str, connect_kwargs: Mapping[str, Any], access: Mapping[str, Any] | None = None
+) -> AsyncioConnection:
+    """An open connection on the running loop; `connect_kwargs` (the matrix's `client.connect`) become
+    pika.ConnectionParameters over the URL's own (e.g. heartbeat, frame_max). `access`: external brokers'
+    credentials and CA (`access.client_access`), kept out of the URL, which is recorded."""
+    params = pika.URLParameters(url)
+    access = access or {}
+    if access.get("username"):
+        params.credentials = pika.PlainCredentials(access["username"], access.get("password") or "")
+    if access.get("tls_ca_file"):
+        params.ssl_options = pika.SSLOptions(ssl.create_default_context(cafile=access["tls_ca_file"]), params.host)
+    for key, value in connect_kwargs.items():
+        if not hasattr(params, key):
+            raise BrokerError(f"client.connect[{key!r}]: not a pika connection parameter")
+        setattr(params, key, value)
+    params.client_properties = {"connection_name": name}
+    loop = asyncio.get_running_loop()
+    opened: asyncio.Future[Any] = loop.create_future()
+
+    def failed(_conn: Any, exc: BaseException | str) -> None:
+        if not opened.done():
+            opened.set_exception(BrokerError(f"RabbitMQ connection to {params.host}:{params.port} failed: {exc}"))
+
+    conn = AsyncioConnection(
+        params, on_open_callback=opened.set_result, on_open_error_callback=failed, custom_ioloop=loop
+    )
+    await asyncio.wait_for(opened, _OPEN_TIMEOUT_S)
+    return conn
+
+
+class _Confirms:
+    """One channel's unconfirmed publishes: delivery tag (1, 2, … per channel) → the generator's seq."""
+
+    def __init__(self, on_ack: AckCallback | None = None, partition: int | None = None):
+        self.pending: dict[int, int] = {}
+        self.next_tag = 1
+        self.low = 1  # no pending tag is below this
+        self.on_ack = on_ack
+        self.partition = partition
+        self.nacked = 0
+
+    def sent(self, seq: int, on_ack: AckCallback) -> None:
+        self.on_ack = on_ack
+        self.pending[self.next_tag] = seq
+        self.next_tag += 1
+
+    def settle(self, frame: Any) -> None:
+        """A Basic.Ack or Basic.Nack: the broker took (or refused) one delivery, or all up to it (`multiple`)."""
+        method = frame.method
+        error = None if method.NAME == "Basic.Ack" else "nack"
+        self.nacked += error is not None
+        tags = range(self.low, method.delivery_tag + 1) if method.multiple else (method.delivery_tag,)
+        for tag in tags:
+            self._done(tag, error)
+        while self.low < self.next_tag and self.low not in self.pending:
+            self.low += 1
+
+    def fail_all(self, error: str) -> None:
+        """The channel closed: no confirm will ever come for what is pending."""
+        for tag in list(self.pending):
+            self._done(tag, error)
+        self.low = self.next_tag
+
+    def _done(self, tag: int, error: str | None) -> None:
+        seq = self.pending.pop(tag, None)
+        if seq is not None and self.on_ack is not None:
+            self.on_ack(seq, None if error else self.partition, None, error)
+
+
+class _Producer:
+    """One connection and its channel, with confirms if the cell asks for them. After its node goes, the next
+    send starts a reconnection to another node (`RabbitmqDriver._reconnect`); until it is open, sends are
+    refused (counted as send errors, never as acknowledged)."""
+
+    def __init__(self, name: str, conn: AsyncioConnection, channel: Any, confirms: _Confirms | None):
+        self.name, self.conn, self.channel, self.confirms = name, conn, channel, confirms
+        self.replies: _Replies | None = None
+        self.attempt = 0
+        self.reconnecting: asyncio.Task[None] | None = None
+
+
+class _One:
+    """One delivery handed over; a stream's deliveries carry their offset."""
+
+    __slots__ = ("_data", "_offset", "_partition")
+
+    def __init__(self, data: bytes, partition: int | None, offset: int | None = None):
+        self._data, self._partition, self._offset = data, partition, offset
+
+    def payloads(self) -> tuple[bytes]:
+        return (self._data,)
+
+    def partitions(self) -> tuple[int] | None:
+        return None if self._partition is None else (self._partition,)
+
+    def offsets(self) -> tuple[int] | None:
+        return None if self._offset is None else (self._offset,)
+
+
+class RabbitmqDriver:
+    """Everything a cell does against one RabbitMQ cluster, for one process."""
+
+    message_threads = ("main",)  # pika reads, parses and writes on the event loop
+
+    def __init__(
+        self, url: str, cell: RabbitmqCell, cell_id: str, route: str = "", client: Mapping[str, Any] | None = None
+    ):
+        self.urls = amqp_urls(url)
+        self.access = dict(client or {})
+        self.cell = cell
+        self.queue = queue_for(cell_id, route)
+        self.exchange = exchange_for(cell, self.queue)
+        self.acks = cell.client.confirms and cell.measurement != "rtt"
+        self.partition = QUEUE_PARTITION if cell.broker.queue_type in _REPLICATED else None
+        self.properties = _properties(cell, self.queue)
+        self.connections: list[AsyncioConnection] = []
+        self._closing = False
+        self._tasks: set[asyncio.Task[None]] = set()  # resubscriptions under way
+        self._stream_next: int | None = None  # a stream consumer's next offset, where a resubscription resumes
+
+    async def open_channel(self, name: str, attempt: int = 0) -> tuple[AsyncioConnection, Any]:
+        """A new connection and a channel on it; connections are spread over the cluster's nodes by name (each
+        worker process has its own driver, so a counter would send every worker to the first node), and each
+        new `attempt` after a loss goes to the next node."""
+        url = self.urls[(zlib.crc32(name.encode()) + attempt) % len(self.urls)]
+        conn = await connect(url, name, self.cell.client.connect, self.access)
+        self.connections.append(conn)
+        channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
+        return conn, channel
+
+    # -- routes ---------------------------------------------------------------------------------------------------
+    async def prepare(self) -> None:
+        """A fresh queue (an old one of the same name is deleted first) behind the cell's exchange."""
+        _conn, channel = await self.open_channel("admin")
+        b = self.cell.broker
+        await _call(lambda cb: channel.queue_delete(self.queue, callback=cb))
+        await _call(
+            lambda cb: channel.queue_declare(
+                self.queue, durable=b.durable, arguments=queue_arguments(self.cell), callback=cb
+            )
+        )
+        if self.exchange:
+            await _call(lambda cb: channel.exchange_declare(self.exchange, b.exchange, durable=b.durable, callback=cb))
+            await _call(
+                lambda cb: channel.queue_bind(self.queue, self.exchange, **_binding(self.cell, self.queue), callback=cb)
+            )
+
+    async def cleanup(self) -> None:
+        _conn, channel = await self.open_channel("admin")
+        with contextlib.suppress(Exception):
+            await _call(lambda cb: channel.queue_delete(self.queue, callback=cb))
+            if self.exchange:
+                await _call(lambda cb: channel.exchange_delete(self.exchange, callback=cb))
+
+    # -- producers ------------------------------------------------------------------------------------------------
+    async def open_producer(self, name: str, connections: int) -> list[_Producer]:
+        return [await self._producer(f"{name}-{i}") for i in range(connections)]
+
+    async def _producer(self, name: str) -> _Producer:
+        producer = _Producer(name, None, None, None)
+        await self._open_producer_channel(producer)
+        return producer
+
+    async def _open_producer_channel(self, producer: _Producer) -> None:
+        conn, channel = await self.open_channel(producer.name, producer.attempt)
+        confirms = None
+        if self.acks:
+            confirms = _Confirms(
+                on_ack=producer.confirms.on_ack if producer.confirms else None, partition=self.partition
+            )
+            await _call(lambda cb: channel.confirm_delivery(confirms.settle, callback=cb))
+            channel.add_on_close_callback(lambda _ch, reason: confirms.fail_all(f"channel closed: {reason}"))
+        producer.conn, producer.channel, producer.confirms, producer.replies = conn, channel, confirms, None
+
+    def _reconnect(self, producer: _Producer, pause_first: bool = False) -> None:
+        """Start reopening `producer` on the next nodes in turn (once at a time), a moment apart; the old
+        connection is closed once the new one is open."""
+        if self._closing or (producer.reconnecting is not None and not producer.reconnecting.done()):
+            return
+
+        async def again() -> None:
+            if pause_first:
+                await asyncio.sleep(RECONNECT_PAUSE_S)
+            old = producer.conn
+            while not self._closing:
+                producer.attempt += 1
+                try:
+                    await self._open_producer_channel(producer)
+                    break
+                except Exception:
+                    await asyncio.sleep(RECONNECT_PAUSE_S)
+            if old is not None and old.is_open:
+                old.close()
+
+        producer.reconnecting = asyncio.get_running_loop().create_task(again())
+        self._tasks.add(producer.reconnecting)
+
+    async def send_batch(self, producer: _Producer, messages: Outgoing, on_ack: AckCallback) -> dict[int, str]:
+        """Frame every message into the connection's buffer; pika writes it when the generator yields."""
+        refused: dict[int, str] = {}
+        if not producer.channel.is_open:
+            self._reconnect(producer)
+            return dict.fromkeys((seq for seq, _stream, _payload in messages), "ChannelClosed")
+        if producer.confirms is not None and producer.confirms.nacked:
+            # RabbitMQ 3.10 nacks every publish of a channel that first reached a quorum queue while it had no
+            # leader, even after one is elected (docs/rabbitmq.md): a nack makes the producer open a new channel.
+            self._reconnect(producer, pause_first=True)
+        publish, confirms = producer.channel.basic_publish, producer.confirms
+        exchange, key, props = self.exchange, self.queue, self.properties
+        for seq, _stream, payload in messages:
+            try:
+                publish(exchange, key, payload, props)
+            except Exception as exc:  # a closed channel or connection (a node down)
+                refused[seq] = type(exc).__name__
+                continue
+            if confirms is not None:
+                confirms.sent(seq, on_ack)
+        return refused
+
+    async def request(self, producer: _Producer, payload: bytes, timeout_s: float) -> None:
+        """rtt: publish with direct reply-to and return when the responder's echo arrives."""
+        if not producer.channel.is_open:
+            self._reconnect(producer)
+            raise BrokerError("channel closed: reconnecting to another node")
+        if producer.replies is None:
+            producer.replies = await _Replies.open(producer.channel)
+        await producer.replies.request(self.exchange, self.queue, payload, self.properties, timeout_s)
+
+    # -- consumers ------------------------------------------------------------------------------------------------
+    async def open_consumer(self, name: str, on_messages: MessagesCallback, lagging: bool = False) -> None:
+        if lagging:
+            raise BrokerError("lagging consumers are not built for RabbitMQ cells")
+        partition, manual = self.partition, self.cell.client.acks == "manual"
+        stream = self.cell.broker.queue_type == "stream"
+
+        def deliver(ch: Any, method: Any, properties: Any, body: bytes) -> None:
+            offset = (properties.headers or {}).get("x-stream-offset") if stream else None
+            on_messages(_One(body, partition, offset))
+            if offset is not None:
+                self._stream_next = offset + 1
+            if manual:
+                ch.basic_ack(method.delivery_tag)
+
+        await self._subscribe(name, deliver)
+
+    async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
+        """rtt: echo every request's body to its reply-to (the requester's direct reply-to channel)."""
+        manual = self.cell.client.acks == "manual"
+
+        def echo(ch: Any, method: Any, properties: Any, body: bytes) -> None:
+            on_request()
+            reply = pika.BasicProperties(correlation_id=properties.correlation_id)
+            ch.basic_publish("", properties.reply_to, body, reply)
+            if manual:
+                ch.basic_ack(method.delivery_tag)
+
+        await self._subscribe(name, echo)
+
+    async def _subscribe(self, name: str, on_message: Callable[..., None], attempt: int = 0) -> None:
+        """Consume on a new connection and return once the broker confirmed the consumer (Basic.ConsumeOk): from
+        then on it sees every message routed to the queue. Should the connection's node go, the consumer
+        subscribes again on the next node (with manual acks, what it had not acked is redelivered)."""
+        conn, channel = await self.open_channel(name, attempt)
+        client = self.cell.client
+        if client.prefetch:
+            await _call(lambda cb: channel.basic_qos(prefetch_count=client.prefetch, callback=cb))
+        arguments = None
+        if self.cell.broker.queue_type == "stream":
+            arguments = {"x-stream-offset": "next" if self._stream_next is None else self._stream_next}
+        await _call(
+            lambda cb: channel.basic_consume(
+                self.queue, on_message, auto_ack=client.acks == "auto", arguments=arguments, callback=cb
+            )
+        )
+        conn.add_on_close_callback(lambda _c, _reason: self._resubscribe(name, on_message, attempt + 1))
+
+    def _resubscribe(self, name: str, on_message: Callable[..., None], attempt: int) -> None:
+        if self._closing:
+            return
+
+        async def again() -> None:
+            for tries in range(RESUBSCRIBE_TRIES):
+                if self._closing:
+                    return
+                try:
+                    await self._subscribe(name, on_message, attempt + tries)
+                    return
+                except Exception:
+                    await asyncio.sleep(RECONNECT_PAUSE_S)
+
+        self._tasks.add(asyncio.get_running_loop().create_task(again()))
+
+    def watch_arrivals(self, on_arrival: Callable[[], None]) -> None:
+        """Not exposed: pika reads and parses in one step, so receipts are stamped at hand-over."""
+
+    def backlog(self) -> int | None:
+        return None
+
+    async def close(self) -> None:
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
+        for conn in self.connections:
+            if conn.is_closed or conn.is_closing:
+                continue
+            closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            conn.add_on_close_callback(lambda *_a, f=closed: f.done() or f.set_result(None))
+            with contextlib.suppress(Exception):
+                conn.close()
+                await asyncio.wait_for(closed, 5)
+        self.connections.clear()
+
+
+class _Replies:
+    """The replies of one synchronous rtt channel, through direct reply-to; each request has its own correlation
+    id, so a reply that comes after its request timed out is recognised and dropped."""
+
+    def __init__(self, channel: Any):
+        self.channel = channel
+        self.count = 0
+        self.expected = ""
+        self.waiting: asyncio.Future[None] | None = None
+
+    @classmethod
+    async def open(cls, channel: Any) -> _Replies:
+        replies = cls(channel)
+        await _call(lambda cb: channel.basic_consume(REPLY_TO, replies.deliver, auto_ack=True, callback=cb))
+        return replies
+
+    def deliver(self, _ch: Any, _method: Any, properties: Any, _body: bytes) -> None:
+        waiting = self.waiting
+        if waiting is not None and not waiting.done() and properties.correlation_id == self.expected:
+            waiting.set_result(None)
+
+    async def request(self, exchange: str, key: str, payload: bytes, base: Any, timeout_s: float) -> None:
+        self.count += 1
+        self.expected = str(self.count)
+        props = pika.BasicProperties(
+            delivery_mode=base.delivery_mode, headers=base.headers, reply_to=REPLY_TO, correlation_id=self.expected
+        )
+        self.waiting = waiting = asyncio.get_running_loop().create_future()
+        try:
+            self.channel.basic_publish(exchange, key, payload, props)
+            await asyncio.wait_for(waiting, timeout_s)
+        finally:
+            self.waiting = None
+
+
+def _properties(cell: RabbitmqCell, queue: str) -> Any:
+    """Delivery mode 2 (to disk) where the cell's messages are persistent; a headers exchange routes by header."""
+    headers = {"route": queue} if cell.broker.exchange == "headers" else None
+    return pika.BasicProperties(delivery_mode=2 if cell.broker.persistent else None, headers=headers)
+
+
+def _binding(cell: RabbitmqCell, queue: str) -> dict[str, Any]:
+    if cell.broker.exchange == "headers":
+        return {"arguments": {"x-match": "all", "route": queue}}
+    return {"routing_key": queue}  # direct and topic route by it; fanout ignores it

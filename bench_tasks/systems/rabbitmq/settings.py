@@ -1,0 +1,220 @@
+"""RabbitMQ's settings models: what the harness needs to build a node and a route; native options pass through.
+
+`broker.server` goes to every node's rabbitmq.conf, `broker.queue` to the queue's `x-` arguments, `broker.erl_args`
+to the Erlang VM, `client.connect` to the client library's connect call, so a matrix can sweep any native option
+without the harness knowing it.
+
+What is refused is what RabbitMQ refuses or silently ignores, because a cell labelled with a setting that had no
+effect would publish a number under the wrong name:
+- quorum queues and streams are always durable and write every message to disk, whatever its delivery mode, so
+  `durable: false` or `persistent: false` with them is an error (left out, both default to true for them);
+- a classic queue writes a persistent message to disk only if the queue is durable, so `persistent: true` on a
+  transient classic queue is an error;
+- `basic.qos` limits only consumers that acknowledge, so a prefetch with `acks: auto` is an error;
+- a stream consumer must acknowledge manually and set a prefetch (`check_pair`, which sees both models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from .release import VERSIONS
+
+QueueType = Literal["classic", "quorum", "stream"]
+
+# rabbitmq.conf keys the harness writes itself for every node (its listener, its cluster, its user): a matrix
+# that set them would break the node's start or its cluster, so they are refused by prefix, naming the key.
+HARNESS_CONF_PREFIXES: tuple[str, ...] = (
+    "listeners.",
+    "cluster_formation.",
+    "cluster_nodes",
+    "loopback_users",
+    "default_user",
+    "default_pass",
+    "log.file",
+    "log.dir",
+)
+
+# Queue arguments that other fields own: the type is `queue_type`, the replica count `replicas`.
+OWNED_QUEUE_ARGS: dict[str, str] = {
+    "x-queue-type": "queue_type",
+    "x-quorum-initial-group-size": "replicas",
+    "x-initial-cluster-size": "replicas",
+}
+
+_REPLICATED: tuple[str, ...] = ("quorum", "stream")
+
+
+class RabbitmqBroker(BrokerSettings):
+    """The nodes and the route (exchange → queue) a cell measures. Left out, `durable`, `persistent` and
+    `replicas` take the queue type's own behaviour (classic: transient, one copy; quorum and stream: durable,
+    on disk, on every node), so the recorded spec always says what the broker did."""
+
+    nodes: Literal[1, 3] = Field(1, description="RabbitMQ nodes: 1, or a 3-node cluster")
+    queue_type: QueueType = Field("classic", description="x-queue-type of the cell's queue")
+    durable: bool = Field(False, description="the queue survives a node restart (quorum and stream: always)")
+    persistent: bool = Field(
+        False, description="messages published with delivery mode 2 (quorum and stream: always on disk)"
+    )
+    replicas: int = Field(1, ge=1, description="quorum/stream replicas (initial group size), at most `nodes`")
+    exchange: Literal["default", "direct", "fanout", "topic", "headers"] = Field(
+        "default", description="'default': the nameless default exchange; otherwise a declared exchange of that type"
+    )
+    queue: dict[str, Any] = Field(default_factory=dict, description="queue arguments (x-…), verbatim")
+    server: dict[str, Any] = Field(default_factory=dict, description="rabbitmq.conf settings, verbatim")
+    erl_args: str = Field("", description="extra Erlang VM flags for every node (e.g. '+sbwt none'), verbatim")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _type_defaults(cls, data: Any) -> Any:
+        """Fill what the user left out with what the queue type does, before the checks below see it."""
+        if not isinstance(data, Mapping):
+            return data
+        filled = dict(data)
+        replicated = filled.get("queue_type") in _REPLICATED
+        filled.setdefault("durable", replicated)
+        filled.setdefault("persistent", replicated)
+        filled.setdefault("replicas", filled.get("nodes", 1) if replicated else 1)
+        return filled
+
+    @field_validator("queue")
+    @classmethod
+    def _queue_arguments(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            if key in OWNED_QUEUE_ARGS:
+                raise ValueError(f"broker.queue[{key!r}] is set by broker.{OWNED_QUEUE_ARGS[key]}; use that field")
+            if not key.startswith("x-"):
+                raise ValueError(f"broker.queue[{key!r}]: queue arguments start with 'x-' (e.g. 'x-max-length')")
+        return value
+
+    @field_validator("server")
+    @classmethod
+    def _server_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in flatten_conf(value):
+            if key.startswith(HARNESS_CONF_PREFIXES):
+                raise ValueError(
+                    f"broker.server[{key!r}] is written by the harness for every node (its listener, cluster "
+                    "and user); it cannot be overridden"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _fits(self) -> RabbitmqBroker:
+        problems = _durability_problems(self) + _replica_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def _durability_problems(broker: RabbitmqBroker) -> list[str]:
+    if broker.queue_type in _REPLICATED:
+        kind = f"queue_type {broker.queue_type!r}"
+        return [
+            f"broker.{field}: false is not possible with {kind} (it is durable and writes every message to "
+            "disk whatever its delivery mode); leave it out or set true"
+            for field in ("durable", "persistent")
+            if not getattr(broker, field)
+        ]
+    if broker.persistent and not broker.durable:
+        return [
+            "broker.persistent: true has no effect on a transient classic queue (RabbitMQ writes a persistent "
+            "message to disk only in a durable queue); set broker.durable: true or leave persistent out"
+        ]
+    return []
+
+
+def _replica_problems(broker: RabbitmqBroker) -> list[str]:
+    if broker.replicas > broker.nodes:
+        return [f"broker.replicas {broker.replicas} exceeds broker.nodes {broker.nodes}"]
+    if broker.replicas > 1 and broker.queue_type not in _REPLICATED:
+        return [
+            f"broker.replicas {broker.replicas} needs queue_type 'quorum' or 'stream' (a classic queue lives on "
+            "one node; mirroring is not modelled)"
+        ]
+    return []
+
+
+class RabbitmqClient(ClientSettings):
+    """The AMQP 0-9-1 client's behaviour: publisher confirms, consumer acknowledgements and prefetch."""
+
+    confirms: bool = Field(True, description="publisher confirms: each publish is acknowledged by the broker")
+    acks: Literal["auto", "manual"] = Field(
+        "auto", description="auto: the broker forgets a message once sent; manual: the consumer acks each one"
+    )
+    prefetch: int = Field(
+        0, ge=0, le=65535, description="basic.qos prefetch_count per consumer (0: unlimited); only with acks manual"
+    )
+    connect: dict[str, Any] = Field(default_factory=dict, description="kwargs of the client's connect(), verbatim")
+
+    @model_validator(mode="after")
+    def _prefetch_needs_acks(self) -> RabbitmqClient:
+        if self.prefetch and self.acks == "auto":
+            raise ValueError(
+                f"client.prefetch {self.prefetch} has no effect with client.acks 'auto' (basic.qos limits only "
+                "consumers that acknowledge); set acks: manual or leave prefetch out"
+            )
+        return self
+
+
+def check_pair(broker: RabbitmqBroker, client: RabbitmqClient) -> list[str]:
+    """Problems only the two models together show (the cell validator calls this): RabbitMQ refuses a stream
+    consumer that does not acknowledge manually with a prefetch."""
+    if broker.queue_type != "stream":
+        return []
+    problems = []
+    if client.acks != "manual":
+        problems.append("client.acks must be 'manual' with broker.queue_type 'stream' (RabbitMQ refuses others)")
+    if client.prefetch == 0:
+        problems.append("client.prefetch must be at least 1 with broker.queue_type 'stream' (RabbitMQ needs a qos)")
+    return problems
+
+
+def flatten_conf(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """rabbitmq.conf keys are dotted paths; a nested map in a matrix (`log: {console: {level: debug}}`) is the
+    same setting as its dotted key (`log.console.level`)."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten_conf(value, f"{path}."))
+        else:
+            flat[path] = value
+    return flat
+
+
+class RabbitmqCell(CellBase):
+    """One fully specified RabbitMQ cell: the route is one queue (behind the chosen exchange) per cell route."""
+
+    SYSTEM: ClassVar[str] = "rabbitmq"
+    VERSIONS: ClassVar[tuple[str, ...]] = VERSIONS
+    system: Literal["rabbitmq"]
+    broker: RabbitmqBroker = RabbitmqBroker()
+    client: RabbitmqClient = RabbitmqClient()
+
+    @model_validator(mode="after")
+    def _measurement_fits(self) -> RabbitmqCell:
+        problems = check_pair(self.broker, self.client) + _cell_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def _cell_problems(cell: RabbitmqCell) -> list[str]:
+    """What the driver does not (yet) do, refused by field rather than measured as something else."""
+    problems = []
+    if cell.measurement == "publish" and not cell.client.confirms:
+        problems.append("measurement 'publish' needs client.confirms: true (the confirm is the publish's ack)")
+    if cell.measurement == "rtt" and cell.broker.queue_type == "stream":
+        problems.append("measurement 'rtt' needs a classic or quorum queue (a stream delivers to every reader)")
+    if cell.workload.prefill_messages or cell.workload.lagging_consumers:
+        problems.append("workload.prefill_messages and lagging_consumers are not built for RabbitMQ cells yet")
+    if cell.brokers == "external" and (cell.broker.erl_args or cell.broker.nodes != 1):
+        problems.append("broker.erl_args and broker.nodes: external nodes run as they are; leave them out")
+    for name, bg in cell.background.items():
+        if bg.partitioned_fields_set():
+            problems.append(f"background.{name}: {', '.join(bg.partitioned_fields_set())} apply to Kafka only")
+    return problems

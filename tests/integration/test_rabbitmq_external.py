@@ -1,0 +1,70 @@
+"""External RabbitMQ: a node the cell does not own (started here, then reached only through an
+`AIRFLOW_CONN_…` variable with its own user and vhost) serves a cell whose queue is made and deleted by the cell,
+with the server's version recorded and the password nowhere in the lake."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.systems.rabbitmq import release
+from bench_tasks.systems.rabbitmq.nodes import RabbitCluster
+from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+
+def _add_user(cluster: RabbitCluster, user: str, password: str, vhost: str) -> None:
+    """A user with every permission on a new vhost, over erl_call (no management plugin, no rabbitmqctl)."""
+    b = lambda text: f'<<"{text}">>'  # noqa: E731
+    expr = (
+        f"begin ok = rabbit_vhost:add({b(vhost)}, {b('sixnines')}), "
+        f"ok = rabbit_auth_backend_internal:add_user({b(user)}, {b(password)}, {b('sixnines')}), "
+        f"ok = rabbit_auth_backend_internal:set_permissions({b(user)}, {b(vhost)}, "
+        f'{b(".*")}, {b(".*")}, {b(".*")}, {b("sixnines")}), "ok" end'
+    )
+    assert cluster.ask(1, expr, timeout_s=10) == "ok"
+
+
+def test_external_node_through_a_connection(tmp_path: Path, console: Console, monkeypatch: pytest.MonkeyPatch) -> None:
+    password = secrets.token_urlsafe(12)
+    with RabbitCluster("latest", RabbitmqBroker(), tmp_path / "node") as cluster:
+        assert cluster.endpoint is not None
+        _add_user(cluster, "bench", password, "perf")
+        conn = {
+            "conn_type": "amqp",
+            "host": "127.0.0.1",
+            "port": cluster.endpoint.nodes[0].amqp_port,
+            "login": "bench",
+            "password": password,
+            "schema": "perf",
+        }
+        monkeypatch.setenv("AIRFLOW_CONN_SIXNINES_RABBITMQ_EXTERNAL", json.dumps(conn))
+        raw = {
+            "name": "ext",
+            "systems": [{"system": "rabbitmq", "brokers": "external", "connection": "sixnines_rabbitmq_external"}],
+            "workload": {"message_size_bytes": 256, "rate_per_s": 200, "warmup_s": 1, "measure_s": 2, "cooldown_s": 1},
+            "measurements": ["e2e"],
+        }
+        (cell,) = select_cells(parse_matrix(raw, "ext"))
+        report = run_cell(cell, Lake(tmp_path / "lake"), RunInfo.new(), console)
+
+        assert report.status == "ok", report.reason
+        acc = report.analysis.accounting
+        assert acc.sent == acc.acknowledged == acc.received == 400 and acc.lost == 0
+        broker = json.loads((report.path / "result.json").read_text())["context"]["broker"]
+        assert broker["version"] == release.VERSIONS[0] and "Connection.Start" in broker["version_source"]
+        assert broker["access"]["vhost"] == "perf" and broker["access"]["auth"] == "user/password"
+        leftover = cluster.ask(1, 'integer_to_list(length(rabbit_amqqueue:list(<<"perf">>)))')
+        assert leftover == "0"  # the cell's queue was deleted at teardown
+    lake = tmp_path / "lake"
+    assert password not in "".join(
+        p.read_text(errors="replace") for p in lake.rglob("*") if p.suffix in (".json", ".log")
+    )
