@@ -25,7 +25,7 @@ import pika
 from pika.adapters.asyncio_connection import AsyncioConnection
 
 from ...errors import BrokerError
-from ...load.driver import AckCallback, MessagesCallback, Outgoing
+from ...load.driver import AckCallback, ClientErrors, MessagesCallback, Outgoing
 from .nodes import amqp_urls
 from .settings import RabbitmqCell
 
@@ -183,6 +183,7 @@ class RabbitmqDriver:
         self.partition = QUEUE_PARTITION if cell.broker.queue_type in _REPLICATED else None
         self.properties = _properties(cell, self.queue)
         self.connections: list[AsyncioConnection] = []
+        self.errors = ClientErrors()  # connection and channel losses, failed reconnects: counted, never swallowed
         self._closing = False
         self._tasks: set[asyncio.Task[None]] = set()  # resubscriptions under way
         self._stream_next: int | None = None  # a stream consumer's next offset, where a resubscription resumes
@@ -238,8 +239,13 @@ class RabbitmqDriver:
                 on_ack=producer.confirms.on_ack if producer.confirms else None, partition=self.partition
             )
             await _call(lambda cb: channel.confirm_delivery(confirms.settle, callback=cb))
-            channel.add_on_close_callback(lambda _ch, reason: confirms.fail_all(f"channel closed: {reason}"))
+            channel.add_on_close_callback(lambda _ch, reason: self._channel_lost(confirms, reason))
         producer.conn, producer.channel, producer.confirms, producer.replies = conn, channel, confirms, None
+
+    def _channel_lost(self, confirms: _Confirms, reason: Any) -> None:
+        if not self._closing:
+            self.errors.error("channel_closed", str(reason))
+        confirms.fail_all(f"channel closed: {reason}")
 
     def _reconnect(self, producer: _Producer, pause_first: bool = False) -> None:
         """Start reopening `producer` on the next nodes in turn (once at a time), a moment apart; the old
@@ -256,7 +262,8 @@ class RabbitmqDriver:
                 try:
                     await self._open_producer_channel(producer)
                     break
-                except Exception:
+                except Exception as exc:
+                    self.errors.error("reconnect_failed", str(exc))
                     await asyncio.sleep(RECONNECT_PAUSE_S)
             if old is not None and old.is_open:
                 old.close()
@@ -341,11 +348,12 @@ class RabbitmqDriver:
                 self.queue, on_message, auto_ack=client.acks == "auto", arguments=arguments, callback=cb
             )
         )
-        conn.add_on_close_callback(lambda _c, _reason: self._resubscribe(name, on_message, attempt + 1))
+        conn.add_on_close_callback(lambda _c, reason: self._resubscribe(name, on_message, attempt + 1, reason))
 
-    def _resubscribe(self, name: str, on_message: Callable[..., None], attempt: int) -> None:
+    def _resubscribe(self, name: str, on_message: Callable[..., None], attempt: int, reason: Any = None) -> None:
         if self._closing:
             return
+        self.errors.error("connection_closed", str(reason))
 
         async def again() -> None:
             for tries in range(RESUBSCRIBE_TRIES):
@@ -354,7 +362,8 @@ class RabbitmqDriver:
                 try:
                     await self._subscribe(name, on_message, attempt + tries)
                     return
-                except Exception:
+                except Exception as exc:
+                    self.errors.error("resubscribe_failed", str(exc))
                     await asyncio.sleep(RECONNECT_PAUSE_S)
 
         self._tasks.add(asyncio.get_running_loop().create_task(again()))
