@@ -37,7 +37,7 @@ def no_orphans() -> Iterator[None]:
     yield
     left = []
     for proc in me.children(recursive=True):
-        if proc.pid in before:
+        if proc.pid in before or _started_by_an_earlier_process(proc, before):
             continue
         try:
             proc.wait(timeout=5)  # a worker that is just exiting gets a moment
@@ -49,6 +49,14 @@ def no_orphans() -> Iterator[None]:
         with contextlib.suppress(psutil.NoSuchProcess):  # gone, or a zombie its (listed) parent has not reaped
             left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
     assert not left, f"processes left behind: {left}"
+
+
+def _started_by_an_earlier_process(proc: psutil.Process, before: set[int]) -> bool:
+    """A child of a process that was running before the test (a session's Spark JVM forking its pooled Python
+    workers, a module's broker) is that process's to manage: its owner's fixture stops it, and this check then."""
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return any(parent.pid in before for parent in proc.parents())
+    return False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
