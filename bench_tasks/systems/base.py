@@ -4,10 +4,16 @@ The core (matrix parsing, the cell's life, the generator, landing, the CLI, Airf
 a system only through this interface and the registry (`bench_tasks.systems`), never by its name, the way
 OpenMessaging Benchmark's core never names a driver. Methods that need a system's client library or broker
 code import it when called, so parsing a matrix (Airflow does it at DAG parse time) loads neither.
+
+A system's broker and access code is found by convention, so a subclass states only what is its own: the
+package's `provision` module (`start_brokers`, `leader_poll`, `retarget`, `describe_running`) and `access` module
+(`client_access`, `ask_version`, `route_names`, `delete_routes`), each function taking the method's arguments.
+A package without the module or function gets the default below.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -33,6 +39,17 @@ class System:
     calibration_measurement: ClassVar[Measurement] = "e2e"  # the CTRL+Z test's default shape
     calibration_broker: ClassVar[Mapping[str, Any]] = {}  # one node, the simplest that can be frozen
     client_libraries: ClassVar[tuple[str, ...]] = ()  # distributions whose versions every cell records
+
+    def part(self, module: str, function: str) -> Callable[..., Any] | None:
+        """`function` of the system package's `module` (imported on first use), or None where there is none."""
+        package = type(self).__module__
+        try:
+            found = importlib.import_module(f"{package}.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{module}":
+                raise  # the module exists but something it imports does not: a real error
+            return None
+        return getattr(found, function, None)
 
     @property
     def versions(self) -> tuple[str, ...]:
@@ -80,7 +97,8 @@ class System:
 
     def describe_running(self, state: Mapping[str, Any]) -> list[str]:
         """Lines about running brokers (from a handle's state) worth showing in `sixnines brokers status`."""
-        return []
+        describe = self.part("provision", "describe_running")
+        return describe(state) if describe else []
 
     def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Driver:
         """The client driver for one route of a cell (load.driver.Driver)."""
@@ -100,7 +118,10 @@ class System:
         """Start what `spec` needs on `host` (127.0.0.1, or a namespace host's address, in whose namespace the
         calling thread already is) and return once it is ready for traffic. `names`: the token the cell's routes
         are named from (for the route whose leader is watched)."""
-        raise NotImplementedError(f"{self.name} cannot provision brokers")
+        start = self.part("provision", "start_brokers")
+        if start is None:
+            raise NotImplementedError(f"{self.name} cannot provision brokers")
+        return start(spec, names, workdir, tie_to_parent, host)
 
     def leader_poll(
         self,
@@ -112,27 +133,40 @@ class System:
     ) -> LeaderPoll | None:
         """A poll of who leads the route `ref` names (partition -> node), or None when nothing leads. `patient`:
         a fault waits longer for an answer than the watch does; `paused()`: a node known to be frozen."""
-        return None
+        poll = self.part("provision", "leader_poll")
+        return poll(address, client, ref, patient, paused) if poll else None
 
     def retarget_leader(self, ref: Mapping[str, Any] | None, spec: Any, names: str) -> dict[str, Any] | None:
         """A reused cluster's leader reference made the next cell's."""
+        retarget = self.part("provision", "retarget")
+        if retarget is not None:
+            return retarget(ref, spec, names)
         return dict(ref) if ref else None
 
     # -- brokers a cell does not own (`brokers: external`) ---------------------------------------------------------
     def client_access(self, conn: BrokerConnection, spec: Any) -> ClientAccess:
-        raise NotImplementedError(f"{self.name} cannot reach external brokers")
+        """How the harness's clients reach brokers it did not start (address, security settings)."""
+        access = self.part("access", "client_access")
+        if access is None:
+            raise NotImplementedError(f"{self.name} cannot reach external brokers")
+        return access(conn, spec)
 
     def ask_version(self, address: str, client: Mapping[str, Any], spec: Any) -> dict[str, Any]:
         """What the brokers say they are (recorded in the context)."""
+        ask = self.part("access", "ask_version")
+        if ask is not None:
+            return ask(address, client, spec)
         return {"version": "unknown", "version_error": f"{self.name} has no version probe"}
 
     def route_names(self, spec: Any, names: str) -> list[str]:
         """The named resources the cell's routes create on the brokers (topics, streams), if any."""
-        return []
+        named = self.part("access", "route_names")
+        return named(spec, names) if named else []
 
     def delete_routes(self, address: str, client: Mapping[str, Any], spec: Any, names: str) -> list[str]:
         """Delete what `route_names` names, where it exists; returns what was deleted."""
-        return []
+        delete = self.part("access", "delete_routes")
+        return delete(address, client, spec, names) if delete else []
 
     def leader_ref(self, spec: Any, names: str) -> dict[str, Any] | None:
         """External brokers: the reference `leader_poll` follows for the measured route, if the system can ask."""

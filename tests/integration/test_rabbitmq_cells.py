@@ -120,7 +120,8 @@ def test_killing_the_quorum_leader_loses_no_confirmed_message(tmp_path: Path, co
     )
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console, faults=[Fault("kill", at_s=2.0)])
 
-    assert report.faults and report.faults[0]["kind"] == "kill"
+    assert report.faults, f"the kill never fired: the cell {report.status} before it ({report.reason})"
+    assert report.faults[0]["kind"] == "kill"
     changes = json.loads((report.path / "result.json").read_text())["context"]["broker"]["leader_changes"]
     acc = report.analysis.accounting
     killed_at = report.faults[0]["start_ns"]

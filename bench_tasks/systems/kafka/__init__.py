@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -79,43 +79,6 @@ class Kafka(System):
         from .omb import KafkaOmb
 
         return KafkaOmb()
-
-    def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> Any:
-        from .provision import start_brokers
-
-        return start_brokers(spec, names, workdir, tie_to_parent, host)
-
-    def leader_poll(
-        self, address: str, client: Mapping[str, Any], ref: Mapping[str, Any], patient: bool, paused: Callable
-    ) -> Any:
-        from .provision import leader_poll
-
-        return leader_poll(address, client, ref, patient, paused)
-
-    def retarget_leader(self, ref: Mapping[str, Any] | None, spec: Any, names: str) -> dict[str, Any] | None:
-        from .provision import retarget
-
-        return retarget(ref, spec, names)
-
-    def client_access(self, conn: Any, spec: Any) -> Any:
-        from .access import client_access
-
-        return client_access(conn, spec)
-
-    def ask_version(self, address: str, client: Mapping[str, Any], spec: Any) -> dict[str, Any]:
-        from .access import ask_version
-
-        return ask_version(address, client)
-
-    def route_names(self, spec: Any, names: str) -> list[str]:
-        from .access import route_names
-
-        return route_names(spec, names)
-
-    def delete_routes(self, address: str, client: Mapping[str, Any], spec: Any, names: str) -> list[str]:
-        from .access import delete_routes
-
-        return delete_routes(address, client, spec, names)
 
     def leader_ref(self, spec: Any, names: str) -> dict[str, Any] | None:
         from .provision import measured_topic

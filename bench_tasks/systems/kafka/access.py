@@ -74,7 +74,7 @@ def kafka_access(conn: BrokerConnection, security: str | None = None, mechanism:
     return ClientAccess(address, client, described)
 
 
-def ask_version(address: str, client: Mapping[str, Any]) -> dict[str, Any]:
+def ask_version(address: str, client: Mapping[str, Any], spec: KafkaCell | None = None) -> dict[str, Any]:
     """The cluster's own word on its version. The probe is a separate JVM tool: if it cannot run, the cell still
     runs (topic creation proves the cluster answers) and the context says `unknown` and why."""
     from .probe import reported_version

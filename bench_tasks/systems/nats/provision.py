@@ -98,7 +98,9 @@ def _measured_stream(spec: NatsCell, names: str) -> str:
     return stream_for(names, final_route(spec))  # a chain's second hop: what the measured consumers read
 
 
-def leader_poll(ref: Mapping[str, Any], patient: bool, paused: Callable[[], int | None]) -> LeaderPoll | None:
+def leader_poll(
+    address: str, client: Mapping[str, Any], ref: Mapping[str, Any], patient: bool, paused: Callable[[], int | None]
+) -> LeaderPoll | None:
     """The measured stream's leader (as partition 0) from the nodes' monitor ports; a frozen node is skipped."""
     if not ref.get("monitors") or not ref.get("stream"):
         return None

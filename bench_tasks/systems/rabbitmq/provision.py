@@ -70,7 +70,9 @@ def measured_queue(spec: RabbitmqCell, names: str) -> str:
     return queue_for(names, final_route(spec))  # a chain's second hop: what the measured consumers read
 
 
-def leader_poll(ref: Mapping[str, Any], patient: bool, paused: Callable[[], int | None]) -> LeaderPoll | None:
+def leader_poll(
+    address: str, client: Mapping[str, Any], ref: Mapping[str, Any], patient: bool, paused: Callable[[], int | None]
+) -> LeaderPoll | None:
     """The measured queue's leader node (as partition 0), asked of the nodes in turn; a frozen node is skipped
     (a question to it would wait out the timeout)."""
     if not ref.get("dist") or not ref.get("queue"):

@@ -45,16 +45,6 @@ class Stan(System):
 
         return server_binary(version)
 
-    def describe_running(self, state: Mapping[str, Any]) -> list[str]:
-        from .provision import describe_running
-
-        return describe_running(state)
-
-    def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> Any:
-        from .provision import start_brokers
-
-        return start_brokers(spec, names, workdir, tie_to_parent, host)
-
     def external_context(self, spec: Any) -> dict[str, Any]:
         return {"cluster_id": spec.broker.cluster_id}
 
