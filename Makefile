@@ -97,14 +97,15 @@ airflow-stop:
 		rm .airflow/standalone.pid && echo stopped || echo "not running"
 
 # The venv's bin first on PATH: Airflow's subprocesses and spark-submit (from the pyspark wheel) need it.
-# Tests without cells or brokers (unit, DAG integrity, Spark, S3 storage) run in parallel workers, one file per
-# worker at a time; then every test that runs cells or brokers (`serial`, see tests/conftest.py) runs one at a
-# time: a cell sharing the two cores with a Spark job is starved and rightly fails as harness-saturated.
+# Tests without cells (unit, DAG integrity, Spark, S3 storage, and broker tests marked `alongside`) run in
+# parallel workers, one file per worker at a time; then every test that runs cells (`serial`, see
+# tests/conftest.py) runs one at a time: a cell sharing the two cores with a Spark job is starved and rightly
+# fails as harness-saturated. Both parts list their slowest tests.
 TEST_WORKERS ?= 3
 test: $(STAMP) tools stan-server
 	$(BIN)/ruff check .
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial"
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -m serial
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -m serial --durations=25
 
 # The inner loop: unit tests, DAG integrity and matrix validation, no brokers (under 2 minutes).
 test-fast: $(STAMP)

@@ -9,8 +9,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.airflow_celery import Service, _free_port, _wait_until
 from tests.airflow_project import BIN, airflow_project, migrate
+
+pytestmark = pytest.mark.alongside
 
 DAG_ID, DAG_RUN = "sixnines_quick", "manual__2026-11-23T10:00:00+00:00"
 LAKE_RUN = "sixnines_quick__manual__2026-11-23T10_00_00_00_00"  # how runtime.run_info names that run

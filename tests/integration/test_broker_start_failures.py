@@ -13,7 +13,7 @@ from bench_tasks.systems.nats.release import bundled_version
 from bench_tasks.systems.nats.server import NatsServer
 from bench_tasks.systems.nats.settings import NatsBroker
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]
 
 
 class VarzFails(NatsServer):

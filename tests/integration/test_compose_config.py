@@ -16,7 +16,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "tools" / "compose-config"
 
-pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain to build tools/compose-config")
+pytestmark = [
+    pytest.mark.alongside,
+    pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain to build tools/compose-config"),
+]
 
 
 @pytest.fixture(scope="module")

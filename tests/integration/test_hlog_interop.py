@@ -14,6 +14,8 @@ import pytest
 from bench_tasks.core.hdr import write_hlog
 from bench_tasks.paths import cache_dir
 
+pytestmark = pytest.mark.alongside
+
 HDR_JAVA = "org.hdrhistogram:HdrHistogram:2.2.2"
 
 

@@ -28,7 +28,7 @@ from bench_tasks.systems.kafka.cluster import KafkaCluster, stop_detached
 from bench_tasks.systems.kafka.release import available_versions, kafka_classpath
 from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]
 
 NEWEST = KAFKA_VERSIONS[0]  # the newest 4.x; the newest 3.9.x runs in the parametrised test below
 REPO = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from bench_tasks.systems.rabbitmq import release
 from bench_tasks.systems.rabbitmq.nodes import RabbitCluster, amqp_urls, stop_detached
 from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]
 
 T = TypeVar("T")
 

@@ -19,7 +19,7 @@ from bench_tasks.systems.redis.nodes import RedisServers, stop_detached
 from bench_tasks.systems.redis.release import VERSIONS
 from bench_tasks.systems.redis.settings import RedisBroker, RedisClient
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]
 CLIENT = RedisClient(block_ms=100)
 
 

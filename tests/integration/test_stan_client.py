@@ -18,6 +18,8 @@ from bench_tasks.systems.stan.provision import start_server
 from bench_tasks.systems.stan.server import monitor
 from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanBroker
 
+pytestmark = pytest.mark.alongside
+
 SUBJECT = "sixnines.client"
 
 

@@ -20,6 +20,8 @@ from bench_tasks.systems.stan.release import reported_version
 from bench_tasks.systems.stan.server import monitor
 from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanCell
 
+pytestmark = pytest.mark.alongside
+
 SUBJECT = "sixnines.itest"
 
 

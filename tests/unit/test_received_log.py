@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -139,3 +140,19 @@ def test_the_file_is_written_a_slice_at_a_time_and_holds_every_row(
     assert read_schema_version(tmp_path / "received-c2.parquet") == SCHEMA_VERSION
     _ReceivedLog(clock).write(0, plan, tmp_path / "none.parquet")  # nothing received: an empty file of the schema
     assert pq.read_table(tmp_path / "none.parquet").num_rows == 0
+
+
+def test_progress_counts_the_gathered_tail_as_received(clock: Clock) -> None:
+    """The drain waits until every sent message is received: the last few of a schedule, handed over but not
+    decoded yet (too few to flush), must count, or every cell waits out its whole drain timeout."""
+    factory = PayloadFactory(64)
+    log = _ReceivedLog(clock)
+    log.on_messages(Batch([factory.make(0, s, 10 * s, 10 * s + 1) for s in range(3)]))
+    events: list[dict] = []
+    channels = SimpleNamespace(events=SimpleNamespace(put=events.append))
+    generator._consumer_progress(SimpleNamespace(index=0), channels, log)
+    assert log.count == 0 and events[-1]["received"] == 3  # counted, though not decoded
+    assert len(events[-1]["e2e_intended_ns"]) == 0  # latencies only from decoded rows
+    log.flush()
+    generator._consumer_progress(SimpleNamespace(index=0), channels, log)
+    assert events[-1]["received"] == 3 and len(events[-1]["e2e_intended_ns"]) == 3
