@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
 from pathlib import Path
 
@@ -144,3 +145,23 @@ def test_a_cluster_on_a_namespace_address_binds_advertises_and_certifies_it(tmp_
     plain = KafkaCluster("4.3.1", 1, None, tmp_path, host="10.99.0.2").settings(1, 1, 2, Path("/d"), "1@10.99.0.2:2")
     assert plain["listeners"] == "PLAINTEXT://10.99.0.2:1,CONTROLLER://10.99.0.2:2"
     assert plain["advertised.listeners"] == "PLAINTEXT://10.99.0.2:1"
+
+
+def test_backlog_counts_only_the_partitions_the_consumer_is_fetching() -> None:
+    """librdkafka's statistics list every partition the handle knows: one lost in a rebalance (not desired,
+    stopped) and the internal -1 can keep a stale fetch-queue count that no one will take; an idle group member
+    (more consumers than partitions) must not look backed up at 0 msg/s."""
+    from bench_tasks.systems.kafka.driver import _Statistics
+
+    def partition(pid: int, count: int, desired: bool, state: str) -> dict:
+        return {"partition": pid, "fetchq_cnt": count, "desired": desired, "fetch_state": state}
+
+    stats = _Statistics()
+    fetching = {"0": partition(0, 7, True, "active"), "-1": partition(-1, 3, False, "none")}
+    stats.update(json.dumps({"type": "consumer", "topics": {"t": {"partitions": fetching}}}))
+    assert stats.backlog() == 7
+    lost = {"0": partition(0, 1, False, "stopped"), "1": partition(1, 2, True, "active")}
+    stats.update(json.dumps({"type": "consumer", "topics": {"t": {"partitions": lost}}}))
+    assert stats.backlog() == 2
+    stats.update(json.dumps({"type": "consumer", "topics": {}}))
+    assert stats.backlog() == 0

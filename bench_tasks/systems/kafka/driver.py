@@ -353,10 +353,22 @@ class _Statistics:
             max(0, int(p.get("fetchq_cnt", 0)))
             for topic in stats.get("topics", {}).values()
             for p in topic.get("partitions", {}).values()
+            if _fetching(p)
         )
 
     def backlog(self) -> int | None:
         return self._backlog
+
+
+def _fetching(partition: Mapping[str, Any]) -> bool:
+    """A partition this consumer is fetching: assigned (`desired`) and active. A partition it lost in a
+    rebalance, or librdkafka's internal -1, can keep a stale count that nobody will take: counted, it made an
+    idle group member (more consumers than partitions) look saturated at 0 msg/s."""
+    return (
+        partition.get("partition", 0) != -1
+        and partition.get("desired", True)
+        and (partition.get("fetch_state", "active") == "active")
+    )
 
 
 PREFILL_MAGIC = b"P9"  # not the sample magic: decode_header refuses prefill messages
