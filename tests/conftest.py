@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from multiprocessing import resource_tracker
+from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
 
 import psutil
 import pytest
 from rich.console import Console
+
+from bench_tasks.cell.workers import worker_context
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,12 +34,13 @@ def console() -> Console:
 def no_orphans() -> Iterator[None]:
     """Fail the test if it leaves any child process (broker or generator worker) running."""
     resource_tracker.ensure_running()  # multiprocessing's own helper: lives as long as this interpreter
+    server = _fork_server()  # the cells' workers fork from it: it lives on, but none of its children may
     me = psutil.Process()
-    before = {p.pid for p in me.children(recursive=True)}
+    before = {p.pid for p in me.children(recursive=True)} - {server}
     yield
     left = []
     for proc in me.children(recursive=True):
-        if proc.pid in before or _started_by_an_earlier_process(proc, before):
+        if proc.pid in before or proc.pid == server or _started_by_an_earlier_process(proc, before):
             continue
         try:
             proc.wait(timeout=5)  # a worker that is just exiting gets a moment
@@ -49,6 +52,14 @@ def no_orphans() -> Iterator[None]:
         with contextlib.suppress(psutil.NoSuchProcess):  # gone, or a zombie its (listed) parent has not reaped
             left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
     assert not left, f"processes left behind: {left}"
+
+
+def _fork_server() -> int | None:
+    """The pid of the fork server the cells' workers come from (bench_tasks.cell.workers), started now with its
+    preloads if it is not running yet, so that the first test to run a cell does not see it as left behind."""
+    worker_context()
+    forkserver.ensure_running()
+    return forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
 
 
 def _started_by_an_earlier_process(proc: psutil.Process, before: set[int]) -> bool:

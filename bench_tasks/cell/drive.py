@@ -245,7 +245,7 @@ class CellDrive:
             self.target.address,
             self.cell.instance,
             self.cell.spec.model_dump_json(),
-            str(self.staging),
+            str(Path(self.staging).resolve()),  # a forked worker's cwd is its fork server's, not ours
             tuple(cpus),
             worker_route(self.cell, role, index, route),
             client=dict(self.target.client),

@@ -5,23 +5,46 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 import queue
 import time
 from collections.abc import Callable
+from multiprocessing.context import BaseContext
 from typing import Any
 
 from ..errors import CellError
 from ..load.generator import Channels, WorkerPlan, worker_main
 from ..load.live import LiveMonitor
+from ..systems import SYSTEMS
+
+
+def worker_context() -> BaseContext:
+    """Workers fork from multiprocessing's fork server (a fresh, single-threaded interpreter that imported
+    `_PRELOAD` once): a fresh process each, so the GIL couples none of them, without the imports of a spawn.
+    The fork server starts in the network namespace of the thread that first needs it and every worker is
+    forked from it, so a thread inside a namespace spawns instead (a worker enters its own namespace itself)."""
+    if os.readlink("/proc/thread-self/ns/net") != os.readlink("/proc/self/ns/net"):
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_preload())
+    return ctx
+
+
+def _preload() -> list[str]:
+    """What a forked worker finds imported: the generator, every system's driver with its client library, and
+    pyarrow's pandas bridge. A spawned worker paid ~1 s of a small host's CPU for them, in every worker of every
+    cell. (A module that fails to import is skipped by the fork server; the worker then imports it itself.)"""
+    drivers = [f"{type(s).__module__}.driver" for s in SYSTEMS.values()]
+    return ["bench_tasks.load.generator", "pandas", *drivers]
 
 
 class Workers:
-    """The processes of one cell (`spawn`ed: a fresh interpreter each, so the GIL couples none of them)."""
+    """The processes of one cell, started by `worker_context()`."""
 
     def __init__(self, cell_id: str, monitor: LiveMonitor, phase_ns: tuple[int, int, int]):
         self.cell_id = cell_id
         self.monitor = monitor
-        self.ctx = mp.get_context("spawn")
+        self.ctx = worker_context()
         ctx = self.ctx
         self.channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
         self.procs: list[Any] = []
