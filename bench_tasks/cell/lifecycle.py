@@ -50,7 +50,7 @@ from ..lake.storage import lake_path
 from ..paths import cache_dir
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import CELL_ADAPTER, Cell
-from ..systems import resolve_version
+from ..systems import UnknownSystem, resolve_version
 from ..topology import hosts, netns
 from ..topology.hosts import broker_site
 from ..topology.netns import Topology, inside
@@ -242,7 +242,10 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
     known = work.read(work.generator)
     if known is not None and generator_alive(work, known):
         return False
-    return not (state.get("brokers") and any(attach(state["brokers"]).alive().values()))
+    try:
+        return not (state.get("brokers") and any(attach(state["brokers"]).alive().values()))
+    except UnknownSystem:  # a cell of another checkout with a system this one lacks: it may well be running
+        return False
 
 
 def _now() -> str:

@@ -14,7 +14,7 @@ from dataclasses import asdict, replace
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import SixninesError
+from ..errors import CellError, SixninesError
 from ..lake.layout import Lake, RunInfo
 from ..lake.storage import lake_path
 from ..paths import cache_dir
@@ -127,7 +127,9 @@ def _provision(
                 console.print(f"waiting for the host: {escape(str(busy))}", highlight=False)
                 waiting = True
             time.sleep(HOST_POLL_S)
-        except Exception:  # recorded in the work folder's state: land reports it as the cell's reason
+        except Exception as exc:  # recorded in the work folder's state: land reports it as the cell's reason
+            if work.read(work.state) is None:  # failed before the record existed: land would have nothing
+                raise CellError(cell.instance, f"provisioning could not begin: {exc}") from exc
             return
 
 
