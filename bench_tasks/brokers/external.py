@@ -168,6 +168,23 @@ class ExternalBrokers:
     def kill(self) -> None:
         self._refuse("kill (SIGKILL)")
 
+    def fault_nodes(self) -> list[int]:
+        self._refuse("a fault")
+        return []
+
+    def fault_leader(self) -> int:
+        self._refuse("a fault")
+        return -1
+
+    def pause_node(self, node: int) -> None:
+        self.pause()
+
+    def resume_node(self, node: int) -> None:
+        """Nothing was paused."""
+
+    def kill_node(self, node: int) -> None:
+        self.kill()
+
     def pids(self) -> list[int]:
         return []
 

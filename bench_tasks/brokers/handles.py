@@ -51,6 +51,11 @@ class BrokerHandle(Protocol):
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def kill(self) -> None: ...
+    def fault_nodes(self) -> list[int]: ...
+    def fault_leader(self) -> int: ...
+    def pause_node(self, node: int) -> None: ...
+    def resume_node(self, node: int) -> None: ...
+    def kill_node(self, node: int) -> None: ...
     def alive(self) -> dict[int, bool]: ...
     def running(self) -> list[int]: ...
     def watch_leaders(self) -> None: ...
@@ -152,17 +157,32 @@ class NodeBrokers:
             raise BrokerError(f"{self.system.name}: the measured route has no leader to fault ({self.leader_ref})")
         return leaders[0]
 
+    fault_leader = fault_target
+
+    def fault_nodes(self) -> list[int]:
+        return sorted(self.nodes.node_pids)
+
+    def pause_node(self, node: int) -> None:
+        self.paused = node
+        self.nodes.pause(node)
+
+    def resume_node(self, node: int) -> None:
+        self.nodes.resume(node)
+        if self.paused == node:
+            self.paused = None
+
+    def kill_node(self, node: int) -> None:
+        self.nodes.kill(node)
+
     def pause(self) -> None:
-        self.paused = self.fault_target()
-        self.nodes.pause(self.paused)
+        self.pause_node(self.fault_target())
 
     def resume(self) -> None:
         if self.paused is not None:
-            self.nodes.resume(self.paused)
-            self.paused = None
+            self.resume_node(self.paused)
 
     def kill(self) -> None:
-        self.nodes.kill(self.fault_target())
+        self.kill_node(self.fault_target())
 
     def alive(self) -> dict[int, bool]:
         return self.nodes.alive()

@@ -30,7 +30,7 @@ from ..topology.hosts import broker_site, cell_routes, worker_netns, worker_rout
 from ..topology.netns import Topology, inside
 from ..topology.rendezvous import HostPart
 from .coordination import Coordinator, coordinator_for
-from .faults import BrokerControl, Fault, FaultInjector, FiredFault
+from .faults import BrokerControl, Fault, FaultInjector, FiredFault, faults_of
 from .workers import Workers
 
 READY_TIMEOUT_S = 60.0
@@ -156,7 +156,8 @@ class CellDrive:
         coordinator: Coordinator,
     ):
         self.cell, self.target, self.staging, self.control = cell, target, staging, control
-        self.faults, self.topology, self.coord = faults, topology, coordinator
+        self.faults = [*faults, *faults_of(cell.spec.faults)]  # a caller's (calibrate) and the matrix's
+        self.topology, self.coord = topology, coordinator
         self.names = target.names or cell.instance
         w = cell.spec.workload
         self.phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
@@ -177,7 +178,12 @@ class CellDrive:
                     workers.start(group, READY_TIMEOUT_S)  # nothing is sent before whoever receives it listens
                 run = self._begin(workers, offsets)
                 injector = FaultInjector(
-                    self.faults, self.control, run.plan.measure_start_ns, self.coord.clock, run.faults
+                    self.faults,
+                    self.control,
+                    run.plan.measure_start_ns,
+                    self.coord.clock,
+                    run.faults,
+                    self.cell.spec.workload.seed,
                 )
                 self._send(workers, groups, injector, run)
                 self._drain(workers, groups, run)

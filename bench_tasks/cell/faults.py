@@ -1,8 +1,13 @@
 """Faults fired during a cell's measure phase, on the schedule's clock: what a cell asks for, what fired, and the
-injector the schedule loop ticks (the brokers' control protocol does the freezing and killing)."""
+injector the schedule loop ticks (the brokers' control protocol does the freezing and killing).
+
+A fault aims at a target resolved when it fires: `leader` (who leads the measured route then, asked through the
+leader poll), `node:N`, or `random` (one of the cell's nodes, drawn from a generator seeded by the workload's seed,
+so a cell's random faults hit the same nodes every run)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -12,26 +17,59 @@ from ..errors import CellError
 
 
 class BrokerControl(Protocol):
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
-    def kill(self) -> None: ...
+    """What a fault asks of the brokers: their node ids, who leads the measured route, and signals to one node."""
+
+    def fault_nodes(self) -> list[int]: ...
+    def fault_leader(self) -> int: ...
+    def pause_node(self, node: int) -> None: ...
+    def resume_node(self, node: int) -> None: ...
+    def kill_node(self, node: int) -> None: ...
 
 
 @dataclass(frozen=True)
 class Fault:
-    """A fault injected during `measure`: `stall` freezes the broker (SIGSTOP) for `duration_s`;
-    `kill` ends it (SIGKILL). `at_s` counts from the start of the measure phase."""
+    """A fault injected during `measure`: `stall` freezes a node (SIGSTOP) for `duration_s`; `kill` ends it
+    (SIGKILL). `at_s` counts from the start of the measure phase; `target`: leader, node:N or random."""
 
     kind: Literal["stall", "kill"]
     at_s: float
     duration_s: float = 0.0
+    target: str = "leader"
+
+
+def faults_of(spec_faults: Sequence[object]) -> list[Fault]:
+    """A cell spec's faults (`spec.faults.FaultSpec`) as the injector's."""
+    return [Fault(f.action, f.at_s, f.duration_s or 0.0, f.target) for f in spec_faults]  # type: ignore[attr-defined]
 
 
 @dataclass
 class FiredFault:
+    """A fault as it happened, on the cell's clock (monotonic ns): when it fired and ended, and the node hit."""
+
     kind: str
     start_ns: int
     end_ns: int | None = None
+    target: str = "leader"
+    node: int | None = None
+    at_s: float | None = None  # as declared, from the start of the measure phase
+    duration_s: float | None = None
+
+
+def resolve_target(target: str, nodes: Sequence[int], leader: Callable[[], int], rng: random.Random) -> int:
+    """The node a fault aimed at `target` hits now. `leader` is asked only when the target is the leader (a poll
+    that may wait on a broker)."""
+    if target == "leader":
+        return leader()
+    if target == "random":
+        if not nodes:
+            raise CellError("?", "fault target 'random': the brokers have no nodes to choose from")
+        return rng.choice(sorted(nodes))
+    kind, _, number = target.partition(":")
+    if kind != "node" or not number.isdigit():
+        raise CellError("?", f"fault target {target!r}: expected 'leader', 'random' or 'node:N'")
+    if int(number) not in nodes:
+        raise CellError("?", f"fault target {target!r}: no such node; nodes: {', '.join(map(str, sorted(nodes)))}")
+    return int(number)
 
 
 class FaultInjector:
@@ -45,14 +83,18 @@ class FaultInjector:
         measure_start_ns: int,
         clock: Callable[[], int],
         fired: list[FiredFault],
+        seed: int = 0,
     ):
-        """`fired` is the cell run's own list: what fired is on record even if the cell fails mid-fault."""
+        """`fired` is the cell run's own list: what fired is on record even if the cell fails mid-fault. `seed`:
+        the workload's, for `random` targets."""
         self.pending = sorted(faults, key=lambda f: f.at_s)
         self.control = control
         self.measure_start_ns = measure_start_ns
         self.clock = clock
         self.fired = fired
+        self.rng = random.Random(seed)
         self._stall_end: int | None = None
+        self._stalled: tuple[FiredFault, int] | None = None
 
     def tick(self, now: int) -> None:
         if self.pending and now >= self.measure_start_ns + int(self.pending[0].at_s * NS_PER_S):
@@ -61,19 +103,25 @@ class FaultInjector:
             self._thaw()
 
     def _fire(self, fault: Fault) -> None:
-        fired = FiredFault(fault.kind, self.clock())
+        node = resolve_target(fault.target, self.control.fault_nodes(), self.control.fault_leader, self.rng)
+        fired = FiredFault(fault.kind, self.clock(), None, fault.target, node, fault.at_s, fault.duration_s or None)
         self.fired.append(fired)
         if fault.kind == "stall":
-            self.control.pause()
+            self.control.pause_node(node)
+            self._stalled = (fired, node)
             self._stall_end = fired.start_ns + int(fault.duration_s * NS_PER_S)
-        else:
-            self.control.kill()
+        elif fault.kind == "kill":
+            self.control.kill_node(node)
             fired.end_ns = fired.start_ns
+        else:
+            raise CellError("?", f"fault action {fault.kind!r}: the harness cannot do it (yet)")
 
     def _thaw(self) -> None:
-        self.control.resume()
-        self._stall_end = None
-        self.fired[-1].end_ns = self.clock()
+        assert self._stalled is not None
+        fired, node = self._stalled
+        self.control.resume_node(node)
+        self._stall_end = self._stalled = None
+        fired.end_ns = self.clock()
 
     def close(self) -> None:
         if self._stall_end is not None:  # thawed early: the stall's record ends when it really did
@@ -83,7 +131,12 @@ class FaultInjector:
 class NoFaults:
     """The broker control of a real host's part: faults are refused before a cell on real hosts starts."""
 
-    def pause(self) -> None:
+    def fault_nodes(self) -> list[int]:
         raise CellError("?", "faults are not injected by load hosts")
 
-    resume = kill = pause
+    fault_leader = fault_nodes
+
+    def pause_node(self, node: int) -> None:
+        raise CellError("?", "faults are not injected by load hosts")
+
+    resume_node = kill_node = pause_node

@@ -244,8 +244,8 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
         return False
     try:
         return not (state.get("brokers") and any(attach(state["brokers"]).alive().values()))
-    except UnknownSystem:  # a cell of another checkout with a system this one lacks: it may well be running
-        return False
+    except (UnknownSystem, ValidationError):  # a cell of another checkout with a system this one lacks (its
+        return False  # brokers, or an external cell's spec, unreadable here): it may well be running
 
 
 def _now() -> str:
@@ -303,8 +303,9 @@ def provision_step(
         record["provisioning"]["policy"] = "fresh"
     write_json(work.state, record)
     try:
-        refuse_faults(cell, faults or [])
-        hosts.check_runnable(cell, faults or [])
+        declared = [*(faults or []), *(f.model_dump() for f in cell.spec.faults)]  # the caller's and the matrix's
+        refuse_faults(cell, declared)
+        hosts.check_runnable(cell, declared)
         topology = hosts.build(cell, work_token(work))
         record["topology"] = topology.to_dict() if topology else None
         write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it

@@ -94,20 +94,26 @@ class _RecordingControl:
         self.brokers = brokers
         self.writer = writer
 
-    def _note(self, kind: str) -> None:
-        self.writer.faults.append({"kind": kind, "at_ns": time.monotonic_ns()})
+    def _note(self, kind: str, node: int) -> None:
+        self.writer.faults.append({"kind": kind, "node": node, "at_ns": time.monotonic_ns()})
 
-    def pause(self) -> None:
-        self._note("stall")
-        self.brokers.pause()
+    def fault_nodes(self) -> list[int]:
+        return self.brokers.fault_nodes()
 
-    def resume(self) -> None:
-        self._note("resume")
-        self.brokers.resume()
+    def fault_leader(self) -> int:
+        return self.brokers.fault_leader()
 
-    def kill(self) -> None:
-        self._note("kill")
-        self.brokers.kill()
+    def pause_node(self, node: int) -> None:
+        self._note("stall", node)
+        self.brokers.pause_node(node)
+
+    def resume_node(self, node: int) -> None:
+        self._note("resume", node)
+        self.brokers.resume_node(node)
+
+    def kill_node(self, node: int) -> None:
+        self._note("kill", node)
+        self.brokers.kill_node(node)
 
 
 def generator_main(root: Path) -> int:

@@ -14,11 +14,12 @@ import json
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from ..core.header import RELAYED_MIN_SIZE
 from .background import Background
 from .base import MessageSizeBytes, StrictModel
+from .faults import FaultSpec, FaultSupport, check_fault_nodes, check_faults
 from .placement import Host, Network, Placement, check_placement
 
 MEASUREMENTS = ("e2e", "publish", "rtt", "chain")
@@ -112,6 +113,7 @@ class CellBase(StrictModel):
 
     SYSTEM: ClassVar[str]
     VERSIONS: ClassVar[tuple[str, ...]]  # known releases, newest first (validation needs no network)
+    FAULTS: ClassVar[FaultSupport] = FaultSupport()  # set by the model's System: what `faults:` may ask
     version: str
     brokers: BrokerSource = Field(
         "provisioned",
@@ -129,11 +131,39 @@ class CellBase(StrictModel):
     network: Network | None = Field(None, description="bandwidth cap on the cell's network-namespace links")
     broker: BrokerSettings
     client: ClientSettings
+    # After broker: its validator asks the system which node ids those broker settings give.
+    faults: list[FaultSpec] = Field(
+        default_factory=list, description="faults fired during the measure phase, on its clock (`spec.faults`)"
+    )
 
     @model_serializer(mode="wrap")
     def _without_hosts(self, handler: Any) -> dict[str, Any]:
-        """Cells without hosts or a network cap dump as before those existed, so existing cell ids stay the same."""
-        return _drop_none(handler(self), ("hosts", "network"))
+        """Cells without hosts, a network cap or faults dump as before those existed, so existing cell ids stay
+        the same."""
+        data = _drop_none(handler(self), ("hosts", "network"))
+        if not data.get("faults", True):
+            del data["faults"]
+        return data
+
+    @field_validator("faults")
+    @classmethod
+    def _faults_fit(cls, value: list[FaultSpec], info: ValidationInfo) -> list[FaultSpec]:
+        """What the cell's system can do to its nodes (asked of the system, so the core names none), inside
+        the measure phase; external brokers are not the harness's to signal."""
+        if not value:
+            return value
+        if info.data.get("brokers") == "external":
+            raise ValueError("external brokers run elsewhere; faults signal the brokers a cell provisions")
+        workload = info.data.get("workload")
+        if workload is None:
+            return value  # the workload's own error is reported
+        support = cls.FAULTS
+        problems = check_faults(value, workload.measure_s, support.actions, support.targets, support.system)
+        broker = info.data.get("broker")
+        problems += check_fault_nodes(value, support.nodes(broker) if broker is not None else None)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
     @field_validator("version")
     @classmethod

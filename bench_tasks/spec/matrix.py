@@ -31,7 +31,8 @@ from .cell import (
 )
 from .placement import HOST_NAME, Host
 
-AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client", "background", "network")
+AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client", "background", "network", "faults")
+WHOLE_VALUE_AXES = ("version", "measurement", "faults")  # axes whose values replace the key whole
 MAX_REPEATS = 100
 
 AnyCell = CellBase  # statically any system's cell; at run time the union of the registered systems' models
@@ -59,6 +60,7 @@ class SystemBlock(StrictModel):
     broker: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
     background: dict[str, Any] = Field(default_factory=dict)
+    faults: list[Any] | None = Field(None, description="this system's faults (instead of the top-level ones)")
     axes: dict[str, list[Any]] = Field(default_factory=dict)
 
     @field_validator("system")
@@ -98,6 +100,7 @@ class MatrixFile(StrictModel):
     )
     hosts: dict[str, Host] = Field(default_factory=dict, description="load-generator and broker hosts by name")
     network: dict[str, Any] | None = Field(None, description="bandwidth cap on network-namespace links (tc tbf)")
+    faults: list[Any] = Field(default_factory=list, description="faults during the measure phase (spec.faults)")
     origin: dict[str, Any] | None = Field(
         None, description="where the matrix came from (an import's field-by-field mapping); kept with each cell"
     )
@@ -157,6 +160,7 @@ class Cell(StrictModel):
             + (f" on {'+'.join(w.placement.load_hosts()) or 'local'}" if w.placement else "")
             + (f" broker@{w.placement.broker}" if w.placement and w.placement.broker else "")
             + (f" cap {s.network.rate_mbit:g}Mbit" if s.network else "")
+            + "".join(f" fault:{f.short()}" for f in s.faults)
         )
 
 
@@ -327,7 +331,10 @@ def _expand_block(file: MatrixFile, block: SystemBlock, where: str) -> tuple[lis
         base["hosts"] = {name: host.model_dump(mode="json") for name, host in file.hosts.items()}
     if file.network is not None:
         base["network"] = file.network
-    problems = _check_base(base, where, axes)
+    faults = block.faults if block.faults is not None else file.faults
+    if faults:
+        base["faults"] = faults
+    problems = _check_base(base, where, axes, top_faults=block.faults is None)
     if problems:
         return problems, []
     cells = []
@@ -392,18 +399,21 @@ def _check_axes(axes: dict[str, list[Any]], where: str, global_keys: Any) -> lis
         origin = f"axes.{axis_path}" if axis_path in global_keys else f"{where}.axes.{axis_path}"
         if axis_path in ("version", "measurement"):
             origin = f"{where}.versions" if axis_path == "version" else "measurements"
-        if axis_path.split(".")[0] not in AXIS_ROOTS or axis_path in AXIS_ROOTS[2:]:
+        root = axis_path.split(".")[0]
+        whole = axis_path in WHOLE_VALUE_AXES
+        if root not in AXIS_ROOTS or (axis_path in AXIS_ROOTS and not whole) or (root == "faults" and not whole):
             problems.append(
-                f"{origin}: unknown axis path {axis_path!r}; an axis is 'version', 'measurement' or a "
-                f"dotted path under workload., broker., client., background. or network."
+                f"{origin}: unknown axis path {axis_path!r}; an axis is 'version', 'measurement', 'faults' (each "
+                f"value a list of faults) or a dotted path under workload., broker., client., background. or network."
             )
         elif not values:
             problems.append(f"{origin}: empty list; an axis needs at least one value")
     return problems
 
 
-def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]]) -> list[str]:
-    """Validate each axis value on its own against the base, so errors name the axis and index."""
+def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]], top_faults: bool = True) -> list[str]:
+    """Validate each axis value on its own against the base, so errors name the axis and index. `top_faults`:
+    the cell's faults are the file's own (not the block's), so their problems are named at the top level."""
     problems = []
     for axis_path, values in axes.items():
         for index, value in enumerate(values):
@@ -435,10 +445,16 @@ def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]]) ->
         for err in exc.errors():
             loc = _loc(err)
             if not any(loc == a or loc.startswith(a + ".") or a.startswith(loc + ".") for a in axes):
-                top = loc.split(".")[0] in ("workload", "hosts", "network")
+                top_keys = ("workload", "hosts", "network", *(("faults",) if top_faults else ()))
+                top = re.split(r"[.\[]", loc)[0] in top_keys
                 where_loc = loc if top else f"{where}.{loc}" if loc else where
                 problems.append(f"{where_loc}: {_input(err)}{_message(err)}")
-    return list(dict.fromkeys(problems))
+    return list(dict.fromkeys(_fault_named(p) for p in problems))
+
+
+def _fault_named(problem: str) -> str:
+    """`systems[0].faults: faults[1].action: …` → `systems[0].faults[1].action: …` (the message names the fault)."""
+    return re.sub(r"(^|\.)faults: faults\[", r"\1faults[", problem)
 
 
 def _check_excludes(file: MatrixFile) -> list[str]:
@@ -539,6 +555,8 @@ def _input(err: dict[str, Any]) -> str:
         return ""
     value = err.get("input")
     if isinstance(value, dict) and err["type"] != "extra_forbidden":
+        return ""
+    if isinstance(value, list) and "faults" in err["loc"]:  # the message names the fault and its field
         return ""
     return f"{value!r} — "
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..spec.cell import CellBase, Measurement
+from ..spec.faults import FaultSupport
 
 if TYPE_CHECKING:
     from ..brokers.connections import BrokerConnection, ClientAccess
@@ -39,6 +40,10 @@ class System:
     calibration_measurement: ClassVar[Measurement] = "e2e"  # the CTRL+Z test's default shape
     calibration_broker: ClassVar[Mapping[str, Any]] = {}  # one node, the simplest that can be frozen
     client_libraries: ClassVar[tuple[str, ...]] = ()  # distributions whose versions every cell records
+    # What a matrix's `faults:` may ask of this system's provisioned nodes (spec.faults): actions (stall, kill,
+    # restart) and target kinds (leader, node, random). Nothing unless the system's package declares it.
+    fault_actions: ClassVar[frozenset[str]] = frozenset()
+    fault_targets: ClassVar[frozenset[str]] = frozenset()
 
     def part(self, module: str, function: str) -> Callable[..., Any] | None:
         """`function` of the system package's `module` (imported on first use), or None where there is none."""
@@ -50,6 +55,19 @@ class System:
                 raise  # the module exists but something it imports does not: a real error
             return None
         return getattr(found, function, None)
+
+    @staticmethod
+    def fault_nodes(broker: Any) -> list[int] | None:
+        """The node ids brokers started with these settings (the cell model's `broker`) will have: what `node:N`
+        fault targets may name. None: not known before they start (checked when the fault fires)."""
+        return None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The system's cell model learns what faults the system supports: matrix validation checks a cell's
+        `faults:` against it, and the spec imports no system."""
+        super().__init_subclass__(**kwargs)
+        if "cell_model" in cls.__dict__:
+            cls.cell_model.FAULTS = FaultSupport(cls.name, cls.fault_actions, cls.fault_targets, cls.fault_nodes)
 
     @property
     def versions(self) -> tuple[str, ...]:

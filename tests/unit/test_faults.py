@@ -14,13 +14,19 @@ class Signals:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def pause(self) -> None:
+    def fault_nodes(self) -> list[int]:
+        return [1, 2, 3]
+
+    def fault_leader(self) -> int:
+        return 2
+
+    def pause_node(self, node: int) -> None:
         self.calls.append("pause")
 
-    def resume(self) -> None:
+    def resume_node(self, node: int) -> None:
         self.calls.append("resume")
 
-    def kill(self) -> None:
+    def kill_node(self, node: int) -> None:
         self.calls.append("kill")
 
 
@@ -45,3 +51,17 @@ def test_close_thaws_a_stall_still_frozen() -> None:
     injector.tick(0)
     injector.close()
     assert signals.calls == ["pause", "resume"] and injector.fired[0].end_ns == 0
+
+
+def test_each_fault_records_its_target_and_the_node_it_hit() -> None:
+    now = [0]
+    fired: list[FiredFault] = []
+    faults = [Fault("stall", 1.0, 0.5, "node:3"), Fault("kill", 2.0, target="leader")]
+    injector = FaultInjector(faults, Signals(), 0, lambda: now[0], fired, seed=5)
+    for t in (1.0, 1.5, 2.0):
+        now[0] = int(t * S)
+        injector.tick(now[0])
+    assert [(f.kind, f.target, f.node, f.at_s, f.duration_s) for f in fired] == [
+        ("stall", "node:3", 3, 1.0, 0.5),
+        ("kill", "leader", 2, 2.0, None),
+    ]

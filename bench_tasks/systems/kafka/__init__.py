@@ -19,6 +19,13 @@ class Kafka(System):
     setup_estimate_s = 20.0  # a JVM per node, KRaft formatting and election
     calibration_broker: ClassVar[Mapping[str, Any]] = {"brokers": 1}
     client_libraries = ("confluent-kafka",)
+    fault_actions = frozenset({"stall", "kill"})  # no restart yet: the attached broker control cannot start a node
+    fault_targets = frozenset({"leader", "node", "random"})
+
+    @staticmethod
+    def fault_nodes(broker: Any) -> list[int]:
+        """Kafka's node.id: 1..brokers."""
+        return list(range(1, broker.brokers + 1))
 
     def label(self, spec: Any) -> str:
         b, c = spec.broker, spec.client

@@ -17,6 +17,13 @@ class Nats(System):
     calibration_measurement = "rtt"  # core request/reply: a synchronous connection's service time hides a stall
     calibration_broker: ClassVar[Mapping[str, Any]] = {"mode": "core"}
     client_libraries = ("nats-py",)
+    fault_actions = frozenset({"stall", "kill"})  # no restart yet: the attached broker control cannot start a node
+    fault_targets = frozenset({"leader", "node", "random"})
+
+    @staticmethod
+    def fault_nodes(broker: Any) -> list[int]:
+        """A single server is node 0; a cluster's nodes are 1..servers."""
+        return [0] if broker.servers == 1 else list(range(1, broker.servers + 1))
 
     def label(self, spec: Any) -> str:
         setup = f"nats/{spec.broker.mode}"

@@ -25,6 +25,13 @@ class Rabbitmq(System):
     calibration_measurement = "rtt"  # request/reply through a queue: a frozen node stalls the synchronous requester
     calibration_broker: ClassVar[Mapping[str, Any]] = {"nodes": 1}
     client_libraries = ("pika",)
+    fault_actions = frozenset({"stall", "kill"})  # no restart yet: the attached broker control cannot start a node
+    fault_targets = frozenset({"leader", "node", "random"})
+
+    @staticmethod
+    def fault_nodes(broker: Any) -> list[int]:
+        """Nodes n1..nodes."""
+        return list(range(1, broker.nodes + 1))
 
     def label(self, spec: Any) -> str:
         b, c = spec.broker, spec.client

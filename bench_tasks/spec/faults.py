@@ -1,0 +1,122 @@
+"""Faults a matrix declares: `{at_s, action, target, duration_s}` on the measure phase's clock.
+
+The shape of one fault is checked here (a stall needs its duration, a kill has none, a target is `leader`,
+`random` or `node:N`); what a system can do (its actions, targets and node ids) is asked of the system when the
+cell is validated (`check_faults`), so the core names no system. A fault is part of the cell's spec: a cell with a
+fault is a different cell (another id) from the same cell without.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from .base import StrictModel
+
+FaultAction = Literal["stall", "kill", "restart"]
+FAULT_ACTIONS: tuple[str, ...] = ("stall", "kill", "restart")
+TARGET_KINDS = ("leader", "node", "random")
+_TARGET = re.compile(r"^(leader|random|node:(\d+))$")
+
+
+@dataclass(frozen=True)
+class FaultSupport:
+    """What a system can do to its nodes, as its cell model knows it (the system's `System` sets it, so the spec
+    names no system): actions, target kinds, and the node ids given broker settings (None: not known before
+    the brokers start)."""
+
+    system: str = "this system"
+    actions: frozenset[str] = frozenset()
+    targets: frozenset[str] = frozenset()
+    nodes: Callable[[Any], list[int] | None] = lambda broker: None
+
+
+class FaultSpec(StrictModel):
+    """One fault of a cell. `at_s` counts from the start of the measure phase; `duration_s` is how long a stall
+    keeps the node frozen (SIGSTOP, then SIGCONT)."""
+
+    at_s: float = Field(ge=0, description="seconds after the measure phase starts")
+    action: FaultAction = Field(description="stall: SIGSTOP for duration_s; kill: SIGKILL, no restart")
+    target: str = Field(
+        "leader",
+        description="leader (of the measured route when the fault fires), node:N, or random (seeded by workload.seed)",
+    )
+    duration_s: float | None = Field(None, gt=0, description="stall: how long the node stays frozen")
+
+    @model_validator(mode="after")
+    def _shape(self) -> FaultSpec:
+        if not _TARGET.match(self.target):
+            raise ValueError(f"target {self.target!r}: expected 'leader', 'random' or 'node:N' (N a node id)")
+        if self.action == "stall" and self.duration_s is None:
+            raise ValueError("duration_s: required for action 'stall' (how long the node stays frozen)")
+        if self.action != "stall" and self.duration_s is not None:
+            raise ValueError(f"duration_s: only for action 'stall'; a {self.action} has no duration")
+        return self
+
+    @property
+    def target_kind(self) -> str:
+        return self.target.split(":", 1)[0]
+
+    @property
+    def node(self) -> int | None:
+        """N of a `node:N` target."""
+        found = _TARGET.match(self.target)
+        return int(found.group(2)) if found and found.group(2) else None
+
+    @property
+    def ends_at_s(self) -> float:
+        return self.at_s + (self.duration_s or 0.0)
+
+    def short(self) -> str:
+        """The fault in a cell's label: `stall@2s/leader 1s`."""
+        return f"{self.action}@{self.at_s:g}s/{self.target}" + (f" {self.duration_s:g}s" if self.duration_s else "")
+
+
+def check_faults(
+    faults: Sequence[FaultSpec],
+    measure_s: float,
+    actions: Collection[str],
+    targets: Collection[str],
+    system: str,
+) -> list[str]:
+    """Every problem of a cell's faults, each naming its field (`faults[1].action: ...`): what the system does
+    not support, a fault outside the measure phase, a fault while a stall still holds its node."""
+    problems = []
+    for i, fault in enumerate(faults):
+        where = f"faults[{i}]"
+        if fault.action not in actions:
+            supported = ", ".join(a for a in FAULT_ACTIONS if a in actions) or "none"
+            problems.append(f"{where}.action: {fault.action!r} — {system} supports: {supported}")
+        if fault.target_kind not in targets:
+            supported = ", ".join(t if t != "node" else "node:N" for t in TARGET_KINDS if t in targets) or "none"
+            problems.append(f"{where}.target: {fault.target!r} — {system} supports: {supported}")
+        if fault.at_s >= measure_s:
+            phase = f"workload.measure_s={measure_s:g}"
+            problems.append(f"{where}.at_s: {fault.at_s:g} — beyond the measure phase ({phase})")
+        elif fault.ends_at_s > measure_s:
+            problems.append(
+                f"{where}.duration_s: {fault.duration_s:g} — the stall would outlast the measure phase "
+                f"(at_s {fault.at_s:g} + {fault.duration_s:g} > workload.measure_s={measure_s:g})"
+            )
+    ordered = sorted(enumerate(faults), key=lambda pair: pair[1].at_s)
+    for (_, first), (j, second) in itertools.pairwise(ordered):
+        if second.at_s < first.ends_at_s:
+            problems.append(f"faults[{j}].at_s: {second.at_s:g} — fires while an earlier stall still holds its node")
+    return problems
+
+
+def check_fault_nodes(faults: Sequence[FaultSpec], nodes: Collection[int] | None) -> list[str]:
+    """`node:N` targets the cell's brokers do not have (`nodes`: their ids; None: not known before they start)."""
+    if nodes is None:
+        return []
+    known = ", ".join(f"node:{n}" for n in sorted(nodes))
+    return [
+        f"faults[{i}].target: {fault.target!r} — this cell's nodes are {known}"
+        for i, fault in enumerate(faults)
+        if fault.node is not None and fault.node not in nodes
+    ]

@@ -1,0 +1,131 @@
+"""`faults:` in a matrix: where it may stand (top level, a system block, an axis), what is refused (each problem
+naming its field), how a fault changes the cell's id and label, and how a fault's target is resolved."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from bench_tasks.cell.faults import resolve_target
+from bench_tasks.errors import CellError, MatrixError
+from bench_tasks.spec.matrix import Matrix, parse_matrix
+
+STALL = {"at_s": 1, "action": "stall", "target": "leader", "duration_s": 1}
+
+
+def raw(**extra: Any) -> dict[str, Any]:
+    return {
+        "name": "t",
+        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "jetstream", "servers": 3}}],
+        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
+        "measurements": ["e2e"],
+        **extra,
+    }
+
+
+def parse(data: dict[str, Any]) -> Matrix:
+    return parse_matrix(data, "m.yaml")
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    with pytest.raises(MatrixError) as info:
+        parse(data)
+    return info.value.problems
+
+
+def test_a_fault_is_part_of_the_cell_its_id_and_label() -> None:
+    (plain,) = parse(raw()).cells
+    (faulted,) = parse(raw(faults=[STALL])).cells
+    assert faulted.id != plain.id and faulted.series_key != plain.series_key
+    assert "faults" not in plain.spec.model_dump(mode="json")  # cells without faults keep their ids
+    assert faulted.spec.faults[0].duration_s == 1
+    assert faulted.label.endswith(" fault:stall@1s/leader 1s")
+
+
+def test_a_system_block_s_faults_replace_the_top_level_ones() -> None:
+    data = raw(faults=[STALL])
+    data["systems"][0]["faults"] = [{"at_s": 2, "action": "kill", "target": "node:2"}]
+    (cell,) = parse(data).cells
+    assert [(f.action, f.target) for f in cell.spec.faults] == [("kill", "node:2")]
+
+
+def test_faults_as_an_axis_give_one_cell_per_value() -> None:
+    data = raw(axes={"faults": [[], [STALL], [{"at_s": 1, "action": "kill", "target": "random"}]]})
+    cells = parse(data).cells
+    assert [[f.action for f in c.spec.faults] for c in cells] == [[], ["stall"], ["kill"]]
+    assert len({c.id for c in cells}) == 3
+
+
+@pytest.mark.parametrize(
+    ("fault", "field", "words"),
+    [
+        ({"at_s": 1, "action": "stall"}, "faults[0]: duration_s", "required for action 'stall'"),
+        ({"at_s": 1, "action": "kill", "duration_s": 1}, "faults[0]: duration_s", "only for action 'stall'"),
+        ({"at_s": 1, "action": "kill", "target": "broker"}, "faults[0]: target 'broker'", "expected 'leader'"),
+        ({"at_s": 1, "action": "pause"}, "faults[0].action", "not allowed"),
+        ({"at_s": 1, "action": "kill", "when": 2}, "faults[0].when", "unknown key"),
+        ({"at_s": 1, "action": "restart"}, "faults[0].action: 'restart'", "nats supports: stall, kill"),
+        ({"at_s": 3, "action": "kill"}, "faults[0].at_s: 3", "beyond the measure phase"),
+        ({**STALL, "duration_s": 2.5}, "faults[0].duration_s: 2.5", "outlast the measure phase"),
+        ({"at_s": 1, "action": "kill", "target": "node:4"}, "faults[0].target: 'node:4'", "node:1, node:2, node:3"),
+    ],
+)
+def test_refusals_name_the_field(fault: dict[str, Any], field: str, words: str) -> None:
+    found = problems(raw(faults=[fault]))
+    assert any(p.startswith(field) and words in p for p in found), found
+
+
+def test_a_block_s_fault_problem_is_named_in_the_block() -> None:
+    data = raw()
+    data["systems"][0]["faults"] = [{"at_s": 1, "action": "kill", "target": "node:0"}]
+    assert problems(data) == ["systems[0].faults[0].target: 'node:0' — this cell's nodes are node:1, node:2, node:3"]
+
+
+def test_an_axis_value_s_fault_problem_names_the_axis() -> None:
+    found = problems(raw(axes={"faults": [[], [{"at_s": 9, "action": "kill"}]]}))
+    assert any(p.startswith("axes.faults[1]:") and "faults[0].at_s: 9" in p for p in found), found
+
+
+def test_a_fault_while_a_stall_holds_its_node_is_refused() -> None:
+    found = problems(raw(faults=[STALL, {"at_s": 1.5, "action": "kill"}]))
+    assert any("faults[1].at_s: 1.5 — fires while an earlier stall" in p for p in found), found
+
+
+def test_external_brokers_cannot_be_faulted() -> None:
+    data = raw(faults=[STALL])
+    data["systems"][0] = {"system": "nats", "brokers": "external", "connection": "c"}
+    assert any("faults signal the brokers a cell provisions" in p for p in problems(data))
+
+
+def test_a_single_nats_server_is_node_0() -> None:
+    data = raw(faults=[{"at_s": 1, "action": "kill", "target": "node:0"}])
+    data["systems"][0]["broker"] = {"mode": "core"}
+    (cell,) = parse(data).cells
+    assert cell.spec.faults[0].node == 0
+
+
+def test_targets_resolve_to_a_node() -> None:
+    asked: list[str] = []
+
+    def leader() -> int:
+        asked.append("leader")
+        return 2
+
+    rng = random.Random(7)
+    assert resolve_target("node:3", [1, 2, 3], leader, rng) == 3
+    assert not asked  # a node target never waits on a leader poll
+    assert resolve_target("leader", [1, 2, 3], leader, rng) == 2 and asked == ["leader"]
+    with pytest.raises(CellError, match="no such node"):
+        resolve_target("node:9", [1, 2, 3], leader, rng)
+
+
+def test_random_targets_follow_the_seed() -> None:
+    def draws(seed: int) -> list[int]:
+        rng = random.Random(seed)
+        return [resolve_target("random", [3, 1, 2], lambda: 0, rng) for _ in range(8)]
+
+    assert draws(1) == draws(1)
+    assert set(draws(1)) <= {1, 2, 3}
+    assert draws(1) != draws(2)
