@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.analysis import CellAnalysis, analyze, leaders_at
+from ..core.faultcost import fault_costs
 from ..core.hdr import write_hlog
 from ..core.saturation import HARNESS_FACTS_VERSION, verdict
 from ..errors import SixninesError
@@ -98,10 +99,11 @@ def land_cell(
     landed even when the analysis fails, so it can be redone."""
     spec = cell.spec
     analysis = None
+    faults = cell_run.faults_dicts() if cell_run else []
     try:
         _attribute_leaders(staging, broker_context.get("leader_changes", []))
         if cell_run is not None:
-            analysis = _analyse(cell, staging, cell_run)
+            analysis, faults = _analyse(cell, staging, cell_run, broker_context.get("leader_changes", []))
             if status == "ok":
                 status, reason = _gate(cell, analysis, gate_lag, cell_run.harness)
             series = {
@@ -125,7 +127,7 @@ def land_cell(
         reason,
         analysis,
         None,
-        cell_run.faults_dicts() if cell_run else [],
+        faults,
         cell_run.background if cell_run else {},
         cell_run.harness if cell_run else {},
     )
@@ -156,20 +158,20 @@ def _attribute_leaders(staging: Path, changes: list[dict[str, int]]) -> None:
         write_parquet(table.set_column(table.schema.get_field_index("leader"), "leader", column), path)
 
 
-def _analyse(cell: Cell, staging: Path, cell_run: CellRun) -> CellAnalysis:
+def _analyse(
+    cell: Cell, staging: Path, cell_run: CellRun, leader_changes: list[dict[str, int]]
+) -> tuple[CellAnalysis, list[dict]]:
+    """The cell's analysis, and each fired fault with what it cost (`faultcost`)."""
     sent = _read_parts(staging, "sent-p*.parquet", SENT_SCHEMA)
     received = _read_parts(staging, "received-c*.parquet", RECEIVED_SCHEMA)
     relayed = _read_parts(staging, "relayed-r*.parquet", RECEIVED_SCHEMA) if cell.spec.measurement == "chain" else None
     plan = cell_run.plan
-    return analyze(
-        sent,
-        received,
-        cell.spec.measurement,
-        acked_metric(cell),
-        (plan.measure_start_ns, plan.measure_end_ns),
-        cell.spec.workload.rate_per_s,
-        relayed,
+    window = (plan.measure_start_ns, plan.measure_end_ns)
+    analysis = analyze(
+        sent, received, cell.spec.measurement, acked_metric(cell), window, cell.spec.workload.rate_per_s, relayed
     )
+    faults = fault_costs(cell_run.faults_dicts(), sent, received, cell.spec.measurement, window, leader_changes)
+    return analysis, faults
 
 
 def _read_parts(folder: Path, pattern: str, schema: pa.Schema) -> pa.Table:

@@ -83,6 +83,8 @@ def print_report(report: CellReport, console: Console) -> None:
             console.print(f"  chain: {acc.relayed} of {acc.sent} sent reached a relay", highlight=False)
         for line in describe_harness(report.harness):
             console.print(f"  harness {line}", highlight=False)
+    for line in fault_lines(report.faults):
+        console.print(f"  {line}", highlight=False)
     for name, bg in report.background.items():
         lag = bg["schedule_lag"]
         worst = lag["percentiles_ns"].get("99.9") or lag["max_ns"]
@@ -95,6 +97,24 @@ def print_report(report: CellReport, console: Console) -> None:
     if report.reason:
         console.print(f"  [red]{report.reason}[/]", highlight=False)
     console.print(f"  data: {report.path}", highlight=False)
+
+
+def fault_lines(faults: list[dict]) -> list[str]:
+    """One line per fired fault: what hit which node when, the leader around it, recovery and loss."""
+    lines = []
+    for f in faults:
+        if "fired_s" not in f:  # not analysed (the cell's analysis failed): what fired is still shown
+            lines.append(f"fault {f['kind']} node {f.get('node')}")
+            continue
+        ended = "" if f["ended_s"] is None or f["ended_s"] == f["fired_s"] else f"-{f['ended_s']:.2f}s"
+        first = f["first_arrival_after_s"]
+        lines.append(
+            f"fault {f['kind']} {f.get('target', 'leader')}=node {f.get('node')} at {f['fired_s']:.2f}s{ended}: "
+            f"leader {f['leader_before']} -> {f['leader_after']}  first arrival after "
+            f"{'never' if first is None else f'{first:.3f}s'}  longest gap {f['max_arrival_gap_s']:.3f}s  "
+            f"lost {f['lost']} of {f['scheduled']}  acked-but-lost {f['acknowledged_but_lost']}"
+        )
+    return lines
 
 
 def report_json(report: CellReport) -> dict:

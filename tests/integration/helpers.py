@@ -15,6 +15,7 @@ def make_cell(
     version: str = "latest",
     client: dict[str, Any] | None = None,
     background: dict[str, Any] | None = None,
+    faults: list[dict[str, Any]] | None = None,
     **workload: Any,
 ) -> Cell:
     base = {
@@ -38,6 +39,7 @@ def make_cell(
         ],
         "workload": {**base, **workload},
         "measurements": [measurement],
+        **({"faults": faults} if faults else {}),
     }
     (cell,) = select_cells(parse_matrix(raw, "itest"))
     return cell
