@@ -155,6 +155,17 @@ def test_nats_cluster_fragment_is_valid_with_the_main_example() -> None:
     ]
 
 
+def test_faults_fragment_is_valid_with_the_main_example() -> None:
+    raw = every_key_example()
+    fragment = yaml.safe_load(block_with(MATRIX_DOC, "yaml", "Faults on the measure phase's clock"))
+    raw["systems"][0]["broker"] = {"mode": "jetstream", "servers": 3, "replicas": 3}
+    raw["systems"][0]["axes"], raw["workload"]["measure_s"] = {}, 30
+    raw["faults"], raw["axes"], raw["exclude"], raw["measurements"] = fragment["faults"], fragment["axes"], [], ["e2e"]
+    cells = resolve_cells(parse_matrix(raw, "docs/matrix.md"))
+    assert {len(c.spec.faults) for c in cells} == {0, 1}  # the axis replaces the top-level faults
+    assert any(c.label.endswith("fault:stall@10s/random 3s") for c in cells)
+
+
 def test_external_fragment_is_valid_with_the_main_example() -> None:
     raw = every_key_example()
     fragment = yaml.safe_load(block_with(EXTERNAL_DOC, "yaml", "# matrices/external.yaml (abridged)"))
