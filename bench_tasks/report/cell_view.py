@@ -166,10 +166,11 @@ def markers(cell: CellData) -> list[Marker]:
         if start is None:
             continue
         span = f" {(end - start) / 1e9:.2f} s" if end else ""
+        node = "" if f.get("node") is None else f" node {f['node']}"
         out.append(
             Marker(
                 (start - t0) / 1e9,
-                f"{f.get('kind', 'fault')}{span}",
+                f"{f.get('kind', 'fault')}{node}{span}",
                 "#7d3c98",
                 None if end is None else (end - t0) / 1e9,
             )
@@ -238,6 +239,29 @@ def metric_charts(cell: CellData, metric: str) -> str:
     )
 
 
+# A fault's record as landing wrote it (`core.faultcost`), in the order the per-fault table shows it.
+FAULT_COST_FIELDS = (
+    ("kind", "action"),
+    ("target", "target"),
+    ("node", "node"),
+    ("fired_s", "fired (s)"),
+    ("ended_s", "ended (s)"),
+    ("leader_before", "leader before"),
+    ("leader_after", "leader after"),
+    ("first_arrival_after_s", "first arrival after (s)"),
+    ("max_arrival_gap_s", "longest gap (s)"),
+    ("scheduled", "scheduled"),
+    ("lost", "lost"),
+    ("acknowledged_but_lost", "acked but lost"),
+)
+
+
+def fault_costs_records(cell: CellData) -> list[dict[str, Any]]:
+    """Per fault, what it cost (times from the measure phase's start); none for faults landed without it."""
+    faults = [f for f in cell.result.get("faults") or [] if "fired_s" in f]
+    return [{label: f.get(key) for key, label in FAULT_COST_FIELDS} for f in faults]
+
+
 def cell_section(cell: CellData) -> str:
     k = cell.key
     reason = cell.result.get("reason")
@@ -261,5 +285,8 @@ def cell_section(cell: CellData) -> str:
     events = [{"at (s since t0)": round(m.at_s, 3), "event": m.label} for m in markers(cell)]
     if events:
         parts += ["<h3>Faults and leader changes</h3>", page.records_table(events)]
+    costs = fault_costs_records(cell)
+    if costs:
+        parts += ["<h3>What each fault cost</h3>", page.records_table(costs)]
     parts += ["<h3>Context</h3>", context_table(cell)]
     return page.section(anchor(cell), k.title or k.cell_id, "".join(parts))

@@ -91,7 +91,11 @@ def check_faults(
         where = f"faults[{i}]"
         if fault.action not in actions:
             supported = ", ".join(a for a in FAULT_ACTIONS if a in actions) or "none"
-            problems.append(f"{where}.action: {fault.action!r} — {system} supports: {supported}")
+            why = " (a restart starts the killed node again on its data; the system must declare it can)"
+            problems.append(
+                f"{where}.action: {fault.action!r} — {system} supports: {supported}"
+                + (why if fault.action == "restart" else "")
+            )
         if fault.target_kind not in targets:
             supported = ", ".join(t if t != "node" else "node:N" for t in TARGET_KINDS if t in targets) or "none"
             problems.append(f"{where}.target: {fault.target!r} — {system} supports: {supported}")

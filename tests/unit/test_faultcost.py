@@ -59,3 +59,16 @@ def test_publish_cells_count_acknowledgements_as_arrivals() -> None:
     )
     assert fault["lost"] == 5 and fault["first_arrival_after_s"] == 0.501
     assert fault["leader_before"] is None  # no leader timeline: not known
+
+
+def test_the_report_shows_each_fault_s_cost_and_marks_the_node_hit() -> None:
+    from bench_tasks.report.cell_view import fault_costs_records, markers
+    from bench_tasks.report.data import CellData
+
+    record = {"kind": "stall", "start_ns": 3 * S, "end_ns": 4 * S, "node": 2, "target": "leader"}
+    record |= {"fired_s": 1.0, "ended_s": 2.0, "first_arrival_after_s": 1.01, "lost": 0, "acknowledged_but_lost": 0}
+    old = {"kind": "kill", "start_ns": 5 * S, "end_ns": 5 * S}  # landed before faults had costs
+    cell = CellData(None, None, {"faults": [record, old], "phases": {"t0_ns": 0}}, None)  # type: ignore[arg-type]
+    (row,) = fault_costs_records(cell)
+    assert (row["action"], row["node"], row["first arrival after (s)"], row["acked but lost"]) == ("stall", 2, 1.01, 0)
+    assert [m.label for m in markers(cell)] == ["stall node 2 1.00 s", "kill 0.00 s"]
