@@ -185,6 +185,10 @@ class ExternalBrokers:
     def kill_node(self, node: int) -> None:
         self.kill()
 
+    def restart_node(self, node: int) -> int:
+        self._refuse("restart")
+        return -1
+
     def pids(self) -> list[int]:
         return []
 

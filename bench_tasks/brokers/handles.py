@@ -56,6 +56,7 @@ class BrokerHandle(Protocol):
     def pause_node(self, node: int) -> None: ...
     def resume_node(self, node: int) -> None: ...
     def kill_node(self, node: int) -> None: ...
+    def restart_node(self, node: int) -> int: ...
     def alive(self) -> dict[int, bool]: ...
     def running(self) -> list[int]: ...
     def watch_leaders(self) -> None: ...
@@ -174,6 +175,14 @@ class NodeBrokers:
     def kill_node(self, node: int) -> None:
         self.nodes.kill(node)
 
+    def restart_node(self, node: int) -> int:
+        """Kill the node and start it again on its data, in the brokers' namespace; its new PID."""
+        restart = getattr(self.nodes, "restart", None)
+        if restart is None:
+            raise BrokerError(f"{self.system.name}: these brokers' nodes cannot be restarted")
+        with inside(self.netns):
+            return int(restart(node))
+
     def pause(self) -> None:
         self.pause_node(self.fault_target())
 
@@ -291,6 +300,24 @@ class PidNodes:
     def kill(self, node: int) -> None:
         self._signal(node, signal.SIGKILL)
 
+    def restart(self, node: int) -> int:
+        """SIGKILL the node, then start it again exactly as it ran (command line, folder, environment, log), on
+        the same config and data; returns its new PID, which replaces the old one. The new process dies with the
+        thread that starts it (PR_SET_PDEATHSIG): a restarted node never outlives the cell's generator."""
+        import psutil
+
+        pid = self.nodes[node]
+        proc = psutil.Process(pid)
+        argv = proc.cmdline()
+        if self.name not in " ".join(argv):
+            raise BrokerError(f"pid {pid} is not a {self.name} process; refusing to restart it")
+        cwd, env, log = proc.cwd(), proc.environ(), os.readlink(f"/proc/{pid}/fd/1")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        reap_if_child(pid)
+        self.nodes[node] = start_again(argv, cwd, env, log)
+        return self.nodes[node]
+
     def alive(self) -> dict[int, bool]:
         """Node id -> whether its process still runs (a zombie counts as gone)."""
         return {node: pid_alive(pid, self.name) for node, pid in self.nodes.items()}
@@ -302,6 +329,29 @@ class PidNodes:
         for pid in pids:
             reap_if_child(pid)
         return ran
+
+
+def start_again(argv: list[str], cwd: str, env: dict[str, str], log: str) -> int:
+    """Start a killed node's command again, its output appended to the log it wrote to (if it was a file)."""
+    import subprocess
+
+    from .process import _die_with_parent
+
+    out = open(log, "ab") if log.startswith("/") and os.path.isfile(log) else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        child = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+    finally:
+        if out is not subprocess.DEVNULL:
+            out.close()
+    return child.pid
 
 
 def _read_secrets(path: str | None) -> dict[str, Any]:

@@ -24,14 +24,16 @@ class BrokerControl(Protocol):
     def pause_node(self, node: int) -> None: ...
     def resume_node(self, node: int) -> None: ...
     def kill_node(self, node: int) -> None: ...
+    def restart_node(self, node: int) -> int: ...
 
 
 @dataclass(frozen=True)
 class Fault:
     """A fault injected during `measure`: `stall` freezes a node (SIGSTOP) for `duration_s`; `kill` ends it
-    (SIGKILL). `at_s` counts from the start of the measure phase; `target`: leader, node:N or random."""
+    (SIGKILL); `restart` kills it and starts it again on its data. `at_s` counts from the start of the measure
+    phase; `target`: leader, node:N or random."""
 
-    kind: Literal["stall", "kill"]
+    kind: Literal["stall", "kill", "restart"]
     at_s: float
     duration_s: float = 0.0
     target: str = "leader"
@@ -113,6 +115,9 @@ class FaultInjector:
         elif fault.kind == "kill":
             self.control.kill_node(node)
             fired.end_ns = fired.start_ns
+        elif fault.kind == "restart":
+            self.control.restart_node(node)
+            fired.end_ns = self.clock()  # started again (not yet serving: arrivals tell when it does)
         else:
             raise CellError("?", f"fault action {fault.kind!r}: the harness cannot do it (yet)")
 
@@ -140,3 +145,6 @@ class NoFaults:
         raise CellError("?", "faults are not injected by load hosts")
 
     resume_node = kill_node = pause_node
+
+    def restart_node(self, node: int) -> int:
+        raise CellError("?", "faults are not injected by load hosts")

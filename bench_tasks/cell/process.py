@@ -89,10 +89,12 @@ class _RecordingControl:
     """Fault injection through the detached brokers, noted in the status so a watcher can tell a planned
     broker kill from a broker that died."""
 
-    def __init__(self, brokers: Any, writer: StatusWriter):
-        """`brokers`: attached by PID, or external (which refuse faults)."""
+    def __init__(self, brokers: Any, writer: StatusWriter, work: CellWork):
+        """`brokers`: attached by PID, or external (which refuse faults). `work`: where a restarted node's new PID
+        is recorded, so whoever stops the cell's brokers later stops that one."""
         self.brokers = brokers
         self.writer = writer
+        self.work = work
 
     def _note(self, kind: str, node: int) -> None:
         self.writer.faults.append({"kind": kind, "node": node, "at_ns": time.monotonic_ns()})
@@ -114,6 +116,15 @@ class _RecordingControl:
     def kill_node(self, node: int) -> None:
         self._note("kill", node)
         self.brokers.kill_node(node)
+
+    def restart_node(self, node: int) -> int:
+        self._note("restart", node)
+        pid = self.brokers.restart_node(node)
+        state = self.work.read(self.work.state)
+        assert state is not None and state["brokers"] is not None
+        state["brokers"]["nodes"][str(node)] = pid
+        write_json(self.work.state, state)
+        return pid
 
 
 def generator_main(root: Path) -> int:
@@ -147,7 +158,7 @@ def drive_work(work: CellWork, console: Console) -> int:
             cell,
             brokers.target(),
             Path(state["staging"]),
-            _RecordingControl(brokers, writer),
+            _RecordingControl(brokers, writer, work),
             console,
             [Fault(**f) for f in state.get("faults", [])],
             on_status=writer.update,

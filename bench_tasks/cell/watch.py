@@ -89,7 +89,7 @@ def _problem(
     running = status is not None and status["state"] == "running"  # before t0 (topic, prefill) the start timeout rules
     if running and time.monotonic_ns() - status["updated_ns"] > STALE_S * NS_PER_S:
         return f"the generator stopped reporting for more than {STALE_S:.0f} s"
-    killed = any(f["kind"] == "kill" for f in (status or {}).get("faults", []))
+    killed = any(f["kind"] in ("kill", "restart") for f in (status or {}).get("faults", []))
     pids = brokers.node_pids()
     dead = [f"node {n} (pid {pids[n]})" for n, alive in brokers.alive().items() if not alive]
     if dead and not killed:

@@ -56,3 +56,16 @@ def test_a_declared_leader_stall_on_jetstream_r3_loses_nothing_acknowledged(tmp_
     assert fault["max_arrival_gap_s"] >= 0.8
     assert fault["acknowledged_but_lost"] == 0
     assert report.analysis is not None and report.analysis.accounting.acknowledged_but_lost == 0
+
+
+def test_a_declared_restart_brings_the_server_back_and_leaves_nothing_running(tmp_path: Path, console: Console) -> None:
+    restart = {"at_s": 0.5, "action": "restart", "target": "node:0"}
+    cell = make_cell("e2e", rate_per_s=200, warmup_s=1, measure_s=3, cooldown_s=0.5, faults=[restart])
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    (fault,) = report.faults
+    print(f"\nper-fault record: {fault}\naccounting: {report.analysis.accounting if report.analysis else None}")
+    assert (fault["kind"], fault["node"]) == ("restart", 0)
+    assert fault["first_arrival_after_s"] is not None  # the server came back and delivered again
+    assert fault["max_arrival_gap_s"] < 2.0
+    assert fault["lost"] < fault["scheduled"]

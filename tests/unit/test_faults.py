@@ -29,6 +29,10 @@ class Signals:
     def kill_node(self, node: int) -> None:
         self.calls.append("kill")
 
+    def restart_node(self, node: int) -> int:
+        self.calls.append(f"restart {node}")
+        return 4242
+
 
 def test_faults_fire_on_time_into_the_runs_list() -> None:
     now = [0]
@@ -65,3 +69,13 @@ def test_each_fault_records_its_target_and_the_node_it_hit() -> None:
         ("stall", "node:3", 3, 1.0, 0.5),
         ("kill", "leader", 2, 2.0, None),
     ]
+
+
+def test_a_restart_ends_when_the_node_was_started_again() -> None:
+    now = [0]
+    signals, fired = Signals(), list[FiredFault]()
+    injector = FaultInjector([Fault("restart", 1.0, target="node:1")], signals, 0, lambda: now[0], fired)
+    now[0] = S
+    injector.tick(S)
+    assert signals.calls == ["restart 1"]
+    assert (fired[0].kind, fired[0].node, fired[0].start_ns, fired[0].end_ns) == ("restart", 1, S, S)

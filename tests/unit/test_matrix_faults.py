@@ -66,7 +66,7 @@ def test_faults_as_an_axis_give_one_cell_per_value() -> None:
         ({"at_s": 1, "action": "kill", "target": "broker"}, "faults[0]: target 'broker'", "expected 'leader'"),
         ({"at_s": 1, "action": "pause"}, "faults[0].action", "not allowed"),
         ({"at_s": 1, "action": "kill", "when": 2}, "faults[0].when", "unknown key"),
-        ({"at_s": 1, "action": "restart"}, "faults[0].action: 'restart'", "nats supports: stall, kill"),
+        ({"at_s": 1, "action": "restart", "duration_s": 1}, "faults[0]: duration_s", "a restart has no duration"),
         ({"at_s": 3, "action": "kill"}, "faults[0].at_s: 3", "beyond the measure phase"),
         ({**STALL, "duration_s": 2.5}, "faults[0].duration_s: 2.5", "outlast the measure phase"),
         ({"at_s": 1, "action": "kill", "target": "node:4"}, "faults[0].target: 'node:4'", "node:1, node:2, node:3"),
@@ -75,6 +75,16 @@ def test_faults_as_an_axis_give_one_cell_per_value() -> None:
 def test_refusals_name_the_field(fault: dict[str, Any], field: str, words: str) -> None:
     found = problems(raw(faults=[fault]))
     assert any(p.startswith(field) and words in p for p in found), found
+
+
+def test_an_action_the_system_does_not_declare_is_refused() -> None:
+    data = raw(faults=[{"at_s": 1, "action": "restart", "target": "node:1"}])
+    data["systems"][0] = {"system": "rabbitmq", "versions": ["latest"], "broker": {"nodes": 3}}
+    (problem,) = problems(data)
+    assert problem.startswith("faults[0].action: 'restart' — rabbitmq supports: stall, kill (a restart starts")
+    data["systems"][0] = {"system": "nats", "versions": ["latest"], "broker": {"mode": "core"}}
+    (cell,) = parse(data | {"faults": [{"at_s": 1, "action": "restart", "target": "node:0"}]}).cells
+    assert cell.label.endswith("fault:restart@1s/node:0")
 
 
 def test_a_block_s_fault_problem_is_named_in_the_block() -> None:

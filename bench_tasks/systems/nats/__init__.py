@@ -17,7 +17,7 @@ class Nats(System):
     calibration_measurement = "rtt"  # core request/reply: a synchronous connection's service time hides a stall
     calibration_broker: ClassVar[Mapping[str, Any]] = {"mode": "core"}
     client_libraries = ("nats-py",)
-    fault_actions = frozenset({"stall", "kill"})  # no restart yet: the attached broker control cannot start a node
+    fault_actions = frozenset({"stall", "kill", "restart"})  # restart: the node's command again, same config and data
     fault_targets = frozenset({"leader", "node", "random"})
 
     @staticmethod

@@ -25,7 +25,7 @@ class Rabbitmq(System):
     calibration_measurement = "rtt"  # request/reply through a queue: a frozen node stalls the synchronous requester
     calibration_broker: ClassVar[Mapping[str, Any]] = {"nodes": 1}
     client_libraries = ("pika",)
-    fault_actions = frozenset({"stall", "kill"})  # no restart yet: the attached broker control cannot start a node
+    fault_actions = frozenset({"stall", "kill"})  # no restart: a node is more than its VM's command (epmd, helpers)
     fault_targets = frozenset({"leader", "node", "random"})
 
     @staticmethod
