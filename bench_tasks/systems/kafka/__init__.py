@@ -19,7 +19,7 @@ class Kafka(System):
     setup_estimate_s = 20.0  # a JVM per node, KRaft formatting and election
     calibration_broker: ClassVar[Mapping[str, Any]] = {"brokers": 1}
     client_libraries = ("confluent-kafka",)
-    fault_actions = frozenset({"stall", "kill"})  # restart not declared: a JVM node's restart is not tested yet
+    fault_actions = frozenset({"stall", "kill", "restart"})  # restart: the node's command again, same config and data
     fault_targets = frozenset({"leader", "node", "random"})
 
     @staticmethod
