@@ -41,7 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..brokers.external import ExternalBrokers, refuse_faults
-from ..brokers.handles import BrokerHandle, reap_if_child
+from ..brokers.handles import BrokerHandle, PidNodes, reap_if_child
 from ..brokers.process import stopped_on_failure
 from ..brokers.provision import attach, provision, reuse_for
 from ..errors import BrokerError, CellError, MatrixError, SixninesError
@@ -50,7 +50,7 @@ from ..lake.storage import lake_path
 from ..paths import cache_dir
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import CELL_ADAPTER, Cell
-from ..systems import resolve_version
+from ..systems import UnknownSystem, resolve_version
 from ..topology import hosts, netns
 from ..topology.hosts import broker_site
 from ..topology.netns import Topology, inside
@@ -242,7 +242,14 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
     known = work.read(work.generator)
     if known is not None and generator_alive(work, known):
         return False
-    return not (state.get("brokers") and any(attach(state["brokers"]).alive().values()))
+    brokers = state.get("brokers")
+    if not brokers:
+        return True
+    try:
+        return not any(attach(brokers).alive().values())
+    except UnknownSystem:  # a system another checkout sharing the cache knows: its nodes are asked by PID alone
+        nodes = {int(k): int(v) for k, v in (brokers.get("nodes") or {}).items()}
+        return not any(PidNodes(nodes, brokers.get("process_name") or "?").alive().values())
 
 
 def _now() -> str:
