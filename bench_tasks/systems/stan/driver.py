@@ -246,7 +246,7 @@ class StanDriver:
             try:
                 await asyncio.wait_for(conn.close(), CLOSE_TIMEOUT_S)
             except Exception as exc:
-                if conn.lost is None:  # a lost connection was counted when it was lost
+                if conn.lost is None and conn.nc.is_connected:  # a loss was counted when it happened
                     self.errors.error("close_failed", str(exc) or type(exc).__name__)
                 with contextlib.suppress(Exception):
                     await conn.nc.close()
