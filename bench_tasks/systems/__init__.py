@@ -13,8 +13,9 @@ from .base import System
 from .kafka import KAFKA
 from .nats import NATS
 from .rabbitmq import RABBITMQ
+from .stan import STAN
 
-SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ)}
+SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ, STAN)}
 
 
 class UnknownSystem(SixninesError):
