@@ -50,7 +50,7 @@ from ..lake.storage import lake_path
 from ..paths import cache_dir
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import CELL_ADAPTER, Cell
-from ..systems import resolve_version
+from ..systems import UnknownSystem, resolve_version
 from ..topology import hosts, netns
 from ..topology.hosts import broker_site
 from ..topology.netns import Topology, inside
@@ -242,7 +242,13 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
     known = work.read(work.generator)
     if known is not None and generator_alive(work, known):
         return False
-    return not (state.get("brokers") and any(attach(state["brokers"]).alive().values()))
+    if not state.get("brokers"):
+        return True
+    try:
+        brokers = attach(state["brokers"])
+    except UnknownSystem:  # a cell of a system this checkout does not know (another branch's, sharing the cache)
+        return False
+    return not any(brokers.alive().values())
 
 
 def _now() -> str:
