@@ -97,3 +97,38 @@ def test_a_cell_dump_validates_again() -> None:
     """What the runner writes to the work folder and reads back in the driving process must validate unchanged."""
     for original in (cell(), cell("e2e", {"mode": "streams", "stream": {"maxlen": 5}})):
         assert RedisCell.model_validate(original.model_dump(mode="json")) == original
+
+
+def test_an_airflow_connection_becomes_a_url_without_secrets_and_redis_py_credentials() -> None:
+    import json
+
+    from bench_tasks.brokers.connections import BrokerConnection
+    from bench_tasks.errors import BrokerError
+    from bench_tasks.systems.redis.access import client_access
+
+    acl = client_access(BrokerConnection("r", "redis", "h", 6380, "bob", "pw", "2"))
+    assert acl.address == "redis://h:6380/2"
+    assert acl.client == {"username": "bob", "password": "pw"} and acl.described["auth"] == "acl user/password"
+    tls = client_access(BrokerConnection("r", "redis", "h", None, None, "pw", extra={"tls_ca_file": "/ca.pem"}))
+    assert tls.address == "rediss://h:6379/0" and tls.client == {"password": "pw", "ssl_ca_certs": "/ca.pem"}
+    assert tls.described["auth"] == "password" and "pw" not in json.dumps([acl.described, tls.described])
+    assert client_access(BrokerConnection("r", "rediss", "h")).address == "rediss://h:6379/0"
+    with pytest.raises(BrokerError, match="no host"):
+        client_access(BrokerConnection("r"))
+    with pytest.raises(BrokerError, match="one Redis host"):
+        client_access(BrokerConnection("r", "redis", "a,b"))
+
+
+def test_an_external_cell_keeps_the_servers_own_persistence_and_dumps_valid() -> None:
+    base = {
+        "system": "redis",
+        "version": "external",
+        "brokers": "external",
+        "connection": "my_redis",
+        "workload": {"message_size_bytes": 256, "rate_per_s": 10, "measure_s": 1},
+        "measurement": "e2e",
+    }
+    external = RedisCell.model_validate({**base, "broker": {"mode": "streams"}})
+    assert RedisCell.model_validate(external.model_dump(mode="json")) == external
+    with pytest.raises(ValidationError, match="broker.replicas: an external Redis runs as it is configured"):
+        RedisCell.model_validate({**base, "broker": {"replicas": 1}})

@@ -170,8 +170,8 @@ def cell_problems(cell: RedisCell) -> list[str]:
     if w.prefill_messages or w.lagging_consumers:
         problems.append("workload.prefill_messages and lagging_consumers are not built for Redis cells yet")
     if cell.brokers == "external":
-        for field in ("appendonly", "appendfsync", "replicas"):
-            if field in b.model_fields_set:
+        for field, default in (("appendonly", False), ("appendfsync", None), ("replicas", 0)):
+            if getattr(b, field) != default:  # by value, not fields set: a dump must validate again
                 problems.append(f"broker.{field}: an external Redis runs as it is configured; leave it out")
     for name, bg in cell.background.items():
         if bg.partitioned_fields_set():
