@@ -130,5 +130,5 @@ def test_an_external_cell_keeps_the_servers_own_persistence_and_dumps_valid() ->
     }
     external = RedisCell.model_validate({**base, "broker": {"mode": "streams"}})
     assert RedisCell.model_validate(external.model_dump(mode="json")) == external
-    with pytest.raises(ValidationError, match="broker.replicas: an external Redis runs as it is configured"):
+    with pytest.raises(ValidationError, match=r"broker\.replicas: an external Redis runs as it is configured"):
         RedisCell.model_validate({**base, "broker": {"replicas": 1}})
