@@ -103,7 +103,9 @@ class _Sender:
 
     async def open(self) -> None:
         self.tried = time.monotonic()
-        self.conn = await self.driver.connect(self.name)
+        lost, self.conn = self.conn, await self.driver.connect(self.name)
+        if lost is not None:
+            await lost.disconnect()  # the lost connection's socket, closed on our side too
         self.failed = None
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
