@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bench_tasks.cell.lifecycle import CellWork, HostBusy, acquire_host, release_host
@@ -20,8 +20,9 @@ def test_a_holder_of_a_system_this_checkout_lacks_keeps_the_host(
     (tmp_path / "cache").mkdir()
     other = CellWork(tmp_path / "other")
     other.root.mkdir()
-    node = {"1": os.getpid()}  # this test's own process plays the other checkout's running node
-    brokers = {"system": "some-future-system", "nodes": node, "process_name": "python", "address": "127.0.0.1:1"}
+    me = psutil.Process()  # this test's own process plays the other checkout's running node
+    node, name = {"1": me.pid}, " ".join(me.cmdline())
+    brokers = {"system": "some-future-system", "nodes": node, "process_name": name, "address": "127.0.0.1:1"}
     other.state.write_text(json.dumps({"brokers": brokers}))
     (tmp_path / "cache" / "host.lease").write_text(json.dumps({"work": str(other.root), "cell": "x", "since": "now"}))
     mine = CellWork(tmp_path / "mine")

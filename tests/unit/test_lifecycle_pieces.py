@@ -213,15 +213,3 @@ def test_a_reused_cluster_is_watched_on_the_new_cells_topic_or_stream() -> None:
     }
     (single,) = cells()
     assert reuse_for(single, {"address": "a", "leader": None}) == {"address": "a", "leader": None}
-
-
-def test_a_host_lease_held_by_a_system_this_checkout_does_not_know_is_busy(tmp_path: Path) -> None:
-    """Worktrees of other branches share the cache and its lease: their cell's system may be unknown here, and its
-    lease must then read as held (busy), not fail the provision."""
-    from bench_tasks.cell.lifecycle import _lease_stale
-    from bench_tasks.lake.layout import write_json
-
-    work = CellWork(tmp_path / "elsewhere")
-    work.root.mkdir()
-    write_json(work.state, {"brokers": {"system": "not_in_this_checkout", "nodes": {"0": 1}}})
-    assert _lease_stale({"work": str(work.root), "cell": "elsewhere", "since": "now"}) is False
