@@ -443,7 +443,7 @@ class StanConnection:
             await sub.stop_deliveries()
         self.subscriptions.clear()
         try:
-            if self.lost is None and not self.nc.is_closed:
+            if self.lost is None and self.nc.is_connected:  # reconnecting: no answer would come in time
                 req = pb.CloseRequest(clientID=self.client_id)
                 data = await _request(self.nc, self.subjects.close_requests, req, self.request_timeout_s, "close")
                 error = pb.CloseResponse.FromString(data).error
