@@ -41,7 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..brokers.external import ExternalBrokers, refuse_faults
-from ..brokers.handles import BrokerHandle, reap_if_child
+from ..brokers.handles import BrokerHandle, PidNodes, reap_if_child
 from ..brokers.process import stopped_on_failure
 from ..brokers.provision import attach, provision, reuse_for
 from ..errors import BrokerError, CellError, MatrixError, SixninesError
@@ -242,10 +242,16 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
     known = work.read(work.generator)
     if known is not None and generator_alive(work, known):
         return False
+    brokers = state.get("brokers")
+    if not brokers:
+        return True
     try:
-        return not (state.get("brokers") and any(attach(state["brokers"]).alive().values()))
-    except (UnknownSystem, ValidationError):  # a cell of another checkout with a system this one lacks (its
-        return False  # brokers, or an external cell's spec, unreadable here): it may well be running
+        return not any(attach(brokers).alive().values())
+    except UnknownSystem:  # a system another checkout sharing the cache knows: its nodes are asked by PID alone
+        nodes = {int(k): int(v) for k, v in (brokers.get("nodes") or {}).items()}
+        return not any(PidNodes(nodes, brokers.get("process_name") or "?").alive().values())
+    except ValidationError:  # an external cell of a system this checkout lacks: its spec is unreadable here, and
+        return False  # it may well be running
 
 
 def _now() -> str:

@@ -46,7 +46,13 @@ class Workers:
         self.monitor = monitor
         self.ctx = worker_context()
         ctx = self.ctx
-        self.channels = Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", 0), stop=ctx.Event(), phase_ns=phase_ns)
+        self.channels = Channels(
+            events=ctx.Queue(),
+            start_at_ns=ctx.Value("q", 0),
+            stop=ctx.Event(),
+            phase_ns=phase_ns,
+            owner_pid=os.getpid(),
+        )
         self.procs: list[Any] = []
         self.done: set[str] = set()
 

@@ -43,6 +43,7 @@ from ..spec.matrix import CELL_ADAPTER, CellSpec
 from .driver import Driver, Outgoing, Received
 from .drivers import background_spec, driver_for
 from .loop import run_precise, tighten_timer_slack
+from .owner import exit_with
 from .payload import PayloadFactory, decode_header, decode_headers, decode_relay_stamps, relay, stamp_relay_sent
 from .routes import HOP2, MEASURED, background_route
 
@@ -100,11 +101,14 @@ class Channels:
     start_at_ns: Synchronized  # 0 until the parent fixes t0 for every producer
     stop: multiprocessing.synchronize.Event
     phase_ns: tuple[int, int, int]  # warmup, measure, cooldown durations
+    owner_pid: int = 0  # the process driving the cell: a worker never outlives it (0: not watched)
 
 
 def worker_main(plan: WorkerPlan, channels: Channels) -> None:
     """Process entry point."""
     setproctitle(f"sixnines {plan.role}-{plan.index} cell {plan.cell_id}")  # readable in ps/top
+    if channels.owner_pid:
+        exit_with(channels.owner_pid)
     if plan.netns:  # first, before any socket exists: everything this worker opens belongs to its host
         from ..topology.netns import enter
 

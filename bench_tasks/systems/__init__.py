@@ -13,8 +13,10 @@ from .base import System
 from .kafka import KAFKA
 from .nats import NATS
 from .rabbitmq import RABBITMQ
+from .redis import REDIS
+from .stan import STAN
 
-SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ)}
+SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ, REDIS, STAN)}
 
 
 class UnknownSystem(SixninesError):

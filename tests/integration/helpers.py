@@ -43,3 +43,14 @@ def make_cell(
     }
     (cell,) = select_cells(parse_matrix(raw, "itest"))
     return cell
+
+
+def assert_every_send_acknowledged(report: Any, sends: int) -> None:
+    """A `publish` cell that went well: every send acknowledged, nothing lost, and each acknowledgement timed from
+    the intended send and from the actual one (the intended time is never later, so its latency never less)."""
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.acknowledged == sends and acc.lost == acc.acknowledged_but_lost == 0
+    publish = report.analysis.metrics["publish"]
+    assert publish["intended"].count == publish["sent"].count == sends
+    assert publish["intended"].max_ns >= publish["sent"].max_ns > 0

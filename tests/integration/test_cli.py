@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -31,7 +33,6 @@ measurements: [e2e]
 
 
 def sixnines(*args: str, env_cache: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    import os
 
     env = dict(os.environ)
     if env_cache is not None:
@@ -130,7 +131,6 @@ def test_failed_cell_exits_nonzero_and_still_lands(tmp_path: Path) -> None:
 
 
 def test_kafka_brokers_up_status_down(tmp_path: Path) -> None:
-    import os
 
     # Broker state goes to a private cache; the fetched Kafka releases are shared so nothing is fetched twice.
     fetched = Path(os.environ.get("SIXNINES_CACHE", ".cache")) / "kafka"
@@ -168,3 +168,43 @@ def test_nats_cluster_brokers_up_status_down(tmp_path: Path) -> None:
     assert sorted(pids) == sorted(int(p) for p in down.stdout.split("[")[1].split("]")[0].split(","))
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
     assert sixnines("brokers", "status", "nats", env_cache=tmp_path).returncode == 3
+
+
+def test_a_killed_run_takes_its_workers_and_brokers_along(tmp_path: Path) -> None:
+    """SIGKILL the CLI mid-cell: nothing can tell its workers to stop, so each must notice its owner is gone and
+    end by itself (a forked worker's parent is the fork server, not the CLI), and its broker with it."""
+    matrix = tmp_path / "long.yaml"
+    matrix.write_text(TINY_MATRIX.replace("measure_s: 1", "measure_s: 30").replace(", jetstream", ""))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "bench_tasks", "run", str(matrix), "--lake", str(tmp_path / "lake")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    cli = psutil.Process(run.pid)
+    try:
+        workers = _workers_of(cli, deadline=time.monotonic() + 240)
+        brokers = [p for p in cli.children(recursive=True) if p.name() == "nats-server"]
+    finally:
+        run.kill()
+        run.wait(10)
+    gone, alive = psutil.wait_procs([*workers, *brokers], timeout=10)
+    assert alive == [], f"outlived their run: {[(p.pid, _title(p)) for p in alive]}"
+    assert brokers and len(gone) == 2 + len(brokers)
+
+
+def _workers_of(cli: psutil.Process, deadline: float) -> list[psutil.Process]:
+    """The producer and consumer of the run's cell, once both are running (the run may wait for the host)."""
+    roles = ("sixnines producer", "sixnines consumer")
+    while time.monotonic() < deadline:
+        workers = [p for p in cli.children(recursive=True) if _title(p).startswith(roles)]
+        if len(workers) == 2:
+            return workers
+        time.sleep(0.2)
+    raise AssertionError("the cell's workers never started")
+
+
+def _title(proc: psutil.Process) -> str:
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.Error:
+        return ""

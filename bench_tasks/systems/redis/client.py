@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.asyncio.connection import Connection, parse_url
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -164,13 +165,38 @@ class ReplyPipe:
         await self.conn.disconnect()
 
 
-async def subscribe(conn: Connection, channels: Sequence[str]) -> None:
-    """SUBSCRIBE and return once the server confirmed every channel (from then on, nothing published is missed)."""
-    await conn.send_command("SUBSCRIBE", *channels)
+async def subscribe(conn: Connection, channels: Sequence[str], pattern: bool = False) -> None:
+    """SUBSCRIBE (PSUBSCRIBE to patterns) and return once the server confirmed every channel (from then on, nothing
+    published is missed)."""
+    command, confirmed = ("PSUBSCRIBE", b"psubscribe") if pattern else ("SUBSCRIBE", b"subscribe")
+    await conn.send_command(command, *channels)
     for _ in channels:
-        kind, *_rest = await conn.read_response(timeout=math.inf)
-        if kind != b"subscribe":
-            raise BrokerError(f"SUBSCRIBE answered {kind!r}")
+        reply = await conn.read_response(timeout=math.inf)
+        if isinstance(reply, ResponseError) or reply[0] != confirmed:
+            raise BrokerError(f"{command} answered {reply!r}")
+
+
+async def read_replies(conn: Connection, on_arrival: Callable[[], None] | None = None) -> list[Any]:
+    """Every reply (or push) the connection has complete, reading the socket once if it has none: one hand-over
+    per read, not one await per message. `on_arrival()` is called when bytes reach the process, before hiredis
+    parses them. An error reply comes back as its exception, not raised. This drives redis-py's hiredis reader and
+    stream reader directly (`Connection._parser._reader`, `Connection._reader`; redis and hiredis are pinned, and
+    the integration tests receive through this path)."""
+    reader = conn._parser._reader
+    replies: list[Any] = []
+    while True:
+        reply = reader.gets()
+        while reply is not NOT_ENOUGH_DATA:
+            replies.append(reply)
+            reply = reader.gets()
+        if replies:
+            return replies
+        data = await conn._reader.read(conn._parser._read_size)
+        if not data:
+            raise RedisConnectionError("Connection closed by server.")
+        if on_arrival is not None:
+            on_arrival()
+        reader.feed(data)
 
 
 async def read_messages(conn: Connection, on_message: MessageCallback) -> None:
@@ -196,4 +222,33 @@ async def read_group(
         entries = entries_of(await conn.read_response(timeout=math.inf))
         for entry_id, payload in entries:
             on_message(payload, entry_id)
+        acked = [] if client.noack else [entry_id for entry_id, _ in entries]
+
+
+async def read_group_batches(
+    conn: Connection,
+    stream: str,
+    group: str,
+    consumer: str,
+    client: RedisClient,
+    on_entries: Callable[[list[tuple[bytes, bytes]]], None],
+    on_arrival: Callable[[], None] | None = None,
+) -> None:
+    """Loop XREADGROUP for `consumer` of `group`, handing each read's entries to `on_entries` at once; each batch
+    is acknowledged (XACK) in the same write as the next read, unless the client reads with NOACK. An error reply
+    (NOGROUP: the stream is gone) is raised as its exception."""
+    read = xreadgroup_command(stream, group, consumer, client)
+    acked: list[bytes] = []
+    while True:
+        commands = [xack_command(stream, group, acked), read] if acked else [read]
+        await conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+        replies: list[Any] = []
+        while len(replies) < len(commands):
+            replies += await read_replies(conn, on_arrival)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        entries = entries_of(replies[-1])
+        if entries:
+            on_entries(entries)
         acked = [] if client.noack else [entry_id for entry_id, _ in entries]

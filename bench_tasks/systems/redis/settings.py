@@ -11,11 +11,13 @@ because it changes what that reply means: with `appendfsync always` an entry is 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ...spec.base import StrictModel
+from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from .release import VERSIONS
 
 Mode = Literal["pubsub", "streams"]
 Fsync = Literal["always", "everysec", "no"]
@@ -64,7 +66,7 @@ class RedisStream(StrictModel):
     group: str = Field("sixnines", pattern=r"^[A-Za-z0-9_.:-]+$", description="consumer group name")
 
 
-class RedisBroker(StrictModel):
+class RedisBroker(BrokerSettings):
     """redis-server settings of one cell: one server, or a primary with `replicas` replicas (`replicaof`)."""
 
     mode: Mode = "pubsub"
@@ -91,7 +93,7 @@ class RedisBroker(StrictModel):
     def _consistent(self) -> RedisBroker:
         if self.appendfsync is not None and not self.appendonly:
             raise ValueError(f"appendfsync {self.appendfsync!r} needs appendonly: true (no AOF, nothing to fsync)")
-        if "stream" in self.model_fields_set and self.mode != "streams":
+        if self.stream != RedisStream() and self.mode != "streams":  # defaults pass: a dump validates again
             raise ValueError("stream: settings of mode 'streams'; this broker's mode is 'pubsub'")
         return self
 
@@ -103,7 +105,7 @@ class RedisBroker(StrictModel):
         return self.appendfsync or "everysec"
 
 
-class RedisClient(StrictModel):
+class RedisClient(ClientSettings):
     """redis-py (asyncio, hiredis parser) settings. `connect` is handed to each connection untouched."""
 
     connect: dict[str, Any] = Field(default_factory=dict, description="redis-py Connection kwargs, verbatim")
@@ -131,3 +133,47 @@ def measurement_problem(broker: RedisBroker, measurement: str) -> str | None:
     if measurement == "rtt" and broker.mode != "pubsub":
         return "measurement 'rtt' is request/reply over pub/sub (seed 000); use broker.mode 'pubsub'"
     return None
+
+
+class RedisCell(CellBase):
+    """One fully specified Redis cell: the route is one channel (pubsub) or one stream and its group (streams)."""
+
+    SYSTEM: ClassVar[str] = "redis"
+    VERSIONS: ClassVar[tuple[str, ...]] = VERSIONS
+    system: Literal["redis"]
+    broker: RedisBroker = RedisBroker()
+    client: RedisClient = RedisClient()
+
+    @model_validator(mode="after")
+    def _measurement_fits(self) -> RedisCell:
+        problems = cell_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def cell_problems(cell: RedisCell) -> list[str]:
+    """What Redis or the driver cannot do, refused by field rather than measured as something else."""
+    b, w = cell.broker, cell.workload
+    problems = [p for p in [measurement_problem(b, cell.measurement)] if p]
+    if b.mode == "pubsub":
+        # Every subscriber of a channel gets every message: several would each count it (duplicates), and several
+        # rtt responders would all answer one request.
+        role = "responders" if cell.measurement == "rtt" else "subscribers"
+        if w.consumers > 1:
+            problems.append(
+                f"workload.consumers {w.consumers}: pub/sub delivers every message to every subscriber, so the "
+                f"{role} would each get it; use 1 (or broker.mode 'streams', whose group shares the messages)"
+            )
+        if cell.measurement == "chain" and w.relays > 1:
+            problems.append(f"workload.relays {w.relays}: pub/sub gives every relay every message; use 1")
+    if w.prefill_messages or w.lagging_consumers:
+        problems.append("workload.prefill_messages and lagging_consumers are not built for Redis cells yet")
+    if cell.brokers == "external":
+        for field, default in (("appendonly", False), ("appendfsync", None), ("replicas", 0)):
+            if getattr(b, field) != default:  # by value, not fields set: a dump must validate again
+                problems.append(f"broker.{field}: an external Redis runs as it is configured; leave it out")
+    for name, bg in cell.background.items():
+        if bg.partitioned_fields_set():
+            problems.append(f"background.{name}: {', '.join(bg.partitioned_fields_set())} apply to Kafka only")
+    return problems

@@ -2,7 +2,14 @@
 nats-py by this package's own small client (docs/stan.md says why not the 2019 PyPI client).
 
 End of life (JetStream replaced it), but seed 000's question — what fsync per batch costs against Kafka's
-page-cache durability — is asked of it. Not registered in `bench_tasks.systems` until its driver exists.
+page-cache durability — is asked of it.
+
+- `settings.py`: `StanBroker`, `StanClient` and the cell `StanCell`, with what only NATS Streaming refuses;
+- `release.py`: the server of a version, built with the machine's Go into the cache;
+- `server.py`, `provision.py`: one server per cell, node 0 of the broker-control protocol;
+- `protocol.py`, `client.py`: the streaming protocol's messages and a small asyncio client of it on nats-py;
+- `driver.py`: publish with PubAck, queue-group subscriptions (durable or not) with the driver's own acks;
+- `access.py`: a server the cell does not own (its NATS address and the cluster id of the matrix).
 """
 
 from __future__ import annotations
@@ -44,6 +51,16 @@ class Stan(System):
         from .release import server_binary
 
         return server_binary(version)
+
+    def delivery_guaranteed(self, spec: Mapping[str, Any]) -> bool:
+        """The file store's PubAck means the message is on disk (or in the page cache, without file_sync) and
+        survives the server; the memory store's survives nothing, so only the file store is held to no loss."""
+        return (spec.get("broker") or {}).get("store") == "file"
+
+    def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Any:
+        from .driver import StanDriver
+
+        return StanDriver(address, spec, names, route, client)
 
     def external_context(self, spec: Any) -> dict[str, Any]:
         return {"cluster_id": spec.broker.cluster_id}

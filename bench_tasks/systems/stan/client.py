@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +121,20 @@ def subscription_request(client_id: str, subject: str, inbox: str, opts: Subscri
     return req
 
 
+async def subscribe_inbox(nc: Client, subject: str, handle: Callable[[bytes, bytes], None]) -> Any:
+    """Subscribe `handle(data, reply)` to one of the protocol's inboxes. On the harness's own nats-py client
+    (`systems.nats.driver._Client`) the messages go from its parser straight to `handle`, without nats-py's Msg,
+    pending queue and callback task per message; on any other client through an unbounded subscription."""
+    direct = getattr(nc, "subscribe_direct", None)
+    if direct is not None:
+        return await direct(subject, lambda _subject, reply, data, _headers: handle(data, reply))
+
+    async def cb(msg: Msg) -> None:
+        handle(msg.data, msg.reply.encode() if msg.reply else b"")
+
+    return await nc.subscribe(subject, cb=cb, pending_msgs_limit=0, pending_bytes_limit=0)
+
+
 async def _request(nc: Client, subject: str, request: Any, timeout_s: float, what: str) -> bytes:
     try:
         reply = await nc.request(subject, request.SerializeToString(), timeout=timeout_s)
@@ -141,11 +156,13 @@ class StanSubscription:
         self._ready = asyncio.Event()
         self._inbox_sub: Any = None
 
+    async def open_inbox(self) -> Any:
+        """Subscribe the inbox the server delivers to (a subclass may deliver differently, e.g. in batches)."""
+        return await self.conn.nc.subscribe(self.inbox, cb=self._deliver, pending_msgs_limit=0, pending_bytes_limit=0)
+
     async def start(self) -> StanSubscription:
         c = self.conn
-        self._inbox_sub = await c.nc.subscribe(
-            self.inbox, cb=self._deliver, pending_msgs_limit=0, pending_bytes_limit=0
-        )
+        self._inbox_sub = await self.open_inbox()
         req = subscription_request(c.client_id, self.subject, self.inbox, self.opts)
         try:
             data = await _request(c.nc, c.subjects.sub_requests, req, c.request_timeout_s, f"subscribe {self.subject}")
@@ -160,7 +177,15 @@ class StanSubscription:
             raise StanError(f"subscribe {self.subject}: {resp.error}")
         self.ack_inbox = resp.ackInbox
         self._ready.set()
+        self.on_ready()
         return self
+
+    def on_ready(self) -> None:
+        """Called once the server accepted the subscription (its ack inbox is known)."""
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
 
     async def _deliver(self, msg: Msg) -> None:
         if not self._ready.is_set():  # a delivery read in the same buffer as the subscription's answer
@@ -185,8 +210,9 @@ class StanSubscription:
     async def stop_deliveries(self) -> None:
         """Stop reading the inbox (the server is told separately, or not at all when the connection closes)."""
         if self._inbox_sub is not None:
-            await self._inbox_sub.unsubscribe()
-            self._inbox_sub = None
+            sub, self._inbox_sub = self._inbox_sub, None
+            getattr(self.conn.nc, "direct", {}).pop(getattr(sub, "_id", None), None)
+            await sub.unsubscribe()
 
     async def _end(self, subject: str, what: str) -> None:
         c = self.conn
@@ -263,6 +289,50 @@ class StanConnection:
             raise
         return guid
 
+    async def publish_batch(
+        self, subject: str, messages: Iterable[tuple[Any, bytes]], on_ack: Callable[[Any, str | None], None]
+    ) -> dict[Any, str]:
+        """Send every message of `messages` ((key, data), each pulled only when it is about to be framed) and,
+        on the harness's own nats-py client while connected, write them all to the socket in one call.
+        `on_ack(key, None)` once a message is stored, `on_ack(key, reason)` when it failed after being sent.
+        Returns the messages not sent at all, {key: why}: a lost or closed connection, a full PubAck window,
+        a message over the server's max_payload. Never waits for the server."""
+        if self.closed or self.lost is not None:
+            why = "StreamingConnectionClosed" if self.closed else "StreamingConnectionLost"
+            return {key: why for key, _data in messages}
+        nc, refused = self.nc, {}
+        write = getattr(nc, "write_publishes", None) if nc.is_connected else None
+        target, reply = self._pub_subjects.get(subject) or self._pub_subject(subject), self.ack_inbox
+        deadline, pending, client_id, conn_id = (
+            self.clock() + self.pub_ack_wait_s,
+            self._pending,
+            self.client_id,
+            self.conn_id,
+        )
+        framed: list[tuple[str, str, bytes]] = []
+        for key, data in messages:
+            if len(pending) >= self.max_pub_acks_in_flight:
+                refused[key] = "PublishWindowFull"
+                continue
+            guid = f"{self._guid_prefix}{next(self._sent)}"
+            body = pb.PubMsg(clientID=client_id, guid=guid, subject=subject, data=data, connID=conn_id)
+            body = body.SerializeToString()
+            if len(body) > nc.max_payload:
+                refused[key] = "MaxPayloadError"
+                continue
+            pending[guid] = (functools.partial(on_ack, key), deadline)
+            if write is not None:
+                framed.append((target, reply, body))
+                continue
+            try:  # reconnecting, or a plain nats-py client: it buffers
+                await nc.publish(target, body, reply=reply)
+            except Exception as exc:
+                pending.pop(guid, None)
+                refused[key] = type(exc).__name__
+        if framed:
+            write(framed)
+        return refused
+
     def _pub_subject(self, subject: str) -> str:
         self._pub_subjects[subject] = f"{self.subjects.pub_prefix}.{subject}"
         return self._pub_subjects[subject]
@@ -275,8 +345,8 @@ class StanConnection:
         if error is not None:
             raise StanError(f"publish to {subject}: {error}")
 
-    async def _on_pub_ack(self, msg: Msg) -> None:
-        ack = pb.PubAck.FromString(msg.data)
+    def _on_pub_ack(self, data: bytes, _reply: bytes) -> None:
+        ack = pb.PubAck.FromString(data)
         entry = self._pending.pop(ack.guid, None)
         if entry is not None:
             entry[0](ack.error or None)
@@ -309,9 +379,14 @@ class StanConnection:
 
     # -- subscribing ------------------------------------------------------------------------------------------------
     async def subscribe(
-        self, subject: str, on_message: MessageCallback, opts: SubscriptionOptions | None = None
+        self,
+        subject: str,
+        on_message: MessageCallback,
+        opts: SubscriptionOptions | None = None,
+        kind: type[StanSubscription] = StanSubscription,
     ) -> StanSubscription:
-        sub = await StanSubscription(self, subject, on_message, opts or SubscriptionOptions()).start()
+        """`kind`: the subscription class (the driver's hands deliveries over in batches)."""
+        sub = await kind(self, subject, on_message, opts or SubscriptionOptions()).start()
         self.subscriptions.add(sub)
         return sub
 
@@ -350,9 +425,7 @@ class StanConnection:
     async def start(self, heartbeat_inbox: str, ping_inbox: str) -> None:
         nc = self.nc
         self._subs.append(await nc.subscribe(heartbeat_inbox, cb=self._on_heartbeat))
-        self._subs.append(
-            await nc.subscribe(self.ack_inbox, cb=self._on_pub_ack, pending_msgs_limit=0, pending_bytes_limit=0)
-        )
+        self._subs.append(await subscribe_inbox(nc, self.ack_inbox, self._on_pub_ack))
         self._tasks.append(asyncio.create_task(self._expire_acks()))
         if self.subjects.protocol >= pb.PROTOCOL_ONE and self.subjects.ping_interval_s > 0:
             self._subs.append(await nc.subscribe(ping_inbox, cb=self._on_pong))
@@ -370,7 +443,7 @@ class StanConnection:
             await sub.stop_deliveries()
         self.subscriptions.clear()
         try:
-            if self.lost is None and not self.nc.is_closed:
+            if self.lost is None and self.nc.is_connected:  # reconnecting: no answer would come in time
                 req = pb.CloseRequest(clientID=self.client_id)
                 data = await _request(self.nc, self.subjects.close_requests, req, self.request_timeout_s, "close")
                 error = pb.CloseResponse.FromString(data).error
