@@ -311,6 +311,8 @@ class PidNodes:
         argv = proc.cmdline()
         if self.name not in " ".join(argv):
             raise BrokerError(f"pid {pid} is not a {self.name} process; refusing to restart it")
+        if not os.path.isfile(argv[0]):
+            raise BrokerError(f"{self.name} (pid {pid}) rewrote its command line ({argv[0]!r}): cannot start it again")
         cwd, env, log = proc.cwd(), proc.environ(), os.readlink(f"/proc/{pid}/fd/1")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)

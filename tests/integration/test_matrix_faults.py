@@ -73,3 +73,17 @@ def test_a_declared_restart_of_a_kafka_broker_rejoins_its_cluster(tmp_path: Path
     assert report.status == "ok", report.reason
     assert fault["kind"] == "restart" and fault["node"] == fault["leader_before"]
     assert fault["first_arrival_after_s"] is not None and fault["acknowledged_but_lost"] == 0
+
+
+def test_a_declared_restart_of_the_nats_streaming_file_store(tmp_path: Path, console: Console) -> None:
+    """Killed and started again on the same store mid-measure, the server comes back, the clients go on, and
+    nothing it acknowledged is lost."""
+    restart = {"at_s": 1.0, "action": "restart", "target": "leader"}
+    cell = make_cell("e2e", {"store": "file"}, "stan", rate_per_s=200, measure_s=3, drain_timeout_s=5, faults=[restart])
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    (fault,) = report.faults
+    print(f"\nper-fault record: {fault}\naccounting: {report.analysis.accounting}")
+    assert fault["kind"] == "restart" and fault["node"] == 0
+    assert fault["first_arrival_after_s"] is not None  # served again after the restart
+    assert fault["acknowledged_but_lost"] == 0 and report.analysis.accounting.acknowledged_but_lost == 0

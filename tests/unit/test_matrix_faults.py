@@ -139,3 +139,16 @@ def test_random_targets_follow_the_seed() -> None:
     assert draws(1) == draws(1)
     assert set(draws(1)) <= {1, 2, 3}
     assert draws(1) != draws(2)
+
+
+def test_redis_nodes_are_its_primary_and_replicas_and_nats_streaming_its_one_server() -> None:
+    data = raw(faults=[{"at_s": 1, "action": "kill", "target": "node:3"}])
+    data["systems"][0] = {"system": "redis", "versions": ["latest"], "broker": {"mode": "streams", "replicas": 2}}
+    (cell,) = parse(data).cells
+    assert cell.spec.faults[0].node == 3
+    data["systems"][0]["broker"]["replicas"] = 1
+    assert problems(data) == ["faults[0].target: 'node:3' — this cell's nodes are node:1, node:2"]
+    data["systems"][0] = {"system": "stan", "versions": ["latest"], "broker": {"store": "file"}}
+    assert problems(data) == ["faults[0].target: 'node:3' — this cell's nodes are node:0"]
+    (cell,) = parse(data | {"faults": [{"at_s": 1, "action": "restart", "target": "leader"}]}).cells
+    assert cell.label.endswith("fault:restart@1s/leader")

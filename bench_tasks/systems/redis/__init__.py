@@ -25,6 +25,16 @@ class Redis(System):
     setup_estimate_s = 4.0  # a server is ready in 0.05-0.2 s; the rest is workers, drain and landing
     calibration_measurement = "rtt"  # request/reply over pub/sub: a frozen server stalls the synchronous requester
     calibration_broker: ClassVar[Mapping[str, Any]] = {"mode": "pubsub"}
+    # leader: the primary (node 1; nothing elects another). No restart: redis-server rewrites its process title,
+    # so the command a fault would start again cannot be read back from the running node.
+    fault_actions = frozenset({"stall", "kill"})
+    fault_targets = frozenset({"leader", "node", "random"})
+
+    @staticmethod
+    def fault_nodes(broker: Any) -> list[int]:
+        """The primary is node 1, its replicas 2..replicas+1."""
+        return list(range(1, broker.replicas + 2))
+
     client_libraries = ("redis", "hiredis")
 
     def label(self, spec: Any) -> str:

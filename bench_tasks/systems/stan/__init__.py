@@ -35,6 +35,15 @@ class Stan(System):
     setup_estimate_s = 3.0  # one Go process; the file store recovers an empty directory
     calibration_measurement = "e2e"
     calibration_broker: ClassVar[Mapping[str, Any]] = {"store": "memory"}
+    # One server, node 0, so every target is it. restart: its command again on the same store (the file store
+    # keeps what it acknowledged; the memory store comes back empty).
+    fault_actions = frozenset({"stall", "kill", "restart"})
+    fault_targets = frozenset({"leader", "node", "random"})
+
+    @staticmethod
+    def fault_nodes(broker: Any) -> list[int]:
+        return [0]
+
     client_libraries = ("nats-py", "protobuf")
 
     def label(self, spec: Any) -> str:
