@@ -54,3 +54,14 @@ def assert_every_send_acknowledged(report: Any, sends: int) -> None:
     publish = report.analysis.metrics["publish"]
     assert publish["intended"].count == publish["sent"].count == sends
     assert publish["intended"].max_ns >= publish["sent"].max_ns > 0
+
+
+def assert_every_request_answered(report: Any, requests: int) -> None:
+    """An rtt cell that went well: every request sent and answered, each round trip timed from the intended send
+    and from the actual one."""
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == requests and acc.lost == 0
+    rtt = report.analysis.metrics["rtt"]
+    assert rtt["intended"].count == rtt["sent"].count == requests
+    assert rtt["intended"].max_ns >= rtt["sent"].max_ns > 0
