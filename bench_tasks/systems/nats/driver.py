@@ -57,6 +57,12 @@ _CONNECT_DEFAULTS: dict[str, Any] = {
 # its backlog, long before it fills.
 JS_PENDING_MSGS = 1 << 16
 JS_PENDING_BYTES = 64 * 1024 * 1024
+# The JetStream consumer acks each message it takes, so a delivery lost in flight (its server killed or restarted
+# before the client read it) is delivered again rather than counted as a message the stream lost: with no acks
+# (AckPolicy none) the server forgets a message once pushed, and a restart of the consumer's server showed as an
+# acknowledged message lost although the R3 stream still held it. Redelivered within a cell's default drain (5 s);
+# a redelivery of a message the harness did take counts as a duplicate, never as a second latency sample.
+JS_ACK_WAIT_S = 2.0
 
 
 def subject_for(cell_id: str, route: str = "") -> str:
@@ -360,12 +366,16 @@ class NatsDriver:
                 self.subject, lambda _subject, _reply, data, _headers: on_messages(_One(data)), QUEUE_GROUP
             )
 
+        direct = _direct_client(nc)
+
         async def js_cb(msg: Msg) -> None:
             try:
                 offset = msg.metadata.sequence.stream
             except Exception:
                 offset = -1
             on_messages(_One(msg.data, offset))
+            if msg.reply and not direct.publish_now(msg.reply, b""):  # an empty reply is an ack
+                await direct.publish(msg.reply, b"")  # reconnecting: nats-py buffers it
 
         return await self.js(nc).subscribe(
             self.subject,
@@ -374,7 +384,14 @@ class NatsDriver:
             manual_ack=True,
             pending_msgs_limit=JS_PENDING_MSGS,
             pending_bytes_limit=JS_PENDING_BYTES,
-            config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.NEW),
+            config=ConsumerConfig(
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=JS_ACK_WAIT_S,
+                # Unlimited: a limit (the server's default is 1,000) paces deliveries to the harness's acks, so a
+                # slow harness would queue inside the broker, unseen, and land as the broker's latency.
+                max_ack_pending=-1,
+                deliver_policy=DeliverPolicy.NEW,
+            ),
         )
 
     async def respond(self, nc: Client, on_request: Callable[[], None]) -> Subscription:
