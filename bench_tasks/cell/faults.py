@@ -2,8 +2,9 @@
 injector the schedule loop ticks (the brokers' control protocol does the freezing and killing).
 
 A fault aims at a target resolved when it fires: `leader` (who leads the measured route then, asked through the
-leader poll), `node:N`, or `random` (one of the cell's nodes, drawn from a generator seeded by the workload's seed,
-so a cell's random faults hit the same nodes every run)."""
+leader poll), `follower` (a node that does not lead it then), `node:N`, or `random` (one of the cell's nodes);
+`follower` and `random` draw from a generator seeded by the workload's seed, so given the same leader a cell's
+faults hit the same nodes every run."""
 
 from __future__ import annotations
 
@@ -66,6 +67,12 @@ def resolve_target(target: str, nodes: Sequence[int], leader: Callable[[], int],
         if not nodes:
             raise CellError("?", "fault target 'random': the brokers have no nodes to choose from")
         return rng.choice(sorted(nodes))
+    if target == "follower":
+        leads = leader()
+        followers = sorted(n for n in nodes if n != leads)
+        if not followers:
+            raise CellError("?", f"fault target 'follower': node {leads} leads and there is no other node")
+        return rng.choice(followers)
     kind, _, number = target.partition(":")
     if kind != "node" or not number.isdigit():
         raise CellError("?", f"fault target {target!r}: expected 'leader', 'random' or 'node:N'")
@@ -110,6 +117,9 @@ class FaultInjector:
         self.fired.append(fired)
         if fault.kind == "stall":
             self.control.pause_node(node)
+            # The stall starts when every thread has stopped, not when SIGSTOP was sent: on a busy host that takes
+            # milliseconds, and a message sent meanwhile still gets through (seen as an arrival 1 ms "into" it).
+            fired.start_ns = self.clock()
             self._stalled = (fired, node)
             self._stall_end = fired.start_ns + int(fault.duration_s * NS_PER_S)
         elif fault.kind == "kill":

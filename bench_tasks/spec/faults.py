@@ -1,9 +1,9 @@
 """Faults a matrix declares: `{at_s, action, target, duration_s}` on the measure phase's clock.
 
 The shape of one fault is checked here (a stall needs its duration, a kill has none, a target is `leader`,
-`random` or `node:N`); what a system can do (its actions, targets and node ids) is asked of the system when the
-cell is validated (`check_faults`), so the core names no system. A fault is part of the cell's spec: a cell with a
-fault is a different cell (another id) from the same cell without.
+`follower`, `random` or `node:N`); what a system can do (its actions, targets and node ids) is asked of the
+system when the cell is validated (`check_faults`), so the core names no system. A fault is part of the cell's
+spec: a cell with a fault is a different cell (another id) from the same cell without.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from .base import StrictModel
 
 FaultAction = Literal["stall", "kill", "restart"]
 FAULT_ACTIONS: tuple[str, ...] = ("stall", "kill", "restart")
-TARGET_KINDS = ("leader", "node", "random")
-_TARGET = re.compile(r"^(leader|random|node:(\d+))$")
+TARGET_KINDS = ("leader", "follower", "node", "random")
+_TARGET = re.compile(r"^(leader|follower|random|node:(\d+))$")
 
 
 @dataclass(frozen=True)
@@ -44,14 +44,16 @@ class FaultSpec(StrictModel):
     action: FaultAction = Field(description="stall: SIGSTOP for duration_s; kill: SIGKILL, no restart")
     target: str = Field(
         "leader",
-        description="leader (of the measured route when the fault fires), node:N, or random (seeded by workload.seed)",
+        description="leader (of the measured route when the fault fires), follower (a node that does not lead it), "
+        "node:N, or random (follower and random: drawn from a generator seeded by workload.seed)",
     )
     duration_s: float | None = Field(None, gt=0, description="stall: how long the node stays frozen")
 
     @model_validator(mode="after")
     def _shape(self) -> FaultSpec:
         if not _TARGET.match(self.target):
-            raise ValueError(f"target {self.target!r}: expected 'leader', 'random' or 'node:N' (N a node id)")
+            expected = "'leader', 'follower', 'random' or 'node:N' (N a node id)"
+            raise ValueError(f"target {self.target!r}: expected {expected}")
         if self.action == "stall" and self.duration_s is None:
             raise ValueError("duration_s: required for action 'stall' (how long the node stays frozen)")
         if self.action != "stall" and self.duration_s is not None:
@@ -115,12 +117,19 @@ def check_faults(
 
 
 def check_fault_nodes(faults: Sequence[FaultSpec], nodes: Collection[int] | None) -> list[str]:
-    """`node:N` targets the cell's brokers do not have (`nodes`: their ids; None: not known before they start)."""
+    """`node:N` targets the cell's brokers do not have, and a `follower` of a single node (`nodes`: their ids; None:
+    not known before they start)."""
     if nodes is None:
         return []
     known = ", ".join(f"node:{n}" for n in sorted(nodes))
-    return [
+    missing = [
         f"faults[{i}].target: {fault.target!r} — this cell's nodes are {known}"
         for i, fault in enumerate(faults)
         if fault.node is not None and fault.node not in nodes
     ]
+    lone = [
+        f"faults[{i}].target: 'follower' — this cell has one node ({known}), which leads everything"
+        for i, fault in enumerate(faults)
+        if fault.target == "follower" and len(nodes) < 2
+    ]
+    return missing + lone

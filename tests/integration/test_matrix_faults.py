@@ -29,9 +29,12 @@ def _landed_faults(tmp_path: Path, report_path: Path) -> tuple[list[dict], list[
 
 def test_a_leader_stall_then_a_restart_on_jetstream_r3(tmp_path: Path, console: Console) -> None:
     """One cell, two faults: the stalled leader is a gap in arrivals as long as the stall, nothing acknowledged is
-    lost; a restarted node serves again; each fault's record is the same in the report, result.json and the row."""
+    lost; with a follower restarted the cluster goes on serving; each fault's record is the same in the report,
+    result.json and the row."""
     broker = {"mode": "jetstream", "storage": "file", "servers": 3, "replicas": 3}
-    restart = {"at_s": 2.0, "action": "restart", "target": "random"}
+    # A follower: a restarted stream leader leaves the stream without one for a Raft election (seconds), longer
+    # than this short cell; the leader's own restart is Kafka's test below.
+    restart = {"at_s": 2.0, "action": "restart", "target": "follower"}
     cell = make_cell("e2e", broker, rate_per_s=200, warmup_s=1, measure_s=3.5, cooldown_s=0.5, faults=[STALL, restart])
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
@@ -44,7 +47,8 @@ def test_a_leader_stall_then_a_restart_on_jetstream_r3(tmp_path: Path, console: 
     assert stall["first_arrival_after_s"] >= 0.8 and stall["max_arrival_gap_s"] >= 0.8
     assert stall["window_end_s"] == restarted["fired_s"]
     assert stall["lost"] == stall["acknowledged_but_lost"] == 0
-    assert (restarted["kind"], restarted["target"]) == ("restart", "random") and restarted["node"] in (1, 2, 3)
+    assert (restarted["kind"], restarted["target"]) == ("restart", "follower")
+    assert restarted["node"] in (1, 2, 3) and restarted["node"] != restarted["leader_before"]
     assert restarted["first_arrival_after_s"] is not None  # the cluster served again
     assert restarted["acknowledged_but_lost"] == 0
     assert report.analysis is not None and report.analysis.accounting.acknowledged_but_lost == 0

@@ -79,3 +79,21 @@ def test_a_restart_ends_when_the_node_was_started_again() -> None:
     injector.tick(S)
     assert signals.calls == ["restart 1"]
     assert (fired[0].kind, fired[0].node, fired[0].start_ns, fired[0].end_ns) == ("restart", 1, S, S)
+
+
+def test_a_stall_starts_when_the_node_is_frozen_not_when_it_was_asked() -> None:
+    """SIGSTOP takes effect over milliseconds on a busy host; the stall's clock starts once every thread stopped."""
+    now = [S]
+
+    class SlowToFreeze(Signals):
+        def pause_node(self, node: int) -> None:
+            super().pause_node(node)
+            now[0] += 5_000_000  # 5 ms until the node is frozen
+
+    fired: list[FiredFault] = []
+    injector = FaultInjector([Fault("stall", 1.0, 0.5)], SlowToFreeze(), 0, lambda: now[0], fired)
+    injector.tick(S)
+    assert fired[0].start_ns == S + 5_000_000
+    now[0] = S + 5_000_000 + S // 2
+    injector.tick(now[0])
+    assert fired[0].end_ns == now[0]

@@ -152,3 +152,23 @@ def test_redis_nodes_are_its_primary_and_replicas_and_nats_streaming_its_one_ser
     assert problems(data) == ["faults[0].target: 'node:3' — this cell's nodes are node:0"]
     (cell,) = parse(data | {"faults": [{"at_s": 1, "action": "restart", "target": "leader"}]}).cells
     assert cell.label.endswith("fault:restart@1s/leader")
+
+
+def test_a_follower_target_never_hits_the_leader_and_follows_the_seed() -> None:
+    def draws(seed: int) -> list[int]:
+        rng = random.Random(seed)
+        return [resolve_target("follower", [1, 2, 3], lambda: 2, rng) for _ in range(8)]
+
+    assert set(draws(4)) == {1, 3} and draws(4) == draws(4)
+    with pytest.raises(CellError, match="node 1 leads and there is no other node"):
+        resolve_target("follower", [1], lambda: 1, random.Random(0))
+
+
+def test_a_follower_of_a_single_node_is_refused_and_stan_has_none() -> None:
+    data = raw(faults=[{"at_s": 1, "action": "stall", "target": "follower", "duration_s": 1}])
+    (cell,) = parse(data).cells
+    assert cell.label.endswith("fault:stall@1s/follower 1s")
+    data["systems"][0]["broker"] = {"mode": "core"}
+    assert problems(data) == ["faults[0].target: 'follower' — this cell has one node (node:0), which leads everything"]
+    data["systems"][0] = {"system": "stan", "versions": ["latest"], "broker": {"store": "file"}}
+    assert problems(data)[0].startswith("faults[0].target: 'follower' — stan supports: leader, node:N, random")

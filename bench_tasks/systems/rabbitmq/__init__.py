@@ -26,7 +26,7 @@ class Rabbitmq(System):
     calibration_broker: ClassVar[Mapping[str, Any]] = {"nodes": 1}
     client_libraries = ("pika",)
     fault_actions = frozenset({"stall", "kill"})  # no restart: a node is more than its VM's command (epmd, helpers)
-    fault_targets = frozenset({"leader", "node", "random"})
+    fault_targets = frozenset({"leader", "follower", "node", "random"})
 
     @staticmethod
     def fault_nodes(broker: Any) -> list[int]:

@@ -28,7 +28,7 @@ class Redis(System):
     # leader: the primary (node 1; nothing elects another). No restart: redis-server rewrites its process title,
     # so the command a fault would start again cannot be read back from the running node.
     fault_actions = frozenset({"stall", "kill"})
-    fault_targets = frozenset({"leader", "node", "random"})
+    fault_targets = frozenset({"leader", "follower", "node", "random"})
 
     @staticmethod
     def fault_nodes(broker: Any) -> list[int]:
