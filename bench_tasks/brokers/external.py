@@ -176,6 +176,8 @@ class ExternalBrokers:
         self._refuse("a fault")
         return -1
 
+    fault_controller = fault_leader
+
     def pause_node(self, node: int) -> None:
         self.pause()
 

@@ -53,6 +53,7 @@ class BrokerHandle(Protocol):
     def kill(self) -> None: ...
     def fault_nodes(self) -> list[int]: ...
     def fault_leader(self) -> int: ...
+    def fault_controller(self) -> int: ...
     def pause_node(self, node: int) -> None: ...
     def resume_node(self, node: int) -> None: ...
     def kill_node(self, node: int) -> None: ...
@@ -159,6 +160,20 @@ class NodeBrokers:
         return leaders[0]
 
     fault_leader = fault_target
+
+    def fault_controller(self) -> int:
+        """The node that leads the cluster's metadata now (a fault's `controller` target); a single node leads its
+        own."""
+        if len(self.nodes.node_pids) == 1:
+            return next(iter(self.nodes.node_pids))
+        poll = self.system.controller_poll(self.address, self.client, self.leader_ref or {}, lambda: self.paused)
+        if poll is None:
+            raise BrokerError(f"{self.system.name}: these brokers have no metadata leader (controller) to fault")
+        with inside(self.netns):
+            node = poll()
+        if node is None:
+            raise BrokerError(f"{self.system.name}: no node leads the cluster's metadata now (an election?)")
+        return node
 
     def fault_nodes(self) -> list[int]:
         return sorted(self.nodes.node_pids)

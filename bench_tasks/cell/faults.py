@@ -2,7 +2,8 @@
 injector the schedule loop ticks (the brokers' control protocol does the freezing and killing).
 
 A fault aims at a target resolved when it fires: `leader` (who leads the measured route then, asked through the
-leader poll), `follower` (a node that does not lead it then), `node:N`, or `random` (one of the cell's nodes);
+leader poll), `follower` (a node that does not lead it then), `controller` (the node leading the cluster's
+metadata: Kafka's active KRaft controller, the JetStream meta leader), `node:N`, or `random` (one of the nodes);
 `follower` and `random` draw from a generator seeded by the workload's seed, so given the same leader a cell's
 faults hit the same nodes every run."""
 
@@ -22,6 +23,7 @@ class BrokerControl(Protocol):
 
     def fault_nodes(self) -> list[int]: ...
     def fault_leader(self) -> int: ...
+    def fault_controller(self) -> int: ...
     def pause_node(self, node: int) -> None: ...
     def resume_node(self, node: int) -> None: ...
     def kill_node(self, node: int) -> None: ...
@@ -58,11 +60,21 @@ class FiredFault:
     duration_s: float | None = None
 
 
-def resolve_target(target: str, nodes: Sequence[int], leader: Callable[[], int], rng: random.Random) -> int:
-    """The node a fault aimed at `target` hits now. `leader` is asked only when the target is the leader (a poll
-    that may wait on a broker)."""
+def resolve_target(
+    target: str,
+    nodes: Sequence[int],
+    leader: Callable[[], int],
+    rng: random.Random,
+    controller: Callable[[], int] | None = None,
+) -> int:
+    """The node a fault aimed at `target` hits now. `leader` and `controller` are asked only when the target needs
+    them (polls that may wait on a broker)."""
     if target == "leader":
         return leader()
+    if target == "controller":
+        if controller is None:
+            raise CellError("?", "fault target 'controller': these brokers cannot say which node leads their metadata")
+        return controller()
     if target == "random":
         if not nodes:
             raise CellError("?", "fault target 'random': the brokers have no nodes to choose from")
@@ -112,7 +124,8 @@ class FaultInjector:
             self._thaw()
 
     def _fire(self, fault: Fault) -> None:
-        node = resolve_target(fault.target, self.control.fault_nodes(), self.control.fault_leader, self.rng)
+        c = self.control
+        node = resolve_target(fault.target, c.fault_nodes(), c.fault_leader, self.rng, c.fault_controller)
         fired = FiredFault(fault.kind, self.clock(), None, fault.target, node, fault.at_s, fault.duration_s or None)
         self.fired.append(fired)
         if fault.kind == "stall":
@@ -149,7 +162,7 @@ class NoFaults:
     def fault_nodes(self) -> list[int]:
         raise CellError("?", "faults are not injected by load hosts")
 
-    fault_leader = fault_nodes
+    fault_leader = fault_controller = fault_nodes
 
     def pause_node(self, node: int) -> None:
         raise CellError("?", "faults are not injected by load hosts")

@@ -105,6 +105,9 @@ class _RecordingControl:
     def fault_leader(self) -> int:
         return self.brokers.fault_leader()
 
+    def fault_controller(self) -> int:
+        return self.brokers.fault_controller()
+
     def pause_node(self, node: int) -> None:
         self._note("stall", node)
         self.brokers.pause_node(node)

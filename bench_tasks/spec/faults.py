@@ -1,9 +1,9 @@
 """Faults a matrix declares: `{at_s, action, target, duration_s}` on the measure phase's clock.
 
 The shape of one fault is checked here (a stall needs its duration, a kill has none, a target is `leader`,
-`follower`, `random` or `node:N`); what a system can do (its actions, targets and node ids) is asked of the
-system when the cell is validated (`check_faults`), so the core names no system. A fault is part of the cell's
-spec: a cell with a fault is a different cell (another id) from the same cell without.
+`follower`, `controller`, `random` or `node:N`); what a system can do (its actions, targets and node ids) is
+asked of the system when the cell is validated (`check_faults`), so the core names no system. A fault is part of
+the cell's spec: a cell with a fault is a different cell (another id) from the same cell without.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from .base import StrictModel
 
 FaultAction = Literal["stall", "kill", "restart"]
 FAULT_ACTIONS: tuple[str, ...] = ("stall", "kill", "restart")
-TARGET_KINDS = ("leader", "follower", "node", "random")
-_TARGET = re.compile(r"^(leader|follower|random|node:(\d+))$")
+TARGET_KINDS = ("leader", "follower", "controller", "node", "random")
+_TARGET = re.compile(r"^(leader|follower|controller|random|node:(\d+))$")
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,15 @@ class FaultSpec(StrictModel):
     target: str = Field(
         "leader",
         description="leader (of the measured route when the fault fires), follower (a node that does not lead it), "
-        "node:N, or random (follower and random: drawn from a generator seeded by workload.seed)",
+        "controller (the node leading the cluster's metadata), node:N, or random (follower and random: drawn from "
+        "a generator seeded by workload.seed)",
     )
     duration_s: float | None = Field(None, gt=0, description="stall: how long the node stays frozen")
 
     @model_validator(mode="after")
     def _shape(self) -> FaultSpec:
         if not _TARGET.match(self.target):
-            expected = "'leader', 'follower', 'random' or 'node:N' (N a node id)"
+            expected = "'leader', 'follower', 'controller', 'random' or 'node:N' (N a node id)"
             raise ValueError(f"target {self.target!r}: expected {expected}")
         if self.action == "stall" and self.duration_s is None:
             raise ValueError("duration_s: required for action 'stall' (how long the node stays frozen)")

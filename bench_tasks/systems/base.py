@@ -6,7 +6,8 @@ OpenMessaging Benchmark's core never names a driver. Methods that need a system'
 code import it when called, so parsing a matrix (Airflow does it at DAG parse time) loads neither.
 
 A system's broker and access code is found by convention, so a subclass states only what is its own: the
-package's `provision` module (`start_brokers`, `leader_poll`, `retarget`, `describe_running`) and `access` module
+package's `provision` module (`start_brokers`, `leader_poll`, `controller_poll`, `retarget`,
+`describe_running`) and `access` module
 (`client_access`, `ask_version`, `route_names`, `delete_routes`), each function taking the method's arguments.
 A package without the module or function gets the default below.
 """
@@ -153,6 +154,15 @@ class System:
         a fault waits longer for an answer than the watch does; `paused()`: a node known to be frozen."""
         poll = self.part("provision", "leader_poll")
         return poll(address, client, ref, patient, paused) if poll else None
+
+    def controller_poll(
+        self, address: str, client: Mapping[str, Any], ref: Mapping[str, Any], paused: Callable[[], int | None]
+    ) -> Callable[[], int | None] | None:
+        """A poll of the node that leads the cluster's metadata now (Kafka's active KRaft controller, the JetStream
+        meta leader; None during an election), or None where the system has no such node: a fault's `controller`
+        target."""
+        poll = self.part("provision", "controller_poll")
+        return poll(address, client, ref, paused) if poll else None
 
     def retarget_leader(self, ref: Mapping[str, Any] | None, spec: Any, names: str) -> dict[str, Any] | None:
         """A reused cluster's leader reference made the next cell's."""

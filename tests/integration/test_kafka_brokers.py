@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -25,6 +27,7 @@ from confluent_kafka.admin import AdminClient
 from bench_tasks.errors import BrokerError
 from bench_tasks.systems.kafka.admin import create_topic, delete_topic, partition_leaders
 from bench_tasks.systems.kafka.cluster import KafkaCluster, stop_detached
+from bench_tasks.systems.kafka.quorum import active_controller, quorum_state_file
 from bench_tasks.systems.kafka.release import available_versions, kafka_classpath
 from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
@@ -224,3 +227,37 @@ def test_detached_cluster_outlives_its_starter_and_stops_by_pid(tmp_path: Path, 
         stop_detached(state)  # idempotent: a PID that is gone is skipped
     assert_gone(pids)
     assert stop_detached(state) == []
+
+
+def test_the_active_controller_is_read_from_the_nodes_quorum_state(
+    tmp_path: Path, fetched: Callable[[str], Path]
+) -> None:
+    """A fault's `controller` target: the node the quorum-state files name is the one whose own log says it
+    became the KRaft leader; killed, another node takes over and the files say so within seconds."""
+    fetched(NEWEST)
+    with KafkaCluster(NEWEST, 3, FAST_FENCING, tmp_path) as cluster:
+        endpoint = cluster.endpoint
+        assert endpoint is not None
+        files = [quorum_state_file(node.log_dir) for node in endpoint.nodes]
+        first = _wait_for_controller(files, other_than=None)
+        assert _logged_leadership(endpoint, first), "the named controller never logged becoming the KRaft leader"
+        cluster.kill(first)
+        second = _wait_for_controller(files, other_than=first)
+        assert second in {1, 2, 3} - {first}
+        assert _logged_leadership(endpoint, second)
+
+
+def _wait_for_controller(files: list[Path], other_than: int | None, timeout_s: float = 30) -> int:
+    deadline = time.monotonic() + timeout_s
+    while (found := active_controller(files)) in (None, other_than):
+        assert time.monotonic() < deadline, f"no controller other than {other_than} after {timeout_s} s"
+        time.sleep(0.1)
+    assert found is not None
+    return found
+
+
+def _logged_leadership(endpoint: Any, node_id: int) -> bool:
+    """Kafka 4's raft manager logs `Completed transition to Leader(localVoterNode=...ReplicaKey(id=N`."""
+    (node,) = [n for n in endpoint.nodes if n.node_id == node_id]
+    pattern = re.compile(rf"Completed transition to Leader\(.*?ReplicaKey\(id={node_id},")
+    return bool(pattern.search(Path(node.log_path).read_text()))

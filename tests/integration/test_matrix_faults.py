@@ -91,3 +91,20 @@ def test_a_declared_restart_of_the_nats_streaming_file_store(tmp_path: Path, con
     assert fault["kind"] == "restart" and fault["node"] == 0
     assert fault["first_arrival_after_s"] is not None  # served again after the restart
     assert fault["acknowledged_but_lost"] == 0 and report.analysis.accounting.acknowledged_but_lost == 0
+
+
+def test_a_stall_of_the_jetstream_meta_leader(tmp_path: Path, console: Console) -> None:
+    """`controller`: the node leading the cluster's metadata when the fault fires, as the nodes' own logs name it;
+    the measured stream goes on (its leader is another matter) and nothing acknowledged is lost."""
+    broker = {"mode": "jetstream", "storage": "memory", "servers": 3, "replicas": 3}
+    stall = {"at_s": 0.5, "action": "stall", "target": "controller", "duration_s": 0.5}
+    cell = make_cell("e2e", broker, rate_per_s=200, warmup_s=1, measure_s=2, cooldown_s=0.5, faults=[stall])
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    (fault,) = report.faults
+    print(f"\nper-fault record: {fault}")
+    assert (fault["kind"], fault["target"]) == ("stall", "controller") and fault["node"] in (1, 2, 3)
+    (log,) = (tmp_path / "raw").rglob(f"broker-n{fault['node']}.log")  # the node's own log, kept with the cell
+    said = [line for line in log.read_text().splitlines() if "metadata leader" in line]
+    assert said and "Self is new JetStream cluster metadata leader" in said[-1], said
+    assert report.analysis is not None and report.analysis.accounting.acknowledged_but_lost == 0

@@ -19,7 +19,7 @@ from rich.console import Console
 from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.systems.nats.cluster import NatsCluster, servers_of
+from bench_tasks.systems.nats.cluster import NatsCluster, meta_leader, servers_of
 from bench_tasks.systems.nats.settings import NATS_VERSIONS, NatsBroker
 
 from .helpers import make_cell
@@ -66,6 +66,11 @@ def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
         while (leader := cluster.stream_leader("T")) is None and time.monotonic() < deadline:
             time.sleep(0.1)
         assert leader in (1, 2, 3)
+        monitors = {i: node.monitor_url for i, node in enumerate(endpoint.nodes, start=1)}
+        meta = meta_leader(monitors)  # a fault's `controller` target
+        assert meta in (1, 2, 3)
+        said = [line for line in Path(endpoint.nodes[meta - 1].log_path).read_text().splitlines() if "metadata" in line]
+        assert said and "Self is new JetStream cluster metadata leader" in said[-1], said  # in its own words
         pids = list(cluster.node_pids.values())
     assert_gone(pids)
 

@@ -20,6 +20,9 @@ class Signals:
     def fault_leader(self) -> int:
         return 2
 
+    def fault_controller(self) -> int:
+        return 3
+
     def pause_node(self, node: int) -> None:
         self.calls.append("pause")
 

@@ -172,3 +172,14 @@ def test_a_follower_of_a_single_node_is_refused_and_stan_has_none() -> None:
     assert problems(data) == ["faults[0].target: 'follower' — this cell has one node (node:0), which leads everything"]
     data["systems"][0] = {"system": "stan", "versions": ["latest"], "broker": {"store": "file"}}
     assert problems(data)[0].startswith("faults[0].target: 'follower' — stan supports: leader, node:N, random")
+
+
+def test_a_controller_target_asks_the_metadata_leader_and_only_kafka_and_nats_have_one() -> None:
+    assert resolve_target("controller", [1, 2, 3], lambda: 1, random.Random(0), controller=lambda: 3) == 3
+    with pytest.raises(CellError, match="cannot say which node leads their metadata"):
+        resolve_target("controller", [1, 2, 3], lambda: 1, random.Random(0))
+    data = raw(faults=[{"at_s": 1, "action": "kill", "target": "controller"}])
+    (cell,) = parse(data).cells
+    assert cell.label.endswith("fault:kill@1s/controller")
+    data["systems"][0] = {"system": "redis", "versions": ["latest"], "broker": {"mode": "streams", "replicas": 2}}
+    assert problems(data) == ["faults[0].target: 'controller' — redis supports: leader, follower, node:N, random"]

@@ -20,7 +20,7 @@ class Kafka(System):
     calibration_broker: ClassVar[Mapping[str, Any]] = {"brokers": 1}
     client_libraries = ("confluent-kafka",)
     fault_actions = frozenset({"stall", "kill", "restart"})  # restart: the node's command again, same config and data
-    fault_targets = frozenset({"leader", "follower", "node", "random"})
+    fault_targets = frozenset({"leader", "follower", "controller", "node", "random"})
 
     @staticmethod
     def fault_nodes(broker: Any) -> list[int]:

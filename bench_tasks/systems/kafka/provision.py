@@ -38,7 +38,7 @@ def start_brokers(spec: KafkaCell, names: str, workdir: Path, tie_to_parent: boo
         context={k: v for k, v in asdict(e).items() if k != "workdir"},
         logs=sorted(workdir.rglob("*.log")),
         client=cluster.client_config,  # the listener's TLS/SASL settings (a throw-away password)
-        leader={"topic": measured_topic(spec, names)},
+        leader={"topic": measured_topic(spec, names), "quorum_state": _quorum_state_files(e.nodes)},
     )
 
 
@@ -66,4 +66,24 @@ def leader_poll(
 
 
 def retarget(ref: Mapping[str, Any] | None, spec: KafkaCell, names: str) -> dict[str, Any]:
-    return {"topic": measured_topic(spec, names)}
+    return {**(ref or {}), "topic": measured_topic(spec, names)}
+
+
+def controller_poll(
+    address: str, client: Mapping[str, Any], ref: Mapping[str, Any], paused: Callable[[], int | None]
+) -> Callable[[], int | None] | None:
+    """The active KRaft controller, read from the nodes' quorum-state files (`quorum.py`: no request to a broker
+    that may be frozen)."""
+    files = ref.get("quorum_state")
+    if not files:
+        return None
+    from .quorum import active_controller
+
+    paths = [Path(p) for p in files.values()]
+    return lambda: active_controller(paths)
+
+
+def _quorum_state_files(nodes: Any) -> dict[str, str]:
+    from .quorum import quorum_state_file
+
+    return {str(node.node_id): str(quorum_state_file(node.log_dir)) for node in nodes}

@@ -18,7 +18,7 @@ class Nats(System):
     calibration_broker: ClassVar[Mapping[str, Any]] = {"mode": "core"}
     client_libraries = ("nats-py",)
     fault_actions = frozenset({"stall", "kill", "restart"})  # restart: the node's command again, same config and data
-    fault_targets = frozenset({"leader", "follower", "node", "random"})
+    fault_targets = frozenset({"leader", "follower", "controller", "node", "random"})
 
     @staticmethod
     def fault_nodes(broker: Any) -> list[int]:

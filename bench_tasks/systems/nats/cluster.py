@@ -259,6 +259,18 @@ def stream_leader(
     return None
 
 
+def meta_leader(monitors: Mapping[int, str], timeout_s: float = 0.5, skip: int | None = None) -> int | None:
+    """Node index leading the JetStream meta group, as the first node that answers `/jsz` sees it; None during an
+    election or when no node answers. Call it from the cluster's network namespace."""
+    for index, monitor_url in monitors.items():
+        if index == skip:
+            continue
+        status, body = _get(monitor_url, "/jsz", timeout_s)
+        if status == 200:
+            return node_index((body.get("meta_cluster") or {}).get("leader", ""))
+    return None
+
+
 def stop_detached(state: Mapping[str, Any], grace_s: float = 10.0) -> list[int]:
     """Stop the nodes of a detached cluster (from `NatsCluster.state()`) by PID, all at once; each PID is checked
     to be a nats-server before it is signalled. Returns the PIDs that were running."""

@@ -116,6 +116,19 @@ def leader_poll(
     return poll
 
 
+def controller_poll(
+    address: str, client: Mapping[str, Any], ref: Mapping[str, Any], paused: Callable[[], int | None]
+) -> Callable[[], int | None] | None:
+    """The JetStream meta leader (the node whose meta group places streams and consumers), from the nodes'
+    monitor ports; a frozen node is skipped."""
+    if not ref.get("monitors"):
+        return None
+    from .cluster import meta_leader
+
+    monitors = {int(k): v for k, v in ref["monitors"].items()}
+    return lambda: meta_leader(monitors, 0.5, skip=paused())
+
+
 def retarget(ref: Mapping[str, Any] | None, spec: NatsCell, names: str) -> dict[str, Any] | None:
     """A reused cluster's leader reference made the next cell's (its stream); a single server has none."""
     if not ref or not ref.get("monitors"):
