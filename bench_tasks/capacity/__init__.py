@@ -1,0 +1,1 @@
+"""Capacity at a latency objective: the highest offered rate a cell holds, found by running it at rising rates."""

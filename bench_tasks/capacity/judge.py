@@ -1,0 +1,82 @@
+"""What one step of a capacity search showed, from its landed cell: did the cell hold the offered rate and every
+objective, and if not, what broke first.
+
+The order of the checks is the order of trust. A cell the harness failed (it fell behind its schedule or a worker
+saturated: `cell.landing._gate`) says nothing about the broker, so that comes first; then a cell that failed for
+any other reason; then consumers that fell behind (fewer than `KEEP_UP` of the offered messages per second
+arrived within the measure phase: the queue is growing, whatever the percentiles say yet); then loss beyond
+what the workload allows; then the objectives."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..cell.landing import CellReport
+from ..core.analysis import CellAnalysis
+from .objective import Objective
+from .search import Step
+
+KEEP_UP = 0.98
+HARNESS_REASONS = ("harness saturated", "generator fell behind its schedule")
+
+
+def judge(report: CellReport, objectives: Sequence[Objective]) -> Step:
+    rate = report.cell.spec.workload.rate_per_s
+    analysis = report.analysis
+    base = {"rate_per_s": rate, "cell_id": report.cell.id}
+    if analysis is None:
+        return Step(**base, verdict="failed", why=str(report.reason))
+    facts = {
+        "achieved_rate_per_s": round(analysis.achieved_rate_per_s, 1),
+        "received_rate_per_s": round(received_rate(report, analysis), 1),
+        "percentiles_ms": {m: analysis.metrics[m]["intended"].as_ms() for m in analysis.metrics},
+    }
+    if report.status != "ok":
+        harness = any(r in str(report.reason) for r in HARNESS_REASONS)
+        return Step(**base, **facts, verdict="harness" if harness else "failed", why=str(report.reason))
+    if facts["received_rate_per_s"] < KEEP_UP * rate:
+        why = f"received {facts['received_rate_per_s']:,.0f}/s of {rate:,.0f}/s offered in the measure phase"
+        return Step(**base, **facts, verdict="backlog", why=why)
+    acc = analysis.accounting
+    allowed = report.cell.spec.workload.allowed_loss_ratio * acc.scheduled
+    if acc.lost + acc.send_errors > allowed:
+        why = f"lost {acc.lost} and {acc.send_errors} send errors of {acc.scheduled} (allowed {allowed:g})"
+        return Step(**base, **facts, verdict="loss", why=why)
+    broken = [o for o in objectives if not o.holds(analysis)]
+    if broken:
+        return Step(**base, **facts, verdict="objective", why="; ".join(_broken(o, analysis) for o in broken))
+    return Step(**base, **facts, verdict="pass", why="; ".join(_held(o, analysis) for o in objectives) or "held")
+
+
+def received_rate(report: CellReport, analysis: CellAnalysis) -> float:
+    """Messages per second that arrived (received, or acknowledged for publish/rtt) within the measure phase."""
+    phases = _phases(report)
+    series = analysis.series.get(report.cell.spec.measurement) or next(iter(analysis.series.values()), None)
+    if phases is None or series is None:
+        return 0.0
+    start, end = phases["measure_start_ns"], phases["measure_end_ns"]
+    arrived = series.at_ns + series.from_intended_ns
+    return float(np.count_nonzero((arrived >= start) & (arrived < end))) / ((end - start) / 1e9)
+
+
+def _phases(report: CellReport) -> dict | None:
+    if report.path is None:
+        return None
+    result = report.path / "result.json"
+    return json.loads(result.read_text()).get("phases") if result.exists() else None
+
+
+def _value(o: Objective, analysis: CellAnalysis) -> str:
+    value = o.value_ns(analysis)
+    return "unsupported" if value is None else f"{value / 1e6:.3f} ms"
+
+
+def _broken(o: Objective, analysis: CellAnalysis) -> str:
+    return f"{o.text} broken: {o.name} {_value(o, analysis)}"
+
+
+def _held(o: Objective, analysis: CellAnalysis) -> str:
+    return f"{o.name} {_value(o, analysis)}"

@@ -1,0 +1,73 @@
+"""Running a capacity search: each step is the matrix cell at another offered rate, run start to landed like any
+cell (its raw samples in the lake under its own cell id), on fresh brokers. Fresh, not reused: a step that broke
+leaves a backlog, a grown heap or a stalled follower behind, and the next step must not pay for it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..cell.runner import run_cell
+from ..lake.layout import Lake, RunInfo
+from ..spec.cell import cell_id, series_key
+from ..spec.matrix import Cell
+from .judge import judge
+from .objective import Objective
+from .search import Search
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Where a search starts and stops: `start_rate_per_s` (default: the cell's own rate), `max_rate_per_s`,
+    the geometric `factor` of the first phase and the bisection's `resolution` (0.05: within 5 %)."""
+
+    max_rate_per_s: float
+    start_rate_per_s: float | None = None
+    factor: float = 2.0
+    resolution: float = 0.05
+
+
+def at_rate(cell: Cell, rate_per_s: float) -> Cell:
+    """The same cell offered `rate_per_s` (validated again: a rate changes what a cell can hold), with its own id."""
+    raw = cell.spec.model_dump(mode="json")
+    raw["workload"]["rate_per_s"] = rate_per_s
+    spec = type(cell.spec).model_validate(raw)
+    return cell.model_copy(update={"spec": spec, "id": cell_id(spec), "series_key": series_key(spec)})
+
+
+def search_capacity(
+    cell: Cell, objectives: Sequence[Objective], bounds: Bounds, lake: Lake, run: RunInfo, console: Console
+) -> dict[str, Any]:
+    """One cell's search, each step printed as it ends; the result (`Search.result`) with the cell named."""
+    search = Search(bounds.start_rate_per_s or cell.spec.workload.rate_per_s, bounds.max_rate_per_s)
+    search.factor, search.resolution = bounds.factor, bounds.resolution
+    while (rate := search.next_rate()) is not None:
+        step_cell = at_rate(cell, rate)
+        console.rule(f"capacity {cell.id}: step {len(search.steps) + 1} at {rate:,.0f}/s")
+        step = judge(run_cell(step_cell, lake, run, console), objectives)
+        search.record(step)
+        colour = "green" if step.passed else "red"
+        console.print(f"[{colour}]{step.verdict}[/] at {rate:,.0f}/s: {escape(step.why)}", highlight=False)
+    return {
+        "cell_id": cell.id,
+        "label": cell.label,
+        "objectives": [o.text for o in objectives],
+        "bounds": bounds.__dict__,
+        **search.result(),
+    }
+
+
+def write_capacity(lake: Lake, run: RunInfo, results: list[dict[str, Any]]) -> str:
+    """The run's capacity results beside its cells: `capacity.json`, and `capacity.html` (the charts); where."""
+    from .chart import capacity_page
+
+    folder = lake.run_dir(run)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "capacity.json").write_text(json.dumps({"run_id": run.run_id, "cells": results}, indent=2, default=str))
+    (folder / "capacity.html").write_text(capacity_page(run.run_id, results))
+    return str(folder / "capacity.html")

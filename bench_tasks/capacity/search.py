@@ -1,0 +1,83 @@
+"""The search over offered rates, apart from running anything: geometric steps up from a start rate until a step
+fails, then bisection between the last passing and the first failing rate until they are within the resolution.
+
+Which step ends the search matters as much as where: the failing rate nearest above the capacity says why the
+capacity is what it is (the objective, loss, a backlog, or the harness itself). A capacity bounded by the
+harness's own saturation is not the broker's, and the result says so (`broker_bound` is False)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal["pass", "objective", "loss", "backlog", "harness", "failed"]
+BROKER_LIMITS = ("objective", "loss", "backlog")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One offered rate, run as a full cell, and what it showed."""
+
+    rate_per_s: float
+    verdict: Verdict
+    why: str  # one line: what broke, or what held
+    cell_id: str = ""
+    achieved_rate_per_s: float = 0.0
+    received_rate_per_s: float = 0.0
+    percentiles_ms: dict[str, dict[str, float | None]] = field(default_factory=dict)  # metric -> p -> ms
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+
+@dataclass
+class Search:
+    """Geometric steps (`factor`) from `start_rate_per_s` up to `max_rate_per_s`, then bisection (in log space:
+    rates are judged by ratio) until the failing rate is within `resolution` of the passing one."""
+
+    start_rate_per_s: float
+    max_rate_per_s: float
+    factor: float = 2.0
+    resolution: float = 0.05
+    steps: list[Step] = field(default_factory=list)
+
+    def next_rate(self) -> float | None:
+        """The next rate to run; None once the search has its answer."""
+        if not self.steps:
+            return self.start_rate_per_s
+        low, high = self.bounds()
+        if high is None:
+            if low is None or low >= self.max_rate_per_s:
+                return None
+            return min(low * self.factor, self.max_rate_per_s)
+        if low is None or high.rate_per_s <= low * (1 + self.resolution):
+            return None
+        return float(f"{math.sqrt(low * high.rate_per_s):.3g}")  # the geometric midpoint, to 3 figures
+
+    def record(self, step: Step) -> None:
+        self.steps.append(step)
+
+    def bounds(self) -> tuple[float | None, Step | None]:
+        """(highest passing rate below the lowest failing step, that failing step)."""
+        failing = [s for s in self.steps if not s.passed]
+        high = min(failing, key=lambda s: s.rate_per_s) if failing else None
+        passing = [s.rate_per_s for s in self.steps if s.passed and (high is None or s.rate_per_s < high.rate_per_s)]
+        return (max(passing) if passing else None), high
+
+    def result(self) -> dict[str, Any]:
+        """The answer: capacity (highest passing rate; None if even the first step failed), what limited it, and
+        whether that limit is the broker's."""
+        capacity, high = self.bounds()
+        if high is None:
+            limit, why = "max-rate", f"held up to --max-rate {self.max_rate_per_s:g}/s: the capacity is higher"
+        else:
+            limit, why = high.verdict, f"at {high.rate_per_s:g}/s: {high.why}"
+        return {
+            "capacity_per_s": capacity,
+            "limit": limit,
+            "limit_why": why,
+            "broker_bound": limit in BROKER_LIMITS and capacity is not None,
+            "steps": [asdict(s) for s in sorted(self.steps, key=lambda s: s.rate_per_s)],
+        }

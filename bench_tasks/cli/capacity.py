@@ -1,0 +1,70 @@
+"""`sixnines capacity`: the highest rate each cell of a matrix holds under latency objectives."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .app import JsonOption, LakeOption, MatrixArgument, app, err, out
+
+
+@app.command()
+def capacity(
+    matrix: MatrixArgument,
+    slo: Annotated[
+        list[str], typer.Option("--slo", help="objective, e.g. 'e2e p99 < 10ms' (repeatable: all must hold)")
+    ],
+    max_rate: Annotated[float, typer.Option("--max-rate", help="highest rate to offer (msg/s)", min=0.001)],
+    start_rate: Annotated[
+        Optional[float],  # noqa: UP045 (typer needs Optional here)
+        typer.Option("--start-rate", help="first rate to offer (default: each cell's own rate_per_s)", min=0.001),
+    ] = None,
+    factor: Annotated[float, typer.Option(help="geometric step until a rate fails", min=1.1)] = 2.0,
+    resolution: Annotated[float, typer.Option(help="bisect until within this ratio", min=0.001, max=1)] = 0.05,
+    only: Annotated[list[str] | None, typer.Option("--only", help="search only this cell id (repeatable)")] = None,
+    lake: LakeOption = "lake",
+    as_json: JsonOption = False,
+) -> None:
+    """For each cell of MATRIX, offer rising rates (geometric steps, then bisection) until an objective breaks,
+    messages are lost, consumers fall behind, or the harness saturates; print the highest rate that held.
+
+    Each step is a full cell (warmup, measure, cooldown) on fresh brokers, landed like any other. Exit 1 when
+    a search ended on the harness's own saturation or a failed cell: that capacity is not the broker's."""
+    from ..capacity.objective import parse_objective
+    from ..capacity.run import Bounds, search_capacity, write_capacity
+    from ..cell.runner import select_cells
+    from ..lake.layout import Lake, RunInfo
+    from ..spec.matrix import load_matrix
+
+    objectives = [parse_objective(text) for text in slo]
+    loaded = load_matrix(matrix)
+    cells = select_cells(loaded, only or ())
+    bounds = Bounds(max_rate, start_rate, factor, resolution)
+    run, store = RunInfo.new(), Lake(lake)
+    progress = err if as_json else out
+    results = [search_capacity(c, objectives, bounds, store, run, progress) for c in cells]
+    where = write_capacity(store, run, results)
+    if as_json:
+        print(json.dumps({"run_id": run.run_id, "cells": results}, indent=2, default=str))
+    else:
+        _print_results(results)
+    progress.print(f"capacity results: {where}")
+    if not all(r["broker_bound"] or r["limit"] == "max-rate" for r in results):
+        err.print("[red]a search ended on the harness or a failed cell: that capacity is not the broker's[/]")
+        raise typer.Exit(1)
+
+
+def _print_results(results: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table(title="capacity at the objectives")
+    for column in ("cell", "capacity (msg/s)", "limit", "steps", "why"):
+        table.add_column(column)
+    for r in results:
+        held = "none held" if r["capacity_per_s"] is None else f"{r['capacity_per_s']:,.0f}"
+        if not r["broker_bound"] and r["limit"] != "max-rate":
+            held += " (not the broker's)"
+        table.add_row(r["label"], held, r["limit"], str(len(r["steps"])), r["limit_why"])
+    out.print(table)

@@ -1,0 +1,70 @@
+"""Capacity searches on a real nats-server: one whose link is capped with tc tbf (so the broker's side holds a
+known rate) must end by its objective or a backlog between bounds the cap sets; one asked for more than one
+producer process can send must end on the harness's own saturation, say so, and exit 1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from rich.console import Console
+
+from bench_tasks.capacity.objective import parse_objective
+from bench_tasks.capacity.run import Bounds, search_capacity, write_capacity
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.topology import netns
+
+from .test_netns_hosts import netns_cell
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+_WHY_NOT = netns.permitted()
+
+
+@pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}")
+def test_a_search_through_a_capped_link_finds_what_the_link_holds(tmp_path: Path, console: Console) -> None:
+    """1 KiB messages through links capped at 4 Mbit/s hold ~450/s (about 1.1 KB a message on the wire): the
+    search must find a capacity under that and over a quarter of it, bounded by the objective or the backlog,
+    with every step landed as a cell of its own."""
+    place = {"producers": ["loadgen1"], "consumers": ["loadgen1"]}
+    cell = netns_cell(place, {"rate_mbit": 4}, message_size_bytes=1024, rate_per_s=100, warmup_s=0.5, measure_s=2)
+    lake, run = Lake(tmp_path), RunInfo.new()
+    result = search_capacity(
+        cell, [parse_objective("e2e p99 < 100ms")], Bounds(2000, resolution=0.25), lake, run, console
+    )
+
+    print(f"\ncapacity {result['capacity_per_s']} ({result['limit']}: {result['limit_why']})")
+    for step in result["steps"]:
+        print(f"  {step['rate_per_s']:>8,.0f}/s {step['verdict']:<9} {step['why']}")
+    assert result["limit"] in ("objective", "backlog") and result["broker_bound"]
+    assert 110 < result["capacity_per_s"] < 470
+    rates = [s["rate_per_s"] for s in result["steps"]]
+    assert rates[:3] == [100, 200, 400] or rates[:2] == [100, 200]  # geometric from the cell's own rate
+    rows = pq.read_table(next((tmp_path / "runs").rglob("cells.parquet"))).to_pylist()
+    assert sorted(r["cell_id"] for r in rows) == sorted(s["cell_id"] for s in result["steps"])
+    page = Path(write_capacity(lake, run, [result])).read_text()
+    assert page.count("<svg") == 1 and 'id="p99"' in page and 'id="arrived"' in page  # latency and throughput
+    assert f"capacity {result['capacity_per_s']:,.0f} msg/s" in page
+
+
+def test_a_search_beyond_one_producer_ends_on_the_harness(tmp_path: Path) -> None:
+    matrix = tmp_path / "fast.yaml"
+    matrix.write_text(
+        "name: fast\nsystems: [{system: nats, versions: [latest], broker: {mode: core}}]\n"
+        "workload: {message_size_bytes: 32, rate_per_s: 400000, warmup_s: 0.5, measure_s: 1, cooldown_s: 0.5}\n"
+        "measurements: [e2e]\n"
+    )
+    args = ["capacity", str(matrix), "--slo", "e2e p99 < 1s", "--max-rate", "800000", "--lake", str(tmp_path / "l")]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench_tasks", *args, "--json"], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    (cell,) = json.loads(done.stdout)["cells"]
+    assert (cell["capacity_per_s"], cell["limit"], cell["broker_bound"]) == (None, "harness", False), cell
+    assert "harness saturated" in cell["limit_why"] or "fell behind its schedule" in cell["limit_why"]
+    assert "not the broker's" in done.stderr
+    (saved,) = (tmp_path / "l").rglob("capacity.json")
+    assert json.loads(saved.read_text())["cells"] == [cell]

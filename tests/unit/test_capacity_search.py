@@ -1,0 +1,85 @@
+"""The capacity search on synthetic steps: geometric steps up, bisection down to the resolution, the limit named
+by the failing step nearest above the capacity, and a harness-bound answer never passed off as the broker's."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench_tasks.capacity.objective import parse_objective
+from bench_tasks.capacity.search import Search, Step
+from bench_tasks.errors import SixninesError
+
+
+def drive(search: Search, breaks_at: float, verdict: str = "objective", limit: int = 50) -> list[float]:
+    """Run the search against a broker that holds every rate below `breaks_at`; the rates it offered."""
+    offered = []
+    while (rate := search.next_rate()) is not None:
+        assert len(offered) < limit, offered
+        offered.append(rate)
+        search.record(Step(rate, "pass" if rate < breaks_at else verdict, "synthetic"))  # type: ignore[arg-type]
+    return offered
+
+
+def test_geometric_steps_then_bisection_to_the_resolution() -> None:
+    search = Search(100, 100_000)
+    offered = drive(search, breaks_at=1000)
+    assert offered[:5] == [100, 200, 400, 800, 1600]
+    result = search.result()
+    assert result["limit"] == "objective" and result["broker_bound"]
+    low = result["capacity_per_s"]
+    high = min(s["rate_per_s"] for s in result["steps"] if s["verdict"] != "pass")
+    assert low < 1000 <= high <= low * 1.05
+    assert len(offered) <= 5 + 5  # log2(1600/800 / 0.05) bisections at most
+
+
+def test_a_rate_held_up_to_the_maximum_says_the_capacity_is_higher() -> None:
+    search = Search(100, 300)
+    assert drive(search, breaks_at=1e9) == [100, 200, 300]
+    result = search.result()
+    assert (result["capacity_per_s"], result["limit"], result["broker_bound"]) == (300, "max-rate", False)
+
+
+def test_a_harness_bound_search_is_not_the_broker_s_capacity() -> None:
+    search = Search(1000, 100_000, resolution=0.1)
+    drive(search, breaks_at=5000, verdict="harness")
+    result = search.result()
+    assert result["limit"] == "harness" and not result["broker_bound"]
+    assert 4000 < result["capacity_per_s"] < 5000
+
+
+def test_a_first_step_that_fails_holds_nothing() -> None:
+    search = Search(1000, 100_000)
+    assert drive(search, breaks_at=10) == [1000]
+    result = search.result()
+    assert result["capacity_per_s"] is None and result["limit"] == "objective" and not result["broker_bound"]
+
+
+def test_the_limit_is_the_failing_step_nearest_above_the_capacity() -> None:
+    search = Search(100, 10_000)
+    for rate, verdict in ((100, "pass"), (200, "pass"), (400, "harness"), (283, "loss"), (238, "pass")):
+        search.record(Step(rate, verdict, "synthetic"))  # type: ignore[arg-type]
+    capacity, high = search.bounds()
+    assert capacity == 238 and high is not None and high.verdict == "loss"
+
+
+@pytest.mark.parametrize(
+    ("text", "metric", "percentile", "bound_ns"),
+    [
+        ("e2e p99 < 10ms", "e2e", "99", 10_000_000),
+        ("publish p99.9 < 50 ms", "publish", "99.9", 50_000_000),
+        ("rtt max < 1s", "rtt", "max", 1_000_000_000),
+        ("e2e p50<250us", "e2e", "50", 250_000),
+    ],
+)
+def test_objectives_parse(text: str, metric: str, percentile: str, bound_ns: int) -> None:
+    o = parse_objective(text)
+    assert (o.metric, o.percentile, o.bound_ns) == (metric, percentile, bound_ns)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [("e2e p99 10ms", "expected 'METRIC pNN < NUMBER UNIT'"), ("e2e p95 < 1ms", "percentile p95 — one of p50")],
+)
+def test_a_bad_objective_names_what_is_wrong(text: str, words: str) -> None:
+    with pytest.raises(SixninesError, match=words):
+        parse_objective(text)
