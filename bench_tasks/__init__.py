@@ -38,6 +38,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{name: ("cell.tables", name) for name in ("print_report", "report_from_row")},
     "run_host": ("cell.hostparts", "run_host"),
     "Fault": ("cell.drive", "Fault"),
+    **{name: ("capacity.run", name) for name in ("Bounds", "search_capacity", "write_capacity")},
     **{name: ("core.analysis", name) for name in ("Accounting", "CellAnalysis", "analyze")},
     **{
         name: ("core.percentiles", name)

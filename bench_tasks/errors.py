@@ -24,6 +24,12 @@ class MatrixError(SixninesError):
         super().__init__(f"{source}: invalid matrix\n{lines}")
 
 
+class ObjectiveError(SixninesError):
+    """A latency objective (`--slo`, `capacity.objectives`) cannot be read. Exit code 2: the input is wrong."""
+
+    exit_code = 2
+
+
 class BrokerError(SixninesError):
     """A broker could not be fetched, started, reached or stopped."""
 

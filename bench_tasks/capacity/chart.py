@@ -11,7 +11,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ..report.charts import CYCLE, to_svg
-from .objective import parse_objective
+from ..spec.capacity import parse_objective
 
 SHOWN = ("50", "99", "99.9")
 
@@ -68,16 +68,17 @@ def capacity_page(run_id: str, results: Sequence[dict[str, Any]]) -> str:
             _steps_table(r["steps"]),
         ]
     style = "body{font-family:sans-serif;max-width:1100px;margin:auto}td,th{padding:2px 8px;text-align:right}"
+    style += "td:last-child,th:last-child{text-align:left}"
     head = f"<head><meta charset='utf-8'><title>capacity {html.escape(run_id)}</title><style>{style}</style></head>"
     return f"<!doctype html><html>{head}<body>{''.join(parts)}</body></html>"
 
 
 def _steps_table(steps: Sequence[dict[str, Any]]) -> str:
-    head = "<tr><th>offered/s</th><th>sent/s</th><th>arrived/s</th><th>verdict</th><th style='text-align:left'>why</th></tr>"
+    head = "<tr><th>offered/s</th><th>sent/s</th><th>arrived/s</th><th>verdict</th><th>why</th></tr>"
     rows = "".join(
         f"<tr><td>{s['rate_per_s']:,.0f}</td><td>{s['achieved_rate_per_s']:,.0f}</td>"
         f"<td>{s['received_rate_per_s']:,.0f}</td><td>{s['verdict']}</td>"
-        f"<td style='text-align:left'>{html.escape(s['why'])}</td></tr>"
+        f"<td>{html.escape(s['why'])}</td></tr>"
         for s in steps
     )
     return f"<table>{head}{rows}</table>"

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..cell.landing import CellReport
 from ..core.analysis import CellAnalysis
-from .objective import Objective
+from ..spec.capacity import Objective
 from .search import Step
 
 KEEP_UP = 0.98

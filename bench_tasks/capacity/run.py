@@ -14,10 +14,10 @@ from rich.markup import escape
 
 from ..cell.runner import run_cell
 from ..lake.layout import Lake, RunInfo
+from ..spec.capacity import Objective
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import Cell
 from .judge import judge
-from .objective import Objective
 from .search import Search
 
 

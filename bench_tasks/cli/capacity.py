@@ -3,26 +3,40 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from .app import JsonOption, LakeOption, MatrixArgument, app, err, out
+
+if TYPE_CHECKING:
+    from ..capacity.run import Bounds
+    from ..spec.capacity import CapacitySpec, Objective
 
 
 @app.command()
 def capacity(
     matrix: MatrixArgument,
     slo: Annotated[
-        list[str], typer.Option("--slo", help="objective, e.g. 'e2e p99 < 10ms' (repeatable: all must hold)")
-    ],
-    max_rate: Annotated[float, typer.Option("--max-rate", help="highest rate to offer (msg/s)", min=0.001)],
+        list[str] | None,
+        typer.Option("--slo", help="objective, e.g. 'e2e p99 < 10ms' (repeatable; default: the matrix's capacity:)"),
+    ] = None,
+    max_rate: Annotated[
+        Optional[float],  # noqa: UP045 (typer needs Optional here)
+        typer.Option("--max-rate", help="highest rate to offer, msg/s (default: the matrix's capacity:)", min=0.001),
+    ] = None,
     start_rate: Annotated[
         Optional[float],  # noqa: UP045 (typer needs Optional here)
         typer.Option("--start-rate", help="first rate to offer (default: each cell's own rate_per_s)", min=0.001),
     ] = None,
-    factor: Annotated[float, typer.Option(help="geometric step until a rate fails", min=1.1)] = 2.0,
-    resolution: Annotated[float, typer.Option(help="bisect until within this ratio", min=0.001, max=1)] = 0.05,
+    factor: Annotated[
+        Optional[float],  # noqa: UP045 (typer needs Optional here)
+        typer.Option(help="geometric step until a rate fails [default: 2]", min=1.1),
+    ] = None,
+    resolution: Annotated[
+        Optional[float],  # noqa: UP045 (typer needs Optional here)
+        typer.Option(help="bisect until within this ratio [default: 0.05]", min=0.001, max=1),
+    ] = None,
     only: Annotated[list[str] | None, typer.Option("--only", help="search only this cell id (repeatable)")] = None,
     lake: LakeOption = "lake",
     as_json: JsonOption = False,
@@ -32,16 +46,14 @@ def capacity(
 
     Each step is a full cell (warmup, measure, cooldown) on fresh brokers, landed like any other. Exit 1 when
     a search ended on the harness's own saturation or a failed cell: that capacity is not the broker's."""
-    from ..capacity.objective import parse_objective
-    from ..capacity.run import Bounds, search_capacity, write_capacity
+    from ..capacity.run import search_capacity, write_capacity
     from ..cell.runner import select_cells
     from ..lake.layout import Lake, RunInfo
     from ..spec.matrix import load_matrix
 
-    objectives = [parse_objective(text) for text in slo]
     loaded = load_matrix(matrix)
+    objectives, bounds = _search_terms(loaded.capacity, slo, max_rate, start_rate, factor, resolution)
     cells = select_cells(loaded, only or ())
-    bounds = Bounds(max_rate, start_rate, factor, resolution)
     run, store = RunInfo.new(), Lake(lake)
     progress = err if as_json else out
     results = [search_capacity(c, objectives, bounds, store, run, progress) for c in cells]
@@ -68,3 +80,30 @@ def _print_results(results: list[dict[str, Any]]) -> None:
             held += " (not the broker's)"
         table.add_row(r["label"], held, r["limit"], str(len(r["steps"])), r["limit_why"])
     out.print(table)
+
+
+def _search_terms(
+    spec: CapacitySpec | None,
+    slo: list[str] | None,
+    max_rate: float | None,
+    start_rate: float | None,
+    factor: float | None,
+    resolution: float | None,
+) -> tuple[list[Objective], Bounds]:
+    """The objectives and bounds: each option given on the command line, else the matrix's `capacity:`."""
+    from ..capacity.run import Bounds
+    from ..spec.capacity import parse_objective
+
+    texts = slo or (spec.objectives if spec else [])
+    if not texts:
+        raise typer.BadParameter("required: the matrix has no capacity.objectives", param_hint="--slo")
+    highest = max_rate or (spec.max_rate_per_s if spec else None)
+    if highest is None:
+        raise typer.BadParameter("required: the matrix has no capacity.max_rate_per_s", param_hint="--max-rate")
+    bounds = Bounds(
+        highest,
+        start_rate or (spec.start_rate_per_s if spec else None),
+        factor or (spec.factor if spec else 2.0),
+        resolution or (spec.resolution if spec else 0.05),
+    )
+    return [parse_objective(text) for text in texts], bounds

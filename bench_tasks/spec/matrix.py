@@ -21,6 +21,7 @@ from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError, fi
 from ..errors import MatrixError
 from ..systems import SYSTEMS, system_of
 from .base import StrictModel
+from .capacity import CapacitySpec
 from .cell import (
     EXTERNAL_VERSION,
     BrokerSource,
@@ -104,6 +105,9 @@ class MatrixFile(StrictModel):
     origin: dict[str, Any] | None = Field(
         None, description="where the matrix came from (an import's field-by-field mapping); kept with each cell"
     )
+    capacity: CapacitySpec | None = Field(
+        None, description="search each cell's highest rate under latency objectives instead of running it once"
+    )
 
     @field_validator("hosts")
     @classmethod
@@ -170,6 +174,7 @@ class Matrix(StrictModel):
     description: str
     schedule: str | None
     cells: list[Cell]
+    capacity: CapacitySpec | None = None
 
 
 def load_matrix(path: str | Path) -> Matrix:
@@ -246,6 +251,7 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
         description=file.description,
         schedule=file.schedule,
         cells=list(cells.values()),
+        capacity=file.capacity,
     )
 
 
@@ -291,7 +297,7 @@ def _set_aside(raw: dict[str, Any], errors: list[Any]) -> bool:
     for err in errors:
         key, *rest = err["loc"]
         container = raw.get(key)
-        if rest and isinstance(container, dict | list) and key not in ("workload", "repeats", "network"):
+        if rest and isinstance(container, dict | list) and key not in ("workload", "repeats", "network", "capacity"):
             doomed.setdefault(key, set()).add(rest[0])
         elif key in _PLACEHOLDERS:
             raw[key] = _PLACEHOLDERS[key]

@@ -38,7 +38,7 @@ from . import cell_tasks, tail
 from .runtime import POOL, clusters_for, lake_root, run_dir, run_info
 
 log = logging.getLogger("sixnines")
-APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", *SYSTEMS})
+APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", "capacity", *SYSTEMS})
 START_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 DEFAULT_ARGS: dict[str, Any] = {"owner": "sixnines", "retries": 1, "retry_delay": dt.timedelta(seconds=30)}
 
@@ -53,7 +53,7 @@ def build_sweep_dags(folder: Path, only: str | None = None) -> dict[str, DAG]:
             matrix = load_matrix(path)
             dag_id = f"sixnines_{matrix.name}"
             if only is None or only == dag_id:
-                dags[dag_id] = build_sweep_dag(matrix, path)
+                dags[dag_id] = build_sweep_dag(matrix, path) if matrix.capacity is None else _capacity_dag(matrix, path)
         except SixninesError as exc:
             broken.append(str(exc))
         except Exception as exc:  # e.g. a schedule Airflow cannot read: still this file's problem, not the others'
@@ -73,6 +73,12 @@ class BrokenMatrices(DAG):
 
     def validate(self) -> None:
         raise MatrixError("matrices", [p.replace("\n", " ") for p in (self.doc_md or "").split("\n\n")])
+
+
+def _capacity_dag(matrix: Matrix, source: Path) -> DAG:
+    from .capacity import build_capacity_dag  # it imports this module's helpers
+
+    return build_capacity_dag(matrix, source)
 
 
 def group_id(index: int, cell: Cell) -> str:

@@ -15,7 +15,9 @@ from bench_tasks.systems import SYSTEMS
 
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
-APPROVED_TAGS = {"sixnines", "sweep", "compare", *SYSTEMS}  # a sweep is tagged with its matrix's systems
+SWEEPS = [p for p in MATRICES if load_matrix(p).capacity is None]  # the others are capacity searches
+SEARCHES = [p for p in MATRICES if p not in SWEEPS]
+APPROVED_TAGS = {"sixnines", "sweep", "compare", "capacity", *SYSTEMS}  # tagged with its matrix's systems too
 CELL_TASKS = ("provision", "warmup", "measure", "cooldown", "land", "teardown")
 
 
@@ -47,7 +49,7 @@ def test_tags_retries_and_run_policy(dagbag: Any) -> None:
             assert isinstance(task.retries, int) and task.retries >= 0, task.task_id
 
 
-@pytest.mark.parametrize("path", MATRICES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
 def test_sweep_follows_the_matrix(dagbag: Any, path: Path) -> None:
     matrix, dag = load_matrix(path), sweep(dagbag, path)
     assert dag.timetable.expression == matrix.schedule
@@ -56,7 +58,7 @@ def test_sweep_follows_the_matrix(dagbag: Any, path: Path) -> None:
     assert set(dag.params) == {"versions", "phase_scale", "cells", "broker_policy"}
 
 
-@pytest.mark.parametrize("path", MATRICES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
 def test_each_cell_is_a_group_with_setup_and_teardown(dagbag: Any, path: Path) -> None:
     dag = sweep(dagbag, path)
     for group in groups(dag):
@@ -74,7 +76,7 @@ def test_each_cell_is_a_group_with_setup_and_teardown(dagbag: Any, path: Path) -
         assert {t.retries for t in chain[1:4]} == {0}  # a passed schedule cannot be watched again
 
 
-@pytest.mark.parametrize("path", MATRICES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
 def test_cells_are_chained_one_at_a_time(dagbag: Any, path: Path) -> None:
     from sixnines_airflow.sweep import cell_groups
 
@@ -113,3 +115,16 @@ def test_broken_matrix_is_an_import_error_naming_file_and_field(tmp_path: Path) 
     assert set(bag.dags) == {"sixnines_quick"}  # the good matrix still loads
     (error,) = bag.import_errors.values()
     assert "broken.yaml" in error and "workload.rate_per_s" in error and "-5" in error
+
+
+@pytest.mark.parametrize("path", SEARCHES, ids=lambda p: p.name)
+def test_a_capacity_matrix_searches_each_cell_one_at_a_time(dagbag: Any, path: Path) -> None:
+    matrix, dag = load_matrix(path), sweep(dagbag, path)
+    searches = [t for t in dag.tasks if t.task_id.startswith("search_")]
+    assert len(searches) == len(matrix.cells) and {t.pool for t in searches} == {"sixnines_bench"}
+    for upstream, downstream in itertools.pairwise(sorted(searches, key=lambda t: t.task_id)):
+        assert upstream.task_id in downstream.upstream_task_ids  # never two searches at once
+    summary = dag.get_task("summary")
+    assert summary.trigger_rule == "all_done" and not summary.downstream_task_ids  # it gives the verdict
+    assert {t.task_id for t in searches} <= summary.upstream_task_ids
+    assert "report" in summary.upstream_task_ids

@@ -37,6 +37,17 @@ measurements: [e2e]
 axes:
   workload.producers: [1, 2]
 """
+SEARCH = """
+name: itest_capacity
+description: a capacity search of one tiny core NATS cell, bounded to two steps
+capacity: {objectives: ["e2e p99 < 1s"], max_rate_per_s: 1000}
+systems:
+  - system: nats
+    versions: [latest]
+    broker: {mode: core}
+workload: {message_size_bytes: 256, rate_per_s: 500, warmup_s: 0.5, measure_s: 2, cooldown_s: 0.5}
+measurements: [e2e]
+"""
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +55,9 @@ def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A project folder with the DAG files and the tiny matrix, and a migrated SQLite Airflow home for it."""
     root = tmp_path_factory.mktemp("airflow-project")
     env = airflow_project(
-        root, {"itest_airflow": TINY}, dag_files=("sixnines_sweeps.py", "sixnines_compare_versions.py")
+        root,
+        {"itest_airflow": TINY, "itest_capacity": SEARCH},
+        dag_files=("sixnines_sweeps.py", "sixnines_compare_versions.py"),
     )
     migrate(env)
     return env
@@ -157,3 +170,22 @@ def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, 
     assert len(e2e) == 2 and all(set(e["versions"]) == {"2.15.1", "2.10.26"} for e in e2e)
     assert all(e["versions"][v]["count"] == 1250 for e in e2e for v in e["versions"])
     assert "versions compared (ms)" in log
+
+
+@pytest.mark.timeout(900)
+def test_a_capacity_matrix_is_a_search_dag_that_lands_every_step(airflow_env: dict[str, str], no_orphans: None) -> None:
+    """`capacity:` in the matrix: one search task per cell, each step a landed cell of the run, the run's capacity
+    page written, and the steps analysed and reported like a sweep's cells."""
+    root = Path(airflow_env["ROOT"])
+    env = {**airflow_env, "SIXNINES_CACHE": os.environ["SIXNINES_CACHE"]}
+    done = airflow(env, "dags", "test", "sixnines_itest_capacity", "2026-01-17", timeout=800)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    (page,) = (root / "lake" / "raw" / "run_date=2026-01-17").glob("run_id=*/capacity.json")
+    (cell,) = json.loads(page.read_text())["cells"]
+    assert [s["rate_per_s"] for s in cell["steps"]] == [500, 1000] and cell["limit"] == "max-rate"
+    assert cell["capacity_per_s"] == 1000 and {s["verdict"] for s in cell["steps"]} == {"pass"}
+    (cells_path,) = (root / "lake" / "runs" / "run_date=2026-01-17").glob("run_id=*/cells.parquet")
+    rows = pq.read_table(cells_path).to_pylist()
+    assert sorted(r["cell_id"] for r in rows) == sorted(s["cell_id"] for s in cell["steps"])
+    assert (page.parent / "capacity.html").exists()
+    assert list((root / "lake" / "reports" / "run_date=2026-01-17").glob("run_id=*/report.html"))

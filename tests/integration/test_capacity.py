@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks.capacity.objective import parse_objective
 from bench_tasks.capacity.run import Bounds, search_capacity, write_capacity
 from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.capacity import parse_objective
 from bench_tasks.topology import netns
 
 from .test_netns_hosts import netns_cell

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench_tasks.capacity.objective import parse_objective
 from bench_tasks.capacity.search import Search, Step
-from bench_tasks.errors import SixninesError
+from bench_tasks.errors import ObjectiveError
+from bench_tasks.spec.capacity import parse_objective
 
 
 def drive(search: Search, breaks_at: float, verdict: str = "objective", limit: int = 50) -> list[float]:
@@ -81,5 +81,5 @@ def test_objectives_parse(text: str, metric: str, percentile: str, bound_ns: int
     [("e2e p99 10ms", "expected 'METRIC pNN < NUMBER UNIT'"), ("e2e p95 < 1ms", "percentile p95 — one of p50")],
 )
 def test_a_bad_objective_names_what_is_wrong(text: str, words: str) -> None:
-    with pytest.raises(SixninesError, match=words):
+    with pytest.raises(ObjectiveError, match=words):
         parse_objective(text)

@@ -1,4 +1,5 @@
-"""Latency objectives a capacity search holds a cell to: `e2e p99 < 10ms`, `publish p99.9 < 50ms`, `rtt max < 1s`.
+"""A matrix's `capacity:` (what a capacity search holds each cell to, and its bounds) and its latency objectives:
+`e2e p99 < 10ms`, `publish p99.9 < 50ms`, `rtt max < 1s`.
 
 A metric is one the cell measures (`e2e`, `publish`, `rtt`, a chain's `hop1`/`hop2`); the percentile is one of
 the table's (`p50` … `p99.9999`) or `max`; the bound is response time, from each message's intended send time
@@ -9,10 +10,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..core.analysis import CellAnalysis
+from pydantic import Field, field_validator
+
 from ..core.percentiles import PERCENTILES
-from ..errors import SixninesError
+from ..errors import ObjectiveError
+from .base import StrictModel
+
+if TYPE_CHECKING:
+    from ..core.analysis import CellAnalysis
 
 _UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _FORM = re.compile(r"^\s*(\w+)\s+(p[\d.]+|max)\s*<\s*([\d.]+)\s*(ns|us|µs|ms|s)\s*$")
@@ -43,16 +50,39 @@ class Objective:
 
 
 def parse_objective(text: str) -> Objective:
-    """`e2e p99 < 10ms` as an Objective; a SixninesError naming what is wrong otherwise."""
+    """`e2e p99 < 10ms` as an Objective; an ObjectiveError naming what is wrong otherwise."""
     found = _FORM.match(text)
     if not found:
-        raise SixninesError(f"--slo {text!r}: expected 'METRIC pNN < NUMBER UNIT', e.g. 'e2e p99 < 10ms'")
+        raise ObjectiveError(f"objective {text!r}: expected 'METRIC pNN < NUMBER UNIT', e.g. 'e2e p99 < 10ms'")
     metric, percentile, number, unit = found.groups()
     key = "max" if percentile == "max" else percentile[1:]
     if key != "max" and key not in PERCENTILES:
         known = ", ".join("p" + p for p in PERCENTILES)
-        raise SixninesError(f"--slo {text!r}: percentile {percentile} — one of {known}, max")
+        raise ObjectiveError(f"objective {text!r}: percentile {percentile} — one of {known}, max")
     bound = float(number) * _UNITS_NS[unit]
     if bound <= 0:
-        raise SixninesError(f"--slo {text!r}: the bound must be above zero")
+        raise ObjectiveError(f"objective {text!r}: the bound must be above zero")
     return Objective(metric, key, int(bound), text.strip())
+
+
+class CapacitySpec(StrictModel):
+    """`capacity:` in a matrix: its DAG (and `sixnines capacity` without `--slo`) searches each cell's capacity."""
+
+    objectives: list[str] = Field(min_length=1, description="e.g. 'e2e p99 < 10ms'; every one must hold")
+    max_rate_per_s: float = Field(gt=0, description="the highest rate offered")
+    start_rate_per_s: float | None = Field(None, gt=0, description="the first rate offered (default: the cell's)")
+    factor: float = Field(2.0, ge=1.1, description="geometric step until a rate fails")
+    resolution: float = Field(0.05, gt=0, le=1, description="bisect until the failing rate is within this ratio")
+
+    @field_validator("objectives")
+    @classmethod
+    def _objectives_parse(cls, value: list[str]) -> list[str]:
+        for text in value:
+            try:
+                parse_objective(text)
+            except ObjectiveError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    def parsed(self) -> list[Objective]:
+        return [parse_objective(text) for text in self.objectives]

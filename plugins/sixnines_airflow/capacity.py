@@ -1,0 +1,102 @@
+"""A matrix with `capacity:` becomes a search DAG: one task per cell, chained one at a time, each searching that
+cell's highest rate under the matrix's objectives; then the landed steps' tables, the analysis tail and report,
+and the run's capacity page, which also gives the verdict.
+
+One task per cell, not one per step: how many steps a search takes, and at which rates, is known only as it
+runs (each rate follows from the verdict of the one before). Dynamic task mapping expands once from an upstream
+result, and a sensor-driven loop would re-run tasks; so each task runs its cell's whole search in-process, as
+`sixnines capacity` does: every step is a full cell (fresh brokers, warmup, measure, cooldown) that lands its
+raw samples and its row in this run, and the task log shows each step as it ends. The searches' results pass
+to the summary task as XCom (a few kilobytes each)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import DAG, dag, get_current_context, task
+
+from bench_tasks import Matrix
+
+from . import tail
+from .runtime import POOL, lake_root, run_info
+from .sweep import DEFAULT_ARGS, START_DATE, cell_groups, tables
+
+log = logging.getLogger("sixnines")
+
+
+def build_capacity_dag(matrix: Matrix, source: Path) -> DAG:
+    systems = sorted({c.spec.system for c in matrix.cells})
+
+    @dag(
+        dag_id=f"sixnines_{matrix.name}",
+        description=matrix.description or None,
+        schedule=matrix.schedule,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        auto_register=False,
+        tags=["sixnines", "capacity", *systems],
+        default_args=DEFAULT_ARGS,
+        doc_md=_doc(matrix, source),
+    )
+    def capacity_search() -> None:
+        previous, results = None, []
+        for group, cell in cell_groups(matrix):
+            searched = search.override(task_id=f"search_{group}")(str(source), cell.id)
+            if previous is not None:
+                previous >> searched
+            previous = searched
+            results.append(searched)
+        landed = tables()
+        results[-1] >> landed >> tail.analysis() >> tail.report() >> summary(results)
+
+    return capacity_search()
+
+
+@task(pool=POOL, retries=0)
+def search(source: str, cell_id: str) -> dict[str, Any]:
+    """One cell's whole search (`bench_tasks.capacity`), in-process; its result."""
+    from rich.console import Console
+
+    from bench_tasks import Bounds, Lake, load_matrix, prepare_cell, search_capacity
+
+    matrix = load_matrix(source)
+    (base,) = [c for c in matrix.cells if c.id == cell_id]  # the id at parse time, before `latest` resolves
+    cell = prepare_cell(base)
+    spec = matrix.capacity
+    assert spec is not None  # only capacity matrices build this DAG
+    bounds = Bounds(spec.max_rate_per_s, spec.start_rate_per_s, spec.factor, spec.resolution)
+    console = Console(width=120, force_terminal=False, no_color=True)
+    result = search_capacity(cell, spec.parsed(), bounds, Lake(lake_root()), run_info(get_current_context()), console)
+    log.info("capacity of %s: %s (%s: %s)", cell.label, result["capacity_per_s"], result["limit"], result["limit_why"])
+    return result
+
+
+@task(retries=0, trigger_rule="all_done")
+def summary(results: list[dict[str, Any] | None]) -> str:
+    """Write the run's capacity.json and capacity.html; fail the run when a search did not finish or ended on
+    the harness or a failed cell (that capacity is not the broker's)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from bench_tasks import Lake, write_capacity
+
+    done = [r for r in results if r]
+    where = write_capacity(Lake(lake_root()), run_info(get_current_context()), done)
+    log.info("capacity page: %s", where)
+    unfinished = len(results) - len(done)
+    not_broker = [f"{r['label']}: {r['limit_why']}" for r in done if not r["broker_bound"] and r["limit"] != "max-rate"]
+    if unfinished or not_broker:
+        raise AirflowFailException(f"{unfinished} search(es) did not finish; not the broker's capacity: {not_broker}")
+    return where
+
+
+def _doc(matrix: Matrix, source: Path) -> str:
+    rows = "\n".join(f"| `search_{group}` | {c.label} |" for group, c in cell_groups(matrix))
+    spec = matrix.capacity
+    return (
+        f"# sixnines capacity search: {matrix.name}\n\n{matrix.description}\n\n"
+        f"Objectives: {', '.join(spec.objectives) if spec else ''}; rates up to {spec.max_rate_per_s if spec else ''}"
+        f"/s. Each task searches one cell (docs/capacity.md).\n\n| task | cell |\n|---|---|\n{rows}\n"
+    )
