@@ -64,7 +64,7 @@ def search_capacity(
 
 def write_capacity(lake: Lake, run: RunInfo, results: list[dict[str, Any]]) -> str:
     """The run's capacity results beside its cells: `capacity.json`, and `capacity.html` (the charts); where."""
-    from .chart import capacity_page
+    from ..report.capacity_view import capacity_page
 
     folder = lake.run_dir(run)
     folder.mkdir(parents=True, exist_ok=True)

@@ -66,6 +66,7 @@ class RunData:
     regressions: Any = None
     history_series: list[Any] = field(default_factory=list)  # bench_tasks.regressions Series, when alerts exist
     notes: list[str] = field(default_factory=list)  # files that exist but could not be read
+    capacity: list[dict[str, Any]] = field(default_factory=list)  # the run's capacity searches (capacity.json)
 
 
 def find_run(lake_root: str | Path | LakePath, run_id: str) -> tuple[str, LakePath]:
@@ -84,6 +85,9 @@ def load_run(lake_root: str | Path | LakePath, run_id: str) -> RunData:
     cells = [load_cell(c.folder, run_id, c.cell_id) for c in _cell_folders(root, run_dir)]
     run = RunData(root, run_id, run_date, cells)
     _load_pipeline_outputs(run)
+    searches = run_dir / "capacity.json"
+    if searches.exists():
+        run.capacity = json.loads(searches.read_text()).get("cells") or []
     return run
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import page
+from .capacity_view import capacity_section
 from .cell_view import BASES, anchor, cell_section, measure_values
 from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_chart, spectrum_chart
 from .data import CellData, RunData
@@ -169,6 +170,7 @@ def render_run(run: RunData, tables_folder: str = TABLES_FOLDER) -> str:
     cells = run.cells
     body = (
         page.section("index", "Cells", index_table(cells))
+        + capacity_section(run.capacity)
         + overlay_section(cells)
         + ratios_section(cells)
         + variation_section(cells)
@@ -176,7 +178,8 @@ def render_run(run: RunData, tables_folder: str = TABLES_FOLDER) -> str:
         + pipeline_section(run, tables_folder)
         + "".join(cell_section(c) for c in cells)
     )
-    index = [("index", "Cells"), *((anchor(c), c.key.title or c.key.cell_id) for c in cells)]
+    index = [("index", "Cells"), *([("capacity", "Capacity")] if run.capacity else [])]
+    index += [(anchor(c), c.key.title or c.key.cell_id) for c in cells]
     index += [("ratios", "Ratios")]
     index += [("variation", "Run-to-run variation")] if any(c.key.repeats > 1 for c in cells) else []
     index += [("regressions", "Regressions")]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
-from ..core.percentiles import PERCENTILES
+from ..core.percentile_keys import PERCENTILES
 from ..errors import ObjectiveError
 from .base import StrictModel
 

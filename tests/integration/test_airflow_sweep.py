@@ -188,4 +188,5 @@ def test_a_capacity_matrix_is_a_search_dag_that_lands_every_step(airflow_env: di
     rows = pq.read_table(cells_path).to_pylist()
     assert sorted(r["cell_id"] for r in rows) == sorted(s["cell_id"] for s in cell["steps"])
     assert (page.parent / "capacity.html").exists()
-    assert list((root / "lake" / "reports" / "run_date=2026-01-17").glob("run_id=*/report.html"))
+    (report,) = (root / "lake" / "reports" / "run_date=2026-01-17").glob("run_id=*/report.html")
+    assert '<section id="capacity">' in report.read_text()  # the search's charts in the run's report

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from bench_tasks.capacity.run import Bounds, search_capacity, write_capacity
 from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.report.build import build_run_report
 from bench_tasks.spec.capacity import parse_objective
 from bench_tasks.topology import netns
 
@@ -48,6 +49,8 @@ def test_a_search_through_a_capped_link_finds_what_the_link_holds(tmp_path: Path
     page = Path(write_capacity(lake, run, [result])).read_text()
     assert page.count("<svg") == 1 and 'id="p99"' in page and 'id="arrived"' in page  # latency and throughput
     assert f"capacity {result['capacity_per_s']:,.0f} msg/s" in page
+    report = Path(build_run_report(tmp_path, run.run_id)).read_text()  # the run's report has the same section
+    assert '<section id="capacity">' in report and 'id="p99"' in report
 
 
 def test_a_search_beyond_one_producer_ends_on_the_harness(tmp_path: Path) -> None:

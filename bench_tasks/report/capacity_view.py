@@ -1,17 +1,18 @@
-"""A capacity search as a page to look at: response time against offered rate (p50, p99, p99.9 on a log axis,
-each objective's bound as a line, the capacity marked) and what arrived against what was offered, one pair of
-charts per cell, with every step's figures in a table below (`capacity.html` beside `capacity.json`)."""
+"""Capacity searches to look at: response time against offered rate (p50, p99, p99.9 on a log axis, each
+objective's bound as a line, the capacity marked) and what arrived against what was offered, one pair of charts
+per cell, with every step's figures in a table below: as a page of its own (`capacity.html` beside
+`capacity.json`) and as a section of the run's report."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
 
-from ..report.charts import CYCLE, to_svg
 from ..spec.capacity import parse_objective
+from . import page
+from .charts import CYCLE, to_svg
 
 SHOWN = ("50", "99", "99.9")
 
@@ -57,28 +58,36 @@ def capacity_chart(result: dict[str, Any]) -> str:
 
 def capacity_page(run_id: str, results: Sequence[dict[str, Any]]) -> str:
     """The run's searches as one self-contained HTML page."""
-    parts = [f"<h1>Capacity search {html.escape(run_id)}</h1>"]
+    title = f"sixnines capacity — run {run_id}"
+    return page.document(
+        title, f"run {run_id} · {len(results)} search(es)", [("capacity", "Capacity")], capacity_section(results)
+    )
+
+
+def capacity_section(results: Sequence[dict[str, Any]]) -> str:
+    """One block per searched cell: the answer in words, the charts, every step."""
+    if not results:
+        return ""
+    blocks = []
     for r in results:
         held = "none held" if r["capacity_per_s"] is None else f"{r['capacity_per_s']:,.0f} msg/s"
-        bound = "" if r["broker_bound"] or r["limit"] == "max-rate" else " — <b>not the broker's capacity</b>"
-        parts += [
-            f"<h2>{html.escape(r['label'])}</h2>",
-            f"<p>capacity {held}; limit {html.escape(r['limit'])}: {html.escape(r['limit_why'])}{bound}</p>",
-            capacity_chart(r),
-            _steps_table(r["steps"]),
-        ]
-    style = "body{font-family:sans-serif;max-width:1100px;margin:auto}td,th{padding:2px 8px;text-align:right}"
-    style += "td:last-child,th:last-child{text-align:left}"
-    head = f"<head><meta charset='utf-8'><title>capacity {html.escape(run_id)}</title><style>{style}</style></head>"
-    return f"<!doctype html><html>{head}<body>{''.join(parts)}</body></html>"
+        bound = "" if r["broker_bound"] or r["limit"] == "max-rate" else " — not the broker's capacity"
+        words = f"capacity {held}; limit {r['limit']}: {r['limit_why']}{bound}"
+        blocks.append(f"<h3>{page.esc(r['label'])}</h3>" + page.note(words) + page.chart(capacity_chart(r)))
+        blocks.append(_steps_table(r["steps"]))
+    return page.section("capacity", "Capacity at the objectives", "".join(blocks))
 
 
 def _steps_table(steps: Sequence[dict[str, Any]]) -> str:
-    head = "<tr><th>offered/s</th><th>sent/s</th><th>arrived/s</th><th>verdict</th><th>why</th></tr>"
-    rows = "".join(
-        f"<tr><td>{s['rate_per_s']:,.0f}</td><td>{s['achieved_rate_per_s']:,.0f}</td>"
-        f"<td>{s['received_rate_per_s']:,.0f}</td><td>{s['verdict']}</td>"
-        f"<td>{html.escape(s['why'])}</td></tr>"
+    headers = ("verdict", "why", "offered/s", "sent/s", "arrived/s")
+    rows = [
+        [
+            s["verdict"],
+            s["why"],
+            f"{s['rate_per_s']:,.0f}",
+            f"{s['achieved_rate_per_s']:,.0f}",
+            f"{s['received_rate_per_s']:,.0f}",
+        ]
         for s in steps
-    )
-    return f"<table>{head}{rows}</table>"
+    ]
+    return page.table(headers, rows, left=2)
