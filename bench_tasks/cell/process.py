@@ -23,6 +23,7 @@ from ..errors import CellError
 from ..lake.layout import write_json
 from ..load.live import LiveMonitor
 from ..spec.matrix import Cell
+from .brokerwatch import watch_for
 from .drive import CellRun, Fault, drive
 from .lifecycle import CellWork, topology_of
 
@@ -145,7 +146,8 @@ def generator_main(root: Path) -> int:
 
 def drive_work(work: CellWork, console: Console) -> int:
     """Drive the cell provisioned in `work` for its whole schedule, writing `status.json` as it goes and
-    `cellrun.json` at the end; 0 if the schedule completed, 1 if the cell failed (never raises for that)."""
+    `cellrun.json` at the end; 0 if the schedule completed, 1 if the cell failed (never raises for that). Its
+    brokers are watched throughout: one that exits, freezes or is replaced with no fault declared fails it."""
     state = work.read(work.state)
     assert state is not None and state["brokers"] is not None, f"no provisioned cell in {work.root}"
     cell = Cell.model_validate(state["cell"])
@@ -163,6 +165,7 @@ def drive_work(work: CellWork, console: Console) -> int:
             [Fault(**f) for f in state.get("faults", [])],
             on_status=writer.update,
             topology=topology_of(state),
+            watch=watch_for(brokers),
         )
     finally:
         brokers.stop_watching()
