@@ -127,6 +127,7 @@ def drive(
         text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
         driven = Driven(cell_drive.run, "failed", text if cell.id in text else f"cell {cell.instance}: {text}")
     finally:
+        watch.tick(cell_drive.coord.clock(), force=True)  # a broker gone since the last look, however it ended
         watch.stop()
     return with_findings(driven, watch.findings(), cell.instance)
 
@@ -230,7 +231,6 @@ class CellDrive:
                 self._send(workers, groups, injector, run)
                 self._drain(workers, groups, run)
                 self._collect(workers, groups, run)
-                self.watch.tick(self.coord.clock(), force=True)  # a broker gone since the last pump
         finally:
             if injector is not None:
                 injector.close()

@@ -12,6 +12,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from ..errors import CellError
 from ..lake.layout import write_json
 from ..load.live import LiveMonitor
 from ..spec.matrix import Cell
-from .brokerwatch import watch_for
+from .brokerwatch import Finding, watch_for
 from .drive import CellRun, Fault, drive
 from .lifecycle import CellWork, topology_of
 
@@ -38,6 +40,7 @@ class StatusWriter:
         self.path = path
         self.cell = cell
         self.faults: list[dict[str, Any]] = []
+        self.undeclared: Callable[[], list[Finding]] = list  # the broker watch's findings, as soon as it has them
         self._phase_lag: dict[str, Any] = {}
         self._last: dict[str, Any] = {}
 
@@ -74,6 +77,7 @@ class StatusWriter:
                 **self._last,
                 "phase_lag_ns": lag,
                 "faults": self.faults,
+                "undeclared": [asdict(f) for f in self.undeclared()],
             },
         )
 
@@ -153,6 +157,8 @@ def drive_work(work: CellWork, console: Console) -> int:
     cell = Cell.model_validate(state["cell"])
     brokers = attach(state["brokers"])
     writer = StatusWriter(work.status, cell)
+    watch = watch_for(brokers)
+    writer.undeclared = watch.findings
     writer.write("starting")
     brokers.watch_leaders()
     try:
@@ -165,7 +171,7 @@ def drive_work(work: CellWork, console: Console) -> int:
             [Fault(**f) for f in state.get("faults", [])],
             on_status=writer.update,
             topology=topology_of(state),
-            watch=watch_for(brokers),
+            watch=watch,
         )
     finally:
         brokers.stop_watching()
