@@ -202,6 +202,7 @@ class EndpointWatch(BrokerWatch):
 
     def __init__(self, endpoints: list[tuple[str, int]]):
         self.endpoints = endpoints
+        self._refused: dict[tuple[str, int], list[int]] = {e: [] for e in endpoints}  # when each probe failed
         self._found: list[Finding] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -215,26 +216,34 @@ class EndpointWatch(BrokerWatch):
             self._thread.start()
 
     def _probe_loop(self) -> None:
-        refused: dict[tuple[str, int], list[int]] = {e: [] for e in self.endpoints}  # when each probe failed
-        while refused and not self._stopping.is_set():
-            for endpoint in list(refused):
-                at, problem = self._clock(), probe(*endpoint)
-                refused[endpoint] = [*refused[endpoint], at] if problem else []
-                if len(refused[endpoint]) >= PROBES_IN_A_ROW:
-                    first_at = refused.pop(endpoint)[0]  # reported once
-                    what = f"external broker {endpoint[0]}:{endpoint[1]} stopped accepting connections ({problem})"
-                    with self._lock:
-                        self._found.append(Finding(first_at, "undeclared-unreachable", None, what))
+        while not self._stopping.is_set():
+            self._probe_all(PROBES_IN_A_ROW)
             self._stopping.wait(PROBE_EVERY_S)
+
+    def _probe_all(self, in_a_row: int) -> None:
+        """Probe each endpoint not yet reported; one refused `in_a_row` times is reported, from its first."""
+        for endpoint in [e for e in self.endpoints if e in self._refused]:
+            at, problem = self._clock(), probe(*endpoint)
+            self._refused[endpoint] = [*self._refused[endpoint], at] if problem else []
+            if problem and len(self._refused[endpoint]) >= in_a_row:
+                first_at = self._refused.pop(endpoint)[0]  # reported once
+                what = f"external broker {endpoint[0]}:{endpoint[1]} stopped accepting connections ({problem})"
+                with self._lock:
+                    self._found.append(Finding(first_at, "undeclared-unreachable", None, what))
 
     def findings(self) -> list[Finding]:
         with self._lock:
             return list(self._found)
 
     def stop(self) -> None:
+        """End the probes; an endpoint refusing since its last probe and refusing once more now is reported (the
+        cell ended before its probes in a row were done)."""
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(PROBE_TIMEOUT_S * len(self.endpoints) + PROBE_EVERY_S + 1)
+            self._thread = None
+            if any(self._refused.values()):
+                self._probe_all(2)
 
 
 def probe(host: str, port: int) -> str | None:

@@ -143,3 +143,18 @@ def test_endpoints_of_addresses() -> None:
     assert endpoints_of("h1:9092, h2:9093") == [("h1", 9092), ("h2", 9093)]
     assert endpoints_of("amqps://[::1]:5671/vhost") == [("::1", 5671)]
     assert endpoints_of("redis://host") == []  # no port: the client's default, not guessed
+
+
+def test_an_endpoint_refusing_when_the_cell_ends_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(brokerwatch, "PROBE_EVERY_S", 0.05)
+    monkeypatch.setattr(brokerwatch, "PROBES_IN_A_ROW", 1000)  # the cell ends before the probes in a row are done
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    watch = EndpointWatch([("127.0.0.1", port)])
+    watch.start(time.monotonic_ns)
+    listener.close()
+    time.sleep(0.3)
+    assert watch.findings() == []
+    watch.stop()
+    (found,) = watch.findings()
+    assert found.kind == "undeclared-unreachable"
