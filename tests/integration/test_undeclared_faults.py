@@ -70,8 +70,11 @@ class OutsideKiller(threading.Thread):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             for proc in self.parent.children(recursive=True):
-                if proc.pid not in self.known and proc.name() == "nats-server":
-                    return proc
+                try:
+                    if proc.pid not in self.known and "-c" in proc.cmdline() and proc.name() == "nats-server":
+                        return proc  # a server, not a `nats-server --version` asked for the release
+                except psutil.NoSuchProcess:
+                    continue
             time.sleep(0.05)
         raise TimeoutError("no nats-server was started")
 
