@@ -130,6 +130,7 @@ class NodeWatch(BrokerWatch):
     def start(self, clock: Callable[[], int]) -> None:
         """Note each node's start time; a node already gone is a finding at once."""
         self._clock = clock
+        self._next_ns = 1  # started: the first tick looks
         for node, watched in self.nodes.items():
             self._identify(node, watched)
 
@@ -141,7 +142,7 @@ class NodeWatch(BrokerWatch):
         watched.start_ticks = stat.start_ticks
 
     def tick(self, now_ns: int, force: bool = False) -> None:
-        if now_ns < self._next_ns and not force:
+        if self._next_ns == 0 or (now_ns < self._next_ns and not force):  # not started, or not yet time
             return
         self._next_ns = now_ns + POLL_EVERY_NS
         for node, watched in self.nodes.items():

@@ -158,3 +158,22 @@ def test_an_endpoint_refusing_when_the_cell_ends_is_reported(monkeypatch: pytest
     watch.stop()
     (found,) = watch.findings()
     assert found.kind == "undeclared-unreachable"
+
+
+def test_the_report_says_what_happened_to_a_node_nobody_faulted() -> None:
+    from bench_tasks.report.cell_view import fault_costs_records, markers
+    from bench_tasks.report.data import CellData
+
+    what = "broker node 0 (nats-server pid 7) killed by SIGKILL"
+    record = {"kind": "undeclared-exit", "start_ns": 3_000_000_000, "end_ns": 3_000_000_000, "node": 0}
+    record |= {"target": "undeclared", "detail": what, "fired_s": 1.0, "ended_s": 1.0, "lost": 9}
+    cell = CellData(None, None, {"faults": [record], "phases": {"t0_ns": 0}}, None)  # type: ignore[arg-type]
+    (row,) = fault_costs_records(cell)
+    assert (row["action"], row["what happened (a fault nobody declared)"], row["lost"]) == ("undeclared-exit", what, 9)
+    assert [m.label for m in markers(cell)] == ["undeclared-exit node 0 0.00 s"]  # a band on the timeline
+
+
+def test_a_watch_never_started_reports_nothing(sleepers: list[subprocess.Popen]) -> None:
+    watch = NodeWatch({0: _sleep(sleepers)}, "sleep")  # the cell failed before its brokers were watched
+    watch.tick(time.monotonic_ns(), force=True)
+    assert watch.findings() == []
