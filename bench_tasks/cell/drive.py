@@ -29,6 +29,7 @@ from ..spec.matrix import Cell
 from ..topology.hosts import broker_site, cell_routes, worker_netns, worker_route
 from ..topology.netns import Topology, inside
 from ..topology.rendezvous import HostPart
+from .brokerwatch import BrokerWatch, Finding
 from .coordination import Coordinator, coordinator_for
 from .faults import BrokerControl, Fault, FaultInjector, FiredFault, faults_of
 from .workers import Workers
@@ -105,20 +106,57 @@ def drive(
     on_status: Callable[[LiveMonitor], None] | None = None,
     topology: Topology | None = None,
     part: HostPart | None = None,
+    watch: BrokerWatch | None = None,
 ) -> Driven:
     """Run the cell's whole schedule against the brokers; a failed cell is a result, never an exception, and
     keeps whatever ran. `target`: the brokers' address, or a Target carrying client security settings and route
     names too. With a topology each worker runs in its host's network namespace; with a host part, only this
-    host's workers run, on the host clock, starting when all hosts agree (`coordination`)."""
+    host's workers run, on the host clock, starting when all hosts agree (`coordination`). `watch`: the
+    brokers' watch (`brokerwatch`); what it finds fails the cell, first among its reasons, and is a fault
+    record on its timeline."""
     target = target if isinstance(target, Target) else Target(target)
-    cell_drive = CellDrive(cell, target, staging, control, console, faults, on_status, topology, coordinator_for(part))
+    watch = watch if watch is not None else BrokerWatch()
+    cell_drive = CellDrive(
+        cell, target, staging, control, console, faults, on_status, topology, coordinator_for(part), watch
+    )
     try:
-        return Driven(cell_drive.run_schedule())
+        driven = Driven(cell_drive.run_schedule())
     except CellError as exc:
-        return Driven(cell_drive.run, "failed", str(exc))
+        driven = Driven(cell_drive.run, "failed", str(exc))
     except Exception as exc:  # recorded, never lost: land reports it as the cell's reason
         text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
-        return Driven(cell_drive.run, "failed", text if cell.id in text else f"cell {cell.instance}: {text}")
+        driven = Driven(cell_drive.run, "failed", text if cell.id in text else f"cell {cell.instance}: {text}")
+    finally:
+        watch.tick(cell_drive.coord.clock(), force=True)  # a broker gone since the last look, however it ended
+        watch.stop()
+    return with_findings(driven, watch.findings(), cell.instance)
+
+
+def with_findings(driven: Driven, findings: Sequence[Finding], instance: str) -> Driven:
+    """The drive's outcome with what the broker watch found: each finding a fault record (kind `undeclared-…`)
+    in the run, the cell failed, the findings its reason before any other (a broker gone is why producers then
+    failed, not the other way round)."""
+    if not findings:
+        return driven
+    run = driven.run
+    if run is not None:
+        run.faults.extend(_record(f) for f in findings)
+    said = "; ".join(f"{f.what} at {_on_clock(f.at_ns, run)}, and no fault was declared" for f in findings)
+    reason = f"cell {instance}: {said}" + (f"; then: {driven.reason}" if driven.reason else "")
+    return Driven(run, "failed", reason)
+
+
+def _record(finding: Finding) -> FiredFault:
+    ends = None if finding.kind == "undeclared-stop" else finding.at_ns  # an exit is an instant, as a kill is
+    return FiredFault(finding.kind, finding.at_ns, ends, "undeclared", finding.node, detail=finding.what)
+
+
+def _on_clock(at_ns: int, run: CellRun | None) -> str:
+    """A moment on the cell's clock, from t0 and from the measure phase's start."""
+    if run is None:
+        return "before the schedule started"
+    since_t0, since_measure = (at_ns - run.plan.t0_ns) / NS_PER_S, (at_ns - run.plan.measure_start_ns) / NS_PER_S
+    return f"t0{since_t0:+.3f} s (measure {since_measure:+.3f} s)"
 
 
 def receiver_role(cell: Cell) -> str | None:
@@ -154,8 +192,10 @@ class CellDrive:
         on_status: Callable[[LiveMonitor], None] | None,
         topology: Topology | None,
         coordinator: Coordinator,
+        watch: BrokerWatch,
     ):
         self.cell, self.target, self.staging, self.control = cell, target, staging, control
+        self.watch = watch
         self.faults = [*faults, *faults_of(cell.spec.faults)]  # a caller's (calibrate) and the matrix's
         self.topology, self.coord = topology, coordinator
         self.names = target.names or cell.instance
@@ -167,9 +207,11 @@ class CellDrive:
 
     def run_schedule(self) -> CellRun:
         check_cpus(self.cell)
+        self.watch.start(self.coord.clock)
         self.coord.prepare_routes(self._prepare_routes)
         offsets = self.coord.clock_offsets(self.cell, self.topology)
         workers = Workers(self.cell.id, self.monitor, self.phase_ns)
+        workers.on_pump = lambda: self.watch.tick(self.coord.clock())  # every loop of the cell pumps events
         groups = self._spawn(workers)
         injector: FaultInjector | None = None
         try:
@@ -184,6 +226,7 @@ class CellDrive:
                     self.coord.clock,
                     run.faults,
                     self.cell.spec.workload.seed,
+                    self.watch,
                 )
                 self._send(workers, groups, injector, run)
                 self._drain(workers, groups, run)

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 
 from ..core.schedule import NS_PER_S
 from ..errors import CellError
+from .brokerwatch import BrokerWatch
 
 
 class BrokerControl(Protocol):
@@ -58,6 +59,7 @@ class FiredFault:
     node: int | None = None
     at_s: float | None = None  # as declared, from the start of the measure phase
     duration_s: float | None = None
+    detail: str | None = None  # an undeclared fault: what the watch saw (`brokerwatch`)
 
 
 def resolve_target(
@@ -105,15 +107,17 @@ class FaultInjector:
         clock: Callable[[], int],
         fired: list[FiredFault],
         seed: int = 0,
+        watch: BrokerWatch | None = None,
     ):
         """`fired` is the cell run's own list: what fired is on record even if the cell fails mid-fault. `seed`:
-        the workload's, for `random` targets."""
+        the workload's, for `random` targets. `watch`: told of each node a fault hits, before it is hit."""
         self.pending = sorted(faults, key=lambda f: f.at_s)
         self.control = control
         self.measure_start_ns = measure_start_ns
         self.clock = clock
         self.fired = fired
         self.rng = random.Random(seed)
+        self.watch = watch if watch is not None else BrokerWatch()
         self._stall_end: int | None = None
         self._stalled: tuple[FiredFault, int] | None = None
 
@@ -129,6 +133,7 @@ class FaultInjector:
         fired = FiredFault(fault.kind, self.clock(), None, fault.target, node, fault.at_s, fault.duration_s or None)
         self.fired.append(fired)
         if fault.kind == "stall":
+            self.watch.declare_stall(node)
             self.control.pause_node(node)
             # The stall starts when every thread has stopped, not when SIGSTOP was sent: on a busy host that takes
             # milliseconds, and a message sent meanwhile still gets through (seen as an arrival 1 ms "into" it).
@@ -136,10 +141,12 @@ class FaultInjector:
             self._stalled = (fired, node)
             self._stall_end = fired.start_ns + int(fault.duration_s * NS_PER_S)
         elif fault.kind == "kill":
+            self.watch.declare_exit(node)
             self.control.kill_node(node)
             fired.end_ns = fired.start_ns
         elif fault.kind == "restart":
-            self.control.restart_node(node)
+            self.watch.declare_exit(node)
+            self.watch.declare_replaced(node, self.control.restart_node(node))
             fired.end_ns = self.clock()  # started again (not yet serving: arrivals tell when it does)
         else:
             raise CellError("?", f"fault action {fault.kind!r}: the harness cannot do it (yet)")
@@ -148,6 +155,7 @@ class FaultInjector:
         assert self._stalled is not None
         fired, node = self._stalled
         self.control.resume_node(node)
+        self.watch.declare_thaw(node)
         self._stall_end = self._stalled = None
         fired.end_ns = self.clock()
 

@@ -12,6 +12,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from ..errors import CellError
 from ..lake.layout import write_json
 from ..load.live import LiveMonitor
 from ..spec.matrix import Cell
+from .brokerwatch import Finding, watch_for
 from .drive import CellRun, Fault, drive
 from .lifecycle import CellWork, topology_of
 
@@ -37,6 +40,7 @@ class StatusWriter:
         self.path = path
         self.cell = cell
         self.faults: list[dict[str, Any]] = []
+        self.undeclared: Callable[[], list[Finding]] = list  # the broker watch's findings, as soon as it has them
         self._phase_lag: dict[str, Any] = {}
         self._last: dict[str, Any] = {}
 
@@ -73,6 +77,7 @@ class StatusWriter:
                 **self._last,
                 "phase_lag_ns": lag,
                 "faults": self.faults,
+                "undeclared": [asdict(f) for f in self.undeclared()],
             },
         )
 
@@ -148,12 +153,15 @@ def generator_main(root: Path) -> int:
 
 def drive_work(work: CellWork, console: Console) -> int:
     """Drive the cell provisioned in `work` for its whole schedule, writing `status.json` as it goes and
-    `cellrun.json` at the end; 0 if the schedule completed, 1 if the cell failed (never raises for that)."""
+    `cellrun.json` at the end; 0 if the schedule completed, 1 if the cell failed (never raises for that). Its
+    brokers are watched throughout: one that exits, freezes or is replaced with no fault declared fails it."""
     state = work.read(work.state)
     assert state is not None and state["brokers"] is not None, f"no provisioned cell in {work.root}"
     cell = Cell.model_validate(state["cell"])
     brokers = attach(state["brokers"])
     writer = StatusWriter(work.status, cell)
+    watch = watch_for(brokers)
+    writer.undeclared = watch.findings
     writer.write("starting")
     brokers.watch_leaders()
     try:
@@ -166,6 +174,7 @@ def drive_work(work: CellWork, console: Console) -> int:
             [Fault(**f) for f in state.get("faults", [])],
             on_status=writer.update,
             topology=topology_of(state),
+            watch=watch,
         )
     finally:
         brokers.stop_watching()

@@ -3,7 +3,8 @@
 Phase boundaries come from the schedule's t0 in the generator's status file, on CLOCK_MONOTONIC, which every
 process on the host shares; when a watcher task happened to start does not matter. A watcher fails the cell
 (and records why in `verdict-<phase>.json`, for `land`) when the generator dies, stops reporting or reports
-a failure, when a broker dies that no planned fault killed, or when the generator has fallen behind its
+a failure, when a broker dies that no planned fault killed (its node: the generator's own broker watch, when
+it saw it first, says how and when), or when the generator has fallen behind its
 schedule: during measure, the send lag p99.9 of each of `SUSTAINED_S` consecutive seconds above the cell's
 `max_schedule_lag_ms`. A sustained lag, because the per-second histograms are cut by when workers report,
 not by intended time, so one late report of warmup samples must not fail the measure phase; land applies
@@ -89,12 +90,25 @@ def _problem(
     running = status is not None and status["state"] == "running"  # before t0 (topic, prefill) the start timeout rules
     if running and time.monotonic_ns() - status["updated_ns"] > STALE_S * NS_PER_S:
         return f"the generator stopped reporting for more than {STALE_S:.0f} s"
-    killed = any(f["kind"] in ("kill", "restart") for f in (status or {}).get("faults", []))
+    undeclared = (status or {}).get("undeclared") or []
+    if undeclared:  # the generator's own broker watch saw it first: with the signal and the time
+        said = "; ".join(f"{f['what']} at {_on_clock(f['at_ns'], status)}" for f in undeclared)
+        event = "died" if any(f["kind"] == "undeclared-exit" for f in undeclared) else "failed"
+        return f"{said}: a broker {event} during {phase}, and no fault was declared"
+    killed = {f["node"] for f in (status or {}).get("faults", []) if f["kind"] in ("kill", "restart")}
     pids = brokers.node_pids()
-    dead = [f"node {n} (pid {pids[n]})" for n, alive in brokers.alive().items() if not alive]
-    if dead and not killed:
+    dead = [f"node {n} (pid {pids[n]})" for n, alive in brokers.alive().items() if not alive and n not in killed]
+    if dead:
         return f"broker {', '.join(dead)} died during {phase}"
     return None
+
+
+def _on_clock(at_ns: int, status: dict[str, Any] | None) -> str:
+    """A moment of the generator's clock from the measure phase's start (its status has the phases once t0 is)."""
+    phases = (status or {}).get("phases")
+    if not phases:
+        return "before the schedule started"
+    return f"measure {(at_ns - phases['measure'][0]) / NS_PER_S:+.3f} s"
 
 
 class _Behind:

@@ -55,6 +55,7 @@ class Workers:
         )
         self.procs: list[Any] = []
         self.done: set[str] = set()
+        self.on_pump: Callable[[], None] = lambda: None  # the cell's broker watch looks whenever events are awaited
 
     def process(self, plan: WorkerPlan) -> Any:
         proc = self.ctx.Process(
@@ -79,6 +80,7 @@ class Workers:
         except queue.Empty:
             pass
         self.monitor.refresh()
+        self.on_pump()
         for proc in self.procs if procs is None else procs:
             if proc.exitcode is not None and proc.exitcode != 0:
                 raise CellError(self.cell_id, f"{proc.name} exited with code {proc.exitcode}")
@@ -103,6 +105,7 @@ class Workers:
                     if p.exitcode is not None and p.name not in seen and p.exitcode != 0:
                         raise CellError(self.cell_id, f"{p.name} exited with code {p.exitcode}") from None
                 self.monitor.refresh()
+                self.on_pump()
                 continue
             self._handle(event)
             if event["kind"] == kind:

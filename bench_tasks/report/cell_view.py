@@ -259,7 +259,8 @@ FAULT_COST_FIELDS = (
 def fault_costs_records(cell: CellData) -> list[dict[str, Any]]:
     """Per fault, what it cost (times from the measure phase's start); none for faults landed without it."""
     faults = [f for f in cell.result.get("faults") or [] if "fired_s" in f]
-    return [{label: f.get(key) for key, label in FAULT_COST_FIELDS} for f in faults]
+    seen = (("detail", "what happened (a fault nobody declared)"),) if any(f.get("detail") for f in faults) else ()
+    return [{label: f.get(key) for key, label in FAULT_COST_FIELDS + seen} for f in faults]
 
 
 def cell_section(cell: CellData) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,35 @@ def test_external_stream_is_deleted_when_the_cell_fails_before_load(tmp_path: Pa
     assert len(report["deleted_routes"]) == 1 and _streams(cell) == []
     with pytest.raises(BrokerError, match="need provisioned brokers"):
         provision_step(cell, run, tmp_path / "lake", CellWork(tmp_path / "w2"), faults=[{"kind": "stall", "at_s": 1}])
+
+
+@pytest.mark.alongside
+def test_an_external_broker_that_stops_answering_is_seen_by_the_watch(
+    tmp_path: Path, nats_external: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generator's broker watch of an external cell probes the connection's endpoint: the server stopping is a
+    finding (which fails a cell, as tests/integration/test_undeclared_faults.py shows for a provisioned one)."""
+    from bench_tasks.brokers.external import ExternalBrokers
+    from bench_tasks.cell import brokerwatch
+
+    monkeypatch.setattr(brokerwatch, "PROBE_EVERY_S", 0.1)
+    nats, _ = nats_external
+    cell = external_cell("nats", "sixnines_nats_external", {"mode": "jetstream"})
+    watch = brokerwatch.watch_for(ExternalBrokers.for_run(cell, "run", tmp_path / "work"))
+    port = int(nats.endpoint.url.rsplit(":", 1)[1])
+    assert isinstance(watch, brokerwatch.EndpointWatch) and watch.endpoints == [("127.0.0.1", port)]
+    watch.start(time.monotonic_ns)
+    try:
+        time.sleep(0.4)
+        assert watch.findings() == []
+        nats.stop()
+        deadline = time.monotonic() + 5
+        while not watch.findings() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        watch.stop()
+    (found,) = watch.findings()
+    assert found.what.startswith(f"external broker 127.0.0.1:{port} stopped accepting connections")
 
 
 # --- (c) a provisioned cluster whose listener speaks SASL_SSL (PLAIN): the security axis ------------------------------

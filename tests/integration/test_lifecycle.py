@@ -3,6 +3,7 @@ without Airflow: real nats-server, real generator process, real lake."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -80,7 +81,10 @@ def test_broker_killed_mid_measure_fails_the_cell_and_lands_it(tmp_path: Path, n
     with pytest.raises(CellError, match="broker node 0"):
         watch_phase(work, "measure", log=lambda _: None, poll_s=0.2)
     landed = land_step(work)  # stops the generator, lands what it wrote
+    print(f"\nreason: {landed['reason']}")
     assert landed["status"] == "failed" and "died during measure" in landed["reason"]
+    faults = json.loads(Path(landed["path"], "result.json").read_text())["faults"]
+    assert [(f["kind"], f["node"]) for f in faults] == [("undeclared-exit", 0)]  # the generator's watch saw it too
     assert not _alive(generator)
     teardown_step(work)
     (row,) = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
