@@ -46,7 +46,9 @@ def test_a_leader_stall_then_a_restart_on_jetstream_r3(tmp_path: Path, console: 
     assert stall["ended_s"] - stall["fired_s"] == pytest.approx(1.0, abs=0.1)
     assert stall["first_arrival_after_s"] >= 0.8 and stall["max_arrival_gap_s"] >= 0.8
     assert stall["window_end_s"] == restarted["fired_s"]
-    assert stall["lost"] == stall["acknowledged_but_lost"] == 0
+    # A window runs until the next fault fires: a publish still in flight to the follower restarted then is
+    # charged here (its intended time is), and is lost unacknowledged; nothing acknowledged may be.
+    assert stall["acknowledged_but_lost"] == 0 and stall["lost"] <= 2
     assert (restarted["kind"], restarted["target"]) == ("restart", "follower")
     assert restarted["node"] in (1, 2, 3) and restarted["node"] != restarted["leader_before"]
     assert restarted["first_arrival_after_s"] is not None  # the cluster served again
