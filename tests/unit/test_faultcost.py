@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -71,10 +72,12 @@ def test_the_report_shows_each_fault_s_cost_and_marks_the_node_hit() -> None:
 
     record = {"kind": "stall", "start_ns": 3 * S, "end_ns": 4 * S, "node": 2, "target": "leader"}
     record |= {"fired_s": 1.0, "ended_s": 2.0, "first_arrival_after_s": 1.01, "lost": 0, "acknowledged_but_lost": 0}
+    record |= {"p99_recovery_s": 1.3, "duplicated": 2}
     old = {"kind": "kill", "start_ns": 5 * S, "end_ns": 5 * S}  # landed before faults had costs
     cell = CellData(None, None, {"faults": [record, old], "phases": {"t0_ns": 0}}, None)  # type: ignore[arg-type]
     (row,) = fault_costs_records(cell)
     assert (row["action"], row["node"], row["first arrival after (s)"], row["acked but lost"]) == ("stall", 2, 1.01, 0)
+    assert (row["p99 back after (s)"], row["duplicated"]) == (1.3, 2)
     assert [m.label for m in markers(cell)] == ["stall node 2 1.00 s", "kill 0.00 s"]
 
 
@@ -143,3 +146,14 @@ def test_duplicates_are_charged_to_the_fault_whose_window_meant_the_message() ->
     first, second = fault_costs(faults, sent, pa.concat_tables([received, again]), "e2e", (0, 4 * S))
     assert (first["duplicated"], second["duplicated"]) == (1, 2)
     assert first["p99_baseline_ms"] is None and first["p99_recovery_s"] is None  # nothing meant before the first
+
+
+def test_the_window_p99_is_the_inverted_cdf_sample() -> None:
+    from bench_tasks.core.percentiles import summarize
+    from bench_tasks.core.recovery import p99
+
+    rng = np.random.default_rng(7)
+    for n in (1, 99, 100, 101, 200, 1234):
+        values = rng.integers(0, 10**9, n)
+        assert p99(values) == (summarize(values).percentiles["99"] or values.max())
+    assert p99(np.array([], dtype=np.int64)) is None
