@@ -3,9 +3,9 @@
 
 `run_analysis` serves `sixnines analyze RUN_ID`, Airflow's `analysis` task and
 `spark-submit spark_jobs/pipeline.py --lake L --run-id R [--compare AXIS[:BASELINE_RUN]]`. One analysis
-(spark_jobs.analysis: three passes over the raw Parquet) feeds six tables and the gate's frames, the faults
-table comes from the cells rows (spark_jobs.faults); the
-comparison tables (spark_jobs.compare) read the percentile tables just written. Nothing is published unless
+(spark_jobs.analysis: three passes over the raw Parquet) feeds six tables and the gate's frames; the faults
+table comes from the cells rows (spark_jobs.faults), and the comparison tables (spark_jobs.compare) read the
+percentile tables just written. Nothing is published unless
 every suite passes; otherwise the tables and the validation result go to quarantine and GateError names the
 failed expectations (non-zero exit). `timings` (when given) receives each step's wall seconds.
 """
