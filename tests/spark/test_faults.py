@@ -8,11 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 from expectations import build_faults_suite
-from spark_jobs import GateError
+from spark_jobs import GateError, faults
 from spark_jobs.lakeio import find_run, read_table
 from tests.spark.synth import SynthCell, write_run
 
@@ -71,6 +72,8 @@ def test_each_fault_is_a_row_and_acked_loss_passes_where_nothing_was_promised(
     assert (first["system"], first["measurement"], first["repeat"], first["leader_after"]) == ("nats", "e2e", 1, 3)
     published = list(csv.DictReader((folder / "faults.csv").open()))
     assert len(published) == 3 and {r["cell_id"] for r in published} == {"r1", "r3"}
+    (alone,) = faults.run(spark, tmp_path, [run.run_id])  # the job run on its own writes the same partition
+    assert pq.read_table(alone).num_rows == 3
 
 
 def test_the_gate_refuses_acked_loss_on_a_cell_that_promised_none(spark: SparkSession, tmp_path: Path) -> None:
