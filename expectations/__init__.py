@@ -7,12 +7,14 @@ and per-cell aggregates are computed in Spark (GX 1.24.1's quantile expectation 
 numpy bool, and its increasing-values expectation orders by a constant on Spark).
 """
 
+from .faults import build_faults_suite
 from .gate import SuiteOutcome, validate
 from .percentile_tables import build_percentile_tables_suite
 from .raw_samples import build_raw_cells_suite, build_raw_samples_suite
 
 __all__ = [
     "SuiteOutcome",
+    "build_faults_suite",
     "build_percentile_tables_suite",
     "build_raw_cells_suite",
     "build_raw_samples_suite",

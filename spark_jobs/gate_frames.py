@@ -49,6 +49,21 @@ def raw_cells_frame(result: Analysis) -> DataFrame:
     )
 
 
+def faults_frame(faults: DataFrame) -> DataFrame:
+    """The faults table with `acknowledged_but_lost_promised`: a fault's acknowledged_but_lost where its cell's
+    settings promise none (`durable_acks`), else 0 (a fault landed without its cost counts none)."""
+    promised = F.when(F.col("durable_acks"), F.coalesce(F.col("acknowledged_but_lost"), F.lit(0))).otherwise(F.lit(0))
+    return faults.select(
+        *CELL_KEYS,
+        "fault",
+        "kind",
+        "node",
+        "durable_acks",
+        "acknowledged_but_lost",
+        promised.alias("acknowledged_but_lost_promised"),
+    )
+
+
 def percentile_tables_frame(percentiles: DataFrame, cells: DataFrame) -> DataFrame:
     """The percentile table with `<p>_or_max` chain columns and the raw counts from cells.parquet (summed over a
     repeated cell's repeats, as its merged rows are)."""

@@ -174,27 +174,35 @@ def read_cells(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame
     return spark.createDataFrame(pa.concat_tables(tables), schema=spark_ddl(CELLS_SCHEMA))
 
 
-DELIVERY_COLUMNS = {"acked_metric": pa.string(), "delivery_guaranteed": pa.bool_()}  # what the jobs ask of a system
+# What the jobs ask of a system, per cells row: what an ack means, whether delivery is guaranteed, and whether a
+# fault may cost an acknowledged message (bench_tasks.systems.base.System, by its method's name).
+DELIVERY_COLUMNS = {
+    "acked_metric": (pa.string(), "acked_metric"),
+    "delivery_guaranteed": (pa.bool_(), "delivery_guaranteed"),
+    "durable_acks": (pa.bool_(), "promises_no_acknowledged_loss"),
+}
 
 
 def with_delivery(table: pa.Table) -> pa.Table:
-    """Cells rows with what an ack means (`acked_metric`) and whether delivery is guaranteed, as landing
-    recorded them. A row landed before landing recorded them (`delivery_guaranteed` null or absent) gets both
-    from its system (bench_tasks.systems), asked with the row's spec as landing asks it: so the jobs still
-    read older runs, and the systems' rules stay in their packages."""
-    for name, kind in DELIVERY_COLUMNS.items():
+    """Cells rows with what their system says of their messages (DELIVERY_COLUMNS), as landing recorded it. A
+    row landed before landing recorded a column (null or absent) gets it from its system (bench_tasks.systems),
+    asked with the row's spec as landing asks it: so the jobs still read older runs, and the systems' rules stay
+    in their packages. `acked_metric` may be null when recorded (no acks), so it is asked again only together
+    with `delivery_guaranteed`, as both were recorded together."""
+    for name, (kind, _) in DELIVERY_COLUMNS.items():
         if name not in table.column_names:
             table = table.append_column(name, pa.nulls(table.num_rows, kind))
-    acked, guaranteed = table["acked_metric"].to_pylist(), table["delivery_guaranteed"].to_pylist()
     names, specs = table["system"].to_pylist(), table["spec_json"].to_pylist()
-    for i, recorded in enumerate(guaranteed):
-        if recorded is None:
-            spec = {"system": names[i], **json.loads(specs[i] or "{}")}
-            acked[i] = system_of(spec).acked_metric(spec)
-            guaranteed[i] = system_of(spec).delivery_guaranteed(spec)
-    for name, values in (("acked_metric", acked), ("delivery_guaranteed", guaranteed)):
-        field = pa.field(name, DELIVERY_COLUMNS[name])
-        table = table.set_column(table.schema.get_field_index(name), field, pa.array(values, field.type))
+    unrecorded = {name: [v is None for v in table[name].to_pylist()] for name in DELIVERY_COLUMNS}
+    unrecorded["acked_metric"] = unrecorded["delivery_guaranteed"]
+    for name, (kind, method) in DELIVERY_COLUMNS.items():
+        values = table[name].to_pylist()
+        for i, missing in enumerate(unrecorded[name]):
+            if missing:
+                spec = {"system": names[i], **json.loads(specs[i] or "{}")}
+                values[i] = getattr(system_of(spec), method)(spec)
+        field = pa.field(name, kind)
+        table = table.set_column(table.schema.get_field_index(name), field, pa.array(values, kind))
     return table
 
 

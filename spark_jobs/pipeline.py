@@ -3,8 +3,9 @@
 
 `run_analysis` serves `sixnines analyze RUN_ID`, Airflow's `analysis` task and
 `spark-submit spark_jobs/pipeline.py --lake L --run-id R [--compare AXIS[:BASELINE_RUN]]`. One analysis
-(spark_jobs.analysis: three passes over the raw Parquet) feeds all six tables and the gate's frames; the
-comparison tables (spark_jobs.compare) read the percentile tables just written. Nothing is published unless
+(spark_jobs.analysis: three passes over the raw Parquet) feeds six tables and the gate's frames; the faults
+table comes from the cells rows (spark_jobs.faults), and the comparison tables (spark_jobs.compare) read the
+percentile tables just written. Nothing is published unless
 every suite passes; otherwise the tables and the validation result go to quarantine and GateError names the
 failed expectations (non-zero exit). `timings` (when given) receives each step's wall seconds.
 """
@@ -22,10 +23,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import compare, histogram, jobargs, lakeio, percentiles, timeline
+from spark_jobs import compare, faults, histogram, jobargs, lakeio, percentiles, timeline
 from spark_jobs.analysis import Analysis, analyze
 from spark_jobs.errors import CompareError, GateError
-from spark_jobs.gate_frames import percentile_tables_frame, raw_cells_frame, raw_producers_frame
+from spark_jobs.gate_frames import faults_frame, percentile_tables_frame, raw_cells_frame, raw_producers_frame
 from spark_jobs.publish import publish, quarantine
 
 
@@ -53,9 +54,10 @@ def gate(
     thresholds: GateThresholds,
     result: Analysis | None = None,
 ) -> GateReport:
-    """Validate the run's raw samples (per producer), per-cell aggregates and percentile table (all must
-    pass). The frames are small; GX checks them in pandas."""
+    """Validate the run's raw samples (per producer), per-cell aggregates, percentile table and faults table
+    (all must pass). The frames are small; GX checks them in pandas."""
     from expectations import (
+        build_faults_suite,
         build_percentile_tables_suite,
         build_raw_cells_suite,
         build_raw_samples_suite,
@@ -77,6 +79,7 @@ def gate(
             ),
             build_percentile_tables_suite(),
         ),
+        "faults": (faults_frame(lakeio.read_table(spark, lake, "faults", [run])), build_faults_suite()),
     }
     report = GateReport(run.run_id, True)
     for name, (frame, suite) in frames.items():
@@ -92,10 +95,11 @@ def publish_run(spark: SparkSession, lake: lakeio.Lake, run: lakeio.RunRef, repo
     table = lakeio.read_table(spark, lake, "percentiles", [run]).toArrow()
     acc = lakeio.read_table(spark, lake, "accounting", [run]).toArrow().to_pylist()
     spread = lakeio.read_table(spark, lake, "repeat_spread", [run]).toArrow().to_pylist()
+    fault_rows = lakeio.read_table(spark, lake, "faults", [run]).toArrow().to_pylist()
     if report.success:
-        return publish(lake, run, table, acc, spread)
+        return publish(lake, run, table, acc, spread, fault_rows)
     validation = {"run_id": run.run_id, "success": False, "failed": report.failed, "suites": report.suites}
-    folder = quarantine(lake, run, table.to_pylist(), acc, validation, spread)
+    folder = quarantine(lake, run, table.to_pylist(), acc, validation, spread, fault_rows)
     raise GateError(run.run_id, report.failed, str(folder))
 
 
@@ -143,7 +147,7 @@ def write_all(
     analysis for the gate."""
     with _timed(timings, "passes"):
         result = analyze(raw.sent, raw.received, raw.cells)
-    built = percentiles.tables(result)
+    built = percentiles.tables(result) | {"faults": faults.faults_table(raw.cells)}
     if extra_tables:
         built |= {"timeline": timeline.timeline_table(result), "histogram": histogram.histogram_table(result)}
     for name, frame in built.items():

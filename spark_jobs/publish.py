@@ -1,14 +1,15 @@
 """Publishing: human-readable tables (Markdown, CSV), the history the regression detector reads, and the
 quarantine for tables that failed the gate. Pure rendering plus atomic writes; no Spark needed past collect.
 
-  published/run_date=D/run_id=R/{percentiles.md, percentiles.csv, repeats.csv}
+  published/run_date=D/run_id=R/{percentiles.md, percentiles.csv, repeats.csv, faults.csv}
                                      repeats.csv (cells the matrix repeats): per statistic the min, median,
                                      max across repeats and the % variation; also a section of the .md
+                                     faults.csv (runs with faults): the faults table, a row per fault
   history/percentiles/D__R.parquet   the published rows of run R (landed on date D), keyed inside by run_id,
                                      run_date, cell_id, series_key, system, version; re-publishing a run
                                      replaces its one file, so history never holds a run twice. Flat files
                                      (no key=value folders) so readers never see a key twice.
-  quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, validation.json}
+  quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, faults.csv, validation.json}
 A published or quarantined folder appears whole or not at all and a re-publish replaces it
 (bench_tasks.lake.storage.write_folder: a rename into place locally; on an S3 lake a new `attempt=…` folder and then
 the `_committed.json` marker naming it, which readers resolve with `committed_folder`). Withdrawing one (a
@@ -131,6 +132,7 @@ def publish(
     table: pa.Table,
     accounting: list[dict[str, Any]],
     spread: Sequence[dict[str, Any]] = (),
+    faults: Sequence[dict[str, Any]] = (),
 ) -> LakePath:
     """Write the published tables and replace this run's partition of the history; an earlier quarantine
     of the run is withdrawn."""
@@ -138,6 +140,8 @@ def publish(
     files = {"percentiles.md": markdown(rows, accounting, spread), "percentiles.csv": to_csv(rows)}
     if spread:
         files["repeats.csv"] = to_csv(list(spread))
+    if faults:
+        files["faults.csv"] = to_csv(list(faults))
     folder = _write_folder(_run_folder(lake, PUBLISHED_AREA, run), files)
     history = history_path(lake, run)
     if isinstance(history, S3Path):
@@ -158,6 +162,7 @@ def quarantine(
     accounting: list[dict[str, Any]],
     validation: dict[str, Any],
     spread: Sequence[dict[str, Any]] = (),
+    faults: Sequence[dict[str, Any]] = (),
 ) -> LakePath:
     """Keep the tables that failed the gate, with the validation result that failed them. An earlier
     publication of the same run is withdrawn: what the lake holds for it now does not pass. The history file
@@ -165,11 +170,11 @@ def quarantine(
     holds a run whose published folder is not committed, whichever step a crash interrupts."""
     history_path(lake, run).unlink(missing_ok=True)
     withdraw_folder(_run_folder(lake, PUBLISHED_AREA, run))
-    return _write_folder(
-        _run_folder(lake, QUARANTINE_AREA, run),
-        {
-            "percentiles.md": markdown(rows, accounting, spread),
-            "percentiles.csv": to_csv(rows),
-            "validation.json": json.dumps(validation, indent=2, sort_keys=True, default=str),
-        },
-    )
+    files = {
+        "percentiles.md": markdown(rows, accounting, spread),
+        "percentiles.csv": to_csv(rows),
+        "validation.json": json.dumps(validation, indent=2, sort_keys=True, default=str),
+    }
+    if faults:
+        files["faults.csv"] = to_csv(list(faults))
+    return _write_folder(_run_folder(lake, QUARANTINE_AREA, run), files)

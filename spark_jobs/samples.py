@@ -62,13 +62,13 @@ def _spec(path: str) -> Column:
 
 
 def with_delivery(cells: DataFrame) -> DataFrame:
-    """`cells` with `acked_metric` and `delivery_guaranteed` (lakeio.with_delivery): read_cells gives them; a
+    """`cells` with what its systems say of their messages (lakeio.DELIVERY_COLUMNS): read_cells gives them; a
     frame built elsewhere (tests) without them is completed on the driver (a cells frame is small)."""
     missing = [name for name in DELIVERY_COLUMNS if name not in cells.columns]
     if not missing:
         return cells
     table = with_delivery_rows(cells.toArrow())
-    added = ", ".join(f"`{name}` {spark_type(DELIVERY_COLUMNS[name])}" for name in missing)
+    added = ", ".join(f"`{name}` {spark_type(DELIVERY_COLUMNS[name][0])}" for name in missing)
     return cells.sparkSession.createDataFrame(table, schema=f"{cells.schema.toDDL()}, {added}")
 
 

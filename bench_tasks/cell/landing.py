@@ -241,6 +241,7 @@ def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, contex
         },
         "acked_metric": acked_metric(report.cell),
         "delivery_guaranteed": system_of(spec).delivery_guaranteed(spec.model_dump(mode="json")),
+        "durable_acks": system_of(spec).promises_no_acknowledged_loss(spec.model_dump(mode="json")),
         "spec_json": spec.model_dump_json(),
         "context_json": json.dumps(context, default=str),
         "results_json": json.dumps(

@@ -56,7 +56,7 @@ def analyze(
 ) -> None:
     """Build a run's Spark tables, gate them (Great Expectations) and publish them.
 
-    Percentile, timeline and histogram tables; when the gate fails they go to quarantine and the command
+    Percentile, timeline, histogram and faults tables; when the gate fails they go to quarantine and the command
     exits 1 naming the failed expectations."""
     run_id = resolve_run_id(lake, run_id, latest)
     folder = _analyze(lake, run_id, master, measure_tolerance, allowed_loss_ratio)

@@ -2,8 +2,9 @@
 
 A fault's window runs from when it fired to when the next one fired (or the measure phase ended); messages are
 charged to the fault whose window holds their intended send time, so a backlog delivered late after a stall is
-counted where it was meant to be sent. An arrival is a message's first receipt (e2e, chain) or its
-acknowledgement (publish, rtt). Times are seconds from the start of the measure phase (the matrix's `at_s` clock).
+counted where it was meant to be sent, and so are its duplicates. An arrival is a message's first receipt (e2e,
+chain) or its acknowledgement (publish, rtt). Times are seconds from the start of the measure phase (the matrix's
+`at_s` clock). When the latency came back (`p99_recovery_s`) is `core.recovery`'s rule.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .analysis import _np, account, first_receipts
+from .recovery import baseline_p99, recovery_s, response_times
 
 NS_PER_S = 1_000_000_000
 
@@ -32,12 +34,14 @@ def fault_costs(
     start, end = measure_window_ns
     intended, arrived = _arrivals(sent, received, measurement)
     ordered = sorted(faults, key=lambda f: f["start_ns"])
+    measured = pc.and_(pc.greater_equal(sent["intended_ns"], start), pc.less(sent["intended_ns"], end))
+    times, latency = response_times(sent.filter(measured), received, measurement)
+    baseline = baseline_p99(times, latency, start, int(ordered[0]["start_ns"])) if ordered else None
     out = []
     for i, fault in enumerate(ordered):
         begin = int(fault["start_ns"])
         until = int(ordered[i + 1]["start_ns"]) if i + 1 < len(ordered) else max(end, begin)
-        in_window = pc.and_(pc.greater_equal(sent["intended_ns"], begin), pc.less(sent["intended_ns"], until))
-        acc = account(sent.filter(in_window), received, measurement)
+        acc = account(_meant(sent, begin, until), _meant(received, begin, until), measurement)
         after = arrived[intended >= begin]
         out.append(
             {
@@ -49,14 +53,22 @@ def fault_costs(
                 "leader_after": _leader_at(leader_changes, until),
                 "first_arrival_after_s": _seconds(int(after.min()) - begin) if after.size else None,
                 "max_arrival_gap_s": _max_gap(arrived, begin, until),
+                "p99_baseline_ms": None if baseline is None else round(baseline / 1e6, 6),
+                "p99_recovery_s": recovery_s(times, latency, begin, end, baseline),
                 "scheduled": acc.scheduled,
                 "sent": acc.sent,
                 "send_errors": acc.send_errors,
                 "lost": acc.lost,
+                "duplicated": acc.duplicated,
                 "acknowledged_but_lost": acc.acknowledged_but_lost,
             }
         )
     return out
+
+
+def _meant(table: pa.Table, begin: int, until: int) -> pa.Table:
+    """The rows of messages meant to be sent in [begin, until): a fault's share of sent or received rows."""
+    return table.filter(pc.and_(pc.greater_equal(table["intended_ns"], begin), pc.less(table["intended_ns"], until)))
 
 
 def _arrivals(sent: pa.Table, received: pa.Table, measurement: str) -> tuple[np.ndarray, np.ndarray]:

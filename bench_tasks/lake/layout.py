@@ -67,6 +67,8 @@ CELLS_SCHEMA = pa.schema(
         # Spark analysis; cells tables written before these existed lack both (spark_jobs.lakeio asks the system)
         ("acked_metric", pa.string()),
         ("delivery_guaranteed", pa.bool_()),
+        # System.promises_no_acknowledged_loss: the gate refuses a fault that cost an acknowledged message
+        ("durable_acks", pa.bool_()),
         ("spec_json", pa.string()),
         ("context_json", pa.string()),
         ("results_json", pa.string()),

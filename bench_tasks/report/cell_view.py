@@ -250,8 +250,10 @@ FAULT_COST_FIELDS = (
     ("leader_after", "leader after"),
     ("first_arrival_after_s", "first arrival after (s)"),
     ("max_arrival_gap_s", "longest gap (s)"),
+    ("p99_recovery_s", "p99 back after (s)"),
     ("scheduled", "scheduled"),
     ("lost", "lost"),
+    ("duplicated", "duplicated"),
     ("acknowledged_but_lost", "acked but lost"),
 )
 

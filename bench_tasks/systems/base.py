@@ -98,6 +98,14 @@ class System:
         default no: a system promises it only for the settings it names."""
         return False
 
+    def promises_no_acknowledged_loss(self, spec: Mapping[str, Any]) -> bool:
+        """Do the cell's durability settings promise that a message the broker acknowledged still arrives when
+        one node is stalled, killed or restarted, so the gate refuses a fault that cost an acknowledged message
+        (`acknowledged_but_lost`)? Stronger than `delivery_guaranteed` (no loss while every node runs): it needs
+        the acknowledgement to wait for a majority of at least three copies. Landing records it per cell
+        (`durable_acks`). By default no: a system promises it only for the settings it names."""
+        return False
+
     def acked_metric(self, spec: Mapping[str, Any]) -> str | None:
         """What an acknowledgement means in a cell: an rtt reply, the broker's ack of a send (`publish`), or
         nothing when the broker does not acknowledge sends. Landing records it per cell; Spark reads it."""

@@ -24,7 +24,7 @@ SPARK_CONN_ID = "spark_default"  # master local[*] by default (tools/airflow); a
 
 
 def analysis() -> LakeSparkSubmitOperator:
-    """Every table (accounting, percentiles, repeats, timeline, histogram) → Great Expectations gate → publish
+    """Every table (accounting, percentiles, repeats, timeline, histogram, faults) → Great Expectations gate → publish
     (or quarantine), for this run, as one Spark application (on an S3 lake with the s3a jars, settings and
     credentials: lake_spark.py)."""
     summary = "ti.xcom_pull(task_ids='tables')"

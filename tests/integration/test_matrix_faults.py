@@ -110,3 +110,20 @@ def test_a_stall_of_the_jetstream_meta_leader(tmp_path: Path, console: Console) 
     said = [line for line in log.read_text().splitlines() if "metadata leader" in line]
     assert said and "Self is new JetStream cluster metadata leader" in said[-1], said
     assert report.analysis is not None and report.analysis.accounting.acknowledged_but_lost == 0
+
+
+def test_a_leader_stall_s_p99_recovery_on_jetstream_r3(tmp_path: Path, console: Console) -> None:
+    """A 1 s stall of a JetStream R3 leader: the rolling p99 of response time comes back after about the stall
+    (the backlog meant during it arrives when it ends), the cells row promises no acknowledged loss."""
+    broker = {"mode": "jetstream", "storage": "file", "servers": 3, "replicas": 3}
+    stall = STALL | {"at_s": 1.0}
+    cell = make_cell("e2e", broker, rate_per_s=200, warmup_s=1, measure_s=5, cooldown_s=0.5, faults=[stall])
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    (fault,) = report.faults
+    print(f"\nper-fault record: {fault}")
+    assert fault["p99_baseline_ms"] is not None and fault["p99_baseline_ms"] < 100
+    assert fault["p99_recovery_s"] is not None and 0.8 <= fault["p99_recovery_s"] <= 2.0
+    assert fault["duplicated"] == 0 and fault["acknowledged_but_lost"] == 0
+    (row,) = pq.read_table(next((tmp_path / "runs").rglob("cells.parquet"))).to_pylist()
+    assert row["durable_acks"] is True

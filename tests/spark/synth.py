@@ -44,6 +44,7 @@ class SynthCell:
     extra_spec: dict[str, Any] = field(default_factory=dict)
     repeat: int = 1  # which run of a repeated cell this is (matrix `repeats:`); give each repeat its own seed
     repeats: int = 1
+    faults: Sequence[dict[str, Any]] = ()  # the fault records landing would have written (core.faultcost)
 
     @property
     def measure_start_ns(self) -> int:
@@ -188,6 +189,8 @@ def cell_row(cell: SynthCell, run: RunInfo, sent: pa.Table, received: pa.Table) 
         end_ns=cell.measure_end_ns + int(cell.cooldown_s * NS),
         acked_metric=system_of(cell.spec()).acked_metric(cell.spec()),  # recorded as landing records them
         delivery_guaranteed=system_of(cell.spec()).delivery_guaranteed(cell.spec()),
+        durable_acks=system_of(cell.spec()).promises_no_acknowledged_loss(cell.spec()),
+        faults_json=json.dumps(list(cell.faults)),
         spec_json=json.dumps(cell.spec()),
         context_json="{}",
         results_json=json.dumps(analysis.to_dict()),

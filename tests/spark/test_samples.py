@@ -177,6 +177,9 @@ def test_older_cells_rows_get_delivery_from_their_system(spark: SparkSession, tm
         for cell_id, spec in specs.items()
     }
     assert guaranteed == expected and set(expected.values()) == {True, False}
+    durable = dict(zip(table["cell_id"].to_pylist(), table["durable_acks"].to_pylist(), strict=True))
+    three = {cell_id: spec["broker"].get("replication_factor") == 3 for cell_id, spec in specs.items()}
+    assert durable == three and set(three.values()) == {True, False}  # acks=all RF=3 min.isr=2 promises it
 
 
 def test_recorded_delivery_is_what_the_jobs_use(spark: SparkSession) -> None:

@@ -3,13 +3,18 @@ leader before and after from the leader timeline."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bench_tasks.core.faultcost import fault_costs
 from bench_tasks.lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
 
 S = 1_000_000_000
 MS = 1_000_000
+US = 1_000
 
 
 def tables(arrivals: dict[int, int | None], acked: set[int]) -> tuple[pa.Table, pa.Table]:
@@ -67,8 +72,88 @@ def test_the_report_shows_each_fault_s_cost_and_marks_the_node_hit() -> None:
 
     record = {"kind": "stall", "start_ns": 3 * S, "end_ns": 4 * S, "node": 2, "target": "leader"}
     record |= {"fired_s": 1.0, "ended_s": 2.0, "first_arrival_after_s": 1.01, "lost": 0, "acknowledged_but_lost": 0}
+    record |= {"p99_recovery_s": 1.3, "duplicated": 2}
     old = {"kind": "kill", "start_ns": 5 * S, "end_ns": 5 * S}  # landed before faults had costs
     cell = CellData(None, None, {"faults": [record, old], "phases": {"t0_ns": 0}}, None)  # type: ignore[arg-type]
     (row,) = fault_costs_records(cell)
     assert (row["action"], row["node"], row["first arrival after (s)"], row["acked but lost"]) == ("stall", 2, 1.01, 0)
+    assert (row["p99 back after (s)"], row["duplicated"]) == (1.3, 2)
     assert [m.label for m in markers(cell)] == ["stall node 2 1.00 s", "kill 0.00 s"]
+
+
+def dense(arrive: Callable[[int], int | None], until_ms: int = 8000) -> tuple[pa.Table, pa.Table]:
+    """200 messages a second from t=0 to `until_ms`, each acknowledged when sent; `arrive(intended µs)` gives its
+    receipt time in µs (None: lost)."""
+    sent, received = [], []
+    for seq, at in enumerate(range(0, until_ms * 1000, 5000)):
+        sent.append(
+            {"producer_id": 0, "seq": seq, "intended_ns": at * US, "sent_ns": at * US, "acked_ns": at * US + US}
+            | {"phase": "measure"}
+        )
+        got = arrive(at)
+        if got is not None:
+            received.append(
+                {"consumer_id": 0, "producer_id": 0, "seq": seq, "intended_ns": at * US, "sent_ns": at * US}
+                | {"received_ns": got * US, "phase": "measure"}
+            )
+    return pa.Table.from_pylist(sent, SENT_SCHEMA), pa.Table.from_pylist(received, RECEIVED_SCHEMA)
+
+
+def test_p99_recovery_is_when_the_rolling_p99_came_back_and_stayed() -> None:
+    # 1 ms before the faults; a stall 2-3 s holds what was meant then until 3 s; then 1.1 ms (within 20 %).
+    def arrive(at: int) -> int:
+        if at < 2_000_000:
+            return at + 1000
+        return max(at, 3_000_000) + 1100 if at < 3_000_000 else at + 1100
+
+    sent, received = dense(arrive)
+    (stall,) = fault_costs([{"kind": "stall", "start_ns": 2 * S, "end_ns": 3 * S}], sent, received, "e2e", (0, 8 * S))
+    assert stall["p99_baseline_ms"] == 1.0
+    assert stall["p99_recovery_s"] == 1.0  # the first window free of the backlog starts when the stall ended
+
+
+def test_p99_never_recovers_from_a_kill_or_from_a_slower_route() -> None:
+    sent, received = dense(lambda at: at + 1000 if at < 2_000_000 else None)
+    (kill,) = fault_costs([{"kind": "kill", "start_ns": 2 * S, "end_ns": 2 * S}], sent, received, "e2e", (0, 8 * S))
+    assert kill["p99_recovery_s"] is None and kill["lost"] == 1200
+
+    # after the fault the route answers in 1.3 ms against 1.0 ms before: beyond 20 %, never recovered
+    sent, received = dense(lambda at: at + (1000 if at < 2_000_000 else 1300))
+    (slower,) = fault_costs([{"kind": "stall", "start_ns": 2 * S, "end_ns": 2 * S}], sent, received, "e2e", (0, 8 * S))
+    assert slower["p99_recovery_s"] is None
+
+
+def test_p99_recovery_needs_one_window_more_within_the_measure_phase() -> None:
+    # a 1 s stall 5.5-6.5 s: the first good window starts at 6.5 s, but its stay (to 8.5 s) outlasts the phase
+    sent, received = dense(lambda at: max(at, 6_500_000) + 1000 if 5_500_000 <= at < 6_500_000 else at + 1000)
+    (late,) = fault_costs(
+        [{"kind": "stall", "start_ns": int(5.5 * S), "end_ns": int(6.5 * S)}], sent, received, "e2e", (0, 8 * S)
+    )
+    assert late["p99_recovery_s"] is None
+    sent, received = dense(
+        lambda at: max(at, 6_500_000) + 1000 if 5_500_000 <= at < 6_500_000 else at + 1000, until_ms=9000
+    )
+    (room,) = fault_costs(
+        [{"kind": "stall", "start_ns": int(5.5 * S), "end_ns": int(6.5 * S)}], sent, received, "e2e", (0, 9 * S)
+    )
+    assert room["p99_recovery_s"] == 1.0
+
+
+def test_duplicates_are_charged_to_the_fault_whose_window_meant_the_message() -> None:
+    sent, received = tables({}, acked=set())
+    again = received.filter(pc.is_in(received["seq"], pa.array([5, 25, 26], pa.int64())))  # meant 0.5, 2.5, 2.6 s
+    faults = [{"kind": "stall", "start_ns": 0, "end_ns": S}, {"kind": "kill", "start_ns": 2 * S, "end_ns": 2 * S}]
+    first, second = fault_costs(faults, sent, pa.concat_tables([received, again]), "e2e", (0, 4 * S))
+    assert (first["duplicated"], second["duplicated"]) == (1, 2)
+    assert first["p99_baseline_ms"] is None and first["p99_recovery_s"] is None  # nothing meant before the first
+
+
+def test_the_window_p99_is_the_inverted_cdf_sample() -> None:
+    from bench_tasks.core.percentiles import summarize
+    from bench_tasks.core.recovery import p99
+
+    rng = np.random.default_rng(7)
+    for n in (1, 99, 100, 101, 200, 1234):
+        values = rng.integers(0, 10**9, n)
+        assert p99(values) == (summarize(values).percentiles["99"] or values.max())
+    assert p99(np.array([], dtype=np.int64)) is None

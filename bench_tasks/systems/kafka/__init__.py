@@ -44,6 +44,21 @@ class Kafka(System):
         producer = (spec.get("client") or {}).get("producer") or {}
         return str(producer.get("acks", "")).lower() in ("all", "-1")
 
+    def promises_no_acknowledged_loss(self, spec: Mapping[str, Any]) -> bool:
+        """acks=all on a topic of three replicas or more that accepts a write only with two in sync
+        (min.insync.replicas, the topic config's own value first, as the driver creates the topic), and no
+        unclean leader election (which may elect a replica that lacks acknowledged messages)."""
+        broker = spec.get("broker") or {}
+        topic, server = broker.get("topic") or {}, broker.get("server") or {}
+        min_isr = int(topic.get("min.insync.replicas", broker.get("min_insync_replicas", 1)))
+        unclean = {str(c.get("unclean.leader.election.enable", "false")).lower() for c in (topic, server)}
+        return (
+            self.delivery_guaranteed(spec)
+            and int(broker.get("replication_factor", 1)) >= 3
+            and min_isr >= 2
+            and unclean == {"false"}
+        )
+
     def group_tag(self, spec: Any) -> str:
         return f"b{spec.broker.brokers}"
 

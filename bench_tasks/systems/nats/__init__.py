@@ -40,6 +40,14 @@ class Nats(System):
     def delivery_guaranteed(self, spec: Mapping[str, Any]) -> bool:
         return self.sends_acknowledged(spec.get("broker") or {})  # a JetStream PubAck means the stream has it
 
+    def promises_no_acknowledged_loss(self, spec: Mapping[str, Any]) -> bool:
+        """A JetStream PubAck of an R3 (or larger) file-backed stream: a majority of the replicas has the
+        message before it is acknowledged, on disk, so one node's loss or restart does not lose it."""
+        broker = spec.get("broker") or {}
+        return (
+            self.delivery_guaranteed(spec) and int(broker.get("replicas", 1)) >= 3 and broker.get("storage") == "file"
+        )
+
     def fetch_release(self, version: str) -> Path:
         from .release import server_binary
 

@@ -53,6 +53,18 @@ class Rabbitmq(System):
         did is its `client.confirms` (its driver's `acks`)."""
         return True
 
+    def promises_no_acknowledged_loss(self, spec: Mapping[str, Any]) -> bool:
+        """A quorum queue of three replicas or more, publisher confirms (a confirm waits for a majority of the
+        replicas) and manual consumer acks (an auto-acked delivery in flight to a consumer dies with its node's
+        connection, however many copies the queue had)."""
+        broker, client = spec.get("broker") or {}, spec.get("client") or {}
+        return (
+            broker.get("queue_type") == "quorum"
+            and int(broker.get("replicas", 1)) >= 3
+            and bool(client.get("confirms", True))
+            and client.get("acks", "auto") == "manual"
+        )
+
     def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Any:
         from .driver import RabbitmqDriver
 

@@ -1,0 +1,82 @@
+"""When a fault's latency came back: the rolling p99 of response time against its value before the faults.
+
+The measure is the report's and the timeline's: response time from the intended send (a message's first receipt,
+or its acknowledgement in publish and rtt cells, minus its intended send time), by intended send time. A message
+that never arrived (lost, refused by the client, never acknowledged) counts as slower than any that did: a
+route that answers nothing has not recovered. Windows are WINDOW_NS of intended send time sliding by STEP_NS; a
+window's p99 is the inverted-CDF sample (`core.percentiles`), its maximum when it holds fewer than 100.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .analysis import _keys, _np, first_receipts
+
+WINDOW_NS = 1_000_000_000
+STEP_NS = 100_000_000
+TOLERANCE = 0.20  # recovered: the rolling p99 within 20 % above its value before the faults
+UNBOUNDED = np.iinfo(np.int64).max  # the response time of a message that never arrived
+
+
+def response_times(sent: pa.Table, received: pa.Table, measurement: str) -> tuple[np.ndarray, np.ndarray]:
+    """(intended send time, response time) of every scheduled message, ordered by intended time."""
+    intended = _np(sent, "intended_ns")
+    if measurement in ("e2e", "chain"):
+        unique, _ = first_receipts(received)
+        keys, arrived = _keys(unique), _np(unique, "received_ns")
+        order = np.argsort(keys)
+        keys, arrived = keys[order], arrived[order]
+        wanted = _keys(sent)
+        if keys.size == 0:
+            got, done = np.zeros(wanted.size, dtype=bool), np.zeros(wanted.size, dtype=np.int64)
+        else:
+            at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+            got, done = keys[at] == wanted, arrived[at]
+    else:
+        done = _np(sent, "acked_ns")
+        got = pc.is_valid(sent["acked_ns"]).to_numpy(zero_copy_only=False)
+    latency = np.where(got, done - intended, UNBOUNDED)
+    order = np.argsort(intended, kind="stable")
+    return intended[order], latency[order]
+
+
+def p99(values: np.ndarray) -> int | None:
+    """The inverted-CDF p99 (the maximum of fewer than 100 values); None of none."""
+    if values.size == 0:
+        return None
+    rank = (99 * values.size + 99) // 100 - 1  # ceil(0.99 n) - 1, in integers
+    return int(np.partition(values, rank)[rank])
+
+
+def baseline_p99(intended: np.ndarray, latency: np.ndarray, start_ns: int, first_fault_ns: int) -> int | None:
+    """The p99 of the measure phase before the first fault fired (None: nothing was meant to be sent then)."""
+    inside = (intended >= start_ns) & (intended < first_fault_ns)
+    return p99(latency[inside])
+
+
+def recovery_s(
+    intended: np.ndarray, latency: np.ndarray, fired_ns: int, end_ns: int, baseline_ns: int | None
+) -> float | None:
+    """Seconds from `fired_ns` to the start of the first window whose p99 is within TOLERANCE of `baseline_ns`
+    and stays within for one window more (every window starting up to WINDOW_NS later is within too); windows
+    end by `end_ns` (the measure phase's end). None: no baseline, or it never recovered within the cell."""
+    if baseline_ns is None:
+        return None
+    limit = baseline_ns * (1 + TOLERANCE)
+    starts = np.arange(fired_ns, end_ns - WINDOW_NS + 1, STEP_NS, dtype=np.int64)
+    within = np.array([_window_within(intended, latency, s, limit) for s in starts], dtype=bool)
+    stay = WINDOW_NS // STEP_NS  # windows after the first that must be within too
+    for k in range(within.size - stay):
+        if within[k : k + stay + 1].all():
+            return round((int(starts[k]) - fired_ns) / 1e9, 6)
+    return None
+
+
+def _window_within(intended: np.ndarray, latency: np.ndarray, start_ns: int, limit: float) -> bool:
+    """Is the p99 of messages meant in [start, start + WINDOW_NS) at most `limit` (an empty window: no)?"""
+    lo, hi = np.searchsorted(intended, [start_ns, start_ns + WINDOW_NS], side="left")
+    value = p99(latency[lo:hi])
+    return value is not None and value <= limit
