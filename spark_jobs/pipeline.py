@@ -23,11 +23,14 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import compare, faults, histogram, jobargs, lakeio, percentiles, timeline
+from spark_jobs import capacity, compare, faults, histogram, jobargs, lakeio, percentiles, timeline
 from spark_jobs.analysis import Analysis, analyze
 from spark_jobs.errors import CompareError, GateError
 from spark_jobs.gate_frames import faults_frame, percentile_tables_frame, raw_cells_frame, raw_producers_frame
 from spark_jobs.publish import publish, quarantine
+
+# Tables published beside the percentiles as CSV when they have rows (publish.csv_tables).
+CSV_TABLES = ("faults", "capacity", "capacity_steps")
 
 
 @dataclass(frozen=True)
@@ -95,11 +98,11 @@ def publish_run(spark: SparkSession, lake: lakeio.Lake, run: lakeio.RunRef, repo
     table = lakeio.read_table(spark, lake, "percentiles", [run]).toArrow()
     acc = lakeio.read_table(spark, lake, "accounting", [run]).toArrow().to_pylist()
     spread = lakeio.read_table(spark, lake, "repeat_spread", [run]).toArrow().to_pylist()
-    fault_rows = lakeio.read_table(spark, lake, "faults", [run]).toArrow().to_pylist()
+    more = {name: lakeio.read_table(spark, lake, name, [run]).toArrow().to_pylist() for name in CSV_TABLES}
     if report.success:
-        return publish(lake, run, table, acc, spread, fault_rows)
+        return publish(lake, run, table, acc, spread, more)
     validation = {"run_id": run.run_id, "success": False, "failed": report.failed, "suites": report.suites}
-    folder = quarantine(lake, run, table.to_pylist(), acc, validation, spread, fault_rows)
+    folder = quarantine(lake, run, table.to_pylist(), acc, validation, spread, more)
     raise GateError(run.run_id, report.failed, str(folder))
 
 
@@ -148,6 +151,7 @@ def write_all(
     with _timed(timings, "passes"):
         result = analyze(raw.sent, raw.received, raw.cells)
     built = percentiles.tables(result) | {"faults": faults.faults_table(raw.cells)}
+    built |= capacity.capacity_tables(spark, lake, raw.runs)
     if extra_tables:
         built |= {"timeline": timeline.timeline_table(result), "histogram": histogram.histogram_table(result)}
     for name, frame in built.items():

@@ -24,7 +24,7 @@ import io
 import json
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -122,6 +122,11 @@ def history_path(lake: Lake, run: RunRef) -> LakePath:
     return history_file(lake, run.run_date, run.run_id)
 
 
+def _csv_files(tables: Mapping[str, Sequence[dict[str, Any]]] | None) -> dict[str, str]:
+    """`<name>.csv` of each table that has rows (a run without faults or searches gets no empty files)."""
+    return {f"{name}.csv": to_csv(list(rows)) for name, rows in (tables or {}).items() if rows}
+
+
 def _run_folder(lake: Lake, area: str, run: RunRef) -> LakePath:
     return run_output_dir(lake, area, run.run_date, run.run_id)
 
@@ -132,16 +137,15 @@ def publish(
     table: pa.Table,
     accounting: list[dict[str, Any]],
     spread: Sequence[dict[str, Any]] = (),
-    faults: Sequence[dict[str, Any]] = (),
+    csv_tables: Mapping[str, Sequence[dict[str, Any]]] | None = None,
 ) -> LakePath:
     """Write the published tables and replace this run's partition of the history; an earlier quarantine
-    of the run is withdrawn."""
+    of the run is withdrawn. `csv_tables`: more tables published as `<name>.csv` when they have rows."""
     rows = table.to_pylist()
     files = {"percentiles.md": markdown(rows, accounting, spread), "percentiles.csv": to_csv(rows)}
     if spread:
         files["repeats.csv"] = to_csv(list(spread))
-    if faults:
-        files["faults.csv"] = to_csv(list(faults))
+    files |= _csv_files(csv_tables)
     folder = _write_folder(_run_folder(lake, PUBLISHED_AREA, run), files)
     history = history_path(lake, run)
     if isinstance(history, S3Path):
@@ -162,7 +166,7 @@ def quarantine(
     accounting: list[dict[str, Any]],
     validation: dict[str, Any],
     spread: Sequence[dict[str, Any]] = (),
-    faults: Sequence[dict[str, Any]] = (),
+    csv_tables: Mapping[str, Sequence[dict[str, Any]]] | None = None,
 ) -> LakePath:
     """Keep the tables that failed the gate, with the validation result that failed them. An earlier
     publication of the same run is withdrawn: what the lake holds for it now does not pass. The history file
@@ -175,6 +179,5 @@ def quarantine(
         "percentiles.csv": to_csv(rows),
         "validation.json": json.dumps(validation, indent=2, sort_keys=True, default=str),
     }
-    if faults:
-        files["faults.csv"] = to_csv(list(faults))
+    files |= _csv_files(csv_tables)
     return _write_folder(_run_folder(lake, QUARANTINE_AREA, run), files)

@@ -55,6 +55,7 @@ def search_capacity(
         console.print(f"[{colour}]{step.verdict}[/] at {rate:,.0f}/s: {escape(step.why)}", highlight=False)
     return {
         "cell_id": cell.id,
+        "series_key": cell.series_key,
         "label": cell.label,
         "objectives": [o.text for o in objectives],
         "bounds": bounds.__dict__,

@@ -1,0 +1,110 @@
+"""Capacity job: a run's capacity searches (`raw/.../capacity.json`, written by `sixnines capacity` and the search
+DAG) as two tables: `capacity` (a row per searched cell: the capacity, what limited it, whether that limit is
+the broker's) and `capacity_steps` (a row per step: the offered rate, what arrived, the verdict, and the
+response-time p50/p99/p99.9 of the first objective's metric). A run without searches gives no rows. The file is
+a few kilobytes, read on the driver. Run alone: `spark-submit spark_jobs/capacity.py --lake LAKE --run-id RUN`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import BooleanType, DoubleType, IntegerType, StringType, StructField, StructType
+
+from spark_jobs import jobargs, lakeio
+from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
+
+_RUN = [("schema_version", IntegerType()), ("run_id", StringType()), ("run_date", StringType())]
+_CELL = [("cell_id", StringType()), ("series_key", StringType()), ("label", StringType())]
+CAPACITY_FIELDS = [
+    *_RUN,
+    *_CELL,
+    ("objectives", StringType()),
+    ("capacity_per_s", DoubleType()),
+    ("limit", StringType()),
+    ("limit_why", StringType()),
+    ("broker_bound", BooleanType()),
+    ("steps", IntegerType()),
+]
+STEP_FIELDS = [
+    *_RUN,
+    *_CELL,
+    ("step_cell_id", StringType()),
+    ("rate_per_s", DoubleType()),
+    ("verdict", StringType()),
+    ("why", StringType()),
+    ("achieved_rate_per_s", DoubleType()),
+    ("received_rate_per_s", DoubleType()),
+    ("metric", StringType()),
+    ("p50_ms", DoubleType()),
+    ("p99_ms", DoubleType()),
+    ("p99_9_ms", DoubleType()),
+]
+
+
+def _schema(fields: list[tuple[str, Any]]) -> StructType:
+    return StructType([StructField(name, kind) for name, kind in fields])
+
+
+def searches(lake: lakeio.Lake, run: lakeio.RunRef) -> list[dict[str, Any]]:
+    """The run's searches as `capacity.json` holds them; none when the run searched nothing."""
+    path = lakeio.raw_dir(lake, run) / "capacity.json"
+    return json.loads(path.read_text()).get("cells") or [] if path.exists() else []
+
+
+def capacity_rows(run: lakeio.RunRef, found: Sequence[dict[str, Any]]) -> tuple[list[tuple], list[tuple]]:
+    """(capacity rows, step rows) of one run's searches, in the tables' column order."""
+    cells, steps = [], []
+    for r in found:
+        ident = (TABLES_SCHEMA_VERSION, run.run_id, run.run_date, r["cell_id"], r.get("series_key"), r["label"])
+        objectives, limit = "; ".join(r["objectives"]), (r["limit"], r["limit_why"], r["broker_bound"])
+        cells.append((*ident, objectives, r["capacity_per_s"], *limit, len(r["steps"])))
+        metric = r["objectives"][0].split()[0] if r["objectives"] else None
+        steps += [(*ident, *_step(s, metric)) for s in r["steps"]]
+    return cells, steps
+
+
+def _step(s: dict[str, Any], metric: str | None) -> tuple:
+    """One step's row after the cell's identity: the step's own cell, rates, verdict, the metric's percentiles."""
+    shown = (s.get("percentiles_ms") or {}).get(metric) or {}
+    rates = (float(s["rate_per_s"]), s["verdict"], s["why"], float(s["achieved_rate_per_s"]))
+    percentiles = (shown.get(p) for p in ("50", "99", "99.9"))
+    return (s["cell_id"], *rates, float(s["received_rate_per_s"]), metric, *percentiles)
+
+
+def capacity_tables(spark: SparkSession, lake: lakeio.Lake, runs: Sequence[lakeio.RunRef]) -> dict[str, DataFrame]:
+    cells: list[tuple] = []
+    steps: list[tuple] = []
+    for run in runs:
+        more_cells, more_steps = capacity_rows(run, searches(lake, run))
+        cells += more_cells
+        steps += more_steps
+    return {
+        "capacity": spark.createDataFrame(cells, _schema(CAPACITY_FIELDS)),
+        "capacity_steps": spark.createDataFrame(steps, _schema(STEP_FIELDS)),
+    }
+
+
+def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str]) -> dict[str, list[Path]]:
+    runs = [lakeio.find_run(lake, r) for r in run_ids]
+    return lakeio.write_tables(lake, runs, capacity_tables(spark, lake, runs))  # type: ignore[return-value]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from spark_jobs.session import get_spark
+
+    args = jobargs.parse(__doc__.splitlines()[0], argv)
+    for name, paths in run(
+        get_spark("sixnines-capacity", args.master, lake=args.lake), args.lake, args.run_ids
+    ).items():
+        print(f"{name}: {', '.join(map(str, paths))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
