@@ -38,6 +38,9 @@ def capacity(
         typer.Option(help="bisect until within this ratio [default: 0.05]", min=0.001, max=1),
     ] = None,
     only: Annotated[list[str] | None, typer.Option("--only", help="search only this cell id (repeatable)")] = None,
+    with_report: Annotated[
+        bool, typer.Option("--report", help="then build the Spark tables, the gate and the report")
+    ] = False,
     lake: LakeOption = "lake",
     as_json: JsonOption = False,
 ) -> None:
@@ -63,8 +66,15 @@ def capacity(
     else:
         _print_results(results)
     progress.print(f"capacity results: {where}")
+    published = True
+    if with_report:
+        from .results import analyze_and_report
+
+        published = analyze_and_report(lake, run.run_id, progress)
     if not all(r["broker_bound"] or r["limit"] == "max-rate" for r in results):
         err.print("[red]a search ended on the harness or a failed cell: that capacity is not the broker's[/]")
+        raise typer.Exit(1)
+    if not published:
         raise typer.Exit(1)
 
 

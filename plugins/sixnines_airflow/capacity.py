@@ -1,6 +1,6 @@
 """A matrix with `capacity:` becomes a search DAG: one task per cell, chained one at a time, each searching that
-cell's highest rate under the matrix's objectives; then the landed steps' tables, the analysis tail and report,
-and the run's capacity page, which also gives the verdict.
+cell's highest rate under the matrix's objectives; then the run's capacity page (capacity.json, which the
+analysis makes tables of), the landed steps' tables, the analysis tail and report, and a verdict.
 
 One task per cell, not one per step: how many steps a search takes, and at which rates, is known only as it
 runs (each rate follows from the verdict of the one before). Dynamic task mapping expands once from an upstream
@@ -49,8 +49,8 @@ def build_capacity_dag(matrix: Matrix, source: Path) -> DAG:
                 previous >> searched
             previous = searched
             results.append(searched)
-        landed = tables()
-        results[-1] >> landed >> tail.analysis() >> tail.report() >> summary(results)
+        written = write_searches(results)
+        written >> tables() >> tail.analysis() >> tail.report() >> verdict(written)
 
     return capacity_search()
 
@@ -75,21 +75,29 @@ def search(source: str, cell_id: str) -> dict[str, Any]:
 
 
 @task(retries=0, trigger_rule="all_done")
-def summary(results: list[dict[str, Any] | None]) -> str:
-    """Write the run's capacity.json and capacity.html; fail the run when a search did not finish or ended on
-    the harness or a failed cell (that capacity is not the broker's)."""
-    from airflow.sdk.exceptions import AirflowFailException
-
+def write_searches(results: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """Write the run's capacity.json and capacity.html before the analysis reads them (whatever the searches'
+    outcome: a failed one is evidence too); what the verdict needs."""
     from bench_tasks import Lake, write_capacity
 
     done = [r for r in results if r]
     where = write_capacity(Lake(lake_root()), run_info(get_current_context()), done)
     log.info("capacity page: %s", where)
-    unfinished = len(results) - len(done)
     not_broker = [f"{r['label']}: {r['limit_why']}" for r in done if not r["broker_bound"] and r["limit"] != "max-rate"]
-    if unfinished or not_broker:
-        raise AirflowFailException(f"{unfinished} search(es) did not finish; not the broker's capacity: {not_broker}")
-    return where
+    return {"page": where, "unfinished": len(results) - len(done), "not_broker": not_broker}
+
+
+@task(retries=0, trigger_rule="all_done")
+def verdict(written: dict[str, Any]) -> str:
+    """Fail the run when a search did not finish or ended on the harness or a failed cell (that capacity is not
+    the broker's); the run's state follows this last task."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    if written["unfinished"] or written["not_broker"]:
+        raise AirflowFailException(
+            f"{written['unfinished']} search(es) did not finish; not the broker's capacity: {written['not_broker']}"
+        )
+    return str(written["page"])
 
 
 def _doc(matrix: Matrix, source: Path) -> str:

@@ -124,7 +124,8 @@ def test_a_capacity_matrix_searches_each_cell_one_at_a_time(dagbag: Any, path: P
     assert len(searches) == len(matrix.cells) and {t.pool for t in searches} == {"sixnines_bench"}
     for upstream, downstream in itertools.pairwise(sorted(searches, key=lambda t: t.task_id)):
         assert upstream.task_id in downstream.upstream_task_ids  # never two searches at once
-    summary = dag.get_task("summary")
-    assert summary.trigger_rule == "all_done" and not summary.downstream_task_ids  # it gives the verdict
-    assert {t.task_id for t in searches} <= summary.upstream_task_ids
-    assert "report" in summary.upstream_task_ids
+    written, verdict = dag.get_task("write_searches"), dag.get_task("verdict")
+    assert {t.task_id for t in searches} <= written.upstream_task_ids and written.trigger_rule == "all_done"
+    assert "tables" in written.downstream_task_ids  # capacity.json exists before the analysis reads it
+    assert verdict.trigger_rule == "all_done" and not verdict.downstream_task_ids  # the run's state
+    assert {"report", "write_searches"} <= verdict.upstream_task_ids

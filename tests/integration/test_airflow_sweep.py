@@ -190,3 +190,5 @@ def test_a_capacity_matrix_is_a_search_dag_that_lands_every_step(airflow_env: di
     assert (page.parent / "capacity.html").exists()
     (report,) = (root / "lake" / "reports" / "run_date=2026-01-17").glob("run_id=*/report.html")
     assert '<section id="capacity">' in report.read_text()  # the search's charts in the run's report
+    (steps,) = (root / "lake" / "published" / "run_date=2026-01-17").glob("run_id=*/capacity_steps.csv")
+    assert len(steps.read_text().splitlines()) == 1 + 2  # the Spark table of the steps, published
