@@ -60,3 +60,11 @@ def test_the_fault_matrix_cells_promise_it() -> None:
     """matrices/faults.yaml's JetStream R3 and Kafka RF=3 acks=all cells are held to no acknowledged loss."""
     cells = load_matrix(REPO / "matrices" / "faults.yaml").cells
     assert cells and all(promises(c.spec.model_dump(mode="json")) for c in cells)
+
+
+def test_rabbitmq_holds_confirmed_messages_to_no_loss_and_fire_and_forget_to_none() -> None:
+    """`delivery_guaranteed` (the gate's no-loss rule while every node runs): a publisher confirm means the message
+    is in its queue, whatever the queue type; without confirms nothing was promised."""
+    rabbit = system_of({"system": "rabbitmq"})
+    assert rabbit.delivery_guaranteed({"broker": {"queue_type": "classic", "durable": False}, "client": {}})
+    assert not rabbit.delivery_guaranteed({"broker": {"queue_type": "classic"}, "client": {"confirms": False}})

@@ -53,6 +53,11 @@ class Rabbitmq(System):
         did is its `client.confirms` (its driver's `acks`)."""
         return True
 
+    def delivery_guaranteed(self, spec: Mapping[str, Any]) -> bool:
+        """With publisher confirms, a confirmed message is in its queue (of any type) and is delivered while the
+        nodes run: the gate tolerates no loss of one. Without confirms a publish is fire-and-forget."""
+        return bool((spec.get("client") or {}).get("confirms", True))
+
     def promises_no_acknowledged_loss(self, spec: Mapping[str, Any]) -> bool:
         """A quorum queue of three replicas or more, publisher confirms (a confirm waits for a majority of the
         replicas) and manual consumer acks (an auto-acked delivery in flight to a consumer dies with its node's
