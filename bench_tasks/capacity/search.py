@@ -8,6 +8,7 @@ harness's own saturation is not the broker's, and the result says so (`broker_bo
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -81,3 +82,12 @@ class Search:
             "broker_bound": limit in BROKER_LIMITS and capacity is not None,
             "steps": [asdict(s) for s in sorted(self.steps, key=lambda s: s.rate_per_s)],
         }
+
+
+def max_search_steps(spec: Any, cell_rates: Sequence[float]) -> int:
+    """The most steps a search of these cells can take (`spec`: the matrix's `capacity:`): geometric steps from
+    the start rate up to the maximum, then bisections of the last factor down to the resolution."""
+    starts = [spec.start_rate_per_s or rate for rate in cell_rates]
+    rising = max(math.ceil(math.log(max(spec.max_rate_per_s / s, 1.0), spec.factor)) + 1 for s in starts)
+    bisections = math.ceil(math.log2(math.log(spec.factor) / math.log1p(spec.resolution)))
+    return rising + max(bisections, 0)

@@ -57,6 +57,7 @@ def cells(matrix: MatrixArgument, as_json: JsonOption = False) -> None:
 
     Each line: cell id, series key (the id without the version), label. A bad file exits 2 with every
     problem found, each naming the field."""
+    from ..capacity.search import max_search_steps
     from ..cell.runner import estimated_wall_s, resolve_cells
     from ..spec.matrix import expand_repeats, load_matrix
 
@@ -78,7 +79,14 @@ def cells(matrix: MatrixArgument, as_json: JsonOption = False) -> None:
     runs = len(expand_repeats(resolved))
     wall_min = estimated_wall_s(resolved) / 60
     repeated = f" ({runs} runs with repeats)" if runs > len(resolved) else ""
-    out.print(f"matrix {loaded.name}: {len(resolved)} cell(s){repeated}, about {wall_min:.1f} min of wall time")
+    if loaded.capacity is not None:
+        steps = max_search_steps(loaded.capacity, [c.spec.workload.rate_per_s for c in resolved])
+        out.print(f"matrix {loaded.name}: a capacity search of {len(resolved)} cell(s), up to {steps} steps each")
+        out.print(
+            f"  each step about {wall_min / len(resolved):.1f} min: up to {wall_min * steps:.0f} min of wall time"
+        )
+    else:
+        out.print(f"matrix {loaded.name}: {len(resolved)} cell(s){repeated}, about {wall_min:.1f} min of wall time")
     out.print(f"{'cell id':<14}{'series key':<14}label")
     for c in resolved:
         out.print(f"{c.id:<14}{c.series_key:<14}{c.label}" + (f"  (×{c.repeats} repeats)" if c.repeats > 1 else ""))

@@ -83,3 +83,16 @@ def test_objectives_parse(text: str, metric: str, percentile: str, bound_ns: int
 def test_a_bad_objective_names_what_is_wrong(text: str, words: str) -> None:
     with pytest.raises(ObjectiveError, match=words):
         parse_objective(text)
+
+
+@pytest.mark.parametrize("breaks_at", [150, 999, 1001, 5000, 77_777, 1e9])
+def test_no_search_takes_more_steps_than_the_plan_says(breaks_at: float) -> None:
+    """`sixnines cells` plans a capacity matrix's wall time with `max_search_steps`."""
+    from types import SimpleNamespace
+
+    from bench_tasks.capacity.search import max_search_steps
+
+    spec = SimpleNamespace(start_rate_per_s=None, max_rate_per_s=100_000, factor=2.0, resolution=0.05)
+    search = Search(100, 100_000)
+    offered = drive(search, breaks_at)
+    assert len(offered) <= max_search_steps(spec, [100]) == 11 + 4
