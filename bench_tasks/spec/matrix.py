@@ -143,7 +143,7 @@ class Cell(StrictModel):
         """Short human description for progress lines and tables."""
         s, w = self.spec, self.spec.workload
         setup = system_of(s).label(s)
-        if s.broker.leader is not None:
+        if getattr(s.broker, "leader", None) is not None:  # only systems that place a leader have the key
             setup += f" leader={s.broker.leader}"
         if s.brokers == "external":
             setup += f" ext:{s.connection}"
