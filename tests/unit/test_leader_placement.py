@@ -91,3 +91,21 @@ def test_kafka_puts_the_leader_first_in_every_partition_s_replicas(
     brokers: int, partitions: int, rf: int, leader: int, expected: list[list[int]]
 ) -> None:
     assert leader_assignment(brokers, partitions, rf, leader) == expected
+
+
+def test_a_placed_leader_that_moved_before_the_measure_phase_fails_the_cell_naming_who_led() -> None:
+    from types import SimpleNamespace
+
+    from bench_tasks.cell.landing import _placed_leader_moved
+
+    (placed,) = parse(raw("kafka", {**KAFKA3, "leader": "node:3"})).cells
+    (unplaced,) = parse(raw("kafka", KAFKA3)).cells
+    run: Any = SimpleNamespace(plan=SimpleNamespace(measure_start_ns=100))
+    held = [{"at_ns": 10, "partition": 0, "leader": 3}]
+    moved = [*held, {"at_ns": 50, "partition": 0, "leader": 1}, {"at_ns": 150, "partition": 0, "leader": 3}]
+    assert _placed_leader_moved(placed, run, held) is None
+    assert _placed_leader_moved(placed, run, moved) == (
+        "broker.leader node:3: partition 0 was led by node 1 when the measure phase started"
+    )
+    assert "led by no known node" in (_placed_leader_moved(placed, run, []) or "")
+    assert _placed_leader_moved(unplaced, run, moved) is None
