@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.cell.runner import run_cell
+from bench_tasks.errors import BrokerError
 from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
@@ -65,7 +66,10 @@ def test_jetstream_step_downs_move_an_r3_stream_leader_to_each_node(tmp_path: Pa
         nc = await nats.connect(url.split(","))
         try:
             await nc.jetstream().add_stream(StreamConfig(name="PLACED", subjects=["placed"], num_replicas=3))
-            return [(node, await place_stream_leader(nc, "PLACED", node)) for node in (1, 2, 3)]
+            placed = [(node, await place_stream_leader(nc, "PLACED", node)) for node in (1, 2, 3)]
+            with pytest.raises(BrokerError, match=r"stream 'PLACED' is led by node 3 after 0 leader step-downs"):
+                await place_stream_leader(nc, "PLACED", 1, attempts=0)  # out of attempts: names who leads
+            return placed
         finally:
             await nc.close()
 
@@ -76,3 +80,23 @@ def test_jetstream_step_downs_move_an_r3_stream_leader_to_each_node(tmp_path: Pa
         print(f"\n(node, step-downs): {placed}")
         assert cluster.stream_leader("PLACED") == 3
     assert sum(steps for _, steps in placed) >= 2 and all(steps <= 8 for _, steps in placed)
+
+
+@pytest.mark.alongside
+def test_kafka_places_every_partition_on_the_leader_and_names_another_that_leads(tmp_path: Path) -> None:
+    """Node 2 first in each replica list leads every partition; a topic whose preferred leader is another node is
+    not moved by the preferred-leader election, and the refusal names the node that leads."""
+    from bench_tasks.systems.kafka.admin import create_topic, partition_leaders
+    from bench_tasks.systems.kafka.cluster import KafkaCluster
+    from bench_tasks.systems.kafka.placement import ensure_leader, leader_assignment
+    from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
+
+    with KafkaCluster(KAFKA_VERSIONS[0], 3, {}, tmp_path / "kafka") as cluster:
+        assert cluster.endpoint is not None
+        bootstrap = cluster.endpoint.bootstrap_servers
+        create_topic(bootstrap, "placed", 2, 3, assignment=leader_assignment(3, 2, 3, 2))
+        ensure_leader(bootstrap, "placed", 2)
+        assert partition_leaders(bootstrap, "placed") == {0: 2, 1: 2}
+        create_topic(bootstrap, "elsewhere", 1, 3, assignment=[[1, 2, 3]])
+        with pytest.raises(BrokerError, match=r"partition 0 of topic 'elsewhere' is led by node 1 after a preferred"):
+            ensure_leader(bootstrap, "elsewhere", 3, timeout_s=2)

@@ -59,7 +59,8 @@ def _elect_preferred(
     admin = admin_client(bootstrap, client)
     wanted = [TopicPartition(topic, p) for p in partitions]
     try:
-        results = admin.elect_leaders(ElectionType.PREFERRED, wanted, request_timeout=timeout_s).result(timeout_s)
+        # No request_timeout: confluent-kafka 2.16 refuses any keyword here (SystemError in its C argument parsing).
+        results = admin.elect_leaders(ElectionType.PREFERRED, wanted).result(timeout_s)
     except KafkaException as exc:
         raise BrokerError(f"topic {topic!r}: preferred-leader election refused: {exc.args[0]}") from exc
     for tp, error in (results or {}).items():
