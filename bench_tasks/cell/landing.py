@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -24,6 +25,7 @@ from ..errors import SixninesError
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
 from ..secrecy import without_userinfo
+from ..spec.leader import leader_node
 from ..spec.matrix import Cell
 from ..systems import system_of
 from .context import harness_context
@@ -104,6 +106,9 @@ def land_cell(
         _attribute_leaders(staging, broker_context.get("leader_changes", []))
         if cell_run is not None:
             analysis, faults = _analyse(cell, staging, cell_run, broker_context.get("leader_changes", []))
+            moved = _placed_leader_moved(cell, cell_run, broker_context.get("leader_changes", []))
+            if status == "ok" and moved is not None:
+                status, reason = "failed", moved
             if status == "ok":
                 status, reason = _gate(cell, analysis, gate_lag, cell_run.harness)
             series = {
@@ -144,6 +149,19 @@ def land_cell(
     report.path = lake.commit_cell(run, cell.id, staging, cell.lake_repeat)
     lake.upsert_cell_row(run, _cell_row(report, run, cell_run, context, started))
     return report
+
+
+def _placed_leader_moved(cell: Cell, cell_run: CellRun, changes: list[dict[str, int]]) -> str | None:
+    """A cell with `broker.leader: node:N` whose measured partition was not led by N when the measure phase began
+    (placement was verified before the warmup; the leader timeline says whether it held): why it fails."""
+    node = leader_node(getattr(cell.spec.broker, "leader", None))
+    if node is None:
+        return None
+    led = int(leaders_at(np.zeros(1, dtype=np.int32), np.array([cell_run.plan.measure_start_ns]), changes)[0])
+    if led == node:
+        return None
+    actual = f"node {led}" if led >= 0 else "no known node"
+    return f"broker.leader node:{node}: partition 0 was led by {actual} when the measure phase started"
 
 
 def _attribute_leaders(staging: Path, changes: list[dict[str, int]]) -> None:

@@ -20,6 +20,7 @@ from ..core.header import RELAYED_MIN_SIZE
 from .background import Background
 from .base import MessageSizeBytes, StrictModel
 from .faults import FaultSpec, FaultSupport, check_fault_nodes, check_faults
+from .leader import LeaderSupport, check_leader, refuse_unplaceable
 from .placement import Host, Network, Placement, check_placement
 
 MEASUREMENTS = ("e2e", "publish", "rtt", "chain")
@@ -102,6 +103,12 @@ class BrokerSettings(StrictModel):
 
     server: dict[str, Any] = Field(default_factory=dict, description="the server's own config, verbatim")
 
+    @model_serializer(mode="wrap")
+    def _without_leader(self, handler: Any) -> dict[str, Any]:
+        """Broker settings without a leader (`leader_field`, on systems that place one) dump as before the key
+        existed, so existing cell ids stay the same."""
+        return _drop_none(handler(self), ("leader",))
+
 
 class ClientSettings(StrictModel):
     """Every system's client settings derive from this (each adds its library's pass-through maps)."""
@@ -114,6 +121,7 @@ class CellBase(StrictModel):
     SYSTEM: ClassVar[str]
     VERSIONS: ClassVar[tuple[str, ...]]  # known releases, newest first (validation needs no network)
     FAULTS: ClassVar[FaultSupport] = FaultSupport()  # set by the model's System: what `faults:` may ask
+    LEADERS: ClassVar[LeaderSupport] = LeaderSupport()  # set by the model's System: can `broker.leader` be placed
     version: str
     brokers: BrokerSource = Field(
         "provisioned",
@@ -197,6 +205,26 @@ class CellBase(StrictModel):
         w = self.workload
         hosts, network = self.hosts or {}, self.network
         problems = check_placement(placement, hosts, network, self.measurement, w.producers, w.consumers)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _leader_known(cls, data: Any) -> Any:
+        """A system whose broker settings have no `leader` refuses one saying so, not as an unknown key."""
+        broker_model = cls.model_fields["broker"].annotation
+        if isinstance(data, dict) and "leader" not in getattr(broker_model, "model_fields", {"leader": None}):
+            refuse_unplaceable(data.get("broker"), cls.LEADERS)
+        return data
+
+    @model_validator(mode="after")
+    def _leader_fits(self) -> CellBase:
+        """A `broker.leader` the system can place on a node the cell has (asked of the system, like faults)."""
+        broker = self.broker
+        nodes = self.FAULTS.nodes(broker)
+        leader = getattr(broker, "leader", None)
+        problems = check_leader(leader, broker, self.brokers == "external", self.LEADERS, nodes)
         if problems:
             raise ValueError("; ".join(problems))
         return self

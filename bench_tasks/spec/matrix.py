@@ -147,6 +147,8 @@ class Cell(StrictModel):
         """Short human description for progress lines and tables."""
         s, w = self.spec, self.spec.workload
         setup = system_of(s).label(s)
+        if getattr(s.broker, "leader", None) is not None:  # only systems that place a leader have the key
+            setup += f" leader={s.broker.leader}"
         if s.brokers == "external":
             setup += f" ext:{s.connection}"
         return (
@@ -459,8 +461,10 @@ def _check_base(base: dict[str, Any], where: str, axes: dict[str, list[Any]], to
 
 
 def _fault_named(problem: str) -> str:
-    """`systems[0].faults: faults[1].action: …` → `systems[0].faults[1].action: …` (the message names the fault)."""
-    return re.sub(r"(^|\.)faults: faults\[", r"\1faults[", problem)
+    """`systems[0].faults: faults[1].action: …` → `systems[0].faults[1].action: …` (the message names the fault);
+    a cell-wide check's `systems[0]: broker.leader: …` → `systems[0].broker.leader: …` likewise."""
+    problem = re.sub(r"(^|\.)faults: faults\[", r"\1faults[", problem)
+    return re.sub(r"^(systems\[\d+\]): broker\.leader: ", r"\1.broker.leader: ", problem)
 
 
 def _check_excludes(file: MatrixFile) -> list[str]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..spec.cell import CellBase, Measurement
 from ..spec.faults import FaultSupport
+from ..spec.leader import LeaderSupport
 
 if TYPE_CHECKING:
     from ..brokers.connections import BrokerConnection, ClientAccess
@@ -58,17 +59,24 @@ class System:
         return getattr(found, function, None)
 
     @staticmethod
+    def leader_refusal(broker: Any) -> str | None:
+        """Why this system cannot place the measured route's leader (`broker.leader`) with these broker settings;
+        None where it can (its driver then places the leader when it creates the route, and verifies it)."""
+        return "cannot place a leader"
+
+    @staticmethod
     def fault_nodes(broker: Any) -> list[int] | None:
         """The node ids brokers started with these settings (the cell model's `broker`) will have: what `node:N`
         fault targets may name. None: not known before they start (checked when the fault fires)."""
         return None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """The system's cell model learns what faults the system supports: matrix validation checks a cell's
-        `faults:` against it, and the spec imports no system."""
+        """The system's cell model learns what faults the system supports and whether it places a leader: matrix
+        validation checks a cell's `faults:` and `broker.leader` against it, and the spec imports no system."""
         super().__init_subclass__(**kwargs)
         if "cell_model" in cls.__dict__:
             cls.cell_model.FAULTS = FaultSupport(cls.name, cls.fault_actions, cls.fault_targets, cls.fault_nodes)
+            cls.cell_model.LEADERS = LeaderSupport(cls.name, cls.leader_refusal)
 
     @property
     def versions(self) -> tuple[str, ...]:

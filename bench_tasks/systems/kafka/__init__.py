@@ -23,6 +23,11 @@ class Kafka(System):
     fault_targets = frozenset({"leader", "follower", "controller", "node", "random"})
 
     @staticmethod
+    def leader_refusal(broker: Any) -> str | None:
+        """Any cell can: the topic is created with node N first in every partition's replica list (admin)."""
+        return None
+
+    @staticmethod
     def fault_nodes(broker: Any) -> list[int]:
         """Kafka's node.id: 1..brokers."""
         return list(range(1, broker.brokers + 1))
@@ -85,6 +90,7 @@ class Kafka(System):
                 "replication_factor": background.replication_factor,
                 "min_insync_replicas": 1,
                 "topic": background.topic,
+                "leader": None,  # a background topic is where the cluster puts it
             }
         )
         client = spec.client.model_copy(

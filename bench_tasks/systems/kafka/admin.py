@@ -40,12 +40,17 @@ def create_topic(
     config: Mapping[str, Any] | None = None,
     timeout_s: float = 30.0,
     client: Mapping[str, Any] | None = None,
+    assignment: list[list[int]] | None = None,
 ) -> None:
     """Create a topic (topic `config`, e.g. min.insync.replicas, passed through) and wait until every partition
-    has a leader and a full ISR, so a measurement never starts against a topic that is still settling."""
+    has a leader and a full ISR, so a measurement never starts against a topic that is still settling.
+    `assignment`: each partition's replica node ids, the first its preferred leader (None: the cluster's choice)."""
     admin = admin_client(bootstrap, client)
     topic_config = {str(k): config_value(v) for k, v in (config or {}).items()}
-    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=topic_config)
+    if assignment is None:
+        new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=topic_config)
+    else:
+        new = NewTopic(name, len(assignment), replication_factor=-1, replica_assignment=assignment, config=topic_config)
     try:
         admin.create_topics([new], request_timeout=timeout_s)[name].result(timeout=timeout_s)
     except KafkaException as exc:

@@ -28,6 +28,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from ...errors import BrokerError
 from ...load.driver import AckCallback, ClientErrors, MessagesCallback, Outgoing
 from ...load.loop import name_thread
+from ...spec.leader import leader_node
 
 _POLL_S = 0.05
 # librdkafka's own defaults stand unless the matrix overrides them (acks=all, linger.ms=5, …); the harness
@@ -69,13 +70,29 @@ class KafkaDriver:
 
     # -- parent side ---------------------------------------------------------------------------
     async def prepare(self) -> None:
+        """Create the route's topic; with `broker.leader`, node N first in every partition's replica list, and
+        partition 0 verified to be led by N before anything is sent (`placement`)."""
         from .admin import create_topic
+        from .placement import ensure_leader, leader_assignment
 
         b = self.cell.broker
         config = {"min.insync.replicas": str(b.min_insync_replicas), **{k: str(v) for k, v in b.topic.items()}}
+        leader = leader_node(b.leader)
+        assignment = None
+        if leader is not None:
+            assignment = leader_assignment(b.brokers, b.partitions, b.replication_factor, leader)
         await asyncio.to_thread(
-            create_topic, self.bootstrap, self.topic, b.partitions, b.replication_factor, config, client=self.client
+            create_topic,
+            self.bootstrap,
+            self.topic,
+            b.partitions,
+            b.replication_factor,
+            config,
+            client=self.client,
+            assignment=assignment,
         )
+        if leader is not None:
+            await asyncio.to_thread(ensure_leader, self.bootstrap, self.topic, leader, self.client)
 
     async def prefill(self, messages: int, size_bytes: int, progress: Callable[[int], None]) -> None:
         """Write a backlog of `messages` before the cell, as fast as the cluster takes them, for lagging

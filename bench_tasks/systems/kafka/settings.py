@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from ...spec.leader import leader_field
 
 # Releases of org.apache.kafka:kafka_2.13 on Maven Central that this harness runs and tests, newest first:
 # the newest two 4.x minors and the last 3.x line. 4.4.0 is listed on Central but not complete there (no
@@ -31,6 +32,7 @@ class KafkaBroker(BrokerSettings):
     replication_factor: int = Field(1, ge=1)
     min_insync_replicas: int = Field(1, ge=1)
     topic: dict[str, Any] = Field(default_factory=dict, description="topic config, verbatim")
+    leader: str | None = leader_field()
     server: dict[str, Any] = Field(default_factory=dict, description="server.properties, verbatim")
 
     @model_validator(mode="after")

@@ -21,6 +21,16 @@ class Nats(System):
     fault_targets = frozenset({"leader", "follower", "controller", "node", "random"})
 
     @staticmethod
+    def leader_refusal(broker: Any) -> str | None:
+        """Only an R3 stream on 3 servers: its leader moves by step-down (`leader`); an R1 stream lives on one
+        node, which a step-down cannot change, and a single server leads everything."""
+        if broker.servers == 3 and broker.replicas == 3:
+            return None
+        return f"places a leader only for a JetStream R3 stream on 3 servers (is servers {broker.servers}, " + (
+            f"replicas {broker.replicas})"
+        )
+
+    @staticmethod
     def fault_nodes(broker: Any) -> list[int]:
         """A single server is node 0; a cluster's nodes are 1..servers."""
         return [0] if broker.servers == 1 else list(range(1, broker.servers + 1))

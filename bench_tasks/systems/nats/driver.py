@@ -35,7 +35,10 @@ from nats.protocol.command import pub_cmd
 
 from ...errors import BrokerError
 from ...load.driver import AckCallback, ClientErrors, MessagesCallback, Outgoing
+from ...load.routes import background_route
+from ...spec.leader import leader_node
 from .cluster import servers_of
+from .placement import place_stream_leader
 from .settings import NatsCell
 
 QUEUE_GROUP = "sixnines"
@@ -244,6 +247,7 @@ class NatsDriver:
         self.url = url
         self.client = dict(client or {})
         self.cell = cell
+        self.route = route
         self.subject = subject_for(cell_id, route)
         self.stream = stream_for(cell_id, route)
         self.jetstream = cell.broker.mode == "jetstream"
@@ -303,7 +307,8 @@ class NatsDriver:
         await nc.flush()
 
     async def prepare(self) -> None:
-        """JetStream: a fresh stream for the cell (an old one of the same name is deleted first)."""
+        """JetStream: a fresh stream for the cell (an old one of the same name is deleted first); with
+        `broker.leader`, led by node N before anything is sent (`placement`), a background stream apart."""
         if not self.jetstream:
             return
         (nc,) = await self.open("admin")
@@ -319,6 +324,9 @@ class NatsDriver:
                 num_replicas=self.cell.broker.replicas,
             )
         )
+        leader = leader_node(self.cell.broker.leader)
+        if leader is not None and not self.route.startswith(background_route("")):
+            await place_stream_leader(nc, self.stream, leader)  # verified: fails the cell naming who leads
 
     async def cleanup(self) -> None:
         if not self.jetstream:

