@@ -21,26 +21,13 @@ from bench_tasks import Matrix
 
 from . import tail
 from .runtime import POOL, lake_root, run_info
-from .sweep import DEFAULT_ARGS, START_DATE, cell_groups, tables
+from .sweep import cell_groups, matrix_dag_settings, tables
 
 log = logging.getLogger("sixnines")
 
 
 def build_capacity_dag(matrix: Matrix, source: Path) -> DAG:
-    systems = sorted({c.spec.system for c in matrix.cells})
-
-    @dag(
-        dag_id=f"sixnines_{matrix.name}",
-        description=matrix.description or None,
-        schedule=matrix.schedule,
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
-        auto_register=False,
-        tags=["sixnines", "capacity", *systems],
-        default_args=DEFAULT_ARGS,
-        doc_md=_doc(matrix, source),
-    )
+    @dag(**matrix_dag_settings(matrix, "capacity", _doc(matrix, source)))
     def capacity_search() -> None:
         previous, results = None, []
         for group, cell in cell_groups(matrix):

@@ -97,23 +97,28 @@ def cell_groups(matrix: Matrix) -> list[tuple[str, Cell]]:
     return [(group_id(position[c.id], c), c) for c in expand_repeats(matrix.cells)]
 
 
-def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
+def matrix_dag_settings(matrix: Matrix, kind: str, doc: str) -> dict[str, Any]:
+    """What every DAG built from a matrix shares (a sweep's or a capacity search's): id, schedule, one run at a
+    time, tags naming its kind and systems."""
     systems = sorted({c.spec.system for c in matrix.cells})
+    return {
+        "dag_id": f"sixnines_{matrix.name}",
+        "description": matrix.description or None,
+        "schedule": matrix.schedule,
+        "start_date": START_DATE,
+        "catchup": False,
+        "max_active_runs": 1,  # a benchmark sharing its host with another benchmark is worthless
+        "auto_register": False,  # only DAGs that were built completely are published (through the file's globals)
+        "tags": ["sixnines", kind, *systems],
+        "default_args": DEFAULT_ARGS,
+        "doc_md": doc,
+    }
+
+
+def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
     asset = Asset(name=f"sixnines_{matrix.name}_landed", uri=f"sixnines://lake/runs/{matrix.name}")
 
-    @dag(
-        dag_id=f"sixnines_{matrix.name}",
-        description=matrix.description or None,
-        schedule=matrix.schedule,
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,  # a benchmark sharing its host with another benchmark is worthless
-        auto_register=False,  # only DAGs that were built completely are published (through the file's globals)
-        tags=["sixnines", "sweep", *systems],
-        default_args=DEFAULT_ARGS,
-        doc_md=_doc(matrix, source),
-        params=_params(),
-    )
+    @dag(**matrix_dag_settings(matrix, "sweep", _doc(matrix, source)), params=_params())
     def sweep() -> None:
         previous = None
         for group, cell in cell_groups(matrix):
