@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from ..cell.runner import run_cell
+from ..errors import SixninesError
 from ..lake.layout import Lake, RunInfo
 from ..spec.capacity import Objective
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import Cell
 from .judge import judge
-from .search import Search
+from .search import Search, Step
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,11 @@ def search_capacity(
     cell: Cell, objectives: Sequence[Objective], bounds: Bounds, lake: Lake, run: RunInfo, console: Console
 ) -> dict[str, Any]:
     """One cell's search, each step printed as it ends; the result (`Search.result`) with the cell named."""
-    search = Search(bounds.start_rate_per_s or cell.spec.workload.rate_per_s, bounds.max_rate_per_s)
-    search.factor, search.resolution = bounds.factor, bounds.resolution
+    start = bounds.start_rate_per_s or cell.spec.workload.rate_per_s
+    search = Search(start, bounds.max_rate_per_s, bounds.factor, bounds.resolution)
     while (rate := search.next_rate()) is not None:
-        step_cell = at_rate(cell, rate)
         console.rule(f"capacity {cell.id}: step {len(search.steps) + 1} at {rate:,.0f}/s")
-        step = judge(run_cell(step_cell, lake, run, console), objectives)
+        step = _run_step(at_rate(cell, rate), objectives, lake, run, console)
         search.record(step)
         colour = "green" if step.passed else "red"
         console.print(f"[{colour}]{step.verdict}[/] at {rate:,.0f}/s: {escape(step.why)}", highlight=False)
@@ -58,9 +58,19 @@ def search_capacity(
         "series_key": cell.series_key,
         "label": cell.label,
         "objectives": [o.text for o in objectives],
-        "bounds": bounds.__dict__,
+        "bounds": asdict(bounds),
         **search.result(),
     }
+
+
+def _run_step(cell: Cell, objectives: Sequence[Objective], lake: Lake, run: RunInfo, console: Console) -> Step:
+    """One step, judged; a cell that could not even start is a failed step (the search ends there, its result
+    and every step before it kept), not a search lost to an exception."""
+    try:
+        report = run_cell(cell, lake, run, console)
+    except SixninesError as exc:
+        return Step(cell.spec.workload.rate_per_s, "failed", str(exc), cell.id)
+    return judge(report, objectives)
 
 
 def write_capacity(lake: Lake, run: RunInfo, results: list[dict[str, Any]]) -> str:

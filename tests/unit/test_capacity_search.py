@@ -96,3 +96,32 @@ def test_no_search_takes_more_steps_than_the_plan_says(breaks_at: float) -> None
     search = Search(100, 100_000)
     offered = drive(search, breaks_at)
     assert len(offered) <= max_search_steps(spec, [100]) == 11 + 4
+
+
+def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner raising (a broker that would not start) is a failed step: the result keeps it and says the
+    capacity is not the broker's; the search is not lost to the exception."""
+    from rich.console import Console
+
+    from bench_tasks.capacity import run as capacity_run
+    from bench_tasks.errors import CellError
+    from bench_tasks.lake.layout import Lake, RunInfo
+    from bench_tasks.spec.matrix import parse_matrix
+
+    raw = {
+        "name": "t",
+        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "core"}}],
+        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
+        "measurements": ["e2e"],
+    }
+    (cell,) = parse_matrix(raw, "m.yaml").cells
+
+    def no_broker(*_args: object) -> None:
+        raise CellError(cell.id, "nats-server did not start")
+
+    monkeypatch.setattr(capacity_run, "run_cell", no_broker)
+    bounds = capacity_run.Bounds(1000)
+    result = capacity_run.search_capacity(cell, [], bounds, Lake("unused"), RunInfo.new(), Console(quiet=True))
+    (step,) = result["steps"]
+    assert (step["verdict"], step["rate_per_s"]) == ("failed", 100) and "did not start" in step["why"]
+    assert result["capacity_per_s"] is None and result["limit"] == "failed" and not result["broker_bound"]
