@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-import numpy as np
-
 from ..cell.landing import CellReport
-from ..core.analysis import CellAnalysis
+from ..core.analysis import CellAnalysis, arrival_rate
 from ..spec.capacity import Objective
 from .search import Step
 
@@ -54,12 +52,10 @@ def judge(report: CellReport, objectives: Sequence[Objective]) -> Step:
 def received_rate(report: CellReport, analysis: CellAnalysis) -> float:
     """Messages per second that arrived (received, or acknowledged for publish/rtt) within the measure phase."""
     phases = _phases(report)
-    series = analysis.series.get(report.cell.spec.measurement) or next(iter(analysis.series.values()), None)
-    if phases is None or series is None:
+    if phases is None:
         return 0.0
-    start, end = phases["measure_start_ns"], phases["measure_end_ns"]
-    arrived = series.at_ns + series.from_intended_ns
-    return float(np.count_nonzero((arrived >= start) & (arrived < end))) / ((end - start) / 1e9)
+    window = (phases["measure_start_ns"], phases["measure_end_ns"])
+    return arrival_rate(analysis, report.cell.spec.measurement, window)
 
 
 def _phases(report: CellReport) -> dict | None:

@@ -17,10 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.analysis import CellAnalysis, analyze, leaders_at
+from ..core.analysis import CellAnalysis, analyze, arrival_rate, leaders_at
 from ..core.faultcost import fault_costs
 from ..core.hdr import write_hlog
-from ..core.saturation import HARNESS_FACTS_VERSION, verdict
+from ..core.saturation import HARNESS_FACTS_VERSION, fell_behind, verdict
 from ..errors import SixninesError
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
@@ -110,7 +110,8 @@ def land_cell(
             if status == "ok" and moved is not None:
                 status, reason = "failed", moved
             if status == "ok":
-                status, reason = _gate(cell, analysis, gate_lag, cell_run.harness)
+                window = (cell_run.plan.measure_start_ns, cell_run.plan.measure_end_ns)
+                status, reason = _gate(cell, analysis, gate_lag, cell_run.harness, window)
             series = {
                 f"{m}-{b}": (s.at_ns, getattr(s, f"from_{b}_ns"))
                 for m, s in analysis.series.items()
@@ -207,11 +208,13 @@ def harness_facts(workers: dict[str, dict]) -> dict:
     return {"schema_version": HARNESS_FACTS_VERSION, "workers": workers}
 
 
-def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool, harness: dict[str, dict]) -> tuple[str, str | None]:
+def _gate(
+    cell: Cell, analysis: CellAnalysis, gate_lag: bool, harness: dict[str, dict], window: tuple[int, int]
+) -> tuple[str, str | None]:
     """Fail a cell whose harness was the bottleneck: its numbers describe the harness, not the system. The
     generator fell behind its schedule (send lag; rtt is exempt: a synchronous connection waits for the
-    previous reply, so its lag is the system's), or a worker saturated (`saturation.verdict`); every reason
-    that applies is given."""
+    previous reply, so its lag is the system's), a worker saturated (`saturation.verdict`), or a busy receiving
+    worker took fewer messages than were offered (`saturation.fell_behind`); every reason that applies is given."""
     w = cell.spec.workload
     reasons = []
     lag = analysis.lag.percentiles.get("99.9")
@@ -224,11 +227,21 @@ def _gate(cell: Cell, analysis: CellAnalysis, gate_lag: bool, harness: dict[str,
         )
     gated = [name for name, facts in harness.items() if facts.get("role") in GATED_ROLES]
     reasons += verdict(harness, w.max_schedule_lag_ms, gated)
+    if not reasons and gate_lag:  # a cell that delays its schedule on purpose falls behind on purpose
+        arrived = arrival_rate(analysis, cell.spec.measurement, window)
+        reasons += fell_behind(harness, _receivers(cell, harness), arrived, w.rate_per_s)
     if reasons:
         return "failed", "; ".join(reasons)
     if analysis.accounting.scheduled == 0:
         return "failed", "no message was scheduled in the measure phase"
     return "ok", None
+
+
+def _receivers(cell: Cell, harness: dict[str, dict]) -> list[str]:
+    """The workers that take the measured messages: consumers and relays; for publish and rtt the producers,
+    which take the acknowledgements and replies (and rtt's responders, which take the requests)."""
+    roles = {"consumer", "relay"} if cell.spec.measurement in ("e2e", "chain") else {"producer", "responder"}
+    return [name for name, facts in harness.items() if facts.get("role") in roles]
 
 
 def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, context: dict, started: str) -> dict:

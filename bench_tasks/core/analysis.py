@@ -191,3 +191,14 @@ def analyze(
         achieved_rate_per_s=done.num_rows / measure_s if measure_s > 0 else 0.0,
         series=series,
     )
+
+
+def arrival_rate(analysis: CellAnalysis, measurement: str, window_ns: tuple[int, int]) -> float:
+    """Messages per second that arrived (a first receipt, or an acknowledgement for publish/rtt) within
+    `window_ns`, whenever they were meant to be sent: what the receiving side kept up with."""
+    series = analysis.series.get(measurement) or next(iter(analysis.series.values()), None)
+    start, end = window_ns
+    if series is None or end <= start:
+        return 0.0
+    arrived = series.at_ns + series.from_intended_ns
+    return float(np.count_nonzero((arrived >= start) & (arrived < end))) / ((end - start) / 1e9)

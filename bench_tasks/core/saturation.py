@@ -55,6 +55,12 @@ import numpy as np
 #       that sampled itself fewer than twice gives `samples` and `window_s` only (also in late version-1 facts).
 HARNESS_FACTS_VERSION = 2
 BUSY_LIMIT = 0.97  # runnable this share of the measure phase: the process never caught up
+# A receiving process this busy while fewer than KEEP_UP of the offered messages per second arrived is why they
+# did not: a broker that falls behind leaves its consumers waiting, not busy. (Measured: one NATS core consumer
+# at 90-96 % busy took 373,000-401,000 of 418,000-800,000 msg/s offered, its queue in the server's buffers,
+# out of the client's sight.)
+BUSY_BEHIND = 0.90
+KEEP_UP = 0.98
 BACKLOG_SHARE = 0.5  # backlog over the limit in more than this share of the measure samples: it persisted
 STARVED_WAIT_SHARE = 0.1  # a thread that waited for a CPU this share of the measure phase …
 STARVED_WAIT_US = 1000.0  # … this long on average per wake-up, was starved
@@ -256,6 +262,22 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
                 f"over max_schedule_lag_ms={limit_ms:g} in {backlog['share_over_limit']:.0%} of the measure phase"
             )
     return reasons
+
+
+def fell_behind(
+    workers: Mapping[str, Mapping[str, Any]], receivers: Iterable[str], arrived_per_s: float, offered_per_s: float
+) -> list[str]:
+    """Receiving workers (`receivers`) that were busy while the cell's arrivals fell short of the offered rate:
+    the harness, not the system, fell behind, though its own backlog check saw no queue (it sat in the
+    broker's buffers for that client)."""
+    if arrived_per_s >= KEEP_UP * offered_per_s:
+        return []
+    return [
+        f"harness saturated: {name} ran Python {s['busy']:.0%} of the measure phase while {arrived_per_s:,.0f} of "
+        f"{offered_per_s:,.0f} msg/s offered arrived: the receiving harness, not the system, fell behind"
+        for name in receivers
+        if (s := workers.get(name)) and s.get("samples", 0) >= 2 and s.get("busy", 0.0) >= BUSY_BEHIND
+    ]
 
 
 def _unwatched(name: str, s: Mapping[str, Any]) -> str:

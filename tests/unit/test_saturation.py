@@ -214,3 +214,15 @@ def test_messages_a_full_queue_dropped_fail_the_cell_even_without_samples() -> N
     assert verdict({"consumer c0": worker() | {"dropped": 0, "client_errors": errors}}, 100, ["consumer c0"]) == []
     (line,) = describe({"consumer c0": worker() | {"dropped": 7, "client_errors": errors}})
     assert line.endswith("dropped 7 from a full queue, 3 client error(s), last _TRANSPORT: broker down")
+
+
+def test_a_busy_receiver_that_fell_behind_is_the_harness_not_the_system() -> None:
+    """Figures from a NATS core capacity search: one consumer 95 % busy took 373,357 of 418,000 msg/s offered, its
+    backlog out of its sight in the server; a broker that falls behind leaves its consumers idle instead."""
+    from bench_tasks.core.saturation import fell_behind
+
+    busy, idle = {"consumer c0": worker(0.95)}, {"consumer c0": worker(0.40)}
+    (reason,) = fell_behind(busy, ["consumer c0"], 373_357, 418_000)
+    assert reason.startswith("harness saturated: consumer c0 ran Python 95% of the measure phase while 373,357")
+    assert fell_behind(idle, ["consumer c0"], 373_357, 418_000) == []  # the system fell behind: its number
+    assert fell_behind(busy, ["consumer c0"], 417_000, 418_000) == []  # it kept up, busy as it was
