@@ -18,7 +18,7 @@ from ..spec.capacity import Objective
 from .search import Step
 
 KEEP_UP = 0.98
-HARNESS_REASONS = ("harness saturated", "generator fell behind its schedule")
+HARNESS_REASONS = ("harness saturated", "harness dropped", "generator fell behind its schedule")
 
 
 def judge(report: CellReport, objectives: Sequence[Objective]) -> Step:
