@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from ..cell.landing import CellReport
 from ..core.analysis import CellAnalysis, arrival_rate
+from ..core.saturation import KEEP_UP
 from ..spec.capacity import Objective
 from .search import Step
 
-KEEP_UP = 0.98
 HARNESS_REASONS = ("harness saturated", "harness dropped", "generator fell behind its schedule")
 
 

@@ -15,7 +15,7 @@ from rich.markup import escape
 from ..cell.runner import run_cell
 from ..errors import SixninesError
 from ..lake.layout import Lake, RunInfo
-from ..spec.capacity import Objective
+from ..spec.capacity import CapacitySpec, Objective
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import Cell
 from .judge import judge
@@ -31,6 +31,11 @@ class Bounds:
     start_rate_per_s: float | None = None
     factor: float = 2.0
     resolution: float = 0.05
+
+    @classmethod
+    def of(cls, spec: CapacitySpec) -> Bounds:
+        """A matrix's `capacity:` bounds."""
+        return cls(spec.max_rate_per_s, spec.start_rate_per_s, spec.factor, spec.resolution)
 
 
 def at_rate(cell: Cell, rate_per_s: float) -> Cell:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -110,10 +111,6 @@ def _search_terms(
     highest = max_rate or (spec.max_rate_per_s if spec else None)
     if highest is None:
         raise typer.BadParameter("required: the matrix has no capacity.max_rate_per_s", param_hint="--max-rate")
-    bounds = Bounds(
-        highest,
-        start_rate or (spec.start_rate_per_s if spec else None),
-        factor or (spec.factor if spec else 2.0),
-        resolution or (spec.resolution if spec else 0.05),
-    )
+    given = {"max_rate_per_s": highest, "start_rate_per_s": start_rate, "factor": factor, "resolution": resolution}
+    bounds = replace(Bounds.of(spec) if spec else Bounds(highest), **{k: v for k, v in given.items() if v is not None})
     return [parse_objective(text) for text in texts], bounds

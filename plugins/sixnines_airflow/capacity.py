@@ -54,7 +54,7 @@ def search(source: str, cell_id: str) -> dict[str, Any]:
     cell = prepare_cell(base)
     spec = matrix.capacity
     assert spec is not None  # only capacity matrices build this DAG
-    bounds = Bounds(spec.max_rate_per_s, spec.start_rate_per_s, spec.factor, spec.resolution)
+    bounds = Bounds.of(spec)
     console = Console(width=120, force_terminal=False, no_color=True)
     result = search_capacity(cell, spec.parsed(), bounds, Lake(lake_root()), run_info(get_current_context()), console)
     log.info("capacity of %s: %s (%s: %s)", cell.label, result["capacity_per_s"], result["limit"], result["limit_why"])
