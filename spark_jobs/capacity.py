@@ -24,6 +24,8 @@ _CELL = [("cell_id", StringType()), ("series_key", StringType()), ("label", Stri
 CAPACITY_FIELDS = [
     *_RUN,
     *_CELL,
+    ("system", StringType()),
+    ("version", StringType()),
     ("objectives", StringType()),
     ("capacity_per_s", DoubleType()),
     ("limit", StringType()),
@@ -63,7 +65,8 @@ def capacity_rows(run: lakeio.RunRef, found: Sequence[dict[str, Any]]) -> tuple[
     for r in found:
         ident = (TABLES_SCHEMA_VERSION, run.run_id, run.run_date, r["cell_id"], r.get("series_key"), r["label"])
         objectives, limit = "; ".join(r["objectives"]), (r["limit"], r["limit_why"], r["broker_bound"])
-        cells.append((*ident, objectives, r["capacity_per_s"], *limit, len(r["steps"])))
+        release = (r.get("system"), r.get("version"))  # searches written before these were recorded lack them
+        cells.append((*ident, *release, objectives, r["capacity_per_s"], *limit, len(r["steps"])))
         metric = r["objectives"][0].split()[0] if r["objectives"] else None
         steps += [(*ident, *_step(s, metric)) for s in r["steps"]]
     return cells, steps

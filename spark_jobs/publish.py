@@ -9,6 +9,7 @@ quarantine for tables that failed the gate. Pure rendering plus atomic writes; n
                                      run_date, cell_id, series_key, system, version; re-publishing a run
                                      replaces its one file, so history never holds a run twice. Flat files
                                      (no key=value folders) so readers never see a key twice.
+  history/capacity/D__R.parquet      the run's capacity rows (runs that searched capacity), likewise
   quarantine/run_date=D/run_id=R/{percentiles.md, percentiles.csv, faults.csv, validation.json}
 A published or quarantined folder appears whole or not at all and a re-publish replaces it
 (bench_tasks.lake.storage.write_folder: a rename into place locally; on an S3 lake a new `attempt=…` folder and then
@@ -31,7 +32,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench_tasks import PERCENTILES
-from bench_tasks.lake.layout import PUBLISHED_AREA, QUARANTINE_AREA, history_file, run_output_dir
+from bench_tasks.lake.layout import (
+    CAPACITY_HISTORY_DIR,
+    PUBLISHED_AREA,
+    QUARANTINE_AREA,
+    history_file,
+    run_output_dir,
+)
 from bench_tasks.lake.storage import LakePath, S3Path, withdraw_folder, write_folder, write_parquet_object
 from spark_jobs.exact import percentile_column
 from spark_jobs.lakeio import Lake, RunRef
@@ -122,6 +129,21 @@ def history_path(lake: Lake, run: RunRef) -> LakePath:
     return history_file(lake, run.run_date, run.run_id)
 
 
+def capacity_history_path(lake: Lake, run: RunRef) -> LakePath:
+    return history_file(lake, run.run_date, run.run_id, CAPACITY_HISTORY_DIR)
+
+
+def _write_history(path: LakePath, table: pa.Table) -> None:
+    """Replace one run's history file whole: a reader sees the old file or the new one, never half of it."""
+    if isinstance(path, S3Path):
+        write_parquet_object(table, path, compression="zstd")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    pq.write_table(table, staging, compression="zstd")
+    os.replace(staging, path)
+
+
 def _csv_files(tables: Mapping[str, Sequence[dict[str, Any]]] | None) -> dict[str, str]:
     """`<name>.csv` of each table that has rows (a run without faults or searches gets no empty files)."""
     return {f"{name}.csv": to_csv(list(rows)) for name, rows in (tables or {}).items() if rows}
@@ -147,14 +169,12 @@ def publish(
         files["repeats.csv"] = to_csv(list(spread))
     files |= _csv_files(csv_tables)
     folder = _write_folder(_run_folder(lake, PUBLISHED_AREA, run), files)
-    history = history_path(lake, run)
-    if isinstance(history, S3Path):
-        write_parquet_object(table, history, compression="zstd")
+    _write_history(history_path(lake, run), table)
+    capacity = list((csv_tables or {}).get("capacity") or ())
+    if capacity:
+        _write_history(capacity_history_path(lake, run), pa.Table.from_pylist(capacity))
     else:
-        history.parent.mkdir(parents=True, exist_ok=True)
-        staging = history.with_name(f".{history.name}.{uuid.uuid4().hex[:8]}.tmp")
-        pq.write_table(table, staging, compression="zstd")
-        os.replace(staging, history)
+        capacity_history_path(lake, run).unlink(missing_ok=True)
     withdraw_folder(_run_folder(lake, QUARANTINE_AREA, run))
     return folder
 
@@ -173,6 +193,7 @@ def quarantine(
     goes first and the publication after it (publish writes them the other way round), so the history never
     holds a run whose published folder is not committed, whichever step a crash interrupts."""
     history_path(lake, run).unlink(missing_ok=True)
+    capacity_history_path(lake, run).unlink(missing_ok=True)
     withdraw_folder(_run_folder(lake, PUBLISHED_AREA, run))
     files = {
         "percentiles.md": markdown(rows, accounting, spread),

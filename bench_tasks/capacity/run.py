@@ -62,6 +62,8 @@ def search_capacity(
         "cell_id": cell.id,
         "series_key": cell.series_key,
         "label": cell.label,
+        "system": cell.spec.system,
+        "version": cell.spec.version,
         "objectives": [o.text for o in objectives],
         "bounds": asdict(bounds),
         **search.result(),

@@ -126,7 +126,7 @@ def regressions(
 def _print_regressions(result: RegressionResult, written: LakePath | None) -> None:
     alerted = [a.change for a in result.alerts]
     table = Table(title=f"change points up to run {result.run_id} ({result.run_date})")
-    for column in ("", "cell", "series", "p", "view", "before → after ms", "change", "p-value", "from run", "versions"):
+    for column in ("", "cell", "series", "view", "before → after", "change", "p-value", "from run", "versions"):
         table.add_column(column)
     for c in result.change_points:
         versions = (
@@ -137,10 +137,9 @@ def _print_regressions(result: RegressionResult, written: LakePath | None) -> No
         table.add_row(
             "[red]ALERT[/]" if c in alerted else ("worse" if c.worse else "better"),
             escape(f"{c.label} {c.series_key}"),
-            f"{c.metric}/{c.basis}",
-            c.percentile,
+            escape(c.statistic),
             f"{c.view}/{c.method}",
-            f"{c.before_ms:.3f} → {c.after_ms:.3f}",
+            f"{c.shown(c.before)} → {c.shown(c.after)}",
             f"{c.relative_change:+.1%}",
             "-" if c.p_value is None else f"{c.p_value:.2g}",
             f"{c.run_id} ({c.run_date})",

@@ -79,17 +79,19 @@ CELLS_SCHEMA = pa.schema(
 
 
 # The published percentile rows of every run, one flat file per run named so that sorting the names orders
-# the runs by date (written by spark_jobs.publish, read by the regression detector).
+# the runs by date (written by spark_jobs.publish, read by the regression detector); the capacity rows of the
+# runs that searched capacity likewise, in their own folder.
 HISTORY_DIR = Path("history") / "percentiles"
+CAPACITY_HISTORY_DIR = Path("history") / "capacity"
 
 
-def history_file(lake_root: str | Path | S3Path, run_date: str, run_id: str) -> LakePath:
-    return lake_path(lake_root) / HISTORY_DIR / f"{run_date}__{run_id}.parquet"
+def history_file(lake_root: str | Path | S3Path, run_date: str, run_id: str, area: Path = HISTORY_DIR) -> LakePath:
+    return lake_path(lake_root) / area / f"{run_date}__{run_id}.parquet"
 
 
-def history_files(lake_root: str | Path | S3Path) -> list[LakePath]:
+def history_files(lake_root: str | Path | S3Path, area: Path = HISTORY_DIR) -> list[LakePath]:
     """Every run's history file, oldest run date first; temporary files (`.name.tmp`) never match."""
-    found = (lake_path(lake_root) / HISTORY_DIR).glob("*__*.parquet")
+    found = (lake_path(lake_root) / area).glob("*__*.parquet")
     return sorted(p for p in found if not p.name.startswith("."))
 
 

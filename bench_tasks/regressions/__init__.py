@@ -1,8 +1,9 @@
-"""Regression detection over the published percentile history (issue 6).
+"""Regression detection over the published history: percentiles (issue 6) and capacities (issue 20).
 
-`detect(lake_root)` reads `lake/history/percentiles/`, finds change points per series with Apache Otava (or a
-baseline comparison for short histories) and returns a `RegressionResult`; `write_results` stores it under
-`lake/regressions/`. Pure analysis in `detect.analyse`; reading and writing stay at the edges (STYLE 11).
+`detect(lake_root)` reads `lake/history/percentiles/` and `lake/history/capacity/`, finds change points per
+series with Apache Otava (or a baseline comparison for short histories) and returns a `RegressionResult`;
+`write_results` stores it under `lake/regressions/`. Pure analysis in `detect.analyse`; reading and writing
+stay at the edges (STYLE 11).
 """
 
 from .detect import analyse, detect

@@ -5,8 +5,9 @@ Fleming et al., "Hunter", ICPE 2023). Histories shorter than `Settings.min_point
 so the checked run is compared with the median and min–max of the runs before it instead.
 
 The alert rule: the checked run (the newest by default) lies in the segment after a change point that made
-latency higher by more than `magnitude` — or, for a repeated cell, by more than its repeats' own run-to-run
-variation when that is larger (`bar`) — (p ≤ `max_pvalue` for Otava's points). Improvements and earlier
+the series worse (a latency higher, a capacity lower) by more than `magnitude` — or, for a repeated cell, by
+more than its repeats' own run-to-run variation when that is larger (`bar`) — (p ≤ `max_pvalue` for Otava's
+points). Improvements and earlier
 shifts are recorded as change points but do not alert; an alert stays up, night after night, until a later
 change point (the fix) starts a new segment — its `run_id` says which shift it is, so a notifier can dedupe.
 """
@@ -22,9 +23,9 @@ from typing import Any
 from otava.analysis import TTestSignificanceTester, compute_change_points, fill_missing
 
 from ..lake.storage import S3Path
-from .history import read_history
-from .model import NS_PER_MS, Alert, ChangePoint, Point, RegressionError, RegressionResult, Series, Settings
-from .series import build_series, nightly_key, release_key
+from .history import read_capacity_history, read_history
+from .model import Alert, ChangePoint, Point, RegressionError, RegressionResult, Series, Settings
+from .series import build_capacity_series, build_series, counted_capacity, nightly_key, release_key
 
 
 @dataclass(frozen=True)
@@ -80,14 +81,17 @@ def _record(
     index: int,
     before: slice,
     after: slice,
-    before_ns: float,
-    after_ns: float,
+    before_value: float,
+    after_value: float,
     p_value: float | None,
-    spread_ns: tuple[float, float] | None = None,
+    spread: tuple[float, float] | None = None,
 ) -> ChangePoint:
+    """`before_value`, `after_value` and `spread` in the series' point unit; the record shows them in the unit
+    people read."""
     left, right = series.points[before], series.points[after]
     first = series.points[index]
     noise = repeat_noise((*left, *right))
+    quantity = series.quantity
     return ChangePoint(
         series_key=series.series_key,
         metric=series.metric,
@@ -100,16 +104,18 @@ def _record(
         index=index,
         run_date=first.run_date,
         run_id=first.run_id,
-        before_ms=before_ns / NS_PER_MS,
-        after_ms=after_ns / NS_PER_MS,
-        relative_change=(after_ns / before_ns - 1.0) if before_ns else 0.0,
+        before=quantity.shown(before_value),
+        after=quantity.shown(after_value),
+        unit=quantity.shown_unit,
+        higher_is_worse=quantity.higher_is_worse,
+        relative_change=(after_value / before_value - 1.0) if before_value else 0.0,
         p_value=p_value,
         cell_ids=_unique(p.cell_id for p in (*left, *right)),
         runs_before=tuple(p.run_id for p in left),
         runs_after=tuple(p.run_id for p in right),
         versions_before=_versions(p.version for p in left),
         versions_after=_versions(p.version for p in right),
-        spread_ms=None if spread_ns is None else (spread_ns[0] / NS_PER_MS, spread_ns[1] / NS_PER_MS),
+        spread=None if spread is None else (quantity.shown(spread[0]), quantity.shown(spread[1])),
         noise=noise,
         threshold=bar(settings_magnitude, noise),
     )
@@ -128,7 +134,7 @@ def bar(magnitude: float, noise: float | None) -> float:
 
 def otava_change_points(series: Series, settings: Settings) -> list[ChangePoint]:
     """Every change point of a long series, each with the runs from the previous change point to the next."""
-    splits = otava_splits([p.value_ns for p in series.points], settings)
+    splits = otava_splits([p.value for p in series.points], settings)
     bounds = [0, *(s.index for s in splits), len(series.points)]
     return [
         _record(
@@ -151,14 +157,14 @@ def baseline_change(series: Series, position: int, settings: Settings) -> Change
     when it differs from their median by more than `magnitude` AND lies outside their min–max spread, so a
     noisy baseline raises the bar by itself. None with fewer than `min_baseline_runs` earlier runs."""
     start = max(0, position - settings.baseline_runs)
-    baseline = [p.value_ns for p in series.points[start:position]]
+    baseline = [p.value for p in series.points[start:position]]
     if len(baseline) < settings.min_baseline_runs:
         return None
     median, low, high = statistics.median(baseline), min(baseline), max(baseline)
-    value = series.points[position].value_ns
-    worse = value > median * (1 + settings.magnitude) and value > high
-    better = value < median * (1 - settings.magnitude) and value < low
-    if not (worse or better):
+    value = series.points[position].value
+    higher = value > median * (1 + settings.magnitude) and value > high
+    lower = value < median * (1 - settings.magnitude) and value < low
+    if not (higher or lower):
         return None
     before, after = slice(start, position), slice(position, position + 1)
     return _record(series, settings.magnitude, "baseline", position, before, after, median, value, None, (low, high))
@@ -178,7 +184,7 @@ def analyse_series(series: Series, run_id: str, settings: Settings) -> tuple[lis
         governing = [c for c in changes if c.index <= position]
         last = governing[-1] if governing else None
         significant = last is not None and (last.p_value is None or last.p_value <= settings.max_pvalue)
-        if last is not None and significant and last.relative_change > bar(settings.magnitude, last.noise):
+        if last is not None and significant and last.worsening > bar(settings.magnitude, last.noise):
             return changes, Alert(last, run_id)
     return changes, None
 
@@ -193,14 +199,21 @@ def checked_run(rows: Sequence[dict[str, Any]], run_id: str | None) -> tuple[str
     raise RegressionError(f"run {run_id!r} is not in the published history")
 
 
-def analyse(rows: Sequence[dict[str, Any]], settings: Settings, run_id: str | None = None) -> RegressionResult:
-    """Pure analysis of history rows (overall rows, as `history.read_history` returns them). History after the
-    checked run is ignored, so an old run can be re-checked with the history it had."""
+def analyse(
+    rows: Sequence[dict[str, Any]],
+    settings: Settings,
+    run_id: str | None = None,
+    capacity: Sequence[dict[str, Any]] = (),
+) -> RegressionResult:
+    """Pure analysis of history rows (overall rows, as `history.read_history` returns them) and capacity rows
+    (`history.read_capacity_history`). History after the checked run is ignored, so an old run can be re-checked
+    with the history it had."""
     if not rows:
         raise RegressionError("the history holds no overall (leader null) rows to analyse")
-    run_date, run = checked_run(rows, run_id)
+    run_date, run = checked_run([*rows, *capacity], run_id)
     upto = [r for r in rows if nightly_key(r) <= (run_date, run)]
     all_series, unsupported = build_series(upto)
+    all_series += build_capacity_series(r for r in capacity if nightly_key(r) <= (run_date, run))
     changes: list[ChangePoint] = []
     alerts: list[Alert] = []
     checked = absent = 0
@@ -213,12 +226,23 @@ def analyse(rows: Sequence[dict[str, Any]], settings: Settings, run_id: str | No
         changes += found
         if alert is not None:
             alerts.append(alert)
-    skipped = {k: v for k, v in (("unsupported", unsupported), ("no_point_in_checked_run", absent)) if v}
+    harness_bound = sum(1 for r in capacity if r["run_id"] == run and not counted_capacity(r))
+    reasons = (
+        ("unsupported", unsupported),
+        ("no_point_in_checked_run", absent),
+        ("capacity_not_the_broker", harness_bound),
+    )
+    skipped = {k: v for k, v in reasons if v}
     return RegressionResult(run_date, run, settings, tuple(changes), tuple(alerts), checked, skipped)
 
 
 def detect(
     lake_root: str | Path | S3Path, settings: Settings | None = None, run_id: str | None = None
 ) -> RegressionResult:
-    """Read the lake's published history and check `run_id` (default: the newest run) for regressions."""
-    return analyse(read_history(lake_root), settings or Settings(), run_id)
+    """Read the lake's published history (latency and capacity) and check `run_id` (default: the newest run)."""
+    return analyse(read_history(lake_root), settings or Settings(), run_id, read_capacity_history(lake_root))
+
+
+def history_series(lake_root: str | Path | S3Path) -> list[Series]:
+    """Every series of the lake's history, latency and capacity (the report plots the alerted ones)."""
+    return build_series(read_history(lake_root))[0] + build_capacity_series(read_capacity_history(lake_root))

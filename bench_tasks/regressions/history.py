@@ -1,4 +1,5 @@
-"""Reading the published history (`lake/history/percentiles/run_date=D/run_id=R/part-*.parquet`).
+"""Reading the published history: `lake/history/percentiles/D__R.parquet` (every run) and
+`lake/history/capacity/D__R.parquet` (the runs that searched capacity).
 
 The analytics Spark job writes it (spark_jobs/percentiles.py, publish.py); this module does not import
 spark_jobs, so the columns it relies on are named here, once, and a file that lacks one is an error naming the
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.percentiles import PERCENTILES
-from ..lake.layout import HISTORY_DIR
+from ..lake.layout import CAPACITY_HISTORY_DIR, HISTORY_DIR
 from ..lake.layout import history_files as lake_history_files
 from ..lake.storage import LakePath, lake_path, read_parquet, read_parquet_schema
 from .model import RegressionError
@@ -60,15 +61,21 @@ def history_files(lake_root: str | Path | LakePath) -> list[LakePath]:
     return lake_history_files(lake_root)
 
 
-def read_file(path: LakePath) -> list[dict[str, Any]]:
-    """The overall rows (leader null) of one part file, only the required columns."""
+def _column_names(path: LakePath, required: tuple[str, ...]) -> set[str]:
+    """The file's columns; an error naming the file when it is unreadable or lacks one of `required`."""
     try:
         names = set(read_parquet_schema(path).names)
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise RegressionError(f"{path}: not a readable Parquet file ({exc})") from exc
-    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    missing = [c for c in required if c not in names]
     if missing:
         raise RegressionError(f"{path}: missing column(s) {', '.join(missing)} needed by regression detection")
+    return names
+
+
+def read_file(path: LakePath) -> list[dict[str, Any]]:
+    """The overall rows (leader null) of one part file, only the required columns."""
+    names = _column_names(path, REQUIRED_COLUMNS)
     optional = [c for c in NOISE_COLUMNS.values() if c in names]
     rows = read_parquet(path, columns=[*REQUIRED_COLUMNS, *optional]).to_pylist()
     versions = {r["schema_version"] for r in rows} - SUPPORTED_SCHEMA_VERSIONS
@@ -87,3 +94,27 @@ def read_history(lake_root: str | Path | LakePath) -> list[dict[str, Any]]:
         area = lake_path(lake_root) / HISTORY_AREA
         raise RegressionError(f"{area}: no published history (<run_date>__<run_id>.parquet)")
     return [row for path in files for row in read_file(path)]
+
+
+# The capacity table's columns a capacity series needs (spark_jobs.capacity.CAPACITY_FIELDS).
+CAPACITY_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "run_date",
+    "cell_id",
+    "series_key",
+    "label",
+    "system",
+    "version",
+    "objectives",
+    "capacity_per_s",
+    "limit",
+)
+
+
+def read_capacity_history(lake_root: str | Path | LakePath) -> list[dict[str, Any]]:
+    """Every published capacity row; none when no run searched capacity (that is not an error)."""
+    rows: list[dict[str, Any]] = []
+    for path in lake_history_files(lake_root, CAPACITY_HISTORY_DIR):
+        _column_names(path, CAPACITY_COLUMNS)
+        rows += read_parquet(path, columns=list(CAPACITY_COLUMNS)).to_pylist()
+    return rows

@@ -1,8 +1,9 @@
 """The values regression detection passes around: settings, series points, change points, alerts, results.
 
 Plain frozen dataclasses so the analysis stays pure and every output can be turned into JSON or a Parquet row
-without knowing how it was computed. Latencies are nanoseconds inside (as in the lake) and milliseconds only
-in the `*_ms` fields of records meant for people (STYLE 3: the unit is in every name).
+without knowing how it was computed. Two quantities are followed (`Quantity`): latency, nanoseconds inside (as in
+the lake) and milliseconds in records meant for people, where higher is worse; and a capacity search's capacity,
+messages per second, where lower is worse. Every record names its unit beside its values (STYLE 3).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from ..errors import SixninesError
 
 # Version history of alerts.json and change_points.parquet (STYLE 5):
 #   1 — first version.
-RESULTS_SCHEMA_VERSION = 1
+#   2 — capacity series beside latency: `before`/`after`/`spread` with their `unit` and `higher_is_worse`
+#       (were `before_ms`/`after_ms`/`spread_ms`).
+RESULTS_SCHEMA_VERSION = 2
 
 NS_PER_MS = 1e6
 
@@ -75,6 +78,30 @@ class Settings:
 
 
 @dataclass(frozen=True)
+class Quantity:
+    """What a series follows: the unit of its points, the unit people read, and which way is worse."""
+
+    name: str
+    unit: str  # of Point.value
+    shown_unit: str  # of ChangePoint.before/after
+    per_shown: float  # point units per shown unit
+    higher_is_worse: bool
+
+    def shown(self, value: float) -> float:
+        return value / self.per_shown
+
+
+LATENCY = Quantity("latency", "ns", "ms", NS_PER_MS, higher_is_worse=True)
+# A capacity search's highest passing rate (bench_tasks.capacity): a release that holds less is the regression.
+CAPACITY = Quantity("capacity", "msg/s", "msg/s", 1.0, higher_is_worse=False)
+
+
+def describe(metric: str, basis: str, percentile: str) -> str:
+    """`e2e/intended p99`, or `capacity at e2e p99 < 10ms` for a capacity series (no percentile)."""
+    return f"{metric}/{basis} p{percentile}" if percentile else f"{metric} at {basis}"
+
+
+@dataclass(frozen=True)
 class Point:
     """One run's value of one series, with what identifies the run and the cell it came from."""
 
@@ -84,24 +111,26 @@ class Point:
     version: str
     label: str
     system: str
-    value_ns: float
+    value: float  # in the series' Quantity.unit
     noise: float | None = None  # run-to-run variation across the cell's repeats in this run (fraction), if repeated
 
 
 @dataclass(frozen=True)
 class Series:
-    """One ordered history: `view` is "nightly" (run date, run id) or "version" (release order)."""
+    """One ordered history: `view` is "nightly" (run date, run id) or "version" (release order). A capacity
+    series has metric "capacity", the search's objectives as basis and no percentile."""
 
     series_key: str
     metric: str
     basis: str
-    percentile: str  # "99.9", …, or "max"
+    percentile: str  # "99.9", …, or "max"; "" for capacity
     view: str
     points: tuple[Point, ...]
+    quantity: Quantity = LATENCY
 
     @property
     def name(self) -> str:
-        return f"{self.series_key} {self.metric}/{self.basis} p{self.percentile} ({self.view})"
+        return f"{self.series_key} {describe(self.metric, self.basis, self.percentile)} ({self.view})"
 
 
 @dataclass(frozen=True)
@@ -121,29 +150,43 @@ class ChangePoint:
     index: int
     run_date: str  # the first run after the shift
     run_id: str
-    before_ms: float
-    after_ms: float
-    relative_change: float  # after / before − 1; positive = slower
+    before: float  # in `unit`
+    after: float
+    unit: str  # "ms" (latency) or "msg/s" (capacity)
+    higher_is_worse: bool
+    relative_change: float  # after / before − 1
     p_value: float | None
     cell_ids: tuple[str, ...]
     runs_before: tuple[str, ...]
     runs_after: tuple[str, ...]
     versions_before: tuple[str, ...]
     versions_after: tuple[str, ...]
-    spread_ms: tuple[float, float] | None = None  # baseline min–max (method "baseline" only)
+    spread: tuple[float, float] | None = None  # baseline min–max in `unit` (method "baseline" only)
     noise: float | None = None  # median run-to-run variation of the runs on both sides (repeated cells only)
     threshold: float | None = None  # the worsening an alert needed: max(magnitude, noise)
 
     @property
+    def worsening(self) -> float:
+        """How much worse, as a fraction: the rise of a latency, the fall of a capacity (negative: better)."""
+        return self.relative_change if self.higher_is_worse else -self.relative_change
+
+    @property
     def worse(self) -> bool:
-        """Higher latency is worse for every metric in the history."""
-        return self.relative_change > 0
+        return self.worsening > 0
+
+    @property
+    def statistic(self) -> str:
+        return describe(self.metric, self.basis, self.percentile)
+
+    def shown(self, value: float) -> str:
+        """A value as people read it: 3.142 ms, 32,000 msg/s."""
+        return f"{value:,.0f} {self.unit}" if self.unit == "msg/s" else f"{value:.3f} {self.unit}"
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for key in ("cell_ids", "runs_before", "runs_after", "versions_before", "versions_after"):
             out[key] = list(out[key])
-        out["spread_ms"] = None if self.spread_ms is None else list(self.spread_ms)
+        out["spread"] = None if self.spread is None else list(self.spread)
         return out
 
 
@@ -158,8 +201,8 @@ class Alert:
         c = self.change
         noise = "" if c.noise is None else f"; repeats vary by {c.noise:.1%}, so the bar was {c.threshold:.1%}"
         return (
-            f"{c.label} [{c.series_key}] {c.metric}/{c.basis} p{c.percentile}: {c.before_ms:.3f} → "
-            f"{c.after_ms:.3f} ms ({c.relative_change:+.1%}{noise}) from run {c.run_id} ({c.run_date})"
+            f"{c.label} [{c.series_key}] {c.statistic}: {c.shown(c.before)} → {c.shown(c.after)} "
+            f"({c.relative_change:+.1%}{noise}) from run {c.run_id} ({c.run_date})"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -10,6 +10,10 @@ Two views of the same points:
   nightly view and every alert would be reported twice).
 A percentile the run's sample count could not support is null in the history; such points are left out of
 the series, never read as numbers.
+
+Capacity series (one per series key and objectives, from `history/capacity/`) follow the same views. Only a
+capacity the broker set counts: a search ended by the harness's saturation or by a step that failed to run
+measured the harness, so its row is left out (and counted), never compared with the broker's.
 """
 
 from __future__ import annotations
@@ -20,8 +24,14 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from ..capacity.search import BROKER_LIMITS
 from .history import NOISE_COLUMNS, SERIES_PERCENTILES, VALUE_COLUMNS
-from .model import Point, Series
+from .model import CAPACITY, Point, Series
+
+# Search ends whose capacity is the broker's: its own limits, and "held up to --max-rate" (a lower bound of
+# it; a later run holding less is still a loss).
+COUNTED_LIMITS = frozenset({*BROKER_LIMITS, "max-rate"})
+CAPACITY_METRIC = "capacity"
 
 
 def release_key(version: str) -> tuple[int, Version | str]:
@@ -48,15 +58,22 @@ def _points(rows: Iterable[dict[str, Any]], column: str, noise_column: str) -> t
             run_date=str(r["run_date"]),
             run_id=str(r["run_id"]),
             cell_id=str(r["cell_id"]),
-            version=str(r["version"]),
+            version=str(r["version"] or ""),
             label=str(r["label"] or ""),
-            system=str(r["system"]),
-            value_ns=float(r[column]),
+            system=str(r["system"] or ""),
+            value=float(r[column]),
             noise=_noise(r, noise_column),
         )
         for r in rows
         if r[column] is not None
     )
+
+
+def _views(members: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The nightly view (split per cell when one run holds several) and, when it differs, the release view."""
+    views = [("nightly", g) for g in _nightly_groups(members)]
+    by_version = _version_order(members)
+    return views if by_version is None else [*views, ("version", by_version)]
 
 
 def _nightly_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -86,11 +103,7 @@ def build_series(rows: Iterable[dict[str, Any]]) -> tuple[list[Series], int]:
     out: list[Series] = []
     unsupported = 0
     for (series_key, metric, basis), members in sorted(groups.items()):
-        views = [("nightly", g) for g in _nightly_groups(members)]
-        by_version = _version_order(members)
-        if by_version is not None:
-            views.append(("version", by_version))
-        for view, ordered in views:
+        for view, ordered in _views(members):
             for percentile in SERIES_PERCENTILES:
                 points = _points(ordered, VALUE_COLUMNS[percentile], NOISE_COLUMNS[percentile])
                 if not points:
@@ -98,3 +111,21 @@ def build_series(rows: Iterable[dict[str, Any]]) -> tuple[list[Series], int]:
                     continue
                 out.append(Series(series_key, metric, basis, percentile, view, points))
     return out, unsupported
+
+
+def counted_capacity(row: dict[str, Any]) -> bool:
+    """A capacity the broker set (see COUNTED_LIMITS), with a value."""
+    return row.get("limit") in COUNTED_LIMITS and row.get("capacity_per_s") is not None
+
+
+def build_capacity_series(rows: Iterable[dict[str, Any]]) -> list[Series]:
+    """One series per (series key, objectives) of the counted capacity rows (`history.read_capacity_history`)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if counted_capacity(r):
+            groups[(str(r["series_key"]), str(r["objectives"]))].append(r)
+    return [
+        Series(key, CAPACITY_METRIC, objectives, "", view, _points(ordered, "capacity_per_s", ""), CAPACITY)
+        for (key, objectives), members in sorted(groups.items())
+        for view, ordered in _views(members)
+    ]

@@ -314,22 +314,28 @@ def ratio_chart(title: str, keys: Sequence[str], lines: Sequence[RatioLine]) -> 
 
 
 def history_chart(
-    title: str, run_labels: Sequence[str], values_ms: Sequence[float], change_index: int, gid: str
+    title: str,
+    run_labels: Sequence[str],
+    values: Sequence[float],
+    change_index: int,
+    gid: str,
+    axis_label: str = "latency (ms)",
 ) -> str:
     """One regressed series over its runs, the change point marked and each side's mean drawn: the alert as a
-    picture, so a reader can judge the shift against the night-to-night noise."""
+    picture, so a reader can judge the shift against the night-to-night noise. `axis_label` names the values'
+    quantity and unit (a latency in ms, a capacity in msg/s)."""
     fig = Figure(figsize=(9, 3.4))
     ax = fig.add_subplot()
-    x = np.arange(len(values_ms))
-    ax.plot(x, values_ms, marker="o", ms=3, lw=1.2, color=CYCLE[1], gid=gid, label="latency per run")
+    x = np.arange(len(values))
+    ax.plot(x, values, marker="o", ms=3, lw=1.2, color=CYCLE[1], gid=gid, label=f"{axis_label} per run")
     ax.axvline(change_index - 0.5, color=CYCLE[0], lw=1.5, ls="--", label="change point")
-    for start, end in ((0, change_index), (change_index, len(values_ms))):
+    for start, end in ((0, change_index), (change_index, len(values))):
         if end > start:
-            mean = float(np.mean(values_ms[start:end]))
+            mean = float(np.mean(values[start:end]))
             ax.hlines(mean, start, end - 1, color="#333", lw=1.2, alpha=0.7)
     step = max(1, len(run_labels) // 12)
     ax.set_xticks(x[::step], [run_labels[i] for i in range(0, len(run_labels), step)], rotation=30, fontsize=7)
-    ax.set_ylabel("latency (ms)")
+    ax.set_ylabel(axis_label)
     ax.set_xlabel("run (oldest → newest; means of each side drawn)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)

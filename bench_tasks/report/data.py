@@ -189,10 +189,9 @@ def _load_pipeline_outputs(run: RunData) -> None:
     if alerts is not None:
         run.regressions = _read_json(alerts, run)
         try:  # the alerted series themselves, so the report can plot them
-            from ..regressions.history import read_history
-            from ..regressions.series import build_series
+            from ..regressions.detect import history_series
 
-            run.history_series = build_series(read_history(run.lake_root))[0]
+            run.history_series = history_series(run.lake_root)
         except Exception as exc:
             run.notes.append(f"history could not be read for the regression plots: {exc}")
 

@@ -159,10 +159,12 @@ def _alert_chart(alert: dict, series: list, index: int) -> str:
         return page.note(f"history of {' '.join(map(str, wanted))} not found")
     runs = [p.run_id for p in match.points]
     at = runs.index(alert["run_id"]) if alert.get("run_id") in runs else alert.get("index", 0)
-    title = f"{alert.get('label', '')} {match.metric}/{match.basis} p{match.percentile}: {alert.get('summary', '')}"
-    values = [p.value_ns / 1e6 for p in match.points]
+    title = f"{alert.get('label', '')} {match.name}: {alert.get('summary', '')}"
+    quantity = match.quantity
+    values = [quantity.shown(p.value) for p in match.points]
     labels = [p.run_date for p in match.points]
-    return history_chart(title[:140], labels, values, at, f"regression-{index}")
+    axis = f"{quantity.name} ({quantity.shown_unit})"
+    return history_chart(title[:140], labels, values, at, f"regression-{index}", axis)
 
 
 def render_run(run: RunData, tables_folder: str = TABLES_FOLDER) -> str:

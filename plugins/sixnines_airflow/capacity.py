@@ -37,7 +37,7 @@ def build_capacity_dag(matrix: Matrix, source: Path) -> DAG:
             previous = searched
             results.append(searched)
         written = write_searches(results)
-        written >> tables() >> tail.analysis() >> tail.report() >> verdict(written)
+        written >> tables() >> tail.analysis() >> tail.regressions() >> tail.report() >> verdict(written)
 
     return capacity_search()
 

@@ -129,3 +129,5 @@ def test_a_capacity_matrix_searches_each_cell_one_at_a_time(dagbag: Any, path: P
     assert "tables" in written.downstream_task_ids  # capacity.json exists before the analysis reads it
     assert verdict.trigger_rule == "all_done" and not verdict.downstream_task_ids  # the run's state
     assert {"report", "write_searches"} <= verdict.upstream_task_ids
+    # published capacities join the history: the run is checked (and alerts notified) like a sweep
+    assert "regressions" in dag.get_task("analysis").downstream_task_ids

@@ -192,3 +192,7 @@ def test_a_capacity_matrix_is_a_search_dag_that_lands_every_step(airflow_env: di
     assert '<section id="capacity">' in report.read_text()  # the search's charts in the run's report
     (steps,) = (root / "lake" / "published" / "run_date=2026-01-17").glob("run_id=*/capacity_steps.csv")
     assert len(steps.read_text().splitlines()) == 1 + 2  # the Spark table of the steps, published
+    (history,) = (root / "lake" / "history" / "capacity").glob("2026-01-17__*.parquet")  # the capacity joins history
+    assert pq.read_table(history).to_pylist()[0]["capacity_per_s"] == 1000
+    (checked,) = (root / "lake" / "regressions" / "run_date=2026-01-17").glob("run_id=*/alerts.json")
+    assert json.loads(checked.read_text())["alerts"] == []  # checked against it: one run holds no regression

@@ -10,6 +10,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from bench_tasks.capacity.search import Search, Step
+from bench_tasks.regressions.history import read_capacity_history
 from spark_jobs import capacity
 from spark_jobs.lakeio import find_run, raw_dir, read_table
 from tests.spark.synth import SynthCell, write_run
@@ -22,9 +23,8 @@ def a_search() -> dict:
         verdict = "pass" if rate < 3000 else "objective"
         shown = {"e2e": {"50": rate / 1e4, "99": rate / 1e3, "99.9": None, "max": rate / 1e2}}
         search.record(Step(rate, verdict, f"at {rate}", f"step{int(rate)}", rate, rate * 0.99, shown))  # type: ignore[arg-type]
-    return {"cell_id": "core", "series_key": "k1", "label": "nats/core", "objectives": ["e2e p99 < 3ms"]} | (
-        search.result()
-    )
+    ident = {"cell_id": "core", "series_key": "k1", "label": "nats/core", "system": "nats", "version": "2.15.1"}
+    return ident | {"objectives": ["e2e p99 < 3ms"]} | search.result()
 
 
 def test_a_run_s_searches_become_two_tables_and_are_published(spark: SparkSession, tmp_path: Path) -> None:
@@ -47,9 +47,13 @@ def test_a_run_s_searches_become_two_tables_and_are_published(spark: SparkSessio
     assert len(list(csv.DictReader((folder / "capacity_steps.csv").open()))) == len(steps)
     written = capacity.run(spark, tmp_path, [run.run_id])  # the job on its own writes the same partitions
     assert set(written) == {"capacity", "capacity_steps"}
+    (history,) = read_capacity_history(tmp_path)  # published capacities join the regression history
+    assert (history["system"], history["version"], history["objectives"]) == ("nats", "2.15.1", "e2e p99 < 3ms")
+    assert history["capacity_per_s"] == found["capacity_per_s"] and history["run_id"] == "searched"
 
 
 def test_a_run_without_searches_has_empty_capacity_tables(spark: SparkSession, tmp_path: Path) -> None:
     run = write_run(tmp_path, [SynthCell("core")], run_id="plain")
     tables = capacity.capacity_tables(spark, tmp_path, [find_run(tmp_path, run.run_id)])
     assert tables["capacity"].count() == tables["capacity_steps"].count() == 0
+    assert read_capacity_history(tmp_path) == []
