@@ -20,6 +20,7 @@ from rich.console import Console
 from ..core.percentiles import summarize
 from ..core.schedule import NS_PER_S, PhasePlan
 from ..errors import CellError, SixninesError
+from ..load import cpushare
 from ..load.drivers import driver_for, routes
 from ..load.generator import WorkerPlan
 from ..load.live import LiveMonitor
@@ -235,6 +236,8 @@ class CellDrive:
             if injector is not None:
                 injector.close()
             workers.reap()
+            if cpu_shares(self.cell):
+                cpushare.release(self.cell.id)
         return run
 
     # -- routes ------------------------------------------------------------------------------------------------
@@ -301,6 +304,7 @@ class CellDrive:
             names=self.names,
             netns=worker_netns(self.cell, self.topology, role, index),
             clock_shift_ns=self.coord.clock_shift_ns,
+            cpu_share=w.cpus.share(role),
             **extra,
         )
         return workers.process(plan)
@@ -362,8 +366,18 @@ def _background_summary(background: dict[str, Any], monitor: LiveMonitor) -> dic
     return out
 
 
+def cpu_shares(cell: Cell) -> list[str]:
+    """The `workload.cpus` shares the cell sets."""
+    cpus = cell.spec.workload.cpus
+    return [f for f in ("producers_share", "receivers_share") if getattr(cpus, f) is not None]
+
+
 def check_cpus(cell: Cell) -> None:
-    """Every pinned CPU must exist on this host (and be allowed to this process)."""
+    """Every pinned CPU must exist on this host (and be allowed to this process); a CPU share needs cgroups."""
+    for share in cpu_shares(cell):
+        why = cpushare.unavailable()
+        if why is not None:
+            raise CellError(cell.id, f"workload.cpus.{share}: cannot cap a worker's CPU time here: {why}")
     available = os.sched_getaffinity(0)
     for role in ("broker", "producers", "receivers"):
         missing = sorted(set(getattr(cell.spec.workload.cpus, role)) - available)

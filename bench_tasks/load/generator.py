@@ -80,6 +80,7 @@ class WorkerPlan:
     part: int = 0  # background: which of the workload's processes this is
     netns: str = ""  # the network namespace of the worker's host ('' = where the parent runs)
     clock_shift_ns: int = 0  # a cell split over real hosts: stamps on the host clock (monotonic + this shift)
+    cpu_share: float | None = None  # CPUs of time this worker may use (workload.cpus.*_share); None: unlimited
 
     def cell(self) -> CellSpec:
         return CELL_ADAPTER.validate_json(self.cell_json)
@@ -115,6 +116,10 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         enter(plan.netns)
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
+    if plan.cpu_share is not None:
+        from .cpushare import confine
+
+        confine(f"{plan.cell_id}-{plan.role}-{plan.index}", plan.cpu_share)
     tighten_timer_slack()
     sys.setswitchinterval(_SWITCH_INTERVAL_S)
     _warm_arrow()

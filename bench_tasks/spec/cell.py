@@ -36,11 +36,26 @@ EXTERNAL_VERSION = "external"  # the version of an external cell: the brokers re
 class CpuPlacement(StrictModel):
     """CPU ids each role is pinned to (sched_setaffinity); empty means not pinned. On a small host, giving
     the producers a core of their own keeps the broker's and consumers' work out of the send schedule.
-    Checked against the host's CPUs when the cell starts, and recorded with the cell."""
+    Checked against the host's CPUs when the cell starts, and recorded with the cell.
+
+    `producers_share` / `receivers_share` cap the CPU time of each such worker process, in CPUs (0.05: 5 % of
+    one), through a cgroup CFS quota (bench_tasks.load.cpushare): a starved generator on purpose, to see what a
+    smaller generator host still drives and to prove the harness says when it is the bottleneck."""
 
     broker: list[int] = Field(default_factory=list)
     producers: list[int] = Field(default_factory=list)
     receivers: list[int] = Field(default_factory=list)
+    producers_share: float | None = Field(None, gt=0, le=1024, description="CPU time per producer process, CPUs")
+    receivers_share: float | None = Field(None, gt=0, le=1024, description="CPU time per receiver process, CPUs")
+
+    @model_serializer(mode="wrap")
+    def _without_shares(self, handler: Any) -> dict[str, Any]:
+        """Placements without shares dump as before the keys existed, so existing cell ids stay the same."""
+        return _drop_none(handler(self), ("producers_share", "receivers_share"))
+
+    def share(self, role: str) -> float | None:
+        """The CPU share of a worker of `role` (producers and background writers, or receivers)."""
+        return self.producers_share if role in ("producer", "background") else self.receivers_share
 
 
 class Workload(StrictModel):

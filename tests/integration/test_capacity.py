@@ -1,7 +1,8 @@
 """Capacity searches on a real nats-server: one whose link is capped with tc tbf (so the broker's side holds a
 known rate) must end by its objective or a backlog between bounds the cap sets; one asked for more than one
 producer and one consumer process can move (1,000,000 msg/s of 32 B: one of each held 400,000 here, the consumer
-95 % busy) must end on the harness's own saturation, say so, and exit 1."""
+95 % busy) and one whose producer may use 1 % of a CPU (`workload.cpus.producers_share`, a cgroup quota) must
+end on the harness's own saturation, say so, and exit 1."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from rich.console import Console
 
 from bench_tasks.capacity.run import Bounds, search_capacity, write_capacity
 from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.load import cpushare
 from bench_tasks.report.build import build_run_report
 from bench_tasks.spec.capacity import parse_objective
 from bench_tasks.topology import netns
@@ -54,21 +56,40 @@ def test_a_search_through_a_capped_link_finds_what_the_link_holds(tmp_path: Path
     assert '<section id="capacity">' in report and 'id="p99"' in report
 
 
-def test_a_search_beyond_one_producer_ends_on_the_harness(tmp_path: Path) -> None:
+def search_cli(tmp_path: Path, workload: str, *options: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """`sixnines capacity` on a one-cell NATS core matrix of `workload`; the process and its one result."""
     matrix = tmp_path / "fast.yaml"
     matrix.write_text(
         "name: fast\nsystems: [{system: nats, versions: [latest], broker: {mode: core}}]\n"
-        "workload: {message_size_bytes: 32, rate_per_s: 1000000, warmup_s: 0.5, measure_s: 1, cooldown_s: 0.5}\n"
+        f"workload: {{message_size_bytes: 32, warmup_s: 0.5, measure_s: 1, cooldown_s: 0.5, {workload}}}\n"
         "measurements: [e2e]\n"
     )
-    args = ["capacity", str(matrix), "--slo", "e2e p99 < 1s", "--max-rate", "2000000", "--lake", str(tmp_path / "l")]
-    done = subprocess.run(
-        [sys.executable, "-m", "bench_tasks", *args, "--json"], capture_output=True, text=True, timeout=600
-    )
+    args = ["capacity", str(matrix), "--slo", "e2e p99 < 1s", *options, "--lake", str(tmp_path / "l"), "--json"]
+    done = subprocess.run([sys.executable, "-m", "bench_tasks", *args], capture_output=True, text=True, timeout=600)
+    (cell,) = json.loads(done.stdout)["cells"] if done.stdout else [{}]
+    return done, cell
+
+
+def test_a_search_beyond_one_producer_ends_on_the_harness(tmp_path: Path) -> None:
+    done, cell = search_cli(tmp_path, "rate_per_s: 1000000", "--max-rate", "2000000")
     assert done.returncode == 1, done.stderr[-3000:]
-    (cell,) = json.loads(done.stdout)["cells"]
     assert (cell["capacity_per_s"], cell["limit"], cell["broker_bound"]) == (None, "harness", False), cell
     assert "harness saturated" in cell["limit_why"] or "fell behind its schedule" in cell["limit_why"]
     assert "not the broker's" in done.stderr
     (saved,) = (tmp_path / "l").rglob("capacity.json")
     assert json.loads(saved.read_text())["cells"] == [cell]
+
+
+@pytest.mark.skipif(cpushare.unavailable() is not None, reason=f"no CPU share here: {cpushare.unavailable()}")
+def test_a_producer_starved_of_cpu_ends_the_search_as_the_harness(tmp_path: Path) -> None:
+    """1 % of a CPU (1 ms per 100 ms CFS period) cannot send 4,000 messages a second (2 % held 1,910/s and fell
+    behind at 2,000 here), which nats-server takes easily: the search's first step must end it on the harness,
+    and never call it the broker's capacity."""
+    workload = "rate_per_s: 4000, cpus: {producers_share: 0.01}"
+    done, cell = search_cli(tmp_path, workload, "--max-rate", "64000")
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert (cell["capacity_per_s"], cell["limit"], cell["broker_bound"]) == (None, "harness", False), cell
+    assert "fell behind its schedule" in cell["limit_why"] or "harness saturated" in cell["limit_why"]
+    assert [(s["rate_per_s"], s["verdict"]) for s in cell["steps"]] == [(4000, "harness")]
+    groups = Path(cpushare.V1_ROOT if cpushare.V1_ROOT.exists() else cpushare.V2_ROOT) / cpushare.PARENT
+    assert not [g for s in cell["steps"] for g in groups.glob(f"{s['cell_id']}-*")]  # each step's cgroups removed

@@ -180,6 +180,7 @@ def test_explicit_defaults_give_the_same_id() -> None:
         lambda r: r["systems"][0].update(broker={"storage": "file"}),
         lambda r: r["systems"][0].update(client={"connect": {"name": "x"}}),
         lambda r: r.update(measurements=["rtt"]),
+        lambda r: r["workload"].update(cpus={"producers_share": 0.05}),
     ],
 )
 def test_different_specs_give_different_ids(change: Callable[[dict[str, Any]], None]) -> None:
@@ -188,6 +189,13 @@ def test_different_specs_give_different_ids(change: Callable[[dict[str, Any]], N
     (cell,) = parse(raw).cells
     assert cell.id != BASE_CELL_ID
     assert cell.series_key != BASE_SERIES_KEY
+
+
+def test_a_cpu_share_must_be_a_positive_number_of_cpus() -> None:
+    raw = base_raw()
+    raw["workload"]["cpus"] = {"receivers_share": 0}
+    with pytest.raises(MatrixError, match=r"workload\.cpus\.receivers_share"):
+        parse(raw)
 
 
 def test_matrix_name_is_not_part_of_the_id() -> None:
