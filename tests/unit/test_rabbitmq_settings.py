@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from bench_tasks.cell.runner import select_cells
 from bench_tasks.errors import BrokerError
 from bench_tasks.spec.matrix import MatrixError, parse_matrix
-from bench_tasks.systems import system_of
+from bench_tasks.systems import system, system_of
 from bench_tasks.systems.rabbitmq import erl, release
 from bench_tasks.systems.rabbitmq.nodefiles import NodePlan, erl_tuple, node_argv, node_env, node_settings, render_conf
 from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker, RabbitmqClient, check_pair, flatten_conf
@@ -173,3 +173,17 @@ def test_rabbitmq_cells_are_labelled_by_their_queue() -> None:
     assert cell.spec.version == release.VERSIONS[0] and cell.spec.broker.replicas == 3  # `latest`, resolved
     assert system_of(cell.spec).label(cell.spec) == "rabbitmq n3 quorum R3 confirms acks=manual prefetch=100"
     assert system_of(cell.spec).group_tag(cell.spec) == "quorum"
+
+
+@pytest.mark.parametrize(
+    ("measurement", "client", "metric"),
+    [
+        ("e2e", {}, "publish"),
+        ("e2e", {"confirms": False}, None),
+        ("publish", {"confirms": True}, "publish"),
+        ("rtt", {"confirms": False}, "rtt"),
+    ],
+)
+def test_only_publisher_confirms_make_a_publish_acknowledgement(measurement: str, client: dict, metric: str) -> None:
+    """Without confirms a publish is fire-and-forget: no publish metric to time and none to miss."""
+    assert system("rabbitmq").acked_metric({"measurement": measurement, "client": client}) == metric

@@ -50,8 +50,15 @@ class Rabbitmq(System):
 
     def sends_acknowledged(self, broker: Mapping[str, Any]) -> bool:
         """Publisher confirms are a client setting, so every RabbitMQ cell may have them; whether a given cell
-        did is its `client.confirms` (its driver's `acks`)."""
+        did is its `client.confirms` (`acked_metric`)."""
         return True
+
+    def acked_metric(self, spec: Mapping[str, Any]) -> str | None:
+        """An rtt reply; else `publish` only when the cell's client asks for publisher confirms: without them a
+        publish is fire-and-forget and there is no acknowledgement to time."""
+        if spec.get("measurement") == "rtt":
+            return "rtt"
+        return "publish" if (spec.get("client") or {}).get("confirms", True) else None
 
     def delivery_guaranteed(self, spec: Mapping[str, Any]) -> bool:
         """With publisher confirms, a confirmed message is in its queue (of any type) and is delivered while the
