@@ -25,23 +25,28 @@ from .search import Search, Step
 @dataclass(frozen=True)
 class Bounds:
     """Where a search starts and stops: `start_rate_per_s` (default: the cell's own rate), `max_rate_per_s`,
-    the geometric `factor` of the first phase and the bisection's `resolution` (0.05: within 5 %)."""
+    the geometric `factor` of the first phase and the bisection's `resolution` (0.05: within 5 %); `step_s`,
+    the measure phase of every step (default: the cell's `measure_s`)."""
 
     max_rate_per_s: float
     start_rate_per_s: float | None = None
     factor: float = 2.0
     resolution: float = 0.05
+    step_s: float | None = None
 
     @classmethod
     def of(cls, spec: CapacitySpec) -> Bounds:
         """A matrix's `capacity:` bounds."""
-        return cls(spec.max_rate_per_s, spec.start_rate_per_s, spec.factor, spec.resolution)
+        return cls(spec.max_rate_per_s, spec.start_rate_per_s, spec.factor, spec.resolution, spec.step_s)
 
 
-def at_rate(cell: Cell, rate_per_s: float) -> Cell:
-    """The same cell offered `rate_per_s` (validated again: a rate changes what a cell can hold), with its own id."""
+def at_rate(cell: Cell, rate_per_s: float, step_s: float | None = None) -> Cell:
+    """The same cell offered `rate_per_s` (and measured `step_s` seconds when given; validated again: a rate
+    changes what a cell can hold), with its own id."""
     raw = cell.spec.model_dump(mode="json")
     raw["workload"]["rate_per_s"] = rate_per_s
+    if step_s is not None:
+        raw["workload"]["measure_s"] = step_s
     spec = type(cell.spec).model_validate(raw)
     return cell.model_copy(update={"spec": spec, "id": cell_id(spec), "series_key": series_key(spec)})
 
@@ -54,7 +59,7 @@ def search_capacity(
     search = Search(start, bounds.max_rate_per_s, bounds.factor, bounds.resolution)
     while (rate := search.next_rate()) is not None:
         console.rule(f"capacity {cell.id}: step {len(search.steps) + 1} at {rate:,.0f}/s")
-        step = _run_step(at_rate(cell, rate), objectives, lake, run, console)
+        step = _run_step(at_rate(cell, rate, bounds.step_s), objectives, lake, run, console)
         search.record(step)
         colour = "green" if step.passed else "red"
         console.print(f"[{colour}]{step.verdict}[/] at {rate:,.0f}/s: {escape(step.why)}", highlight=False)

@@ -38,6 +38,10 @@ def capacity(
         Optional[float],  # noqa: UP045 (typer needs Optional here)
         typer.Option(help="bisect until within this ratio [default: 0.05]", min=0.001, max=1),
     ] = None,
+    step_s: Annotated[
+        Optional[float],  # noqa: UP045 (typer needs Optional here)
+        typer.Option("--step-s", help="measure seconds of each step (default: each cell's measure_s)", min=0.1),
+    ] = None,
     only: Annotated[list[str] | None, typer.Option("--only", help="search only this cell id (repeatable)")] = None,
     with_report: Annotated[
         bool, typer.Option("--report", help="then build the Spark tables, the gate and the report")
@@ -56,7 +60,8 @@ def capacity(
     from ..spec.matrix import load_matrix
 
     loaded = load_matrix(matrix)
-    objectives, bounds = _search_terms(loaded.capacity, slo, max_rate, start_rate, factor, resolution)
+    given = {"start_rate_per_s": start_rate, "factor": factor, "resolution": resolution, "step_s": step_s}
+    objectives, bounds = _search_terms(loaded.capacity, slo, max_rate, given)
     cells = select_cells(loaded, only or ())
     run, store = RunInfo.new(), Lake(lake)
     progress = err if as_json else out
@@ -97,11 +102,10 @@ def _search_terms(
     spec: CapacitySpec | None,
     slo: list[str] | None,
     max_rate: float | None,
-    start_rate: float | None,
-    factor: float | None,
-    resolution: float | None,
+    given: dict[str, float | None],
 ) -> tuple[list[Objective], Bounds]:
-    """The objectives and bounds: each option given on the command line, else the matrix's `capacity:`."""
+    """The objectives and bounds: each option given on the command line (`given`: Bounds fields), else the
+    matrix's `capacity:`."""
     from ..capacity.run import Bounds
     from ..spec.capacity import parse_objective
 
@@ -111,6 +115,6 @@ def _search_terms(
     highest = max_rate or (spec.max_rate_per_s if spec else None)
     if highest is None:
         raise typer.BadParameter("required: the matrix has no capacity.max_rate_per_s", param_hint="--max-rate")
-    given = {"max_rate_per_s": highest, "start_rate_per_s": start_rate, "factor": factor, "resolution": resolution}
+    given = {"max_rate_per_s": highest, **given}
     bounds = replace(Bounds.of(spec) if spec else Bounds(highest), **{k: v for k, v in given.items() if v is not None})
     return [parse_objective(text) for text in texts], bounds

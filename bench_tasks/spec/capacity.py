@@ -73,6 +73,7 @@ class CapacitySpec(StrictModel):
     start_rate_per_s: float | None = Field(None, gt=0, description="the first rate offered (default: the cell's)")
     factor: float = Field(2.0, ge=1.1, description="geometric step until a rate fails")
     resolution: float = Field(0.05, gt=0, le=1, description="bisect until the failing rate is within this ratio")
+    step_s: float | None = Field(None, gt=0, description="measure seconds of each step (default: the cell's)")
 
     @field_validator("objectives")
     @classmethod

@@ -125,3 +125,25 @@ def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(monkeyp
     (step,) = result["steps"]
     assert (step["verdict"], step["rate_per_s"]) == ("failed", 100) and "did not start" in step["why"]
     assert result["capacity_per_s"] is None and result["limit"] == "failed" and not result["broker_bound"]
+
+
+def test_a_step_is_the_cell_at_its_rate_measured_for_step_s() -> None:
+    """`--step-s` / `capacity.step_s` sets every step's measure phase; each step is a cell of its own id."""
+    from bench_tasks.capacity.run import Bounds, at_rate
+    from bench_tasks.spec.capacity import CapacitySpec
+    from bench_tasks.spec.matrix import parse_matrix
+
+    raw = {
+        "name": "t",
+        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "core"}}],
+        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
+        "measurements": ["e2e"],
+        "capacity": {"objectives": ["e2e p99 < 10ms"], "max_rate_per_s": 1000, "step_s": 1.5},
+    }
+    matrix = parse_matrix(raw, "m.yaml")
+    (cell,) = matrix.cells
+    assert isinstance(matrix.capacity, CapacitySpec)
+    bounds = Bounds.of(matrix.capacity)
+    step = at_rate(cell, 400, bounds.step_s)
+    assert (step.spec.workload.rate_per_s, step.spec.workload.measure_s) == (400, 1.5)
+    assert at_rate(cell, 400).spec.workload.measure_s == 3 and len({cell.id, step.id, at_rate(cell, 400).id}) == 3
