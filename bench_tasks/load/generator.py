@@ -18,6 +18,7 @@ progress (counts, fresh latencies, and their own load: `saturation.ProcessWatch`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
 import multiprocessing.synchronize
@@ -305,14 +306,13 @@ async def _produce(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     reporter = asyncio.create_task(_report_producer(plan, channels, log, driver, watch))
     try:
         if cell.measurement == "rtt":
-            await asyncio.gather(
-                *(
-                    _request_loop(driver, nc, log, factory, np.flatnonzero(connection_of == c), arrivals, plan.index, w)
-                    for c, nc in enumerate(connections)
-                )
+            loops = (
+                _request_loop(driver, nc, log, factory, np.flatnonzero(connection_of == c), arrivals, plan.index, w)
+                for c, nc in enumerate(connections)
             )
+            await _until_stopped(channels, asyncio.gather(*loops))
         else:
-            await _publish_loop(driver, connections[0], log, factory, plan.index)
+            await _until_stopped(channels, _publish_loop(driver, connections[0], log, factory, plan.index))
             await _await_acks(driver, log, deadline_ns=now_ns() + int(w.request_timeout_s * NS_PER_S))
     finally:  # whatever happened, what was sent is written down: nothing is lost when something fails
         reporter.cancel()
@@ -324,6 +324,21 @@ async def _produce(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     _send_progress(plan, channels, log)
     _report_harness(plan, channels, watch, t0, [driver])
     channels.events.put({"kind": "done", "role": "producer", "index": plan.index})
+
+
+async def _until_stopped(channels: Channels, work: Awaitable[Any], poll_s: float = 0.05) -> None:
+    """Run `work` until it ends or the parent sets `stop` (a cell cut off because its schedule could not end in
+    time): then it is cancelled, and the caller's `finally` still writes down everything sent so far, instead of
+    the process being terminated with its samples unwritten."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        if channels.stop.is_set():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return
+        await asyncio.wait({task}, timeout=poll_s)
+    task.result()
 
 
 async def _open_loop(intended: np.ndarray, send: Callable[[int, int], Awaitable[None]], now_ns: Clock) -> None:
