@@ -227,6 +227,15 @@ def test_achieved_rate_realistic_window() -> None:
     assert result.lag.percentiles["50"] == 5
 
 
+def test_achieved_rate_counts_what_went_out_in_the_window_not_what_was_due() -> None:
+    """A generator that fell behind: 100 messages due in a 1 s window went out at half the pace, 50 of them in
+    the window and 50 after it. Achieved is 50/s (what the broker was offered then), not the 100/s target."""
+    rows = [sent(0, i, 1_000_000_000 + i * 10_000_000, 1_000_000_000 + i * 20_000_000, "measure") for i in range(100)]
+    result = analyze(sent_table(rows), RECEIVED_SCHEMA.empty_table(), "e2e", None, (10**9, 2 * 10**9), 100.0)
+    assert result.achieved_rate_per_s == pytest.approx(50.0)
+    assert result.accounting.sent == 100  # every one due in the window was sent, late
+
+
 def test_to_dict_shape() -> None:
     d = analyze(SENT, RECEIVED, "e2e", "publish", MEASURE, 5_000_000.0).to_dict()
     assert d["accounting"]["lost"] == 2
