@@ -18,7 +18,7 @@ from bench_tasks.systems.nats.server import NatsServer
 
 from .helpers import make_cell
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]  # no cell: a drop count, no latency
 SENT = 3000
 
 

@@ -23,7 +23,8 @@ from tests.spark_cluster import StandaloneCluster, standalone_cluster
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("no_orphans")]
+# No cell runs here, so no latency to starve: it runs with the parallel part.
+pytestmark = [pytest.mark.spark, pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]
 
 
 @pytest.fixture
