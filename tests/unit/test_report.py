@@ -128,6 +128,24 @@ def test_regressions_section_plots_each_alerted_series_with_its_change_point(tmp
     assert "change point" in html and "+21.3%" in html
 
 
+def test_a_capacity_alert_is_plotted_in_msg_per_s(tmp_path: Path) -> None:
+    """A capacity that fell from 50,000 to 30,000 msg/s: the report's chart of it is in msg/s, not ms."""
+    from bench_tasks.regressions import detect
+    from bench_tasks.regressions.detect import history_series
+    from bench_tasks.report.data import RunData
+    from bench_tasks.report.run_view import regressions_section
+
+    from .test_capacity_regressions import capacity_lake
+
+    result = detect(capacity_lake(tmp_path, [50_000, 50_500, 49_500, 50_200, 30_000]))
+    run = RunData(tmp_path, result.run_id, result.run_date, [])
+    run.regressions = result.to_dict()
+    run.history_series = history_series(tmp_path)
+    html = regressions_section(run)
+    assert html.count('id="regression-0"') == 1 and "capacity (msg/s)" in html and "latency (ms)" not in html
+    assert "30,000 msg/s" in html
+
+
 def test_cell_ids_from_result_json_are_escaped_in_the_ratio_block() -> None:
     """result.json is data, not markup: a cell id carrying HTML reaches the page escaped, like every other field."""
     from bench_tasks.report.data import CellData
