@@ -67,8 +67,8 @@ def test_a_partition_of_a_follower_then_of_the_stream_leader(tmp_path: Path, con
     """A follower cut off 1 s: the leader keeps its place, and the stream serves again within the fault's window
     (the producer and consumer may be connected to the cut node: then their TCP retransmits carry on once the link
     is back). Then the leader cut off 10 s, longer than JetStream's Raft election timeout (4-9 s without a
-    heartbeat): the other two elect a new leader and the stream serves again before the link comes back. Nothing
-    acknowledged is lost: a cut-off leader has no majority to acknowledge with."""
+    heartbeat): the other two elect a new leader. Nothing acknowledged is lost: a cut-off leader has no majority
+    to acknowledge with."""
     before = ours()
     follower = {"at_s": 0.5, "action": "partition", "target": "follower", "duration_s": 1}
     leader = {"at_s": 3.5, "action": "partition", "target": "leader", "duration_s": 10}
@@ -84,8 +84,11 @@ def test_a_partition_of_a_follower_then_of_the_stream_leader(tmp_path: Path, con
     assert cut_leader["node"] == cut_leader["leader_before"] and cut_leader["node"] in (1, 2, 3)
     assert cut_leader["ended_s"] - cut_leader["fired_s"] == pytest.approx(10.0, abs=0.1)
     assert cut_leader["leader_after"] not in (None, cut_leader["node"])  # the other two elected a new leader
+    # Served again: before the link came back when the clients are connected to another node (seen: 4.0 s), or
+    # shortly after it when they are connected to the cut one (seen: 11.2 s): nats-py pings its server every
+    # 120 s, so it waits out the cut on its connection rather than reconnecting elsewhere.
     first = cut_leader["first_arrival_after_s"]
-    assert first is not None and first < 10.0  # served again before the link came back
+    assert first is not None and first < 10.0 + 3.0
     assert cut_follower["acknowledged_but_lost"] == cut_leader["acknowledged_but_lost"] == 0
     assert report.analysis.accounting.acknowledged_but_lost == 0
     assert ours() == before
