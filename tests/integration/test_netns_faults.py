@@ -6,6 +6,8 @@ saying why, where namespaces cannot be created."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +115,69 @@ def test_a_bandwidth_squeeze_of_the_stream_leader(tmp_path: Path, console: Conso
     assert np.percentile(during_ms, 99) > 3 * np.percentile(before_ms, 99)
     assert record["acknowledged_but_lost"] == 0
     assert ours() == before
+
+
+def link_state(topo: netns.Topology, host: str) -> tuple[str, str]:
+    """(operational state of the bridge's end of `host`'s link, its root qdisc kind) as `ip`/`tc` show them."""
+    port = topo.hosts[host].port
+    link = json.loads(subprocess.run(["ip", "-n", topo.switch, "-j", "link", "show", port], capture_output=True).stdout)
+    qdisc = json.loads(
+        subprocess.run(["tc", "-n", topo.switch, "-j", "qdisc", "show", "dev", port], capture_output=True).stdout
+    )
+    return link[0]["operstate"], qdisc[0]["kind"]
+
+
+@pytest.mark.alongside
+def test_the_injector_cuts_squeezes_and_restores_real_links() -> None:
+    """On an injected clock, over real namespaces: a partition takes the node's link down and brings it up when it
+    has lasted; a squeeze puts a tbf at its rate on both ends and, when it ends, gives the link back as it was
+    (no shaper), recording the shaper's counters; `close` restores a link still cut."""
+    from bench_tasks.cell.faults import Fault, FaultInjector, FiredFault
+    from bench_tasks.spec.placement import Host
+    from bench_tasks.topology.links import NodeLinks
+
+    topo = netns.build({h: Host(netns=h) for h in ("b1", "b2")}, ["b1", "b2"], None)
+    try:
+        now, fired = [0], list[FiredFault]()
+        faults = [Fault("partition", 1.0, 1.0, "node:2"), Fault("bandwidth", 3.0, 1.0, "node:1", 2.0)]
+        control = Control()
+        injector = FaultInjector(faults, control, 0, lambda: now[0], fired, links=NodeLinks(topo, {1: "b1", 2: "b2"}))
+        seen = []
+        for t in (1.0, 2.0, 3.0, 4.0):
+            now[0] = int(t * 1e9)
+            injector.tick(now[0])
+            seen.append((link_state(topo, "b2")[0], link_state(topo, "b1")[1]))
+        assert seen == [("DOWN", "noqueue"), ("UP", "noqueue"), ("UP", "tbf"), ("UP", "noqueue")]
+        assert control.skipped == [2, None]  # leader polls skipped the cut node while it was cut
+        cut, squeeze = fired
+        assert (cut.node, cut.start_ns, cut.end_ns) == (2, 1_000_000_000, 2_000_000_000)
+        assert (squeeze.node, squeeze.rate_mbit, set(squeeze.shaper or {})) == (1, 2.0, {"out", "in"})
+        assert squeeze.shaper_drops == 0 and squeeze.shaper_overlimits == 0  # nothing crossed the idle link
+
+        late = FaultInjector([Fault("partition", 0.0, 60.0, "node:1")], control, 0, lambda: 0, [], links=NodeLinks(
+            topo, {1: "b1", 2: "b2"}))  # fmt: skip
+        late.tick(0)
+        assert link_state(topo, "b1")[0] == "DOWN"
+        late.close()
+        assert link_state(topo, "b1")[0] == "UP"
+    finally:
+        netns.destroy(topo)
+
+
+class Control:
+    """The broker side of the injector for link faults: node ids and which node polls skip."""
+
+    def __init__(self) -> None:
+        self.skipped: list[int | None] = []
+
+    def fault_nodes(self) -> list[int]:
+        return [1, 2]
+
+    def fault_leader(self) -> int:
+        return 1
+
+    def fault_controller(self) -> int:
+        return 1
+
+    def skip_node(self, node: int | None) -> None:
+        self.skipped.append(node)
