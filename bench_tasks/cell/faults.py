@@ -1,5 +1,6 @@
 """Faults fired during a cell's measure phase, on the schedule's clock: what a cell asks for, what fired, and the
-injector the schedule loop ticks (the brokers' control protocol does the freezing and killing).
+injector the schedule loop ticks (the brokers' control protocol does the freezing and killing; the nodes' own
+network-namespace links, `topology.links`, the cutting and squeezing).
 
 A fault aims at a target resolved when it fires: `leader` (who leads the measured route then, asked through the
 leader poll), `follower` (a node that does not lead it then), `controller` (the node leading the cluster's
