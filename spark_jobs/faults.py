@@ -53,6 +53,9 @@ FAULT_FIELDS: tuple[tuple[str, DataType], ...] = (
     ("lost", LongType()),
     ("duplicated", LongType()),
     ("acknowledged_but_lost", LongType()),
+    ("rate_mbit", DoubleType()),  # bandwidth: the squeezed link's rate
+    ("shaper_drops", LongType()),  # bandwidth: what the squeeze dropped, both ends of the node's link
+    ("shaper_overlimits", LongType()),
 )
 FAULT_RECORD = ArrayType(StructType([StructField(name, kind) for name, kind in FAULT_FIELDS]))
 IDENTITY = ("run_id", "run_date", "cell_id", "repeat", "series_key", "system", "version", "measurement", "label")

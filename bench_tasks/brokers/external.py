@@ -191,6 +191,9 @@ class ExternalBrokers:
         self._refuse("restart")
         return -1
 
+    def skip_node(self, node: int | None) -> None:
+        """Nothing is cut off: faults are refused."""
+
     def pids(self) -> list[int]:
         return []
 

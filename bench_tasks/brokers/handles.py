@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 # 1: kind, system, address, nodes {id: pid}, process_name, netns, workdir, logs, context, client, leader
 # 2: `client` without secrets; `client_secrets`: the private file that holds them (None: there are none);
-#    companions [[pid, process name]] (optional: absent in states written before it, read as none)
+#    companions [[pid, process name]] (optional: absent in states written before it, read as none);
+#    node_netns {id: namespace} with one host per node (optional likewise)
 STATE_SCHEMA = 2
 SECRETS_FILE = Path("secrets") / "client.json"  # under the brokers' workdir, removed with it at teardown
 COMPANION_GRACE_S = 5.0
@@ -58,6 +59,7 @@ class BrokerHandle(Protocol):
     def resume_node(self, node: int) -> None: ...
     def kill_node(self, node: int) -> None: ...
     def restart_node(self, node: int) -> int: ...
+    def skip_node(self, node: int | None) -> None: ...
     def alive(self) -> dict[int, bool]: ...
     def running(self) -> list[int]: ...
     def watch_leaders(self) -> None: ...
@@ -104,19 +106,25 @@ class StartedBrokers:
 class NodeBrokers:
     """Provisioned brokers: nodes started here, or attached by PID from `state()`."""
 
-    def __init__(self, system: System, started: StartedBrokers, netns: str = ""):
+    def __init__(
+        self, system: System, started: StartedBrokers, netns: str = "", node_netns: Mapping[int, str] | None = None
+    ):
+        """`netns`: where the harness reaches the nodes from; `node_netns`: with one host per node, the namespace
+        each node runs in (a restarted node starts there again)."""
         self.system = system
         self.address = started.address
         self.nodes = started.nodes
         self.process_name = started.process_name
         self.workdir = started.workdir
         self.netns = netns
+        self.node_netns = dict(node_netns or {})
         self.client = dict(started.client)
         self.leader_ref = started.leader
         self.companions = list(started.companions)
         self._context = started.context
         self._logs = started.logs
         self.paused: int | None = None
+        self.unreachable: int | None = None  # a node cut off (partition): polls do not wait for its answer
         poll = self._poll(patient=False)
         self._watch = LeaderWatch(poll, netns) if poll is not None else None
 
@@ -134,12 +142,17 @@ class NodeBrokers:
             leader=state.get("leader"),
             companions=[(int(pid), str(name)) for pid, name in state.get("companions") or []],
         )
-        return cls(system, started, state.get("netns") or "")
+        node_netns = {int(k): v for k, v in (state.get("node_netns") or {}).items()}
+        return cls(system, started, state.get("netns") or "", node_netns)
 
     def _poll(self, patient: bool) -> LeaderPoll | None:
         if self.leader_ref is None:
             return None
-        return self.system.leader_poll(self.address, self.client, self.leader_ref, patient, lambda: self.paused)
+        return self.system.leader_poll(self.address, self.client, self.leader_ref, patient, self._skipped)
+
+    def _skipped(self) -> int | None:
+        """The node a poll need not ask: frozen, or cut off."""
+        return self.paused if self.paused is not None else self.unreachable
 
     def retarget(self, leader: dict[str, Any] | None) -> None:
         """A reused cluster serves the next cell: watch and fault that cell's route from now on."""
@@ -166,7 +179,7 @@ class NodeBrokers:
         own."""
         if len(self.nodes.node_pids) == 1:
             return next(iter(self.nodes.node_pids))
-        poll = self.system.controller_poll(self.address, self.client, self.leader_ref or {}, lambda: self.paused)
+        poll = self.system.controller_poll(self.address, self.client, self.leader_ref or {}, self._skipped)
         if poll is None:
             raise BrokerError(f"{self.system.name}: these brokers have no metadata leader (controller) to fault")
         with inside(self.netns):
@@ -191,12 +204,15 @@ class NodeBrokers:
         self.nodes.kill(node)
 
     def restart_node(self, node: int) -> int:
-        """Kill the node and start it again on its data, in the brokers' namespace; its new PID."""
+        """Kill the node and start it again on its data, in its namespace; its new PID."""
         restart = getattr(self.nodes, "restart", None)
         if restart is None:
             raise BrokerError(f"{self.system.name}: these brokers' nodes cannot be restarted")
-        with inside(self.netns):
+        with inside(self.node_netns.get(node, self.netns)):
             return int(restart(node))
+
+    def skip_node(self, node: int | None) -> None:
+        self.unreachable = node
 
     def pause(self) -> None:
         self.pause_node(self.fault_target())
@@ -262,6 +278,7 @@ class NodeBrokers:
             "nodes": {str(k): v for k, v in self.nodes.node_pids.items()},
             "process_name": self.process_name,
             "netns": self.netns,
+            "node_netns": {str(k): v for k, v in self.node_netns.items()},
             "workdir": str(self.workdir),
             "logs": [str(p) for p in self._logs],
             "context": self.context(),

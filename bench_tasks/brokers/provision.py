@@ -20,18 +20,22 @@ def provision(
     host: str = "127.0.0.1",
     run_id: str = "",
     netns: str = "",
+    sites: Mapping[int, tuple[str, str]] | None = None,
 ) -> BrokerHandle:
     """Start what `cell` needs and return once it is ready for traffic. `host`: the address every broker node
     listens on and advertises (its host's address when it runs in a network namespace); `netns`: that
     namespace, which the calling thread must already be in (the nodes are forked from it) and from which leaders
-    are asked later. External brokers: only the cell's routes are created (named after `run_id` too)."""
+    are asked later. `sites`: with one host per node, node id -> (namespace, address) of each node; `netns` is then
+    the switch namespace that reaches them all. External brokers: only the cell's routes are created (named after
+    `run_id` too)."""
     spec = cell.spec
     if spec.brokers == "external":
         return ExternalBrokers.for_run(cell, run_id, workdir).start()
     system = system_of(spec)
-    started = system.start_brokers(spec, cell.instance, workdir, tie_to_parent, host)
+    started = system.start_brokers(spec, cell.instance, workdir, tie_to_parent, host, sites)
     with stopped_on_failure(started.nodes.stop, f"the {system.name} brokers of cell {cell.id}"):
-        return NodeBrokers(system, started, netns)
+        node_netns = {node: site[0] for node, site in (sites or {}).items()}
+        return NodeBrokers(system, started, netns, node_netns)
 
 
 def reuse_for(cell: Cell, state: dict[str, Any]) -> dict[str, Any]:

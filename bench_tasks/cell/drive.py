@@ -27,7 +27,7 @@ from ..load.live import LiveMonitor
 from ..load.loop import run_precise
 from ..load.routes import MEASURED, Target, final_route
 from ..spec.matrix import Cell
-from ..topology.hosts import broker_site, cell_routes, worker_netns, worker_route
+from ..topology.hosts import broker_site, cell_routes, node_links, worker_netns, worker_route
 from ..topology.netns import Topology, inside
 from ..topology.rendezvous import HostPart
 from .brokerwatch import BrokerWatch, Finding
@@ -228,6 +228,7 @@ class CellDrive:
                     run.faults,
                     self.cell.spec.workload.seed,
                     self.watch,
+                    node_links(self.cell, self.topology),
                 )
                 self._send(workers, groups, injector, run)
                 self._drain(workers, groups, run)

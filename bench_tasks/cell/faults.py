@@ -1,5 +1,6 @@
 """Faults fired during a cell's measure phase, on the schedule's clock: what a cell asks for, what fired, and the
-injector the schedule loop ticks (the brokers' control protocol does the freezing and killing).
+injector the schedule loop ticks (the brokers' control protocol does the freezing and killing; the nodes' own
+network-namespace links, `topology.links`, the cutting and squeezing).
 
 A fault aims at a target resolved when it fires: `leader` (who leads the measured route then, asked through the
 leader poll), `follower` (a node that does not lead it then), `controller` (the node leading the cluster's
@@ -16,11 +17,13 @@ from typing import Literal, Protocol
 
 from ..core.schedule import NS_PER_S
 from ..errors import CellError
+from ..topology.links import NodeLinks, shaper_totals
 from .brokerwatch import BrokerWatch
 
 
 class BrokerControl(Protocol):
-    """What a fault asks of the brokers: their node ids, who leads the measured route, and signals to one node."""
+    """What a fault asks of the brokers: their node ids, who leads the measured route, signals to one node, and
+    which node not to ask who leads (one cut off: `skip_node`, None when it is back)."""
 
     def fault_nodes(self) -> list[int]: ...
     def fault_leader(self) -> int: ...
@@ -29,23 +32,29 @@ class BrokerControl(Protocol):
     def resume_node(self, node: int) -> None: ...
     def kill_node(self, node: int) -> None: ...
     def restart_node(self, node: int) -> int: ...
+    def skip_node(self, node: int | None) -> None: ...
 
 
 @dataclass(frozen=True)
 class Fault:
     """A fault injected during `measure`: `stall` freezes a node (SIGSTOP) for `duration_s`; `kill` ends it
-    (SIGKILL); `restart` kills it and starts it again on its data. `at_s` counts from the start of the measure
-    phase; `target`: leader, node:N or random."""
+    (SIGKILL); `restart` kills it and starts it again on its data; `partition` takes its link down for
+    `duration_s`; `bandwidth` shapes its link to `rate_mbit` for `duration_s`. `at_s` counts from the start of the
+    measure phase; `target`: leader, follower, controller, node:N or random."""
 
-    kind: Literal["stall", "kill", "restart"]
+    kind: Literal["stall", "kill", "restart", "partition", "bandwidth"]
     at_s: float
     duration_s: float = 0.0
     target: str = "leader"
+    rate_mbit: float | None = None
 
 
 def faults_of(spec_faults: Sequence[object]) -> list[Fault]:
     """A cell spec's faults (`spec.faults.FaultSpec`) as the injector's."""
-    return [Fault(f.action, f.at_s, f.duration_s or 0.0, f.target) for f in spec_faults]  # type: ignore[attr-defined]
+    return [
+        Fault(f.action, f.at_s, f.duration_s or 0.0, f.target, f.rate_mbit)  # type: ignore[attr-defined]
+        for f in spec_faults
+    ]
 
 
 @dataclass
@@ -60,6 +69,10 @@ class FiredFault:
     at_s: float | None = None  # as declared, from the start of the measure phase
     duration_s: float | None = None
     detail: str | None = None  # an undeclared fault: what the watch saw (`brokerwatch`)
+    rate_mbit: float | None = None  # bandwidth: the rate the node's link was squeezed to
+    shaper: dict[str, dict[str, int]] | None = None  # bandwidth: the squeeze's tbf counters per end (`links`)
+    shaper_drops: int | None = None  # bandwidth: packets the squeeze dropped, both ends
+    shaper_overlimits: int | None = None  # bandwidth: times the squeeze held a packet back, both ends
 
 
 def resolve_target(
@@ -96,8 +109,9 @@ def resolve_target(
 
 
 class FaultInjector:
-    """Fires each fault when its time comes and thaws a stall when it has lasted; `close` thaws whatever is still
-    frozen (a cell that fails mid-stall must not leave its broker stopped)."""
+    """Fires each fault when its time comes and ends a lasting one (stall, partition, bandwidth) when it has lasted;
+    `close` ends whatever still holds its node (a cell that fails mid-stall must not leave its broker stopped, nor
+    a node cut off) and restores every link."""
 
     def __init__(
         self,
@@ -108,9 +122,11 @@ class FaultInjector:
         fired: list[FiredFault],
         seed: int = 0,
         watch: BrokerWatch | None = None,
+        links: NodeLinks | None = None,
     ):
         """`fired` is the cell run's own list: what fired is on record even if the cell fails mid-fault. `seed`:
-        the workload's, for `random` targets. `watch`: told of each node a fault hits, before it is hit."""
+        the workload's, for `random` targets. `watch`: told of each node a fault hits, before it is hit. `links`:
+        the broker nodes' own network-namespace links (partition, bandwidth), when each node has a host of its own."""
         self.pending = sorted(faults, key=lambda f: f.at_s)
         self.control = control
         self.measure_start_ns = measure_start_ns
@@ -118,14 +134,15 @@ class FaultInjector:
         self.fired = fired
         self.rng = random.Random(seed)
         self.watch = watch if watch is not None else BrokerWatch()
-        self._stall_end: int | None = None
-        self._stalled: tuple[FiredFault, int] | None = None
+        self.links = links
+        self._held: tuple[FiredFault, int, Callable[[FiredFault, int], None]] | None = None
+        self._held_until: int | None = None
 
     def tick(self, now: int) -> None:
         if self.pending and now >= self.measure_start_ns + int(self.pending[0].at_s * NS_PER_S):
             self._fire(self.pending.pop(0))
-        if self._stall_end is not None and now >= self._stall_end:
-            self._thaw()
+        if self._held_until is not None and now >= self._held_until:
+            self._end()
 
     def _fire(self, fault: Fault) -> None:
         c = self.control
@@ -137,9 +154,16 @@ class FaultInjector:
             self.control.pause_node(node)
             # The stall starts when every thread has stopped, not when SIGSTOP was sent: on a busy host that takes
             # milliseconds, and a message sent meanwhile still gets through (seen as an arrival 1 ms "into" it).
-            fired.start_ns = self.clock()
-            self._stalled = (fired, node)
-            self._stall_end = fired.start_ns + int(fault.duration_s * NS_PER_S)
+            self._hold(fired, node, fault.duration_s, self._thaw)
+        elif fault.kind == "partition":
+            self._links(fault).cut(node)
+            self.control.skip_node(node)  # its answers, if any came, would be a minority's stale view
+            self._hold(fired, node, fault.duration_s, self._mend)
+        elif fault.kind == "bandwidth":
+            assert fault.rate_mbit is not None
+            fired.rate_mbit = fault.rate_mbit
+            self._links(fault).squeeze(node, fault.rate_mbit)
+            self._hold(fired, node, fault.duration_s, self._release)
         elif fault.kind == "kill":
             self.watch.declare_exit(node)
             self.control.kill_node(node)
@@ -151,17 +175,49 @@ class FaultInjector:
         else:
             raise CellError("?", f"fault action {fault.kind!r}: the harness cannot do it (yet)")
 
-    def _thaw(self) -> None:
-        assert self._stalled is not None
-        fired, node = self._stalled
-        self.control.resume_node(node)
-        self.watch.declare_thaw(node)
-        self._stall_end = self._stalled = None
+    def _links(self, fault: Fault) -> NodeLinks:
+        if self.links is None:
+            raise CellError(
+                "?",
+                f"fault action {fault.kind!r}: the broker nodes have no network-namespace links of their own "
+                "(workload.placement.broker: one netns host per node)",
+            )
+        return self.links
+
+    def _hold(self, fired: FiredFault, node: int, duration_s: float, end: Callable[[FiredFault, int], None]) -> None:
+        """A lasting fault holds its node from now (once the action took effect) for `duration_s`."""
+        fired.start_ns = self.clock()
+        self._held = (fired, node, end)
+        self._held_until = fired.start_ns + int(duration_s * NS_PER_S)
+
+    def _end(self) -> None:
+        assert self._held is not None
+        fired, node, end = self._held
+        end(fired, node)
+        self._held = self._held_until = None
         fired.end_ns = self.clock()
 
+    def _thaw(self, fired: FiredFault, node: int) -> None:
+        self.control.resume_node(node)
+        self.watch.declare_thaw(node)
+
+    def _mend(self, fired: FiredFault, node: int) -> None:
+        assert self.links is not None
+        self.links.mend(node)
+        self.control.skip_node(None)
+
+    def _release(self, fired: FiredFault, node: int) -> None:
+        assert self.links is not None
+        fired.shaper = self.links.release(node)
+        fired.shaper_drops, fired.shaper_overlimits = shaper_totals(fired.shaper)
+
     def close(self) -> None:
-        if self._stall_end is not None:  # thawed early: the stall's record ends when it really did
-            self._thaw()
+        try:
+            if self._held_until is not None:  # ended early: the fault's record ends when it really did
+                self._end()
+        finally:
+            if self.links is not None:
+                self.links.restore()
 
 
 class NoFaults:
@@ -176,6 +232,9 @@ class NoFaults:
         raise CellError("?", "faults are not injected by load hosts")
 
     resume_node = kill_node = pause_node
+
+    def skip_node(self, node: int | None) -> None:
+        raise CellError("?", "faults are not injected by load hosts")
 
     def restart_node(self, node: int) -> int:
         raise CellError("?", "faults are not injected by load hosts")

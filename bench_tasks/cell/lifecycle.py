@@ -126,12 +126,14 @@ def provision_brokers(
 ) -> BrokerHandle:
     """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
     topology, in the broker host's network namespace (every node of a cluster), listening and advertising on its
-    address, with leaders asked from there; for external brokers, create
+    address, with leaders asked from there; with one host per node, each node in its own host's namespace and
+    the harness's side in the switch namespace, which reaches them all; for external brokers, create
     the cell's topics/streams (named after `run_id` too)."""
     check_cpus(cell)
     namespace, address = broker_site(cell, topology)
+    sites = hosts.node_sites(cell, topology)
     with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
-        brokers = provision(cell, workdir, tie_to_parent, address, run_id, namespace)
+        brokers = provision(cell, workdir, tie_to_parent, address, run_id, namespace, sites)
     with stopped_on_failure(brokers.stop, f"the brokers of cell {cell.id}"):
         for pid in brokers.pids() if cell.spec.workload.cpus.broker else []:
             os.sched_setaffinity(pid, cell.spec.workload.cpus.broker)

@@ -125,6 +125,9 @@ class _RecordingControl:
         self._note("kill", node)
         self.brokers.kill_node(node)
 
+    def skip_node(self, node: int | None) -> None:
+        self.brokers.skip_node(node)
+
     def restart_node(self, node: int) -> int:
         self._note("restart", node)
         pid = self.brokers.restart_node(node)

@@ -112,9 +112,19 @@ def fault_lines(faults: list[dict]) -> list[str]:
             f"fault {f['kind']} {f.get('target', 'leader')}=node {f.get('node')} at {f['fired_s']:.2f}s{ended}: "
             f"leader {f['leader_before']} -> {f['leader_after']}  first arrival after "
             f"{'never' if first is None else f'{first:.3f}s'}  longest gap {f['max_arrival_gap_s']:.3f}s  "
-            f"lost {f['lost']} of {f['scheduled']}  acked-but-lost {f['acknowledged_but_lost']}"
+            f"lost {f['lost']} of {f['scheduled']}  acked-but-lost {f['acknowledged_but_lost']}" + _squeeze(f)
         )
     return lines
+
+
+def _squeeze(fault: dict) -> str:
+    """A bandwidth squeeze's rate and what its shaper counted (dropped, held back)."""
+    if fault.get("rate_mbit") is None:
+        return ""
+    return (
+        f"  at {fault['rate_mbit']:g} Mbit/s: shaper drops {fault.get('shaper_drops')} "
+        f"overlimits {fault.get('shaper_overlimits')}"
+    )
 
 
 def report_json(report: CellReport) -> dict:

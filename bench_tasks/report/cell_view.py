@@ -258,10 +258,19 @@ FAULT_COST_FIELDS = (
 )
 
 
+SQUEEZE_FIELDS = (
+    ("rate_mbit", "squeezed to Mbit/s"),
+    ("shaper_drops", "shaper drops"),
+    ("shaper_overlimits", "shaper overlimits"),
+)
+
+
 def fault_costs_records(cell: CellData) -> list[dict[str, Any]]:
     """Per fault, what it cost (times from the measure phase's start); none for faults landed without it."""
     faults = [f for f in cell.result.get("faults") or [] if "fired_s" in f]
     seen = (("detail", "what happened (a fault nobody declared)"),) if any(f.get("detail") for f in faults) else ()
+    if any(f.get("rate_mbit") is not None for f in faults):
+        seen += SQUEEZE_FIELDS
     return [{label: f.get(key) for key, label in FAULT_COST_FIELDS + seen} for f in faults]
 
 

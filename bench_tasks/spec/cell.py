@@ -19,9 +19,9 @@ from pydantic import Field, ValidationInfo, field_validator, model_serializer, m
 from ..core.header import RELAYED_MIN_SIZE
 from .background import Background
 from .base import MessageSizeBytes, StrictModel
-from .faults import FaultSpec, FaultSupport, check_fault_nodes, check_faults
+from .faults import FaultSpec, FaultSupport, check_fault_links, check_fault_nodes, check_faults
 from .leader import LeaderSupport, check_leader, refuse_unplaceable
-from .placement import Host, Network, Placement, check_placement
+from .placement import Host, Network, Placement, check_node_hosts, check_placement
 
 MEASUREMENTS = ("e2e", "publish", "rtt", "chain")
 Measurement = Literal["e2e", "publish", "rtt", "chain"]
@@ -184,6 +184,7 @@ class CellBase(StrictModel):
         problems = check_faults(value, workload.measure_s, support.actions, support.targets, support.system)
         broker = info.data.get("broker")
         problems += check_fault_nodes(value, support.nodes(broker) if broker is not None else None)
+        problems += check_fault_links(value, _node_links(workload.placement, info.data.get("hosts") or {}))
         if problems:
             raise ValueError("; ".join(problems))
         return value
@@ -220,6 +221,9 @@ class CellBase(StrictModel):
         w = self.workload
         hosts, network = self.hosts or {}, self.network
         problems = check_placement(placement, hosts, network, self.measurement, w.producers, w.consumers)
+        if not problems and self.brokers != "external":
+            support = self.FAULTS
+            problems = check_node_hosts(placement, support.nodes(self.broker), support.system, support.node_hosts)
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -295,6 +299,13 @@ def placed_in_netns(cell: CellBase) -> list[str]:
     """The cell's placed hosts that are realised as network namespaces."""
     placement, hosts = cell.workload.placement, cell.hosts or {}
     return [h for h in (placement.all_hosts() if placement else []) if h in hosts and hosts[h].netns]
+
+
+def _node_links(placement: Placement | None, hosts: dict[str, Host]) -> bool:
+    """Each broker node on a network-namespace host of its own: a link of its own to cut or squeeze."""
+    if placement is None or not placement.per_node():
+        return False
+    return all(h in hosts and hosts[h].netns for h in placement.broker_hosts())
 
 
 def _drop_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

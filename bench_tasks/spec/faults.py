@@ -1,9 +1,11 @@
 """Faults a matrix declares: `{at_s, action, target, duration_s}` on the measure phase's clock.
 
-The shape of one fault is checked here (a stall needs its duration, a kill has none, a target is `leader`,
-`follower`, `controller`, `random` or `node:N`); what a system can do (its actions, targets and node ids) is
-asked of the system when the cell is validated (`check_faults`), so the core names no system. A fault is part of
-the cell's spec: a cell with a fault is a different cell (another id) from the same cell without.
+The shape of one fault is checked here (a stall, partition or bandwidth squeeze needs its duration, a squeeze its
+`rate_mbit`, a kill has none, a target is `leader`, `follower`, `controller`, `random` or `node:N`); what a system
+can do (its actions, targets and node ids) is asked of the system when the cell is validated (`check_faults`), so
+the core names no system; `partition` and `bandwidth` act on a node's own network-namespace link, so the cell must
+give each node a namespace host of its own (`check_fault_links`). A fault is part of the cell's spec: a cell with a
+fault is a different cell (another id) from the same cell without.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from .base import StrictModel
 
-FaultAction = Literal["stall", "kill", "restart"]
-FAULT_ACTIONS: tuple[str, ...] = ("stall", "kill", "restart")
+FaultAction = Literal["stall", "kill", "restart", "partition", "bandwidth"]
+FAULT_ACTIONS: tuple[str, ...] = ("stall", "kill", "restart", "partition", "bandwidth")
+LASTING = ("stall", "partition", "bandwidth")  # actions that hold their node for duration_s
+ON_THE_LINK = ("partition", "bandwidth")  # actions on a node's own network-namespace link
 TARGET_KINDS = ("leader", "follower", "controller", "node", "random")
 _TARGET = re.compile(r"^(leader|follower|controller|random|node:(\d+))$")
 
@@ -34,31 +38,52 @@ class FaultSupport:
     actions: frozenset[str] = frozenset()
     targets: frozenset[str] = frozenset()
     nodes: Callable[[Any], list[int] | None] = lambda broker: None
+    node_hosts: bool = False  # each node can run on a host (network namespace) of its own
 
 
 class FaultSpec(StrictModel):
     """One fault of a cell. `at_s` counts from the start of the measure phase; `duration_s` is how long a stall
-    keeps the node frozen (SIGSTOP, then SIGCONT)."""
+    keeps the node frozen (SIGSTOP, then SIGCONT), a partition keeps its link down, a bandwidth squeeze keeps its
+    link at `rate_mbit`."""
 
     at_s: float = Field(ge=0, description="seconds after the measure phase starts")
-    action: FaultAction = Field(description="stall: SIGSTOP for duration_s; kill: SIGKILL, no restart")
+    action: FaultAction = Field(
+        description="stall: SIGSTOP for duration_s; kill: SIGKILL, no restart; restart: SIGKILL, then started again "
+        "on its data; partition: the node's network-namespace link down for duration_s; bandwidth: the node's link "
+        "shaped to rate_mbit (tc tbf, both directions) for duration_s"
+    )
     target: str = Field(
         "leader",
         description="leader (of the measured route when the fault fires), follower (a node that does not lead it), "
         "controller (the node leading the cluster's metadata), node:N, or random (follower and random: drawn from "
         "a generator seeded by workload.seed)",
     )
-    duration_s: float | None = Field(None, gt=0, description="stall: how long the node stays frozen")
+    duration_s: float | None = Field(
+        None, gt=0, description="stall, partition, bandwidth: how long the node stays frozen, cut off or squeezed"
+    )
+    rate_mbit: float | None = Field(None, gt=0, description="bandwidth: the node's link rate in Mbit/s (10^6 bit/s)")
+
+    @model_serializer(mode="wrap")
+    def _without_rate(self, handler: Any) -> dict[str, Any]:
+        """A fault without a rate dumps as before `rate_mbit` existed, so existing cell ids stay the same."""
+        data = handler(self)
+        if data.get("rate_mbit", 0) is None:
+            del data["rate_mbit"]
+        return data
 
     @model_validator(mode="after")
     def _shape(self) -> FaultSpec:
         if not _TARGET.match(self.target):
             expected = "'leader', 'follower', 'controller', 'random' or 'node:N' (N a node id)"
             raise ValueError(f"target {self.target!r}: expected {expected}")
-        if self.action == "stall" and self.duration_s is None:
-            raise ValueError("duration_s: required for action 'stall' (how long the node stays frozen)")
-        if self.action != "stall" and self.duration_s is not None:
-            raise ValueError(f"duration_s: only for action 'stall'; a {self.action} has no duration")
+        if self.action in LASTING and self.duration_s is None:
+            raise ValueError(f"duration_s: required for action {self.action!r} (how long it holds the node)")
+        if self.action not in LASTING and self.duration_s is not None:
+            raise ValueError(f"duration_s: only for actions {', '.join(LASTING)}; a {self.action} has no duration")
+        if self.action == "bandwidth" and self.rate_mbit is None:
+            raise ValueError("rate_mbit: required for action 'bandwidth' (the node's link rate in Mbit/s)")
+        if self.action != "bandwidth" and self.rate_mbit is not None:
+            raise ValueError(f"rate_mbit: only for action 'bandwidth'; a {self.action} sets no rate")
         return self
 
     @property
@@ -77,7 +102,9 @@ class FaultSpec(StrictModel):
 
     def short(self) -> str:
         """The fault in a cell's label: `stall@2s/leader 1s`."""
-        return f"{self.action}@{self.at_s:g}s/{self.target}" + (f" {self.duration_s:g}s" if self.duration_s else "")
+        rate = f" {self.rate_mbit:g}Mbit" if self.rate_mbit else ""
+        lasting = f" {self.duration_s:g}s" if self.duration_s else ""
+        return f"{self.action}@{self.at_s:g}s/{self.target}{lasting}{rate}"
 
 
 def check_faults(
@@ -88,7 +115,7 @@ def check_faults(
     system: str,
 ) -> list[str]:
     """Every problem of a cell's faults, each naming its field (`faults[1].action: ...`): what the system does
-    not support, a fault outside the measure phase, a fault while a stall still holds its node."""
+    not support, a fault outside the measure phase, a fault while an earlier one still holds its node."""
     problems = []
     for i, fault in enumerate(faults):
         where = f"faults[{i}]"
@@ -107,14 +134,26 @@ def check_faults(
             problems.append(f"{where}.at_s: {fault.at_s:g} — beyond the measure phase ({phase})")
         elif fault.ends_at_s > measure_s:
             problems.append(
-                f"{where}.duration_s: {fault.duration_s:g} — the stall would outlast the measure phase "
+                f"{where}.duration_s: {fault.duration_s:g} — the {fault.action} would outlast the measure phase "
                 f"(at_s {fault.at_s:g} + {fault.duration_s:g} > workload.measure_s={measure_s:g})"
             )
     ordered = sorted(enumerate(faults), key=lambda pair: pair[1].at_s)
     for (_, first), (j, second) in itertools.pairwise(ordered):
         if second.at_s < first.ends_at_s:
-            problems.append(f"faults[{j}].at_s: {second.at_s:g} — fires while an earlier stall still holds its node")
+            problems.append(f"faults[{j}].at_s: {second.at_s:g} — fires while an earlier fault still holds its node")
     return problems
+
+
+def check_fault_links(faults: Sequence[FaultSpec], node_links: bool) -> list[str]:
+    """`partition` and `bandwidth` act on one node's own network-namespace link: the cell must put each node on a
+    namespace host of its own (`node_links`)."""
+    return [
+        f"faults[{i}].action: {fault.action!r} acts on one node's own network-namespace link; it needs "
+        "workload.placement.broker as a list of network-namespace hosts, one per node (node i on the i-th: "
+        "e.g. [b1, b2, b3] with hosts b1..b3 each given a netns)"
+        for i, fault in enumerate(faults)
+        if fault.action in ON_THE_LINK and not node_links
+    ]
 
 
 def check_fault_nodes(faults: Sequence[FaultSpec], nodes: Collection[int] | None) -> list[str]:

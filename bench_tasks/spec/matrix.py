@@ -164,7 +164,7 @@ class Cell(StrictModel):
                 if bg.producers
             )
             + (f" on {'+'.join(w.placement.load_hosts()) or 'local'}" if w.placement else "")
-            + (f" broker@{w.placement.broker}" if w.placement and w.placement.broker else "")
+            + (f" broker@{'+'.join(w.placement.broker_hosts())}" if w.placement and w.placement.broker else "")
             + (f" cap {s.network.rate_mbit:g}Mbit" if s.network else "")
             + "".join(f" fault:{f.short()}" for f in s.faults)
         )

@@ -79,7 +79,11 @@ class Network(StrictModel):
 class Placement(StrictModel):
     """Which host runs what. Empty lists (and no broker) mean: locally, as without a placement."""
 
-    broker: str | None = Field(None, description="host of the broker")
+    broker: str | list[str] | None = Field(
+        None,
+        description="host of the broker (every node of a cluster), or one host per node (node i on the i-th host: "
+        "each node in a network namespace of its own, which `partition` and `bandwidth` faults need)",
+    )
     producers: list[str] = Field(default_factory=list, description="hosts; producer i runs on host i mod n")
     consumers: list[str] = Field(
         default_factory=list, description="hosts; consumer/responder i runs on host i mod n (relays go with them)"
@@ -95,11 +99,21 @@ class Placement(StrictModel):
         hosts = self.producers if role in ("producer", "background") else self.consumers
         return hosts[index % len(hosts)] if hosts else None
 
+    def broker_hosts(self) -> list[str]:
+        """The broker's host(s), in node order when there is one per node."""
+        if self.broker is None:
+            return []
+        return [self.broker] if isinstance(self.broker, str) else list(self.broker)
+
+    def per_node(self) -> bool:
+        """Each broker node on a host of its own (`broker` is a list)."""
+        return isinstance(self.broker, list)
+
     def load_hosts(self) -> list[str]:
         return list(dict.fromkeys(self.producers + self.consumers))
 
     def all_hosts(self) -> list[str]:
-        return list(dict.fromkeys(([self.broker] if self.broker else []) + self.load_hosts()))
+        return list(dict.fromkeys(self.broker_hosts() + self.load_hosts()))
 
 
 def domain_of(hosts: dict[str, Host], name: str) -> str:
@@ -123,8 +137,10 @@ def check_placement(
         for name in getattr(placement, field):
             if name not in hosts:
                 problems.append(f"workload.placement.{field}: unknown host {name!r}; hosts: {known}")
-    if placement.broker is not None and placement.broker not in hosts:
-        problems.append(f"workload.placement.broker: unknown host {placement.broker!r}; hosts: {known}")
+    for name in placement.broker_hosts():
+        if name not in hosts:
+            problems.append(f"workload.placement.broker: unknown host {name!r}; hosts: {known}")
+    problems += _node_host_problems(placement, hosts)
     if problems:
         return problems
     if len(placement.producers) > producers:
@@ -158,6 +174,42 @@ def check_placement(
         problems.append("network: caps links between network-namespace hosts; place the cell's roles on such hosts")
     problems += _clock_problems(placement, hosts, measurement)
     return problems
+
+
+def _node_host_problems(placement: Placement, hosts: dict[str, Host]) -> list[str]:
+    """One host per broker node: distinct hosts, each a network namespace (real hosts run one broker each, which the
+    harness does not start)."""
+    if not placement.per_node():
+        return []
+    names = placement.broker_hosts()
+    if not names:
+        return ["workload.placement.broker: an empty list; name one host, or one host per node"]
+    if len(set(names)) != len(names):
+        return [f"workload.placement.broker: {names} names a host twice; one host per node, each its own"]
+    local = [h for h in names if h in hosts and not hosts[h].netns]
+    if local:
+        return [
+            f"workload.placement.broker: one host per node needs network-namespace hosts (`netns`); "
+            f"{', '.join(local)} is not"
+        ]
+    return []
+
+
+def check_node_hosts(placement: Placement | None, nodes: list[int] | None, system: str, supported: bool) -> list[str]:
+    """A per-node broker placement the system can start (`supported`) with as many hosts as the cell has nodes
+    (`nodes`: their ids; None: not known before they start)."""
+    if placement is None or not placement.per_node():
+        return []
+    field = "workload.placement.broker"
+    if not supported:
+        return [f"{field}: one host per node is not supported by {system}; name one host (every node on it)"]
+    count = len(placement.broker_hosts())
+    if nodes is None:
+        return [f"{field}: {system} cannot say before starting how many nodes these broker settings give"]
+    if count != len(nodes):
+        return [f"{field}: {count} hosts for {len(nodes)} node(s) ({', '.join(f'node:{n}' for n in nodes)}); "
+                "list one host per node, in node order"]  # fmt: skip
+    return []
 
 
 def _clock_problems(placement: Placement, hosts: dict[str, Host], measurement: str) -> list[str]:

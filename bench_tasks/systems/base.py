@@ -46,6 +46,9 @@ class System:
     # restart) and target kinds (leader, node, random). Nothing unless the system's package declares it.
     fault_actions: ClassVar[frozenset[str]] = frozenset()
     fault_targets: ClassVar[frozenset[str]] = frozenset()
+    # Whether its nodes can each run on a host of their own (`workload.placement.broker: [b1, b2, b3]`, network
+    # namespaces): `start_brokers` then gets each node's site, and `partition`/`bandwidth` faults have a link to act on.
+    node_hosts: ClassVar[bool] = False
 
     def part(self, module: str, function: str) -> Callable[..., Any] | None:
         """`function` of the system package's `module` (imported on first use), or None where there is none."""
@@ -75,7 +78,9 @@ class System:
         validation checks a cell's `faults:` and `broker.leader` against it, and the spec imports no system."""
         super().__init_subclass__(**kwargs)
         if "cell_model" in cls.__dict__:
-            cls.cell_model.FAULTS = FaultSupport(cls.name, cls.fault_actions, cls.fault_targets, cls.fault_nodes)
+            cls.cell_model.FAULTS = FaultSupport(
+                cls.name, cls.fault_actions, cls.fault_targets, cls.fault_nodes, cls.node_hosts
+            )
             cls.cell_model.LEADERS = LeaderSupport(cls.name, cls.leader_refusal)
 
     @property
@@ -149,13 +154,25 @@ class System:
         return None
 
     # -- brokers a cell starts -------------------------------------------------------------------------------------
-    def start_brokers(self, spec: Any, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+    def start_brokers(
+        self,
+        spec: Any,
+        names: str,
+        workdir: Path,
+        tie_to_parent: bool,
+        host: str,
+        sites: Mapping[int, tuple[str, str]] | None = None,
+    ) -> StartedBrokers:
         """Start what `spec` needs on `host` (127.0.0.1, or a namespace host's address, in whose namespace the
         calling thread already is) and return once it is ready for traffic. `names`: the token the cell's routes
-        are named from (for the route whose leader is watched)."""
+        are named from (for the route whose leader is watched). `sites`: with one host per node (`node_hosts`),
+        node id -> (network namespace, address) each node starts in and listens on; the calling thread is then in
+        a namespace that reaches them all."""
         start = self.part("provision", "start_brokers")
         if start is None:
             raise NotImplementedError(f"{self.name} cannot provision brokers")
+        if sites is not None:
+            return start(spec, names, workdir, tie_to_parent, host, sites)
         return start(spec, names, workdir, tie_to_parent, host)
 
     def leader_poll(

@@ -17,6 +17,7 @@ from ..load.routes import MEASURED
 from ..spec.matrix import Cell
 from ..spec.placement import domain_of, domain_routes
 from . import netns
+from .links import NodeLinks
 
 if TYPE_CHECKING:
     from .rendezvous import HostPart
@@ -40,11 +41,39 @@ def build(cell: Cell, token: str | None = None) -> netns.Topology | None:
 
 def broker_site(cell: Cell, topo: netns.Topology | None) -> tuple[str, str]:
     """(namespace, bind address) of the broker: ('', 127.0.0.1) when it runs locally, or with load on real hosts
-    the address they reach this host by (`advertised_address`), which every provisioned node listens on."""
+    the address they reach this host by (`advertised_address`), which every provisioned node listens on. With one
+    host per node, the switch namespace and the bridge's address: where the harness reaches every node from
+    (`node_sites` says where each node runs)."""
     placement = cell.spec.workload.placement
+    if topo is not None and placement is not None and placement.per_node():
+        return topo.switch, netns.CONTROL_ADDRESS
     if topo is None or placement is None or placement.broker not in topo.hosts:
         return "", advertised_address() if per_host(cell) else LOOPBACK
     return topo.netns_of(placement.broker), topo.address_of(placement.broker)
+
+
+def node_hosts(cell: Cell) -> dict[int, str]:
+    """Node id -> host, for a cell with one broker host per node (node ids in order, as the system numbers them);
+    empty otherwise."""
+    placement = cell.spec.workload.placement
+    if placement is None or not placement.per_node():
+        return {}
+    nodes = cell.spec.FAULTS.nodes(cell.spec.broker) or []
+    return dict(zip(nodes, placement.broker_hosts(), strict=True))
+
+
+def node_sites(cell: Cell, topo: netns.Topology | None) -> dict[int, tuple[str, str]] | None:
+    """Node id -> (namespace, address) each broker node runs in and listens on; None when the nodes share a host."""
+    placed = node_hosts(cell)
+    if topo is None or not placed:
+        return None
+    return {node: (topo.netns_of(host), topo.address_of(host)) for node, host in placed.items()}
+
+
+def node_links(cell: Cell, topo: netns.Topology | None) -> NodeLinks | None:
+    """The broker nodes' own links, which `partition` and `bandwidth` faults act on; None without them."""
+    placed = node_hosts(cell)
+    return NodeLinks(topo, placed) if topo is not None and placed else None
 
 
 def host_of(cell: Cell, role: str, index: int) -> str | None:

@@ -2,7 +2,10 @@
 
 Each placed host with a `netns` becomes a namespace `sixnines-<token>-<netns>`; a further namespace
 `sixnines-<token>-sw` holds a Linux bridge, and every host is linked to it by a veth pair (`sx0` inside the
-host, `p<i>` on the bridge). Hosts get addresses from the private /24 `SUBNET` (the namespaces are isolated
+host, `p<i>` on the bridge). The bridge itself has the subnet's first address (`CONTROL_ADDRESS`): the harness
+watches brokers whose nodes each have a host of their own from the switch namespace, which reaches every node
+whose link is up and stays reachable when one node is cut off. Hosts get the next addresses of the private /24
+`SUBNET` (the namespaces are isolated
 from the root namespace and from every other run, so runs never collide on addresses). A `network:` cap adds
 a `tc tbf` qdisc on both ends of every link, so each direction of each host's link is capped. netem (delay,
 loss) does not exist on this machine's kernel.
@@ -36,6 +39,7 @@ from ..spec.placement import Host, Network
 PREFIX = "sixnines"
 SUBNET = ipaddress.ip_network("10.99.0.0/24")
 HOST_IF = "sx0"
+CONTROL_ADDRESS = str(SUBNET.network_address + 1)  # the bridge's, in the switch namespace
 _CLONE_NEWNET = 0x40000000
 _NETNS_DIR = Path("/run/netns")
 
@@ -96,6 +100,8 @@ def build(hosts: dict[str, Host], used: list[str], network: Network | None, toke
     try:
         _ip("ip", "netns", "add", topo.switch)
         _ip("ip", "-n", topo.switch, "link", "add", "br0", "type", "bridge")
+        _ip("ip", "-n", topo.switch, "addr", "add", f"{CONTROL_ADDRESS}/{SUBNET.prefixlen}", "dev", "br0")
+        _ip("ip", "-n", topo.switch, "link", "set", "lo", "up")
         _ip("ip", "-n", topo.switch, "link", "set", "br0", "up")
         for index, name in enumerate(wanted):
             netns = f"{PREFIX}-{token}-{hosts[name].netns}"

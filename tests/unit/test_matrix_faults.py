@@ -62,7 +62,7 @@ def test_faults_as_an_axis_give_one_cell_per_value() -> None:
     ("fault", "field", "words"),
     [
         ({"at_s": 1, "action": "stall"}, "faults[0]: duration_s", "required for action 'stall'"),
-        ({"at_s": 1, "action": "kill", "duration_s": 1}, "faults[0]: duration_s", "only for action 'stall'"),
+        ({"at_s": 1, "action": "kill", "duration_s": 1}, "faults[0]: duration_s", "only for actions stall, partition"),
         ({"at_s": 1, "action": "kill", "target": "broker"}, "faults[0]: target 'broker'", "expected 'leader'"),
         ({"at_s": 1, "action": "pause"}, "faults[0].action", "not allowed"),
         ({"at_s": 1, "action": "kill", "when": 2}, "faults[0].when", "unknown key"),
@@ -100,7 +100,7 @@ def test_an_axis_value_s_fault_problem_names_the_axis() -> None:
 
 def test_a_fault_while_a_stall_holds_its_node_is_refused() -> None:
     found = problems(raw(faults=[STALL, {"at_s": 1.5, "action": "kill"}]))
-    assert any("faults[1].at_s: 1.5 — fires while an earlier stall" in p for p in found), found
+    assert any("faults[1].at_s: 1.5 — fires while an earlier fault" in p for p in found), found
 
 
 def test_external_brokers_cannot_be_faulted() -> None:

@@ -17,7 +17,10 @@ class Nats(System):
     calibration_measurement = "rtt"  # core request/reply: a synchronous connection's service time hides a stall
     calibration_broker: ClassVar[Mapping[str, Any]] = {"mode": "core"}
     client_libraries = ("nats-py",)
-    fault_actions = frozenset({"stall", "kill", "restart"})  # restart: the node's command again, same config and data
+    # restart: the node's command again, same config and data; partition, bandwidth: on a node's own link (each node
+    # in a network namespace of its own)
+    fault_actions = frozenset({"stall", "kill", "restart", "partition", "bandwidth"})
+    node_hosts = True
     fault_targets = frozenset({"leader", "follower", "controller", "node", "random"})
 
     @staticmethod

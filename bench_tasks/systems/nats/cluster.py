@@ -1,8 +1,11 @@
-"""A 3-node nats-server JetStream cluster on one address, for R3 streams (a replicated stream survives one node).
+"""A 3-node nats-server JetStream cluster, for R3 streams (a replicated stream survives one node).
 
-The address is 127.0.0.1, or the broker host's address when the cluster is started from a thread inside that
-host's network namespace: clients in other namespaces reach it across the links, and the nodes' routes and
-monitor ports use it too (so whoever watches the cluster must be in that namespace as well).
+The nodes share one address: 127.0.0.1, or the broker host's address when the cluster is started from a thread
+inside that host's network namespace: clients in other namespaces reach it across the links, and the nodes' routes
+and monitor ports use it too (so whoever watches the cluster must be in that namespace as well). Or each node has
+a host of its own (`sites`: node -> (namespace, address)): it starts in its namespace and listens, routes and
+serves its monitor on its own address, so every route crosses the bridge and one node's link can be cut; the
+caller is then in a namespace that reaches every node (the switch's).
 Each node gets its own client, route and monitor port, `server_name` n1..n3, its own JetStream store dir, and
 explicit routes to the other two in one named cluster. Ready means more than "processes answer": every node's
 `/healthz` is ok (which, clustered, already requires a meta leader and the node being current with it), all
@@ -17,7 +20,7 @@ import shutil
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,6 +29,7 @@ from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
+from ...topology.netns import inside
 from .release import server_binary
 from .server import render_config
 from .settings import NatsBroker
@@ -59,12 +63,15 @@ def cluster_settings(
     store_dir: Path,
     broker: NatsBroker,
     cluster_name: str = CLUSTER_NAME,
-    host: str = "127.0.0.1",
+    host: str | Sequence[str] = "127.0.0.1",
 ) -> dict[str, Any]:
-    """nats-server config of node `index` (1-based) of the cluster whose ports are `ports` on `host`: harness
-    defaults, then `broker.server` verbatim on top (so a matrix can still override any native option)."""
+    """nats-server config of node `index` (1-based) of the cluster whose ports are `ports` on `host` (one address
+    for all, or each node's own, in node order): harness defaults, then `broker.server` verbatim on top (so a
+    matrix can still override any native option)."""
     me = ports[index - 1]
-    routes = [f"nats-route://{host}:{p.cluster}" for i, p in enumerate(ports, 1) if i != index]
+    hosts = [host] * len(ports) if isinstance(host, str) else list(host)
+    routes = [f"nats-route://{hosts[i - 1]}:{p.cluster}" for i, p in enumerate(ports, 1) if i != index]
+    host = hosts[index - 1]
     js: dict[str, Any] = {"store_dir": str(store_dir)}
     if broker.sync_interval != "default":
         js["sync_interval"] = broker.sync_interval
@@ -132,11 +139,16 @@ class NatsCluster(NodeCluster):
         workdir: Path | str,
         tie_to_parent: bool = True,
         host: str = "127.0.0.1",
+        sites: Mapping[int, tuple[str, str]] | None = None,
     ):
+        """`sites`: node index -> (network namespace, address) when each node has a host of its own."""
         if broker.mode != "jetstream":
             raise BrokerError("a NATS cluster is started for JetStream only (broker.mode 'jetstream')")
         super().__init__(version, workdir, tie_to_parent, host)
         self.broker = broker
+        self.sites = dict(sites) if sites else {i: ("", host) for i in range(1, NODES + 1)}
+        if sorted(self.sites) != list(range(1, NODES + 1)):
+            raise BrokerError(f"a NATS cluster's nodes are 1..{NODES}; sites were given for {sorted(self.sites)}")
         self.ports: list[NodePorts] = []
         self.endpoint: NatsClusterEndpoint | None = None
 
@@ -147,25 +159,26 @@ class NatsCluster(NodeCluster):
             raise BrokerError("this NATS cluster was already started; make a new NatsCluster")
         began = time.monotonic()
         binary = server_binary(self.version)
-        flat = free_ports(3 * NODES, self.host)
-        self.ports = [NodePorts(*flat[3 * i : 3 * i + 3]) for i in range(NODES)]
+        self.ports = [self._free_ports(i) for i in range(1, NODES + 1)]
+        addresses = [self._address(i) for i in range(1, NODES + 1)]
         configs: dict[int, str] = {}
         with stopped_on_failure(self.stop, "the NATS cluster"):
             for index in range(1, NODES + 1):
                 home = self.workdir / node_name(index)
                 shutil.rmtree(home, ignore_errors=True)  # a stale store holds another cluster's peers
                 home.mkdir(parents=True)
-                settings = cluster_settings(index, self.ports, home / "jetstream", self.broker, host=self.host)
+                settings = cluster_settings(index, self.ports, home / "jetstream", self.broker, host=addresses)
                 configs[index] = render_config(redacted(settings))  # recorded: passthrough secrets are not
                 write_secret(home / "nats-server.conf", render_config(settings))  # passthrough may hold secrets
                 argv = [str(binary), "-c", str(home / "nats-server.conf")]
-                self.processes[index] = BrokerProcess(argv, home / "nats-server.log", self.tie_to_parent)
+                with inside(self.sites[index][0]):  # forked from this thread: the node starts in its namespace
+                    self.processes[index] = BrokerProcess(argv, home / "nats-server.log", self.tie_to_parent)
             self._wait_ready(began + timeout_s, timeout_s)
             versions = {i: _get(self._monitor(i), "/varz")[1].get("version", "?") for i in self.processes}
             if set(versions.values()) != {self.version}:
                 raise BrokerError(f"nats-server nodes report versions {versions}, expected {self.version}")
         self.endpoint = NatsClusterEndpoint(
-            url=",".join(f"nats://{self.host}:{p.client}" for p in self.ports),
+            url=",".join(f"nats://{self._address(i)}:{p.client}" for i, p in enumerate(self.ports, 1)),
             cluster_name=CLUSTER_NAME,
             version=self.version,
             mode=self.broker.mode,
@@ -174,7 +187,7 @@ class NatsCluster(NodeCluster):
                     index=i,
                     name=node_name(i),
                     pid=proc.pid,
-                    url=f"nats://{self.host}:{self.ports[i - 1].client}",
+                    url=f"nats://{self._address(i)}:{self.ports[i - 1].client}",
                     monitor_url=self._monitor(i),
                     cluster_port=self.ports[i - 1].cluster,
                     version=versions[i],
@@ -188,8 +201,17 @@ class NatsCluster(NodeCluster):
         )
         return self.endpoint
 
+    def _address(self, index: int) -> str:
+        return self.sites[index][1]
+
+    def _free_ports(self, index: int) -> NodePorts:
+        """Client, route and monitor ports free on node `index`'s address, in its namespace."""
+        namespace, address = self.sites[index]
+        with inside(namespace):
+            return NodePorts(*free_ports(3, address))
+
     def _monitor(self, index: int) -> str:
-        return f"http://{self.host}:{self.ports[index - 1].monitor}"
+        return f"http://{self._address(index)}:{self.ports[index - 1].monitor}"
 
     def _wait_ready(self, deadline: float, timeout_s: float) -> None:
         waiting_for = "the nodes to answer"

@@ -13,6 +13,7 @@ from typing import Any
 from ...brokers.handles import StartedBrokers
 from ...brokers.leaders import LeaderPoll
 from ...load.routes import final_route
+from ...topology.netns import inside
 from .settings import NatsBroker, NatsCell
 
 PROCESS_NAME = "nats-server"
@@ -46,9 +47,21 @@ class ServerNode:
         return running
 
 
-def start_brokers(spec: NatsCell, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+def start_brokers(
+    spec: NatsCell,
+    names: str,
+    workdir: Path,
+    tie_to_parent: bool,
+    host: str,
+    sites: Mapping[int, tuple[str, str]] | None = None,
+) -> StartedBrokers:
+    """`sites`: each node's (namespace, address) when each has a host of its own (a single server is node 0)."""
     if spec.broker.servers > 1:
-        return _start_cluster(spec, names, workdir, tie_to_parent, host)
+        return _start_cluster(spec, names, workdir, tie_to_parent, host, sites)
+    if sites:
+        namespace, address = sites[0]
+        with inside(namespace):
+            return start_server(spec.version, spec.broker, workdir, tie_to_parent, address)
     return start_server(spec.version, spec.broker, workdir, tie_to_parent, host)
 
 
@@ -67,19 +80,33 @@ def start_server(version: str, broker: NatsBroker, workdir: Path, tie_to_parent:
     )
 
 
-def _start_cluster(spec: NatsCell, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+def _start_cluster(
+    spec: NatsCell,
+    names: str,
+    workdir: Path,
+    tie_to_parent: bool,
+    host: str,
+    sites: Mapping[int, tuple[str, str]] | None = None,
+) -> StartedBrokers:
     """Three nodes; every node's version, pid and exact config, the cluster name and the stream are recorded."""
-    started = start_cluster(spec.version, spec.broker, workdir, tie_to_parent, host)
+    started = start_cluster(spec.version, spec.broker, workdir, tie_to_parent, host, sites)
     stream = _measured_stream(spec, names)
     started.context |= {"replicas": spec.broker.replicas, "stream": stream}
     started.leader = {**(started.leader or {}), "stream": stream}
     return started
 
 
-def start_cluster(version: str, broker: NatsBroker, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+def start_cluster(
+    version: str,
+    broker: NatsBroker,
+    workdir: Path,
+    tie_to_parent: bool,
+    host: str,
+    sites: Mapping[int, tuple[str, str]] | None = None,
+) -> StartedBrokers:
     from .cluster import NatsCluster
 
-    cluster = NatsCluster(version, broker, workdir, tie_to_parent, host)
+    cluster = NatsCluster(version, broker, workdir, tie_to_parent, host, sites)
     e = cluster.start()
     return StartedBrokers(
         address=e.url,
