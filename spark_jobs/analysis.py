@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from bench_tasks import PERCENTILES
 from spark_jobs import ledger as ledger_pass
 from spark_jobs.exact import bucket_bounds, finish, group_stats, log_bucket, partials, pick, place, ranks, unknown
+from spark_jobs.localdata import rows_frame
 from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, local, sample_rows, with_unit
 
 NS_PER_S = 1_000_000_000
@@ -137,9 +138,9 @@ def _hash_set(units: Units, keys: set[tuple], columns: tuple[str, ...], ddl: str
     """Local data: the distinct samples.key_hash values of `keys` (tuples of `columns`), in column `name`,
     flagged `_n<name>`. Hashed by Spark (a projection of local data: no job) so they match the samples'."""
     spark = units.facts.sparkSession
-    frame = spark.createDataFrame(sorted(keys), ddl)
+    frame = rows_frame(spark, sorted(keys), ddl)
     values = sorted({row[0] for row in frame.select(key_hash(*columns)).collect()})
-    return spark.createDataFrame([(v, True) for v in values], f"{name} long, _n{name} boolean")
+    return rows_frame(spark, [(v, True) for v in values], f"{name} long, _n{name} boolean")
 
 
 Envelope = dict[tuple[int, int, int], tuple[int, int]]  # (unit, metric, basis) -> lowest, highest value wanted
@@ -203,8 +204,8 @@ def _located_samples(samples: DataFrame, located: DataFrame, units: Units) -> Da
         .where((F.col("measure") & F.col("_n_hw").isNotNull()) | F.col("_n_ht").isNotNull())
         .drop("_hw", "_ht", "_n_hw", "_n_ht")
     )
-    whole_frame = spark.createDataFrame([(*k, True) for k in sorted(whole)], f"{whole_ddl}, _w boolean")
-    timed_frame = spark.createDataFrame([(*k, True) for k in sorted(timed)], f"{timed_ddl}, _t boolean")
+    whole_frame = rows_frame(spark, [(*k, True) for k in sorted(whole)], f"{whole_ddl}, _w boolean")
+    timed_frame = rows_frame(spark, [(*k, True) for k in sorted(timed)], f"{timed_ddl}, _t boolean")
     rows = (
         near.join(F.broadcast(whole_frame), list(WHOLE_KEYS), "left")
         .join(F.broadcast(timed_frame), list(TIMED_KEYS), "left")

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, StringType, StructField, StructType
 
 from spark_jobs import jobargs, lakeio
+from spark_jobs.localdata import rows_frame
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
 
 _RUN = [("schema_version", IntegerType()), ("run_id", StringType()), ("run_date", StringType())]
@@ -88,8 +89,8 @@ def capacity_tables(spark: SparkSession, lake: lakeio.Lake, runs: Sequence[lakei
         cells += more_cells
         steps += more_steps
     return {
-        "capacity": spark.createDataFrame(cells, _schema(CAPACITY_FIELDS)),
-        "capacity_steps": spark.createDataFrame(steps, _schema(STEP_FIELDS)),
+        "capacity": rows_frame(spark, cells, _schema(CAPACITY_FIELDS)),
+        "capacity_steps": rows_frame(spark, steps, _schema(STEP_FIELDS)),
     }
 
 

@@ -25,6 +25,7 @@ from bench_tasks import PERCENTILES
 from spark_jobs import jobargs, lakeio
 from spark_jobs.errors import CompareError
 from spark_jobs.exact import percentile_column
+from spark_jobs.localdata import rows_frame
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
 
 STATISTICS = (*[(f"p{p}", percentile_column(p)) for p in PERCENTILES], ("max", "max_ns"))
@@ -162,7 +163,7 @@ def run(
         )
         for x, y in pairs
     ]
-    pairs_df = spark.createDataFrame(pair_rows, "cell_a string, cell_b string, context_differs array<string>")
+    pairs_df = rows_frame(spark, pair_rows, "cell_a string, cell_b string, context_differs array<string>")
     pct_a = lakeio.read_table(spark, lake, "percentiles", [ref_a])
     pct_b = lakeio.read_table(spark, lake, "percentiles", [ref_b])
     name = f"{axis}__{run_b}__vs__{run_a}" if cell_a is None else f"{axis}__{cell_b}__vs__{cell_a}"

@@ -36,6 +36,7 @@ from bench_tasks.lake.storage import (
 )
 
 from .errors import AnalyticsError
+from .localdata import rows_frame
 
 # Raw schema versions these readers understand (bench_tasks.lake.records.SCHEMA_VERSION history); a column a
 # version 1 file lacks (the relay times of version 2) is read as null.
@@ -135,7 +136,7 @@ def _read_raw(
             )
     if not frames:
         unit_ddl = "" if units is None else "unit long, "
-        return spark.createDataFrame([], f"run_id string, cell_id string, repeat int, {unit_ddl}{spark_ddl(schema)}")
+        return rows_frame(spark, [], f"run_id string, cell_id string, repeat int, {unit_ddl}{spark_ddl(schema)}")
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
+from spark_jobs.localdata import rows_frame
 from spark_jobs.samples import CELL_KEYS, Units, local, word, word_bit
 
 WORD_KEYS = ("unit", "producer_id", "word")
@@ -137,7 +138,7 @@ def unit_accounting(producers: list[Row], units: Units) -> DataFrame:
     schema = "run_id string, cell_id string, repeat int, unit long, " + ", ".join(
         f"{c} long" for c in ACCOUNTING_COLUMNS
     )
-    return units.facts.sparkSession.createDataFrame(data, schema)
+    return rows_frame(units.facts.sparkSession, data, schema)
 
 
 def producer_checks(producers: DataFrame, facts: DataFrame) -> DataFrame:

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 from .lakeio import DELIVERY_COLUMNS, spark_type
 from .lakeio import with_delivery as with_delivery_rows
+from .localdata import rows_frame
 
 BASES = ("intended", "sent")
 METRICS = ("e2e", "publish", "rtt", "hop1", "hop2", "lag")  # codes are indexes; `lag` never reaches a table
@@ -79,9 +80,8 @@ def numbered(cells: DataFrame) -> DataFrame:
     if "unit" in cells.columns:
         return cells
     keys = sorted(tuple(r) for r in cells.select(*CELL_KEYS).distinct().collect())
-    numbers = cells.sparkSession.createDataFrame(
-        [(*k, i) for i, k in enumerate(keys)], "run_id string, cell_id string, repeat int, unit long"
-    )
+    ddl = "run_id string, cell_id string, repeat int, unit long"
+    numbers = rows_frame(cells.sparkSession, [(*k, i) for i, k in enumerate(keys)], ddl)
     return cells.join(F.broadcast(numbers), list(CELL_KEYS))
 
 
@@ -144,7 +144,7 @@ class Units:
             first.setdefault((row["run_id"], row["cell_id"]), row["unit"])
         schema = facts.schema.add("cell_ix", "long", False)
         data = [(*row, first[(row["run_id"], row["cell_id"])]) for row in rows]
-        with_ix = facts.sparkSession.createDataFrame(data, schema)
+        with_ix = rows_frame(facts.sparkSession, data, schema)
         return cls(with_ix, tuple(with_ix.collect()))
 
     def lookup(self, column: str) -> Column:
