@@ -8,7 +8,7 @@ user what a smaller generator host would still drive. Pinning (`workload.cpus.pr
 a share bounds *how much* of them.
 
 cgroup v1 (`/sys/fs/cgroup/cpu`, this machine) and v2 (`cpu.max`) are both understood; writing either needs root.
-Groups live under `sixnines/` in the controller's root, one per worker, named by the cell instance, so the
+Groups live under `sixnines/` in the controller's root, one per worker, named after the cell id, so the
 driver removes them when the cell ends (`release`).
 """
 
