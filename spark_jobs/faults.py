@@ -47,6 +47,7 @@ FAULT_FIELDS: tuple[tuple[str, DataType], ...] = (
     ("max_arrival_gap_s", DoubleType()),
     ("p99_baseline_ms", DoubleType()),
     ("p99_recovery_s", DoubleType()),
+    ("p99_band_ms", DoubleType()),  # recovered: a rolling p99 at most this (core.recovery)
     ("scheduled", LongType()),
     ("sent", LongType()),
     ("send_errors", LongType()),

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .analysis import _np, account, first_receipts
-from .recovery import baseline_p99, recovery_s, response_times
+from .recovery import band_limit, baseline_p99, recovery_s, response_times
 
 NS_PER_S = 1_000_000_000
 
@@ -36,7 +36,9 @@ def fault_costs(
     ordered = sorted(faults, key=lambda f: f["start_ns"])
     measured = pc.and_(pc.greater_equal(sent["intended_ns"], start), pc.less(sent["intended_ns"], end))
     times, latency = response_times(sent.filter(measured), received, measurement)
-    baseline = baseline_p99(times, latency, start, int(ordered[0]["start_ns"])) if ordered else None
+    first = int(ordered[0]["start_ns"]) if ordered else end
+    baseline = baseline_p99(times, latency, start, first) if ordered else None
+    band = band_limit(times, latency, start, first, baseline)
     out = []
     for i, fault in enumerate(ordered):
         begin = int(fault["start_ns"])
@@ -54,7 +56,8 @@ def fault_costs(
                 "first_arrival_after_s": _seconds(int(after.min()) - begin) if after.size else None,
                 "max_arrival_gap_s": _max_gap(arrived, begin, until),
                 "p99_baseline_ms": None if baseline is None else round(baseline / 1e6, 6),
-                "p99_recovery_s": recovery_s(times, latency, begin, end, baseline),
+                "p99_band_ms": None if band is None else round(band / 1e6, 6),
+                "p99_recovery_s": recovery_s(times, latency, begin, end, band),
                 "scheduled": acc.scheduled,
                 "sent": acc.sent,
                 "send_errors": acc.send_errors,

@@ -35,7 +35,19 @@ def test_a_leader_stall_then_a_restart_on_jetstream_r3(tmp_path: Path, console: 
     # A follower: a restarted stream leader leaves the stream without one for a Raft election (seconds), longer
     # than this short cell; the leader's own restart is Kafka's test below.
     restart = {"at_s": 2.0, "action": "restart", "target": "follower"}
-    cell = make_cell("e2e", broker, rate_per_s=200, warmup_s=1, measure_s=3.5, cooldown_s=0.5, faults=[STALL, restart])
+    # A restarted node that led the stream's consumer leaves it without a leader until the consumer's Raft group
+    # elects another (seconds); what it delivered unacknowledged comes again after JS_ACK_WAIT_S. The drain waits
+    # for them: a message the stream still holds is late, not lost.
+    cell = make_cell(
+        "e2e",
+        broker,
+        rate_per_s=200,
+        warmup_s=1,
+        measure_s=3.5,
+        cooldown_s=0.5,
+        drain_timeout_s=20,
+        faults=[STALL, restart],
+    )
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
     stall, restarted = report.faults
@@ -116,15 +128,16 @@ def test_a_leader_stall_s_p99_recovery_on_jetstream_r3(tmp_path: Path, console: 
     """A 1 s stall of a JetStream R3 leader: the rolling p99 of response time comes back after about the stall
     (the backlog meant during it arrives when it ends), the cells row promises no acknowledged loss."""
     broker = {"mode": "jetstream", "storage": "file", "servers": 3, "replicas": 3}
-    stall = STALL | {"at_s": 1.0}
-    # 1000/s: a rolling 1 s p99 of 200 samples is their second highest, so one late message after the stall kept
-    # it above the 20 % band for the rest of the window in a clean CI run; of 1000 it is the tenth highest.
-    cell = make_cell("e2e", broker, rate_per_s=1000, warmup_s=1, measure_s=5, cooldown_s=0.5, faults=[stall])
+    # 2.5 s before the stall: the band (`core.recovery`) sees the route's own noise in 16 windows. 1000/s: a
+    # rolling 1 s p99 of 200 samples is their second highest; of 1000 it is the tenth highest.
+    stall = STALL | {"at_s": 2.5}
+    cell = make_cell("e2e", broker, rate_per_s=1000, warmup_s=1, measure_s=6.5, cooldown_s=0.5, faults=[stall])
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
     (fault,) = report.faults
     print(f"\nper-fault record: {fault}")
     assert fault["p99_baseline_ms"] is not None and fault["p99_baseline_ms"] < 100
+    assert fault["p99_band_ms"] >= 1.2 * fault["p99_baseline_ms"]
     assert fault["p99_recovery_s"] is not None and 0.8 <= fault["p99_recovery_s"] <= 2.0
     assert fault["duplicated"] == 0 and fault["acknowledged_but_lost"] == 0
     (row,) = pq.read_table(next((tmp_path / "runs").rglob("cells.parquet"))).to_pylist()

@@ -112,6 +112,21 @@ def test_p99_recovery_is_when_the_rolling_p99_came_back_and_stayed() -> None:
     assert stall["p99_recovery_s"] == 1.0  # the first window free of the backlog starts when the stall ended
 
 
+def test_p99_recovery_allows_the_noise_the_route_had_before_the_faults() -> None:
+    # 1 ms, but four messages at 3 ms around 0.5 s and again around 4.5 s: the windows holding them have a p99 of
+    # 3 ms before the stall (2-3 s) as after it, so the route is back when the stall's backlog is gone
+    def arrive(at: int) -> int:
+        if 2_000_000 <= at < 3_000_000:
+            return 3_000_000 + 1000
+        noisy = 500_000 <= at < 520_000 or 4_500_000 <= at < 4_520_000
+        return at + (3000 if noisy else 1000)
+
+    sent, received = dense(arrive)
+    (stall,) = fault_costs([{"kind": "stall", "start_ns": 2 * S, "end_ns": 3 * S}], sent, received, "e2e", (0, 8 * S))
+    assert stall["p99_baseline_ms"] == 1.0 and stall["p99_band_ms"] == 3.0
+    assert stall["p99_recovery_s"] == 1.0
+
+
 def test_p99_never_recovers_from_a_kill_or_from_a_slower_route() -> None:
     sent, received = dense(lambda at: at + 1000 if at < 2_000_000 else None)
     (kill,) = fault_costs([{"kind": "kill", "start_ns": 2 * S, "end_ns": 2 * S}], sent, received, "e2e", (0, 8 * S))
