@@ -12,13 +12,14 @@ import pytest
 from bench_tasks.brokers.connections import BrokerConnection, get_connection, parse_connection
 from bench_tasks.brokers.external import refuse_faults, route_names
 from bench_tasks.cell.lifecycle import prepare_cell
-from bench_tasks.errors import BrokerError, MatrixError
+from bench_tasks.errors import BrokerError
 from bench_tasks.secrecy import redacted
 from bench_tasks.spec.matrix import load_matrix, parse_matrix
 from bench_tasks.systems.kafka.access import kafka_access
 from bench_tasks.systems.kafka.probe import java_client_properties, parse_features
 from bench_tasks.systems.kafka.security import ListenerSecurity
 from bench_tasks.systems.nats.access import nats_access
+from tests.unit.matrices import problems
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,12 +31,6 @@ def raw(system: str = "kafka", **block: Any) -> dict[str, Any]:
         "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 1},
         "measurements": ["e2e"],
     }
-
-
-def problems(data: dict[str, Any]) -> list[str]:
-    with pytest.raises(MatrixError) as err:
-        parse_matrix(data, "m.yaml")
-    return err.value.problems
 
 
 # --- validation ---------------------------------------------------------------------------------------------

@@ -7,31 +7,15 @@ from typing import Any
 
 import pytest
 
-from bench_tasks.errors import MatrixError
-from bench_tasks.spec.matrix import Matrix, parse_matrix
 from bench_tasks.systems.kafka.placement import leader_assignment
+from tests.unit.matrices import one_system, parse, problems
 
 KAFKA3 = {"brokers": 3, "partitions": 1, "replication_factor": 3}
 NATS_R3 = {"mode": "jetstream", "servers": 3, "replicas": 3}
 
 
 def raw(system: str, broker: dict[str, Any], **block: Any) -> dict[str, Any]:
-    return {
-        "name": "t",
-        "systems": [{"system": system, "versions": ["latest"], "broker": broker, **block}],
-        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 2},
-        "measurements": ["e2e"],
-    }
-
-
-def parse(data: dict[str, Any]) -> Matrix:
-    return parse_matrix(data, "m.yaml")
-
-
-def problems(data: dict[str, Any]) -> list[str]:
-    with pytest.raises(MatrixError) as info:
-        parse(data)
-    return info.value.problems
+    return one_system(system, broker, workload={"measure_s": 2}, block=block)
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from bench_tasks.errors import MatrixError
-from bench_tasks.spec.matrix import Matrix, parse_matrix
 from bench_tasks.topology import hosts, netns
+from tests.unit.matrices import one_system, parse, problems
 
 PARTITION = {"at_s": 1, "action": "partition", "target": "leader", "duration_s": 1}
 SQUEEZE = {"at_s": 1, "action": "bandwidth", "target": "node:2", "duration_s": 1, "rate_mbit": 1}
@@ -20,24 +19,8 @@ R3 = {"mode": "jetstream", "servers": 3, "replicas": 3}
 
 def raw(system: str = "nats", broker: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     placement = extra.pop("placement", PER_NODE)
-    return {
-        "name": "t",
-        "hosts": HOSTS,
-        "systems": [{"system": system, "versions": ["latest"], "broker": R3 if broker is None else broker}],
-        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3, "placement": placement},
-        "measurements": ["e2e"],
-        **extra,
-    }
-
-
-def parse(data: dict[str, Any]) -> Matrix:
-    return parse_matrix(data, "m.yaml")
-
-
-def problems(data: dict[str, Any]) -> list[str]:
-    with pytest.raises(MatrixError) as info:
-        parse(data)
-    return info.value.problems
+    top = {"hosts": HOSTS} | extra  # a test may bring hosts of its own
+    return one_system(system, R3 if broker is None else broker, workload={"placement": placement}, **top)
 
 
 def test_a_partition_and_a_squeeze_on_nodes_of_their_own_are_cells() -> None:

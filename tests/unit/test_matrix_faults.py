@@ -9,30 +9,14 @@ from typing import Any
 import pytest
 
 from bench_tasks.cell.faults import resolve_target
-from bench_tasks.errors import CellError, MatrixError
-from bench_tasks.spec.matrix import Matrix, parse_matrix
+from bench_tasks.errors import CellError
+from tests.unit.matrices import one_system, parse, problems
 
 STALL = {"at_s": 1, "action": "stall", "target": "leader", "duration_s": 1}
 
 
 def raw(**extra: Any) -> dict[str, Any]:
-    return {
-        "name": "t",
-        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "jetstream", "servers": 3}}],
-        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
-        "measurements": ["e2e"],
-        **extra,
-    }
-
-
-def parse(data: dict[str, Any]) -> Matrix:
-    return parse_matrix(data, "m.yaml")
-
-
-def problems(data: dict[str, Any]) -> list[str]:
-    with pytest.raises(MatrixError) as info:
-        parse(data)
-    return info.value.problems
+    return one_system("nats", {"mode": "jetstream", "servers": 3}, versions=("2.15.1",), **extra)
 
 
 def test_a_fault_is_part_of_the_cell_its_id_and_label() -> None:
