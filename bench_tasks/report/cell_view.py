@@ -251,6 +251,7 @@ FAULT_COST_FIELDS = (
     ("first_arrival_after_s", "first arrival after (s)"),
     ("max_arrival_gap_s", "longest gap (s)"),
     ("p99_recovery_s", "p99 back after (s)"),
+    ("p99_band_ms", "back within p99 (ms)"),
     ("scheduled", "scheduled"),
     ("lost", "lost"),
     ("duplicated", "duplicated"),
