@@ -24,7 +24,6 @@ import itertools
 import multiprocessing.synchronize
 import os
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet, write_pa
 from ..spec.matrix import CELL_ADAPTER, CellSpec
 from .driver import Driver, Outgoing, Received
 from .drivers import background_spec, driver_for
-from .loop import name_thread, run_precise, tighten_timer_slack
+from .loop import run_precise, tighten_timer_slack
 from .owner import exit_with
 from .payload import PayloadFactory, decode_header, decode_headers, decode_relay_stamps, relay, stamp_relay_sent
 from .routes import HOP2, MEASURED, background_route
@@ -327,26 +326,22 @@ async def _produce(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     channels.events.put({"kind": "done", "role": "producer", "index": plan.index})
 
 
-async def _until_stopped(channels: Channels, work: Awaitable[Any]) -> None:
+async def _until_stopped(channels: Channels, work: Awaitable[Any], poll_s: float = 0.05) -> None:
     """Run `work` until it ends or the parent sets `stop` (a cell cut off because its schedule could not end in
     time): then it is cancelled, and the caller's `finally` still writes down everything sent so far, instead of
-    the process being terminated with its samples unwritten. A thread of its own waits on `stop`, so the send
-    loop is never woken to look at it."""
+    the process being terminated with its samples unwritten. It looks at `stop` every `poll_s` rather than
+    waiting on it in a thread: a process that exits while one of its threads sleeps in a multiprocessing Event's
+    wait leaves the Event's condition counting a sleeper that never wakes, and the parent's `stop.set()` then
+    fails (`notify: Should not have been able to acquire _wait_semaphore`)."""
     task = asyncio.ensure_future(work)
-    loop = asyncio.get_running_loop()
-
-    def cancel_when_stopped() -> None:
-        name_thread("py-stop-watch")  # idle until the stop; its CPU still counts as the harness's Python
-        channels.stop.wait()
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the work ended long ago
-            loop.call_soon_threadsafe(task.cancel)
-
-    threading.Thread(target=cancel_when_stopped, daemon=True).start()
-    try:
-        await task
-    except asyncio.CancelledError:
-        if not channels.stop.is_set():
-            raise  # the caller itself was cancelled
+    while not task.done():
+        if channels.stop.is_set():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return
+        await asyncio.wait({task}, timeout=poll_s)
+    task.result()
 
 
 async def _open_loop(intended: np.ndarray, send: Callable[[int, int], Awaitable[None]], now_ns: Clock) -> None:
