@@ -113,3 +113,63 @@ def test_the_leader_squeezed_a_follower_cut_then_the_leader_cut_on_kafka_rf3(tmp
     assert acc.acknowledged_but_lost == 0 and acc.acknowledged > 0.9 * acc.scheduled
     assert not any(psutil.pid_exists(n["pid"]) and psutil.Process(n["pid"]).status() != "zombie" for n in nodes)
     assert ours() == before
+
+
+@pytest.mark.alongside
+def test_a_cut_off_kraft_controller_loses_the_quorum_to_the_nodes_it_cannot_reach(tmp_path: Path) -> None:
+    """Three KRaft nodes on b1..b3, each forked in its own namespace and voting on its own address: cutting the
+    active controller's link (what a `controller` target's partition does) leaves the other two a majority, which
+    elects another controller within a few seconds (`controller.quorum.fetch.timeout.ms`, 2 s); the new one is what
+    the quorum-state files (the `controller` target's source) name. Every node ran in its own namespace."""
+    import time
+
+    from bench_tasks.spec.placement import Host
+    from bench_tasks.systems.kafka.cluster import KafkaCluster
+    from bench_tasks.systems.kafka.quorum import active_controller, quorum_state_file
+    from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
+    from bench_tasks.topology.links import NodeLinks
+
+    before = ours()
+    names = {n: f"b{n}" for n in (1, 2, 3)}
+    topo = netns.build({h: Host(netns=h) for h in names.values()}, list(names.values()), None)
+    cluster = None
+    try:
+        sites = {n: (topo.netns_of(h), topo.address_of(h)) for n, h in names.items()}
+        with netns.inside(topo.switch):  # the harness's side: reaches every node across the bridge
+            cluster = KafkaCluster(
+                KAFKA_VERSIONS[0], 3, FAST_FENCING, tmp_path, host=netns.CONTROL_ADDRESS, sites=sites
+            )
+            endpoint = cluster.start()
+        for node in endpoint.nodes:
+            assert node.pid in netns.pids_in(sites[node.node_id][0])
+        files = {node.node_id: quorum_state_file(node.log_dir) for node in endpoint.nodes}
+        controller = _wait_for(lambda: active_controller(files.values()), 10.0)
+        assert controller in (1, 2, 3)
+        links = NodeLinks(topo, names)
+        links.cut(controller)
+        began = time.monotonic()
+        others = [path for node, path in files.items() if node != controller]
+        successor = _wait_for(lambda: _other_than(active_controller(others), controller), 15.0)
+        print(f"\ncontroller {controller} cut off; node {successor} leads {time.monotonic() - began:.1f} s later")
+        assert successor in (1, 2, 3) and successor != controller
+        assert active_controller(files.values()) == successor  # the newest epoch wins over the cut node's own view
+        links.restore()
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        netns.destroy(topo)
+    assert ours() == before
+
+
+def _wait_for(probe: Any, timeout_s: float) -> Any:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while (found := probe()) is None:
+        assert time.monotonic() < deadline, f"nothing after {timeout_s:.0f} s"
+        time.sleep(0.1)
+    return found
+
+
+def _other_than(node: int | None, old: int) -> int | None:
+    return None if node in (None, old) else node
