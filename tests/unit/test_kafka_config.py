@@ -147,6 +147,41 @@ def test_a_cluster_on_a_namespace_address_binds_advertises_and_certifies_it(tmp_
     assert plain["advertised.listeners"] == "PLAINTEXT://10.99.0.2:1"
 
 
+def test_nodes_on_hosts_of_their_own_bind_advertise_and_vote_on_their_own_addresses(tmp_path: Path) -> None:
+    """One host per node (`sites`): each node's listeners on its own address, the quorum voters on each node's, and
+    with TLS the one shared certificate names every node's address."""
+    import ipaddress
+
+    from cryptography import x509
+
+    sites = {n: (f"sixnines-t0-b{n}", f"10.99.0.{n + 1}") for n in (1, 2, 3)}
+    cluster = KafkaCluster("4.3.1", 3, None, tmp_path, host="10.99.0.1", sites=sites)
+    voters = "1@10.99.0.2:9093,2@10.99.0.3:9093,3@10.99.0.4:9093"
+    values = cluster.settings(3, 9092, 9093, Path("/data"), voters)
+    assert values["listeners"] == "PLAINTEXT://10.99.0.4:9092,CONTROLLER://10.99.0.4:9093"
+    assert values["advertised.listeners"] == "PLAINTEXT://10.99.0.4:9092"
+    assert values["controller.quorum.voters"] == voters
+    tls = KafkaCluster("4.3.1", 3, None, tmp_path, host="10.99.0.1", sites=sites, security="ssl")
+    assert tls.settings(2, 1, 2, Path("/d"), voters)["advertised.listeners"] == "CLIENT://10.99.0.3:1"
+    tls.security.prepare(tmp_path, *(address for _, address in sites.values()))
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls" / "server-cert.pem").read_bytes())
+    named = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert {ipaddress.ip_address(a) for _, a in sites.values()} <= set(named.get_values_for_type(x509.IPAddress))
+    with pytest.raises(BrokerError, match=r"nodes are 1..3; sites were given for \[1, 2\]"):
+        KafkaCluster("4.3.1", 3, None, tmp_path, sites={1: sites[1], 2: sites[2]})
+
+
+def test_the_leader_poll_leaves_a_silent_node_out_of_its_bootstrap() -> None:
+    """A node cut off or frozen is not asked who leads: a metadata request to it would wait on silence."""
+    from bench_tasks.systems.kafka.provision import _bootstrap_without
+
+    listeners = {1: "10.99.0.2:9092", 2: "10.99.0.3:9092", 3: "10.99.0.4:9092"}
+    everyone = ",".join(listeners.values())
+    assert _bootstrap_without(everyone, listeners, None) == everyone
+    assert _bootstrap_without(everyone, listeners, 2) == "10.99.0.2:9092,10.99.0.4:9092"
+    assert _bootstrap_without(everyone, {}, 2) == everyone  # a reference without listeners: as before
+
+
 def test_backlog_counts_only_the_partitions_the_consumer_is_fetching() -> None:
     """librdkafka's statistics list every partition the handle knows: one lost in a rebalance (not desired,
     stopped) and the internal -1 can keep a stale fetch-queue count that no one will take; an idle group member

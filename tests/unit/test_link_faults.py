@@ -79,16 +79,36 @@ def test_a_link_fault_needs_a_host_per_node() -> None:
         ), found
 
 
+KAFKA_RF3 = {"brokers": 3, "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2}
+
+
+def test_kafka_nodes_on_hosts_of_their_own_take_link_faults_on_every_target() -> None:
+    """KRaft nodes 1..3 on b1..b3: a partition and a squeeze aimed at the leader, a node, a random node or the
+    controller are cells."""
+    for target in ("leader", "node:2", "random", "controller", "follower"):
+        faults = [{**PARTITION, "target": target}, {**SQUEEZE, "at_s": 2.5, "duration_s": 0.5, "target": target}]
+        (cell,) = parse(raw("kafka", KAFKA_RF3, faults=faults)).cells
+        assert hosts.node_hosts(cell) == {1: "b1", 2: "b2", 3: "b3"}
+        assert [f.action for f in cell.spec.faults] == ["partition", "bandwidth"]
+
+
+def test_kafka_link_faults_on_one_shared_host_are_refused_naming_the_field() -> None:
+    """Three Kafka nodes in one namespace share its link: a partition would cut them all."""
+    shared = {"b1": {"netns": "b1"}, "lg": {"netns": "lg"}}
+    found = problems(raw("kafka", KAFKA_RF3, faults=[PARTITION], placement={**PER_NODE, "broker": "b1"}, hosts=shared))
+    assert any(p.startswith("faults[0].action: 'partition' acts on one node's own") for p in found), found
+
+
 def test_a_system_without_link_faults_refuses_them_naming_what_it_supports() -> None:
-    kafka = {"brokers": 3, "partitions": 1, "replication_factor": 3}
-    found = problems(raw("kafka", kafka, faults=[PARTITION], placement={**PER_NODE, "broker": "b1"}))
-    assert any(p.startswith("faults[0].action: 'partition' — kafka supports: stall, kill, restart") for p in found)
+    found = problems(raw("redis", {}, faults=[PARTITION], placement={**PER_NODE, "broker": "b1"}))
+    assert any(p.startswith("faults[0].action: 'partition' — redis supports:") for p in found), found
 
 
 @pytest.mark.parametrize(
     ("system", "broker", "placement", "hosts_map", "words"),
     [
-        ("kafka", {"brokers": 3}, PER_NODE, HOSTS, "one host per node is not supported by kafka; name one host"),
+        ("redis", {}, PER_NODE, HOSTS, "one host per node is not supported by redis; name one host"),
+        ("kafka", {"brokers": 1}, PER_NODE, HOSTS, "3 hosts for 1 node(s) (node:1)"),
         ("nats", R3, {**PER_NODE, "broker": ["b1", "b2"]}, HOSTS, "2 hosts for 3 node(s) (node:1, node:2, node:3)"),
         ("nats", R3, {**PER_NODE, "broker": ["b1", "b1", "b2"]}, HOSTS, "names a host twice"),
         ("nats", R3, {**PER_NODE, "broker": []}, HOSTS, "an empty list"),

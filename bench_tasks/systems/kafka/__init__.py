@@ -19,7 +19,10 @@ class Kafka(System):
     setup_estimate_s = 20.0  # a JVM per node, KRaft formatting and election
     calibration_broker: ClassVar[Mapping[str, Any]] = {"brokers": 1}
     client_libraries = ("confluent-kafka",)
-    fault_actions = frozenset({"stall", "kill", "restart"})  # restart: the node's command again, same config and data
+    # restart: the node's command again, same config and data; partition, bandwidth: on a node's own link (each node
+    # in a network namespace of its own, listening and voting in the KRaft quorum on its own address)
+    fault_actions = frozenset({"stall", "kill", "restart", "partition", "bandwidth"})
+    node_hosts = True
     fault_targets = frozenset({"leader", "follower", "controller", "node", "random"})
 
     @staticmethod

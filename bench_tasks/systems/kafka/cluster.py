@@ -1,10 +1,16 @@
-"""Apache Kafka in KRaft mode: one to a few combined nodes on one address (127.0.0.1, or a network-namespace host's).
+"""Apache Kafka in KRaft mode: one to a few combined nodes on one address (127.0.0.1, or a network-namespace host's),
+or each node on an address of its own in a network namespace of its own (`sites`).
 
 Every node is a combined broker+controller (`process.roles=broker,controller`) with its own ports and log dir, in a
 static quorum (`controller.quorum.voters`, understood by 3.9 and 4.x alike), formatted with a fresh cluster id on
 every start. Settings that matter for a single-host benchmark are defaulted (replication factors of internal topics
 fit the cluster size, no group rebalance delay, no topic auto-creation); `server` settings pass through to
 server.properties untouched and override them.
+
+With `sites` (node id -> (namespace, address): one host per node) every node is forked from a thread inside its own
+namespace and binds, advertises and is a quorum voter on its own address, so client, replication and KRaft
+traffic to and from a node all cross that node's link (which a `partition` or `bandwidth` fault acts on). The
+caller (the harness's side: readiness checks, admin requests) is then in a namespace that reaches every node.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
+from ...topology.netns import inside
 from .admin import admin_client, registered_brokers
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
 from .properties import render_properties
@@ -128,13 +135,16 @@ class _NodePlan:
 
 
 class KafkaCluster(NodeCluster):
-    """A KRaft cluster of `brokers` combined nodes for one cell (or one `brokers up`), all on one address.
+    """A KRaft cluster of `brokers` combined nodes for one cell (or one `brokers up`), on one address or each on
+    its own (`sites`).
 
     1 and 3 nodes are what the harness tests; 3 is the smallest quorum that survives losing a node. `jvm_opts`
     defaults to `default_jvm_opts()`; whatever is used is recorded in the endpoint. `host` is the address every
     listener (client, inter-broker, controller) binds and advertises: 127.0.0.1, or the broker host's address
     when the cluster is started from a thread inside that host's network namespace (so clients in other
-    namespaces reach it across the links, and the nodes reach each other on it).
+    namespaces reach it across the links, and the nodes reach each other on it). `sites`: node id (1..brokers) ->
+    (network namespace, address) when each node has a host of its own; `host` is then where the caller reaches
+    them from.
     """
 
     KIND: ClassVar[str] = "Kafka"
@@ -152,10 +162,14 @@ class KafkaCluster(NodeCluster):
         security: str | None = None,
         sasl_mechanism: str | None = None,
         host: str = "127.0.0.1",
+        sites: Mapping[int, tuple[str, str]] | None = None,
     ):
         if brokers < 1:
             raise BrokerError(f"a Kafka cluster needs at least one broker, not {brokers}")
         super().__init__(version, workdir, tie_to_parent, host)
+        self.sites = dict(sites) if sites else {i: ("", host) for i in range(1, brokers + 1)}
+        if sorted(self.sites) != list(range(1, brokers + 1)):
+            raise BrokerError(f"a Kafka cluster's nodes are 1..{brokers}; sites were given for {sorted(self.sites)}")
         self.security = ListenerSecurity.of(security, sasl_mechanism)
         self.brokers = brokers
         self.server = dict(server or {})
@@ -168,19 +182,24 @@ class KafkaCluster(NodeCluster):
         clients, never record it)."""
         return self.security.client_config(self.workdir)
 
+    def address_of(self, node_id: int) -> str:
+        """The address node `node_id` binds and advertises: its own host's, or the cluster's shared one."""
+        return self.sites[node_id][1] if node_id in self.sites else self.host
+
     def settings(self, node_id: int, port: int, controller_port: int, log_dir: Path, voters: str) -> dict[str, Any]:
         """server.properties of one node: harness defaults, then `server` verbatim on top."""
         replicas, min_isr = min(3, self.brokers), min(2, self.brokers)
+        me = self.address_of(node_id)
         settings: dict[str, Any] = {
             "process.roles": "broker,controller",
             "node.id": node_id,
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{self.host}:{port},CONTROLLER://{self.host}:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{port}",
+            "listeners": f"PLAINTEXT://{me}:{port},CONTROLLER://{me}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{me}:{port}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            **self.security.server_settings(port, controller_port, self.workdir, self.host),
+            **self.security.server_settings(port, controller_port, self.workdir, me),
             "log.dirs": str(log_dir),
             "offsets.topic.replication.factor": replicas,
             "transaction.state.log.replication.factor": replicas,
@@ -205,21 +224,22 @@ class KafkaCluster(NodeCluster):
         release = release_of(self.version)
         java = java_binary()
         plans = self._plan()
-        voters = ",".join(f"{p.node_id}@{self.host}:{p.controller_port}" for p in plans)
-        self.security.prepare(self.workdir, self.host)
+        voters = ",".join(f"{p.node_id}@{self.address_of(p.node_id)}:{p.controller_port}" for p in plans)
+        self.security.prepare(self.workdir, *dict.fromkeys(self.address_of(p.node_id) for p in plans))
         settings = {p.node_id: self.settings(p.node_id, p.port, p.controller_port, p.log_dir, voters) for p in plans}
         properties = {node: render_properties(redacted(values)) for node, values in settings.items()}  # recorded
         for plan in plans:  # JAAS lines hold the listener's passwords
             write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
         cluster_id = new_cluster_id()
         jvm_common = [self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
-        bootstrap = ",".join(f"{self.host}:{p.port}" for p in plans)
+        bootstrap = ",".join(f"{self.address_of(p.node_id)}:{p.port}" for p in plans)
         with stopped_on_failure(self.stop, f"the Kafka {self.version} cluster"):
             tool = [java, *TOOL_JVM_OPTS, *jvm_common]
             _format_storage(tool, release.storage_tool, plans, cluster_id, deadline, self.security.format_args())
-            for plan in plans:  # from this thread, see the docstring
+            for plan in plans:  # from this thread, see the docstring; forked inside the node's own namespace
                 argv = [java, *self.jvm_opts, *jvm_common, MAIN_CLASS, str(plan.properties_path)]
-                self.processes[plan.node_id] = BrokerProcess(argv, plan.log_path, self.tie_to_parent)
+                with inside(self.sites[plan.node_id][0]):
+                    self.processes[plan.node_id] = BrokerProcess(argv, plan.log_path, self.tie_to_parent)
             self._wait_ready(bootstrap, plans, deadline, timeout_s)
         self.endpoint = KafkaEndpoint(
             bootstrap_servers=bootstrap,
@@ -248,15 +268,25 @@ class KafkaCluster(NodeCluster):
         )
 
     def _plan(self) -> list[_NodePlan]:
-        """Ports and fresh folders per node; a node's folder from an earlier start is wiped (its cluster id is
-        stale), nothing else in `workdir` is touched."""
-        ports = free_ports(2 * self.brokers, self.host)
+        """Ports (free on each node's address, in its namespace) and fresh folders per node; a node's folder from an
+        earlier start is wiped (its cluster id is stale), nothing else in `workdir` is touched."""
+        shared = len({site for site in self.sites.values()}) == 1
+        if shared:  # one address: all ports drawn together, so none is handed out twice
+            with inside(self.sites[1][0]):
+                flat = free_ports(2 * self.brokers, self.address_of(1))
+            ports = [(flat[2 * i], flat[2 * i + 1]) for i in range(self.brokers)]
+        else:
+            ports = []
+            for node_id in range(1, self.brokers + 1):
+                with inside(self.sites[node_id][0]):
+                    client, controller = free_ports(2, self.address_of(node_id))
+                ports.append((client, controller))
         plans = []
         for i in range(self.brokers):
             home = self.workdir / f"node-{i + 1}"
             shutil.rmtree(home, ignore_errors=True)
             home.mkdir(parents=True)
-            plans.append(_NodePlan(i + 1, ports[2 * i], ports[2 * i + 1], home))
+            plans.append(_NodePlan(i + 1, *ports[i], home))
         return plans
 
     def _write_logging_config(self, backend: str) -> str:
@@ -277,7 +307,7 @@ class KafkaCluster(NodeCluster):
         waiting_for = "the nodes to start"
         while time.monotonic() < deadline:
             self._check_alive()
-            if admin is None and all(_accepts(self.host, p.port) for p in plans):
+            if admin is None and all(_accepts(self.address_of(p.node_id), p.port) for p in plans):
                 admin = admin_client(bootstrap, self.client_config)  # only now: librdkafka logs refused connections
             if admin is not None:
                 unstarted = [n for n, proc in self.processes.items() if _STARTED_MARKER not in _read(proc.log_path)]

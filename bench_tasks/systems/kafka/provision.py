@@ -1,6 +1,8 @@
 """Starting a Kafka cell's brokers: a KRaft cluster of 1 or 3 nodes with the cell's client security on its
 listener. Faults hit the broker that leads partition 0 of the measured topic when they fire (a leader failure is
-what seeds 001 and 003 study); every partition's leader is watched for the whole cell."""
+what seeds 001 and 003 study); every partition's leader is watched for the whole cell. With one host per node
+(`sites`) each node runs in its own network namespace on its own address; the leader poll then leaves a node
+that is frozen or cut off out of its bootstrap list, so its metadata request never waits on a silent node."""
 
 from __future__ import annotations
 
@@ -15,7 +17,16 @@ from ...load.routes import final_route
 from .settings import KafkaCell
 
 
-def start_brokers(spec: KafkaCell, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+def start_brokers(
+    spec: KafkaCell,
+    names: str,
+    workdir: Path,
+    tie_to_parent: bool,
+    host: str,
+    sites: Mapping[int, tuple[str, str]] | None = None,
+) -> StartedBrokers:
+    """`sites`: node id -> (namespace, address) when each node has a host of its own (`host` is then the switch
+    namespace's address, where the harness reaches them all from)."""
     from .cluster import MAIN_CLASS, KafkaCluster
 
     b, c = spec.broker, spec.client
@@ -28,6 +39,7 @@ def start_brokers(spec: KafkaCell, names: str, workdir: Path, tie_to_parent: boo
         security=c.security,
         sasl_mechanism=c.sasl_mechanism,
         host=host,
+        sites=sites,
     )
     e = cluster.start()
     return StartedBrokers(
@@ -38,7 +50,11 @@ def start_brokers(spec: KafkaCell, names: str, workdir: Path, tie_to_parent: boo
         context={k: v for k, v in asdict(e).items() if k != "workdir"},
         logs=sorted(workdir.rglob("*.log")),
         client=cluster.client_config,  # the listener's TLS/SASL settings (a throw-away password)
-        leader={"topic": measured_topic(spec, names), "quorum_state": _quorum_state_files(e.nodes)},
+        leader={
+            "topic": measured_topic(spec, names),
+            "quorum_state": _quorum_state_files(e.nodes),
+            "bootstrap": {str(n.node_id): f"{cluster.address_of(n.node_id)}:{n.port}" for n in e.nodes},
+        },
     )
 
 
@@ -52,17 +68,26 @@ def measured_topic(spec: KafkaCell, names: str) -> str:
 def leader_poll(
     address: str, client: Mapping[str, Any], ref: Mapping[str, Any], patient: bool, paused: Callable[[], int | None]
 ) -> LeaderPoll | None:
-    """The topic's partition leaders (-1: none) from the cluster's metadata."""
+    """The topic's partition leaders (-1: none) from the cluster's metadata, asked of the nodes that are not frozen
+    or cut off (`paused()`), where the reference knows each node's listener."""
     if not ref.get("topic"):
         return None
     from .admin import partition_leaders
 
     timeout_s = 10.0 if patient else 2.0
+    listeners = {int(node): where for node, where in (ref.get("bootstrap") or {}).items()}
 
     def poll() -> dict[int, int]:
-        return partition_leaders(address, ref["topic"], timeout_s, client)
+        return partition_leaders(_bootstrap_without(address, listeners, paused()), ref["topic"], timeout_s, client)
 
     return poll
+
+
+def _bootstrap_without(address: str, listeners: Mapping[int, str], skipped: int | None) -> str:
+    """The bootstrap list without the skipped node's listener (unchanged when none is skipped or it is unknown)."""
+    if skipped is None or skipped not in listeners or len(listeners) < 2:
+        return address
+    return ",".join(where for node, where in sorted(listeners.items()) if node != skipped)
 
 
 def retarget(ref: Mapping[str, Any] | None, spec: KafkaCell, names: str) -> dict[str, Any]:

@@ -53,13 +53,14 @@ class ListenerSecurity:
     def _tls_dir(workdir: Path) -> Path:
         return workdir / "tls"
 
-    def prepare(self, workdir: Path, host: str = "127.0.0.1") -> None:
-        """Make the TLS material (once per start) before any node's config points at it; the certificate
-        names `host` (the listeners' address) besides localhost and 127.0.0.1."""
+    def prepare(self, workdir: Path, *hosts: str) -> None:
+        """Make the TLS material (once per start) before any node's config points at it; the one certificate all
+        nodes share names `hosts` (the listeners' addresses: one, or each node's own) besides localhost and
+        127.0.0.1."""
         if self.tls:
             from ...brokers.tls import make_tls
 
-            make_tls(self._tls_dir(workdir), tuple(dict.fromkeys(("localhost", "127.0.0.1", host))))
+            make_tls(self._tls_dir(workdir), tuple(dict.fromkeys(("localhost", "127.0.0.1", *hosts))))
 
     def server_settings(
         self, port: int, controller_port: int, workdir: Path, host: str = "127.0.0.1"
