@@ -42,14 +42,14 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+# This checkout first: the jobs measured are its own, not those of whichever checkout the venv installed; the
+# synthetic-data builders and the test cluster live in its tests/ (not installed).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_tasks import PERCENTILES, Lake, RunInfo, required_samples
 from spark_jobs.exact import percentile_column
 from spark_jobs.lakeio import find_run, table_dir
 from spark_jobs.pipeline import Comparison, run_analysis
 from spark_jobs.session import get_spark
-
-# The synthetic-data builders and the test cluster live in tests/ (not installed): import them from this checkout.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.spark.synth import SynthCell, received_table, sent_table, write_cell
 from tests.spark_cluster import standalone_cluster
 

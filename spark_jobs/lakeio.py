@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -238,9 +239,7 @@ def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:
     a rename into place; on S3 the marker naming the new attempt). The tables are small — a row per cell,
     statistic, second or bucket — so the driver collects one as Arrow and writes a single Parquet file: no
     Spark write job per table. Returns the folder holding the part file."""
-    buffer = pa.BufferOutputStream()
-    pq.write_table(df.toArrow(), buffer, compression="snappy")
-    return write_folder(table_dir(lake, table, run), {"part-00000.snappy.parquet": buffer.getvalue().to_pybytes()})
+    return write_arrow(df.toArrow(), lake, table, run)
 
 
 def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) -> DataFrame:
@@ -252,10 +251,24 @@ def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) 
     return spark.read.parquet(*[spark_uri(f) for f in folders.values() if f is not None])
 
 
+def write_arrow(table: pa.Table, lake: Lake, name: str, run: RunRef) -> LakePath:
+    """Write one run's partition of table `name` from rows already on the driver (see write_table)."""
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer, compression="snappy")
+    return write_folder(table_dir(lake, name, run), {"part-00000.snappy.parquet": buffer.getvalue().to_pybytes()})
+
+
+def run_rows(table: pa.Table, run: RunRef) -> pa.Table:
+    """The rows of one run in a table collected over several."""
+    return table.filter(pc.equal(table["run_id"], run.run_id))
+
+
+def write_collected(lake: Lake, runs: list[RunRef], tables: dict[str, pa.Table]) -> dict[str, list[LakePath]]:
+    """Write each collected table's partition of each run; the written folders by table."""
+    return {name: [write_arrow(run_rows(t, run), lake, name, run) for run in runs] for name, t in tables.items()}
+
+
 def write_tables(lake: Lake, runs: list[RunRef], tables: dict[str, DataFrame]) -> dict[str, list[LakePath]]:
-    """Write each table's partition of each run (write_table); the written folders by table."""
-    written: dict[str, list[LakePath]] = {name: [] for name in tables}
-    for run in runs:
-        for name, frame in tables.items():
-            written[name].append(write_table(frame.where(F.col("run_id") == run.run_id), lake, name, run))
-    return written
+    """Write each table's partition of each run (one collect per table, split by run on the driver); the
+    written folders by table."""
+    return write_collected(lake, runs, {name: frame.toArrow() for name, frame in tables.items()})

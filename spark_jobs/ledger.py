@@ -185,6 +185,8 @@ def ledger(sent: DataFrame, received: DataFrame, units: Units) -> Ledger:
     by the executors while the per-producer sums and the words with a duplicate come to the driver."""
     table = words(sent, received, units).localCheckpoint()
     checks = local(producer_checks(per_producer(table), units.facts))
-    dup = local(table.where("has_duplicate").select(*WORD_KEYS))
-    count = dup.count()
+    dup_frame = table.where("has_duplicate").select(*WORD_KEYS)
+    dup_rows = dup_frame.toArrow()  # counted on the driver: no count() job
+    dup = table.sparkSession.createDataFrame(dup_rows, schema=dup_frame.schema)
+    count = dup_rows.num_rows
     return Ledger(unit_accounting(checks.collect(), units), checks, dup if count else None, count)

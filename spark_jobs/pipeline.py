@@ -12,21 +12,22 @@ failed expectations (non-zero exit). `timings` (when given) receives each step's
 
 from __future__ import annotations
 
-import importlib
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from pyspark.sql import SparkSession
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs import capacity, compare, faults, histogram, jobargs, lakeio, percentiles, timeline
 from spark_jobs.analysis import Analysis, analyze
 from spark_jobs.errors import CompareError, GateError
 from spark_jobs.gate_frames import faults_frame, percentile_tables_frame, raw_cells_frame, raw_producers_frame
+from spark_jobs.gateproc import GateProcess, validate_frame
 from spark_jobs.publish import publish, quarantine
 
 # Tables published beside the percentiles as CSV when they have rows (publish.csv_tables).
@@ -56,49 +57,72 @@ def gate(
     run: lakeio.RunRef,
     thresholds: GateThresholds,
     result: Analysis | None = None,
+    tables: Mapping[str, pa.Table] | None = None,
+    worker: GateProcess | None = None,
 ) -> GateReport:
     """Validate the run's raw samples (per producer), per-cell aggregates, percentile table and faults table
-    (all must pass). The frames are small; GX checks them in pandas."""
-    from expectations import (
-        build_faults_suite,
-        build_percentile_tables_suite,
-        build_raw_cells_suite,
-        build_raw_samples_suite,
-        validate,
-    )
-
+    (all must pass). The frames are small; GX checks them in pandas, in `worker` when given. `tables`: the run's
+    tables as just written (else they are read from the lake)."""
     if result is None:
         raw = lakeio.read_raw(spark, lake, [run.run_id])
         result = analyze(raw.sent, raw.received, raw.cells)
+    written = _table_reader(spark, lake, run, tables)
     frames = {
-        "raw_samples": (raw_producers_frame(result), build_raw_samples_suite(thresholds.min_latency_ns)),
-        "raw_cells": (
-            raw_cells_frame(result),
-            build_raw_cells_suite(thresholds.measure_tolerance, thresholds.allowed_loss_ratio),
-        ),
+        "raw_samples": (raw_producers_frame(result), (thresholds.min_latency_ns,)),
+        "raw_cells": (raw_cells_frame(result), (thresholds.measure_tolerance, thresholds.allowed_loss_ratio)),
         "percentile_tables": (
-            percentile_tables_frame(
-                lakeio.read_table(spark, lake, "percentiles", [run]), lakeio.read_cells(spark, lake, [run])
-            ),
-            build_percentile_tables_suite(),
+            percentile_tables_frame(written("percentiles"), lakeio.read_cells(spark, lake, [run])),
+            (),
         ),
-        "faults": (faults_frame(lakeio.read_table(spark, lake, "faults", [run])), build_faults_suite()),
+        "faults": (faults_frame(written("faults")), ()),
     }
+    pandas = {name: (frame.toPandas(), args) for name, (frame, args) in frames.items()}
+    outcomes = worker.validate(pandas) if worker is not None else _validate_here(pandas)
     report = GateReport(run.run_id, True)
-    for name, (frame, suite) in frames.items():
-        outcome = validate(frame.toPandas(), suite)
-        report.success &= outcome.success
-        report.failed += [f"{name}: {f}" for f in outcome.failed]
-        report.suites[name] = {"success": outcome.success, "evaluated": outcome.evaluated, "result": outcome.result}
+    for name, outcome in outcomes.items():
+        report.success &= outcome["success"]
+        report.failed += [f"{name}: {f}" for f in outcome["failed"]]
+        report.suites[name] = {k: outcome[k] for k in ("success", "evaluated", "result")}
     return report
 
 
-def publish_run(spark: SparkSession, lake: lakeio.Lake, run: lakeio.RunRef, report: GateReport) -> Path:
-    """Publish when the gate passed; otherwise quarantine and raise GateError naming what failed."""
-    table = lakeio.read_table(spark, lake, "percentiles", [run]).toArrow()
-    acc = lakeio.read_table(spark, lake, "accounting", [run]).toArrow().to_pylist()
-    spread = lakeio.read_table(spark, lake, "repeat_spread", [run]).toArrow().to_pylist()
-    more = {name: lakeio.read_table(spark, lake, name, [run]).toArrow().to_pylist() for name in CSV_TABLES}
+def _validate_here(frames: dict[str, tuple[Any, tuple[Any, ...]]]) -> dict[str, dict[str, Any]]:
+    """The gate's suites run in this process (gate() called without a worker, as tests do)."""
+    return {name: validate_frame(frame, name, args) for name, (frame, args) in frames.items()}
+
+
+def _table_reader(
+    spark: SparkSession, lake: lakeio.Lake, run: lakeio.RunRef, tables: Mapping[str, pa.Table] | None
+) -> Callable[[str], DataFrame]:
+    """A table of `run` by name: from the collected `tables` as local data (no file listing, no scan job), or
+    from the lake."""
+
+    def read(name: str) -> DataFrame:
+        if tables is None:
+            return lakeio.read_table(spark, lake, name, [run])
+        return spark.createDataFrame(lakeio.run_rows(tables[name], run))
+
+    return read
+
+
+def publish_run(
+    spark: SparkSession,
+    lake: lakeio.Lake,
+    run: lakeio.RunRef,
+    report: GateReport,
+    tables: Mapping[str, pa.Table] | None = None,
+) -> Path:
+    """Publish when the gate passed; otherwise quarantine and raise GateError naming what failed. `tables`: the
+    run's tables as just written (else they are read from the lake)."""
+
+    def rows(name: str) -> pa.Table:
+        if tables is None:
+            return lakeio.read_table(spark, lake, name, [run]).toArrow()
+        return lakeio.run_rows(tables[name], run)
+
+    table = rows("percentiles")
+    acc, spread = rows("accounting").to_pylist(), rows("repeat_spread").to_pylist()
+    more = {name: rows(name).to_pylist() for name in CSV_TABLES}
     if report.success:
         return publish(lake, run, table, acc, spread, more)
     validation = {"run_id": run.run_id, "success": False, "failed": report.failed, "suites": report.suites}
@@ -120,14 +144,6 @@ class Comparison:
         return cls(axis, baseline or None)
 
 
-def _preload_expectations() -> threading.Thread:
-    """Import Great Expectations (seven seconds here) on a thread while Spark computes the tables: the driver
-    thread mostly waits on the JVM meanwhile."""
-    thread = threading.Thread(target=importlib.import_module, args=("expectations",), daemon=True)
-    thread.start()
-    return thread
-
-
 @contextmanager
 def _timed(timings: dict[str, float] | None, step: str) -> Iterator[None]:
     started = time.perf_counter()
@@ -145,23 +161,25 @@ def write_all(
     extra_tables: bool = True,
     comparisons: Sequence[Comparison] = (),
     timings: dict[str, float] | None = None,
-) -> Analysis:
+) -> tuple[Analysis, dict[str, pa.Table]]:
     """Analyze `raw` once and write every table of its runs (and the comparisons of its last run). Returns the
-    analysis for the gate."""
+    analysis and the tables as written (all runs' rows), for the gate and publishing."""
     with _timed(timings, "passes"):
         result = analyze(raw.sent, raw.received, raw.cells)
     built = percentiles.tables(result) | {"faults": faults.faults_table(raw.cells)}
     built |= capacity.capacity_tables(spark, lake, raw.runs)
     if extra_tables:
         built |= {"timeline": timeline.timeline_table(result), "histogram": histogram.histogram_table(result)}
+    collected: dict[str, pa.Table] = {}
     for name, frame in built.items():
         with _timed(timings, name):
-            lakeio.write_tables(lake, raw.runs, {name: frame})
+            collected[name] = frame.toArrow()
+            lakeio.write_collected(lake, raw.runs, {name: collected[name]})
     for comparison in comparisons:
         run_id = raw.runs[-1].run_id
         with _timed(timings, f"compare {comparison.axis}"):
             compare.run(spark, lake, comparison.baseline or run_id, run_id, comparison.axis)
-    return result
+    return result, collected
 
 
 def run_analysis(
@@ -175,16 +193,17 @@ def run_analysis(
 ) -> Path:
     """Every table (percentiles, plus timeline and histogram), any comparisons, the gate, then publish.
     Returns the published folder."""
-    preload = _preload_expectations()
-    with _timed(timings, "read"):
-        raw = lakeio.read_raw(spark, lake, [run_id])
-    result = write_all(spark, lake, raw, extra_tables, comparisons, timings)
-    with _timed(timings, "expectations import"):
-        preload.join()
-    with _timed(timings, "gate"):
-        report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result)
-    with _timed(timings, "publish"):
-        return publish_run(spark, lake, raw.runs[0], report)
+    worker = GateProcess()  # imports GX in its own process meanwhile
+    try:
+        with _timed(timings, "read"):
+            raw = lakeio.read_raw(spark, lake, [run_id])
+        result, tables = write_all(spark, lake, raw, extra_tables, comparisons, timings)
+        with _timed(timings, "gate"):
+            report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result, tables, worker)
+        with _timed(timings, "publish"):
+            return publish_run(spark, lake, raw.runs[0], report, tables)
+    finally:
+        worker.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from bench_tasks import PERCENTILES, RunInfo
 from expectations import build_percentile_tables_suite, build_raw_cells_suite, build_raw_samples_suite
 from spark_jobs import GateError
 from spark_jobs.lakeio import find_run
-from spark_jobs.pipeline import GateReport, publish_run, run_analysis
+from spark_jobs.pipeline import GateReport, GateThresholds, gate, publish_run, run_analysis
 from tests.spark.synth import SynthCell, received_table, sent_table, write_cell, write_run
 
 
@@ -79,6 +79,13 @@ def test_corrupted_raw_data_is_quarantined(spark: SparkSession, tmp_path: Path) 
     validation = json.loads(next((tmp_path / "quarantine").rglob("validation.json")).read_text())
     assert validation["success"] is False and validation["suites"]["percentile_tables"]["success"] is True
     assert (next((tmp_path / "quarantine").rglob("percentiles.md"))).exists()
+    # the gate run in this process on the tables read back from the lake says what its own process said
+    again = gate(spark, tmp_path, find_run(tmp_path, run.run_id), GateThresholds())
+
+    def checks(failed: list[str]) -> list[str]:  # suite, expectation and its kwargs (rows may come in any order)
+        return sorted(f.split("): {")[0] for f in failed)
+
+    assert not again.success and checks(again.failed) == checks(validation["failed"])
 
 
 @pytest.mark.parametrize(("allowed", "published"), [(0.02, True), (0.01, False)])
