@@ -76,6 +76,7 @@ def test_run_table_output_then_report(tmp_path: Path) -> None:
     assert str(report) in listed.stdout and " tiny " in listed.stdout
 
 
+@pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 def test_unknown_cell_is_a_clear_error(tmp_path: Path) -> None:
     matrix = tmp_path / "tiny.yaml"
     matrix.write_text(TINY_MATRIX)
@@ -84,6 +85,7 @@ def test_unknown_cell_is_a_clear_error(tmp_path: Path) -> None:
     assert "nosuchcell" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 def test_brokers_up_status_down(tmp_path: Path) -> None:
     up = sixnines("brokers", "up", "nats", "--mode", "jetstream", env_cache=tmp_path)
     assert up.returncode == 0, up.stderr
@@ -130,6 +132,7 @@ def test_failed_cell_exits_nonzero_and_still_lands(tmp_path: Path) -> None:
     assert "1 of 1 cell(s) failed" in done.stderr
 
 
+@pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 def test_kafka_brokers_up_status_down(tmp_path: Path) -> None:
 
     # Broker state goes to a private cache; the fetched Kafka releases are shared so nothing is fetched twice.
@@ -150,6 +153,7 @@ def test_kafka_brokers_up_status_down(tmp_path: Path) -> None:
     assert sixnines("brokers", "status", "kafka", env_cache=tmp_path).returncode == 3
 
 
+@pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 def test_nats_cluster_brokers_up_status_down(tmp_path: Path) -> None:
     refused = sixnines("brokers", "up", "nats", "--servers", "3", env_cache=tmp_path)
     assert refused.returncode == 1 and "need mode 'jetstream'" in refused.stderr and "Traceback" not in refused.stderr

@@ -38,6 +38,7 @@ def _received(folder: Path) -> pa.Table:
     return pa.concat_tables([pq.read_table(p) for p in sorted(folder.glob("received-c*.parquet"))])
 
 
+@pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
     began = time.monotonic()
     with NatsCluster(NATS_VERSIONS[0], NatsBroker(**R3_FILE), tmp_path) as cluster:

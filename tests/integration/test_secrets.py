@@ -130,6 +130,7 @@ def test_a_sasl_cell_keeps_its_password_in_private_files_only(tmp_path: Path) ->
     assert files_holding(tmp_path, password) == []  # the run's work folders went with the cluster
 
 
+@pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 @pytest.mark.timeout(300)
 def test_scram_users_are_made_without_a_password_in_any_process_argument(
     tmp_path: Path, argument_watch: ArgumentWatch
@@ -146,6 +147,7 @@ def test_scram_users_are_made_without_a_password_in_any_process_argument(
     assert not any(p.name.endswith(".args") for p in (tmp_path / "kafka").rglob("*")), "argument file left behind"
 
 
+@pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 def test_nats_passthrough_secrets_are_not_recorded(tmp_path: Path) -> None:
     """A matrix may pass nats-server an authorization block; the server gets it, the record does not."""
     broker = NatsBroker(server={"authorization": {"user": "u", "password": "hunter2"}, "max_payload": 2097152})
@@ -156,6 +158,7 @@ def test_nats_passthrough_secrets_are_not_recorded(tmp_path: Path) -> None:
     assert "hunter2" in (tmp_path / "nats" / "nats-server.conf").read_text()  # what the server runs with
 
 
+@pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 @pytest.mark.timeout(400)
 def test_a_sasl_password_with_quotes_survives_the_jaas_lines(tmp_path: Path) -> None:
     """PLAIN users live in the broker's JAAS line and the Java tools log in with one: a password holding a quote
