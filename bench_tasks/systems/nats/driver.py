@@ -66,6 +66,11 @@ JS_PENDING_BYTES = 64 * 1024 * 1024
 # acknowledged message lost although the R3 stream still held it. Redelivered within a cell's default drain (5 s);
 # a redelivery of a message the harness did take counts as a duplicate, never as a second latency sample.
 JS_ACK_WAIT_S = 2.0
+# nats-py lets 4,000 JetStream publishes await their acks by default, then blocks the next `publish_async` until
+# one comes: a stream without a leader for 8 s at 500/s stopped the open loop, and the cell failed as a generator
+# behind its schedule when the broker was what had stopped. The harness never waits for the system, so the bound
+# is the client's outbound buffer (`pending_size`) instead; what is never acknowledged counts as unacknowledged.
+JS_MAX_PENDING_ACKS = 1 << 30
 
 
 def subject_for(cell_id: str, route: str = "") -> str:
@@ -264,7 +269,7 @@ class NatsDriver:
         per message (as `nc.jetstream()` does on every call) leaks a subscription per message."""
         context = self._contexts.get(id(nc))
         if context is None:
-            context = self._contexts[id(nc)] = nc.jetstream()
+            context = self._contexts[id(nc)] = nc.jetstream(publish_async_max_pending=JS_MAX_PENDING_ACKS)
         return context
 
     def watch_arrivals(self, on_arrival: Callable[[], None]) -> None:
