@@ -30,7 +30,7 @@ def test_render_properties_escapes_separators_in_keys_and_line_breaks_in_values(
 
 
 def settings(cluster: KafkaCluster) -> dict[str, object]:
-    return cluster.settings(2, 9092, 9093, Path("/data"), "1@127.0.0.1:1,2@127.0.0.1:9093,3@127.0.0.1:3")
+    return cluster.settings(1, 9092, 9093, Path("/data"), "1@127.0.0.1:9093,2@127.0.0.1:2,3@127.0.0.1:3")
 
 
 def test_internal_topics_fit_the_cluster_and_server_overrides_win() -> None:

@@ -183,8 +183,9 @@ class KafkaCluster(NodeCluster):
         return self.security.client_config(self.workdir)
 
     def address_of(self, node_id: int) -> str:
-        """The address node `node_id` binds and advertises: its own host's, or the cluster's shared one."""
-        return self.sites[node_id][1] if node_id in self.sites else self.host
+        """The address node `node_id` binds and advertises: its own host's, or the cluster's shared one (every node
+        has a site: `__init__` fills them)."""
+        return self.sites[node_id][1]
 
     def settings(self, node_id: int, port: int, controller_port: int, log_dir: Path, voters: str) -> dict[str, Any]:
         """server.properties of one node: harness defaults, then `server` verbatim on top."""
@@ -270,7 +271,7 @@ class KafkaCluster(NodeCluster):
     def _plan(self) -> list[_NodePlan]:
         """Ports (free on each node's address, in its namespace) and fresh folders per node; a node's folder from an
         earlier start is wiped (its cluster id is stale), nothing else in `workdir` is touched."""
-        shared = len({site for site in self.sites.values()}) == 1
+        shared = len(set(self.sites.values())) == 1
         if shared:  # one address: all ports drawn together, so none is handed out twice
             with inside(self.sites[1][0]):
                 flat = free_ports(2 * self.brokers, self.address_of(1))
