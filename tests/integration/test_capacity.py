@@ -20,15 +20,13 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.load import cpushare
 from bench_tasks.report.build import build_run_report
 from bench_tasks.spec.capacity import parse_objective
-from bench_tasks.topology import netns
 
-from .test_netns_hosts import netns_cell
+from .test_netns_hosts import NEEDS_NETNS, netns_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
-_WHY_NOT = netns.permitted()
 
 
-@pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}")
+@NEEDS_NETNS
 def test_a_search_through_a_capped_link_finds_what_the_link_holds(tmp_path: Path, console: Console) -> None:
     """1 KiB messages through links capped at 4 Mbit/s hold ~450/s (about 1.1 KB a message on the wire): the
     search must find a capacity under that and over a quarter of it, bounded by the objective or the backlog,

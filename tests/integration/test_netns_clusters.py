@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import pytest
 from rich.console import Console
 
 from bench_tasks.cell.drive import Fault
@@ -22,13 +21,9 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.topology import netns
 
-from .test_netns_hosts import HOSTS, ours, received
+from .test_netns_hosts import HOSTS, NETNS_TESTS, ours, received
 
-_WHY_NOT = netns.permitted()
-pytestmark = [
-    pytest.mark.usefixtures("no_orphans"),
-    pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}"),
-]
+pytestmark = NETNS_TESTS
 
 BROKER_ADDRESS = "10.99.0.2"  # the first placed host (the broker's) gets the first address of netns.SUBNET
 

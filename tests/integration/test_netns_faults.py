@@ -20,15 +20,11 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.topology import netns
 
-from .test_netns_hosts import ours, received
+from .test_netns_hosts import NETNS_TESTS, NODE_HOSTS, ours, received
 
-_WHY_NOT = netns.permitted()
-pytestmark = [
-    pytest.mark.usefixtures("no_orphans"),
-    pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}"),
-]
+pytestmark = NETNS_TESTS
 
-HOSTS = {"b1": {"netns": "b1"}, "b2": {"netns": "b2"}, "b3": {"netns": "b3"}, "lg": {"netns": "lg"}}
+HOSTS = NODE_HOSTS
 R3 = {"mode": "jetstream", "storage": "file", "servers": 3, "replicas": 3}
 
 

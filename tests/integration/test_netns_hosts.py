@@ -25,10 +25,11 @@ from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.topology import netns
 
 _WHY_NOT = netns.permitted()
-pytestmark = [
-    pytest.mark.usefixtures("no_orphans"),
-    pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}"),
-]
+NEEDS_NETNS = pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}")
+NETNS_TESTS = [pytest.mark.usefixtures("no_orphans"), NEEDS_NETNS]  # the pytestmark of every namespace test file
+pytestmark = NETNS_TESTS
+
+NODE_HOSTS = {"b1": {"netns": "b1"}, "b2": {"netns": "b2"}, "b3": {"netns": "b3"}, "lg": {"netns": "lg"}}
 
 HOSTS = {
     "brokerhost": {"netns": "broker"},

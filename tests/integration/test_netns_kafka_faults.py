@@ -23,15 +23,11 @@ from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.topology import netns
 
 from .test_netns_faults import window_latency_ms
-from .test_netns_hosts import ours
+from .test_netns_hosts import NETNS_TESTS, NODE_HOSTS, ours
 
-_WHY_NOT = netns.permitted()
-pytestmark = [
-    pytest.mark.usefixtures("no_orphans"),
-    pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}"),
-]
+pytestmark = NETNS_TESTS
 
-HOSTS = {"b1": {"netns": "b1"}, "b2": {"netns": "b2"}, "b3": {"netns": "b3"}, "lg": {"netns": "lg"}}
+HOSTS = NODE_HOSTS
 # A node that stops heartbeating is fenced (and leaves every ISR, its partitions led elsewhere) after 3 s, not 9 s.
 FAST_FENCING = {"broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 3000}
 RF3 = {"brokers": 3, "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2, "server": FAST_FENCING}
