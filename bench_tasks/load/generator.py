@@ -168,8 +168,8 @@ class _Traffic:
     A report (sampling /proc, building and queueing the progress event, which the queue's feeder thread then
     pickles and the parent reads) takes a few hundred microseconds of this process, of the parent and of the
     host's two cores. Run at a random moment, it delays whatever message is on its way meanwhile: at core
-    NATS 1 KiB @ 1000/s every report of the producer delayed the message sent next by 0.2-0.4 ms, and the
-    consumer's delayed the one arriving during it; 40 of the 50 samples above e2e p99 lined up with a report.
+    NATS 1 KiB @ 1000/s most reports of the producer delayed the message sent next by 0.2-0.4 ms, and the
+    consumer's the one arriving during it; about 20 of the 50 samples above e2e p99 lined up with a report.
     Just after a message the next one is furthest away (a whole interval at a fixed rate), so the work falls
     in the gap. A worker whose message has just left for another process on this host (a producer's publish,
     a responder's echo) waits `_IN_FLIGHT_NS` more, or half the way to its next send if that is sooner, so its
