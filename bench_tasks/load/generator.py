@@ -53,6 +53,7 @@ REPORT_EVERY_S = SAMPLE_EVERY_S  # progress reports, and the harness's samples o
 _MAX_BATCH = 1024  # messages per driver call when behind: the flusher and reporter still run between batches
 WAKE_GAP_NS = 500_000  # see _open_loop
 _IN_FLIGHT_NS = 200_000  # see _Traffic
+_REPORT_WINDOW_S = REPORT_EVERY_S / 4  # a report waits at most this long for a message (_report_soon)
 _FLUSH_EVERY = 4096  # received messages decoded together (and sooner, see _FLUSH_AFTER_NS)
 _FLUSH_AFTER_NS = 100_000_000
 # Python threads hand the interpreter lock over every 5 ms by default: a thread woken to stamp a message
@@ -174,8 +175,8 @@ class _Traffic:
     in the gap. A worker whose message has just left for another process on this host (a producer's publish,
     a responder's echo) waits `_IN_FLIGHT_NS` more, or half the way to its next send if that is sooner, so its
     report does not compete with that message's delivery either (at 1000/s the message's e2e p99 is ~0.2 ms).
-    At high rates messages never stop and the reporter goes at once; when none comes it goes after `wait`'s
-    timeout anyway. A report is never skipped, only moved by at most one period.
+    At high rates messages never stop and the reporter goes at once; when none comes it goes when due anyway.
+    A report is never skipped, only moved earlier by at most a quarter period (`_report_soon`).
 
     `passed` is called for every message, in whichever thread the client delivers on: it costs one test
     unless a reporter waits, and then hands the wake-up to the event loop once."""
@@ -183,6 +184,7 @@ class _Traffic:
     def __init__(self) -> None:
         self._waiter: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.due_s = 0.0  # when the reporter's next report is due (event-loop time; 0: not yet scheduled)
 
     def passed(self) -> None:
         waiter = self._waiter
@@ -209,10 +211,16 @@ def _release(waiter: asyncio.Future[None]) -> None:
 
 
 async def _report_soon(traffic: _Traffic, in_flight_ns: Callable[[], int] | None = None) -> None:
-    """A reporter's pause: its period, then until just after the next message (`_Traffic`) and, when the
-    message has just left for another process, `in_flight_ns()` more."""
-    await asyncio.sleep(REPORT_EVERY_S)
-    await traffic.wait(REPORT_EVERY_S)
+    """A reporter's pause until its next report is due (every `REPORT_EVERY_S`), taken just after the first
+    message of the last `_REPORT_WINDOW_S` before then (`_Traffic`) and, when that message has just left for
+    another process, `in_flight_ns()` more. Reports stay `REPORT_EVERY_S` apart on average and at most
+    1.25 periods apart, so a one-second measure phase still holds three self-samples (`saturation`)."""
+    loop = asyncio.get_running_loop()
+    due = traffic.due_s = (
+        max(traffic.due_s + REPORT_EVERY_S, loop.time()) if traffic.due_s else loop.time() + REPORT_EVERY_S
+    )
+    await asyncio.sleep(max(0.0, due - _REPORT_WINDOW_S - loop.time()))
+    await traffic.wait(max(0.0, due - loop.time()))
     settle_ns = in_flight_ns() if in_flight_ns is not None else 0
     if settle_ns > 0:
         await asyncio.sleep(settle_ns * 1e-9)

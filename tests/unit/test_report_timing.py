@@ -10,7 +10,15 @@ import time
 
 import numpy as np
 
-from bench_tasks.load.generator import _IN_FLIGHT_NS, _SentLog, _Traffic, _until_delivered
+from bench_tasks.load.generator import (
+    _IN_FLIGHT_NS,
+    _REPORT_WINDOW_S,
+    REPORT_EVERY_S,
+    _report_soon,
+    _SentLog,
+    _Traffic,
+    _until_delivered,
+)
 
 
 def test_the_reporter_goes_right_after_the_next_message() -> None:
@@ -62,3 +70,23 @@ def test_a_producer_waits_for_its_message_at_most_half_the_way_to_its_next_send(
     assert _until_delivered(log) == 50_000  # 0.1 ms to the next: half of it
     log.attempted = 4
     assert _until_delivered(log) == 0  # the schedule is done
+
+
+def test_reports_keep_their_period_and_go_just_after_a_message_before_they_are_due() -> None:
+    async def main() -> tuple[list[float], float]:
+        traffic = _Traffic()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        quiet = []
+        for _ in range(2):  # no messages: one report per period, when due
+            await _report_soon(traffic)
+            quiet.append(loop.time() - start)
+        sent_at = loop.time() + REPORT_EVERY_S - _REPORT_WINDOW_S / 2  # inside the next report's window
+        loop.call_at(sent_at, traffic.passed)
+        await _report_soon(traffic)
+        return quiet, loop.time() - sent_at
+
+    quiet, after_message = asyncio.run(main())
+    assert REPORT_EVERY_S * 0.9 < quiet[0] < REPORT_EVERY_S * 1.5
+    assert REPORT_EVERY_S * 1.9 < quiet[1] < REPORT_EVERY_S * 2.5
+    assert 0 <= after_message < _REPORT_WINDOW_S / 2  # went with the message, before it was due
