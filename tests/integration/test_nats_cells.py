@@ -68,7 +68,7 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     workers = result["harness"]["workers"]  # every worker says what its clients dropped and reported: nothing
     assert result["harness"]["schema_version"] == 2 and len(workers) == 4
     assert all(w["dropped"] == 0 and w["client_errors"]["count"] == 0 for w in workers.values()), workers
-    assert (folder / "cell.hlog").read_text().count("Tag=e2e-intended,") >= 4
+    assert (folder / "cell.hlog").read_text().count("Tag=e2e-intended,") >= 3  # a 1 s interval per second of 3
     cells = pq.read_table(Lake(tmp_path).cells_path(run)).to_pylist()
     assert [(c["cell_id"], c["status"], c["received"]) for c in cells] == [(cell.id, "ok", 1000)]
 
