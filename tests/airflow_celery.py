@@ -21,9 +21,9 @@ from the worker's environment), the same name as its Celery node name — the wa
 the host names of the docker-compose workers.
 
 Every process is started in its own session and stopped with its process group (SIGTERM to the leader, then
-SIGKILL to the group; SIGKILL at once when no task is at work), even when the test fails; anything the deployment's tasks left behind (every such process
-carries the project's `ROOT` in its environment) is killed too and reported, so a leak fails the test without
-outliving it."""
+SIGKILL to the group; SIGKILL at once when no task is at work), even when the test fails; anything the
+deployment's tasks left behind (every such process carries the project's `ROOT` in its environment) is killed
+too and reported, so a leak fails the test without outliving it."""
 
 from __future__ import annotations
 
