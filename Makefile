@@ -101,7 +101,13 @@ airflow-stop:
 # parallel workers, one file per worker at a time; then every test that runs cells (`serial`, see
 # tests/conftest.py) runs one at a time: a cell sharing the two cores with a Spark job is starved and rightly
 # fails as harness-saturated. Both parts list their slowest tests.
+# Every Python process of the suite (pytest, Airflow CLIs and Celery workers, spark-submit's drivers, `sixnines`
+# subprocesses, spawned cell workers) imports from the venv; uv installs no bytecode, so with
+# PYTHONDONTWRITEBYTECODE set in the environment each of them compiled Airflow, pandas, Great Expectations...
+# from source again (~2.5 s for GX alone, ~20 s of the Celery test). Empty, it lets the first import write .pyc
+# files that every later process reads.
 TEST_WORKERS ?= 3
+test test-fast: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) tools stan-server
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15

@@ -58,7 +58,7 @@ def test_nats_two_hop_chain(tmp_path: Path, console: Console) -> None:
         assert metrics["hop1"][basis].count == metrics["hop2"][basis].count == metrics["e2e"][basis].count == 800
         # The total of a message is its two hops; so the total's max cannot be below either hop's max.
         assert metrics["e2e"][basis].max_ns >= max(metrics["hop1"][basis].max_ns, metrics["hop2"][basis].max_ns)
-    _check_chain(report.path, expected=4 * 400)  # all phases: 1 + 2 + 1 s at 400/s
+    _check_chain(report.path, expected=3 * 400)  # all phases: 0.5 + 2 + 0.5 s at 400/s
 
 
 def test_nats_background_traffic_multiplexed(tmp_path: Path, console: Console) -> None:
@@ -71,12 +71,12 @@ def test_nats_background_traffic_multiplexed(tmp_path: Path, console: Console) -
     assert report.analysis.accounting.received == report.analysis.accounting.sent == 400
     result = json.loads((report.path / "result.json").read_text())
     traffic = result["background"]["traffic"]
-    assert traffic["scheduled"] == 150 * 2 * 4  # 150 logical producers × 2/s × 4 s (warmup+measure+cooldown)
+    assert traffic["scheduled"] == 150 * 2 * 3  # 150 logical producers × 2/s × 3 s (warmup+measure+cooldown)
     assert traffic["sent"] == traffic["scheduled"] and traffic["errors"] == 0
     assert 0 < traffic["consumed"] <= traffic["sent"]
     assert traffic["schedule_lag"]["count"] == traffic["sent"]
     # Background messages never reach the measured consumers' files.
-    assert _table(report.path, "received-c*.parquet").num_rows == 4 * 200
+    assert _table(report.path, "received-c*.parquet").num_rows == 3 * 200
 
 
 @pytest.mark.parametrize("keys", ["per_producer"])

@@ -46,10 +46,10 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     sent = _read(folder, "sent-p*.parquet")
     received = _read(folder, "received-c*.parquet")
     assert read_schema_version(folder / "sent-p0.parquet") == SCHEMA_VERSION
-    assert sent.num_rows == 2000  # warmup and cooldown samples are landed too, tagged
+    assert sent.num_rows == 1500  # warmup and cooldown samples (0.5 s each) are landed too, tagged
     phases = dict(zip(*np.unique(sent["phase"].to_numpy(zero_copy_only=False), return_counts=True), strict=True))
-    assert phases == {"warmup": 500, "measure": 1000, "cooldown": 500}
-    assert received.num_rows == 2000
+    assert phases == {"warmup": 250, "measure": 1000, "cooldown": 250}
+    assert received.num_rows == 1500
     assert set(received["consumer_id"].to_pylist()) <= {0, 1}
     # Response time can never be shorter than service time: intended <= sent <= received.
     assert pc.all(pc.less_equal(sent["intended_ns"], sent["sent_ns"])).as_py()
@@ -68,7 +68,7 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     workers = result["harness"]["workers"]  # every worker says what its clients dropped and reported: nothing
     assert result["harness"]["schema_version"] == 2 and len(workers) == 4
     assert all(w["dropped"] == 0 and w["client_errors"]["count"] == 0 for w in workers.values()), workers
-    assert (folder / "cell.hlog").read_text().count("Tag=e2e-intended,") >= 4
+    assert (folder / "cell.hlog").read_text().count("Tag=e2e-intended,") >= 3  # a 1 s interval per second of 3
     cells = pq.read_table(Lake(tmp_path).cells_path(run)).to_pylist()
     assert [(c["cell_id"], c["status"], c["received"]) for c in cells] == [(cell.id, "ok", 1000)]
 

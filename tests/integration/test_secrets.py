@@ -101,7 +101,9 @@ def test_a_sasl_cell_keeps_its_password_in_private_files_only(tmp_path: Path) ->
     in no state file (state.json, clusters/<key>.json) and in no file anyone but its owner can read; the
     generator still logs in with it; once the run releases the cluster, it is in no file at all."""
     client = {"security": "sasl_ssl", "sasl_mechanism": "SCRAM-SHA-512", "producer": {"acks": "all"}}
-    cell = prepare_cell(make_cell("e2e", system="kafka", version=NEWEST, broker={"brokers": 1}, client=client))
+    cell = prepare_cell(
+        make_cell("e2e", system="kafka", version=NEWEST, broker={"brokers": 1}, client=client, warmup_s=1)
+    )
     run, work, lake, clusters = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake", tmp_path / "clusters"
 
     provision_step(cell, run, lake, work, "reuse", clusters)
