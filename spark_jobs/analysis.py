@@ -12,9 +12,9 @@
 
 The groups live at four levels (LEVELS) of one key (LEVEL_KEYS), so one window and one pick serve them all.
 Between the passes only small tables are kept: on the driver as local data (units, per-producer ledger,
-located ranks, the summary), or by the executors (the bucket table). The raw Parquet (4 bytes a message) is
-read again rather than cached: Spark's cache of the samples would be ten times larger and spill with a 1 GiB
-driver. Plans are built so that each pass reads it once (one generator per row, no union of the same source).
+located ranks, the summary), or by the executors (the bucket table, the earliest receipts of the few messages
+received twice). The raw Parquet (4 bytes a message) is read again rather than cached: Spark's cache of the
+samples would be ten times larger and spill with a 1 GiB driver. Plans are built so that each pass reads it once (one generator per row, no union of the same source).
 """
 
 from __future__ import annotations
@@ -113,6 +113,33 @@ def at_levels(rows: DataFrame, whole: Column, timed: Column) -> DataFrame:
     values = [c for c in rows.columns if c not in skip and not c.startswith("_")]
     exploded = rows.select(F.explode(F.filter(keys, lambda k: k.isNotNull())).alias("_k"), "metric", "basis", *values)
     return exploded.select("_k.level", "_k.g", "metric", "basis", "_k.leader", "_k.sec", "_k.bucket", *values)
+
+
+def _summed(rows: DataFrame, *keys: str | Column) -> DataFrame:
+    """Bucket partials summed over every key but `keys`."""
+    return rows.groupBy(*keys).agg(
+        F.sum("n").alias("n"),
+        F.min("vmin").alias("vmin"),
+        F.max("vmax").alias("vmax"),
+        F.sum("vsum").alias("vsum"),
+        F.sum("vsq").alias("vsq"),
+    )
+
+
+def level_rows(buckets: DataFrame) -> DataFrame:
+    """The bucket table (with cell_ix) at every level (at_levels), summed first to what the levels read: the
+    measure-phase rows over their seconds, every row over its leader, phase and delay at its coarse bucket per
+    second. A few rows per group × bucket instead of one per second × delay × phase of it: the explode and the
+    window that follow (exact.place) handle a fraction of the bucket table."""
+    whole = _summed(buckets.where("measure"), "unit", "cell_ix", "metric", "basis", "leader", "bucket")
+    coarse = F.shiftleft(F.shiftright("bucket", SECOND_SHIFT), SECOND_SHIFT).alias("bucket")
+    timed = _summed(buckets, "unit", "cell_ix", "metric", "basis", "sec", coarse)
+    none = F.lit(None)
+    rows = whole.select("*", none.cast("long").alias("sec"), F.lit(True).alias("measure"), F.lit(False).alias("_t"))
+    rows = rows.unionByName(
+        timed.select("*", none.cast("int").alias("leader"), F.lit(False).alias("measure"), F.lit(True).alias("_t"))
+    )
+    return at_levels(rows, F.col("measure"), F.col("_t"))
 
 
 @dataclass
@@ -224,7 +251,7 @@ def analyze(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Analysis:
     group_all = books.dup_word_count > ledger_pass.ROUTE_LIMIT
     samples = sample_rows(sent, first_receipts(received, books.dup_words, group_all), units)
     buckets = bucket_table(samples).withColumn("cell_ix", units.lookup("cell_ix")).localCheckpoint()
-    placed = place(at_levels(buckets, F.col("measure"), F.lit(True)), LEVEL_KEYS).localCheckpoint()
+    placed = place(level_rows(buckets), LEVEL_KEYS).localCheckpoint()
     located = local(ranks(placed, LEVEL_KEYS, PERCENTILES, _wanted))
     picked = pick(_located_samples(samples, located, units), located, LEVEL_KEYS, "value_ns")
     summary = local(finish(group_stats(placed, LEVEL_KEYS), picked, LEVEL_KEYS, PERCENTILES))

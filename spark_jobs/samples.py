@@ -220,7 +220,9 @@ def first_receipts(received: DataFrame, dup_words: DataFrame | None, group_all: 
     keyed = received.withColumn("_h", F.xxhash64(F.col("unit"), F.col("producer_id"), word(F.col("seq"))))
     dup = F.broadcast(hash_set(dup_words, "_h", "unit", "producer_id", "word"))
     single = keyed.join(dup, "_h", "left_anti").select(*columns)
-    return single.unionByName(_earliest(keyed.join(dup, "_h", "left_semi")))
+    # the few grouped messages are kept by the executors: both passes over the samples read them, and only
+    # one more scan of the receipts finds them
+    return single.unionByName(_earliest(keyed.join(dup, "_h", "left_semi")).localCheckpoint())
 
 
 SAMPLE_COLUMNS = ("unit", "metric", "basis", "leader", "at_ns", "done_ns", "measure", "value_ns", "t0_ns")
