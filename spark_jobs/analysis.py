@@ -14,7 +14,8 @@ The groups live at four levels (LEVELS) of one key (LEVEL_KEYS), so one window a
 Between the passes only small tables are kept: on the driver as local data (units, per-producer ledger,
 located ranks, the summary), or by the executors (the bucket table, the earliest receipts of the few messages
 received twice). The raw Parquet (4 bytes a message) is read again rather than cached: Spark's cache of the
-samples would be ten times larger and spill with a 1 GiB driver. Plans are built so that each pass reads it once (one generator per row, no union of the same source).
+samples would be ten times larger and spill with a 1 GiB driver. Plans are built so that each pass reads it once
+(one generator per row, no union of the same source).
 """
 
 from __future__ import annotations
