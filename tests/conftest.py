@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 from multiprocessing import forkserver, resource_tracker
@@ -88,3 +89,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         if item.nodeid.startswith("tests/integration/") or item.get_closest_marker("integration"):
             item.add_marker(pytest.mark.serial)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Quiet py4j before the interpreter exits: an in-process SparkSession's gateway is closed by the garbage
+    collector after pytest has closed the stream Airflow's logging writes to, and its "Closing down clientserver
+    connection" info line then printed a `--- Logging error ---` traceback under a passing run."""
+    logging.getLogger("py4j").setLevel(logging.WARNING)
