@@ -108,15 +108,23 @@ def _check_versions(files: list[LakePath]) -> None:
 Units = dict[tuple[str, str, int], int]  # (run_id, cell_id, repeat) -> unit number (spark_jobs.samples)
 
 
-def _read_raw(
-    spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema, units: Units | None = None
-) -> DataFrame:
-    """Rows of every committed cell (every repeat of a repeated cell) of `runs`. Each cell folder is read on its
-    own, its identity added from the lake's layout (bench_tasks.lake.layout.committed_cells): the folders of cells run
-    once and of repeats lie at different depths, and on S3 inside commit attempts, which partition discovery
-    cannot mix. A cell run once is repeat 1. With `units`, each row also gets its unit number as a literal
-    `unit` (free to carry, unlike a join) and folders without a cells row are left out."""
-    frames = []
+@dataclass(frozen=True)
+class RawFile:
+    """One raw Parquet file and the run × cell × repeat (and unit) its rows belong to."""
+
+    uri: str
+    size: int
+    run_id: str
+    cell_id: str
+    repeat: int
+    unit: int | None
+
+
+def raw_files(lake: Lake, runs: list[RunRef], pattern: str, units: Units | None = None) -> list[RawFile]:
+    """The files matching `pattern` of every committed cell (every repeat of a repeated cell) of `runs`, with
+    their identity from the lake's layout (bench_tasks.lake.layout.committed_cells). A cell run once is repeat
+    1. With `units`, folders without a cells row are left out."""
+    out = []
     for run in runs:
         for cell in committed_cells(raw_dir(lake, run)):
             files = sorted(cell.folder.glob(pattern))
@@ -124,20 +132,48 @@ def _read_raw(
             if not files or (units is not None and unit is None):
                 continue
             _check_versions(files)
-            # the schema given, not inferred: no Spark job per folder, and a column an older file lacks reads as null
-            df = spark.read.schema(spark_ddl(schema)).parquet(*[spark_uri(f) for f in files])
-            frames.append(
-                df.select(
-                    F.lit(run.run_id).alias("run_id"),
-                    F.lit(cell.cell_id).alias("cell_id"),
-                    F.lit(cell.repeat).cast("int").alias("repeat"),
-                    *([] if unit is None else [F.lit(unit).cast("long").alias("unit")]),
-                    *schema.names,
-                )
-            )
-    if not frames:
-        unit_ddl = "" if units is None else "unit long, "
-        return rows_frame(spark, [], f"run_id string, cell_id string, repeat int, {unit_ddl}{spark_ddl(schema)}")
+            for f in files:
+                out.append(RawFile(spark_uri(f), f.stat().st_size, run.run_id, cell.cell_id, cell.repeat, unit))
+    return out
+
+
+def distinct_sizes(files: list[RawFile]) -> list[list[RawFile]]:
+    """`files` in as few groups as let no two files of a group share a size (usually one group)."""
+    groups: list[list[RawFile]] = []
+    for f in files:
+        group = next((g for g in groups if all(o.size != f.size for o in g)), None)
+        if group is None:
+            groups.append(group := [])
+        group.append(f)
+    return groups
+
+
+def _read_raw(
+    spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema, units: Units | None = None
+) -> DataFrame:
+    """Rows of every committed cell (raw_files) of `runs`, with run_id, cell_id, repeat (and, given `units`, the
+    unit number as `unit`). All the files are read by one scan (one per group of distinct_sizes): each row's
+    file is known by its size (`_metadata.file_size`, a constant of the file's column batch), which one
+    broadcast join on a long maps to the file's identity. A union of a scan per cell folder instead gave
+    every cell its own generated code (its literals differed), compiled and warmed up by the JVM once per
+    cell and pass: seconds per run. The folders of cells run once and of repeats lie at different depths,
+    and on S3 inside commit attempts, which partition discovery cannot mix."""
+    with_unit = units is not None
+    unit_ddl = "unit long, " if with_unit else ""
+    ddl = f"run_id string, cell_id string, repeat int, {unit_ddl}{spark_ddl(schema)}"
+    files = raw_files(lake, runs, pattern, units)
+    if not files:
+        return rows_frame(spark, [], ddl)
+    frames = []
+    for group in distinct_sizes(files):
+        identity = [(f.size, f.run_id, f.cell_id, f.repeat, *([f.unit] if with_unit else [])) for f in group]
+        index = rows_frame(
+            spark, identity, f"_size long, run_id string, cell_id string, repeat int, {unit_ddl}".rstrip(", ")
+        )
+        # the schema given, not inferred: no Spark job per folder, and a column an older file lacks reads as null
+        rows = spark.read.schema(spark_ddl(schema)).parquet(*[f.uri for f in group])
+        rows = rows.select("*", F.col("_metadata.file_size").alias("_size")).join(F.broadcast(index), "_size")
+        frames.append(rows.select("run_id", "cell_id", "repeat", *(["unit"] if with_unit else []), *schema.names))
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
