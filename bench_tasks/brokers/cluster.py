@@ -2,13 +2,17 @@
 
 A cluster is a set of `BrokerProcess` nodes keyed by node id (Kafka's node.id, NATS's n1..n3 index). Faults hit
 one node (SIGSTOP, SIGCONT, SIGKILL); stopping ends every node at once, because a node shut down after its
-quorum is gone waits for peers that will not answer. A detached cluster (`tie_to_parent=False`) is stopped later
+quorum is gone waits for peers that will not answer (and a system whose last node waits even so says how long it
+may: `System.last_node_grace_s`). A detached cluster (`tie_to_parent=False`) is stopped later
 by PID from the JSON-able `state()`, each PID checked to be the broker before it is signalled.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -93,14 +97,47 @@ class NodeCluster:
         return asdict(self.endpoint)
 
 
-def stop_pids(pids: Sequence[int], process_name: str, grace_s: float) -> list[int]:
+def stop_pids(pids: Sequence[int], process_name: str, grace_s: float, last_grace_s: float | None = None) -> list[int]:
     """Stop detached broker nodes by PID, all at once (SIGTERM, SIGKILL after `grace_s`); each PID is checked to
-    be a `process_name` process before it is signalled. Returns the PIDs that were running."""
+    be a `process_name` process before it is signalled. Returns the PIDs that were running. `last_grace_s`: the
+    node still running once every other one exited is killed that much later (`System.last_node_grace_s`)."""
     if not pids:
         return []
+    if last_grace_s is not None and len(pids) > 1:
+        return _stop_together(pids, process_name, grace_s, last_grace_s)
     with ThreadPoolExecutor(len(pids)) as pool:
         stopped = list(pool.map(lambda pid: stop_pid(pid, process_name, grace_s), pids))
     return [pid for pid, was_running in zip(pids, stopped, strict=True) if was_running]
+
+
+def _stop_together(pids: Sequence[int], process_name: str, grace_s: float, last_grace_s: float) -> list[int]:
+    """SIGTERM every node at once and wait; the last one left is given `last_grace_s` after the others exited,
+    any node `grace_s` in all; then SIGKILL."""
+    import psutil
+
+    signalled = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc = psutil.Process(pid)
+            if process_name not in " ".join(proc.cmdline()):
+                raise BrokerError(f"pid {pid} is not a {process_name} process; refusing to signal it")
+            proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+            signalled.append(proc)
+    deadline, alone_since = time.monotonic() + grace_s, None
+    alive = signalled
+    while alive:
+        _gone, alive = psutil.wait_procs(alive, timeout=0.05)
+        now = time.monotonic()
+        if len(alive) == 1 and alone_since is None:
+            alone_since = now
+        if alive and (now > deadline or (alone_since is not None and now - alone_since > last_grace_s)):
+            for proc in alive:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    proc.kill()
+            psutil.wait_procs(alive, timeout=10)
+            break
+    return [proc.pid for proc in signalled]
 
 
 def stop_nodes(state: Mapping[str, Any], process_name: str, grace_s: float) -> list[int]:

@@ -130,7 +130,8 @@ class NodeBrokers:
 
     @classmethod
     def attached(cls, state: Mapping[str, Any], system: System) -> NodeBrokers:
-        nodes = PidNodes({int(k): int(v) for k, v in state["nodes"].items()}, state["process_name"])
+        pids = {int(k): int(v) for k, v in state["nodes"].items()}
+        nodes = PidNodes(pids, state["process_name"], last_grace_s=system.last_node_grace_s)
         started = StartedBrokers(
             address=state["address"],
             nodes=nodes,
@@ -301,10 +302,13 @@ class NodeBrokers:
 class PidNodes:
     """Nodes another process started, signalled by PID, each PID checked to still be the broker first."""
 
-    def __init__(self, nodes: Mapping[int, int], process_name: str, grace_s: float = 15.0):
+    def __init__(
+        self, nodes: Mapping[int, int], process_name: str, grace_s: float = 15.0, last_grace_s: float | None = None
+    ):
         self.nodes = dict(nodes)
         self.name = process_name
         self.grace_s = grace_s
+        self.last_grace_s = last_grace_s  # see System.last_node_grace_s
 
     @property
     def node_pids(self) -> dict[int, int]:
@@ -359,7 +363,7 @@ class PidNodes:
     def stop(self) -> list[int]:
         """SIGTERM every node at once, SIGKILL after the grace period; returns the PIDs that were running."""
         pids = list(self.nodes.values())
-        ran = stop_pids(pids, self.name, self.grace_s)
+        ran = stop_pids(pids, self.name, self.grace_s, self.last_grace_s)
         for pid in pids:
             reap_if_child(pid)
         return ran

@@ -49,6 +49,9 @@ class System:
     # Whether its nodes can each run on a host of their own (`workload.placement.broker: [b1, b2, b3]`, network
     # namespaces): `start_brokers` then gets each node's site, and `partition`/`bandwidth` faults have a link to act on.
     node_hosts: ClassVar[bool] = False
+    # Seconds a node still shutting down after every other node of its cluster exited is given before SIGKILL, when
+    # the system's nodes wait out a quorum that is gone (None: the whole stop grace, as for any node).
+    last_node_grace_s: ClassVar[float | None] = None
 
     def part(self, module: str, function: str) -> Callable[..., Any] | None:
         """`function` of the system package's `module` (imported on first use), or None where there is none."""

@@ -1,8 +1,8 @@
 """Capacity searches on a real nats-server: one whose link is capped with tc tbf (so the broker's side holds a
 known rate) must end by its objective or a backlog between bounds the cap sets; one asked for more than one
 producer and one consumer process can move (1,000,000 msg/s of 32 B: one of each held 400,000 here, the consumer
-95 % busy) and one whose producer may use 1 % of a CPU at 40,000 msg/s (`workload.cpus.producers_share`, a cgroup quota) must
-end on the harness's own saturation, say so, and exit 1."""
+95 % busy) and one whose producer may use 1 % of a CPU at 40,000 msg/s (`workload.cpus.producers_share`, a cgroup
+quota) must end on the harness's own saturation, say so, and exit 1."""
 
 from __future__ import annotations
 

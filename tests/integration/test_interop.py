@@ -129,7 +129,8 @@ def _check_hgrm(tmp_path: Path, lake: Lake, cell_id: str, result: dict) -> None:
             parsed = parse_hgrm((tmp_path / "hgrm" / cell_id / f"{metric}-{name}.hgrm").read_text())
             summary = result["metrics"][metric][basis]
             assert parsed.total_count == summary["count"] == 800
-            assert parsed.max == pytest.approx(summary["max_ns"] / 1e6, rel=1e-3)
+            top = summary["max_ns"] / 1e6  # printed: its HDR bucket's top (< 1/1024 above), to 3 decimals of a ms
+            assert parsed.max == pytest.approx(top, abs=top / 1024 + 0.5e-3)
             assert parsed.mean == pytest.approx(summary["mean_ns"] / 1e6, rel=1e-2)
             p99 = summary["percentiles_ns"]["99"] / 1e6
             at = min((r for r in parsed.rows if r.percentile >= 0.99), key=lambda r: r.percentile)

@@ -37,9 +37,11 @@ def test_internal_topics_fit_the_cluster_and_server_overrides_win() -> None:
     one = settings(KafkaCluster("4.3.1", 1, None, "w"))
     assert one["offsets.topic.replication.factor"] == 1
     assert one["transaction.state.log.min.isr"] == 1
+    assert one["offsets.topic.num.partitions"] == 1  # one node coordinates every group anyway; joins at once
     three = settings(KafkaCluster("4.3.1", 3, {"group.initial.rebalance.delay.ms": 3000, "x.y": "z"}, "w"))
     assert three["offsets.topic.replication.factor"] == 3
     assert three["transaction.state.log.min.isr"] == 2
+    assert "offsets.topic.num.partitions" not in three  # Kafka's 50 spread the groups' coordinators over nodes
     assert three["group.initial.rebalance.delay.ms"] == 3000  # overridden in place
     assert three["x.y"] == "z"  # unknown to the harness, passed through
     assert three["auto.create.topics.enable"] is False

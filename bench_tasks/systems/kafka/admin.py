@@ -1,5 +1,5 @@
 """Topic administration over the Admin API (librdkafka): create a topic and wait until every partition is led
-with a full ISR, delete it, ask who leads each partition.
+with a full ISR, delete it, ask who leads each partition; wait until a consumer group's coordinator answers.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic, TopicMetadata
 
 from ...errors import BrokerError
@@ -108,3 +108,30 @@ def _wait_for_topic(
         if time.monotonic() > deadline:
             raise BrokerError(f"topic {name!r}: timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(0.1)
+
+
+# A group coordinator that is still taking up its partition of `__consumer_offsets` (created when the first
+# client asks for the coordinator) answers with one of these; anything else is an answer.
+_COORDINATOR_NOT_READY = frozenset(
+    {KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
+)
+
+
+def await_group_coordinator(
+    bootstrap: str, group: str, timeout_s: float = 10.0, client: Mapping[str, Any] | None = None
+) -> None:
+    """Wait until the broker coordinating `group` answers for it, before a consumer joins it. A join refused with
+    "not coordinator" (the coordinator's offsets partition not led yet: every first consumer of a fresh cluster)
+    is retried by librdkafka ~2.2 s later; asked here every 50 ms, the join that follows goes through at once.
+    Best effort: any other answer (a group nobody joined yet, a refusal) ends the wait, and so does the timeout;
+    the consumer's own join then reports what is wrong."""
+    admin = admin_client(bootstrap, client)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            admin.describe_consumer_groups([group], request_timeout=5)[group].result()
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() not in _COORDINATOR_NOT_READY:
+                return
+        time.sleep(0.05)

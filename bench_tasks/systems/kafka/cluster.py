@@ -4,8 +4,8 @@ or each node on an address of its own in a network namespace of its own (`sites`
 Every node is a combined broker+controller (`process.roles=broker,controller`) with its own ports and log dir, in a
 static quorum (`controller.quorum.voters`, understood by 3.9 and 4.x alike), formatted with a fresh cluster id on
 every start. Settings that matter for a single-host benchmark are defaulted (replication factors of internal topics
-fit the cluster size, no group rebalance delay, no topic auto-creation); `server` settings pass through to
-server.properties untouched and override them.
+fit the cluster size, no group rebalance delay, no topic auto-creation, one offsets partition on a single node);
+`server` settings pass through to server.properties untouched and override them.
 
 With `sites` (node id -> (namespace, address): one host per node) every node is forked from a thread inside its own
 namespace and binds, advertises and is a quorum voter on its own address, so client, replication and KRaft
@@ -40,6 +40,13 @@ from .release import release_of, version_key
 from .security import ListenerSecurity
 
 MAIN_CLASS = "kafka.Kafka"  # also what `stop_pid` looks for in a detached node's command line
+# One broker: the group coordinator is that broker whichever of the offsets topic's partitions a group hashes to, and
+# the harness commits no offsets (`enable.auto.commit` off), so the partition count changes nothing a cell measures.
+# Kafka's 50 are created when the first consumer looks for its coordinator; a join that reaches the broker before
+# its partition is led is refused as "not coordinator", and librdkafka retries ~2.2 s later: one partition is led
+# at once (a Kafka cell's consumers were ready in 0.3 s instead of 2.5 s). With more brokers the count places each
+# group's coordinator, which a fault on a node can hit: Kafka's default stays.
+_SINGLE_NODE_OFFSETS = "offsets.topic.num.partitions"
 
 
 # Broker logs go to stdout, which BrokerProcess writes to the node's server.log together with any JVM crash.
@@ -211,6 +218,8 @@ class KafkaCluster(NodeCluster):
         if version_key(self.version) >= (4,):  # share groups (KIP-932) have their own internal topic
             settings["share.coordinator.state.topic.replication.factor"] = replicas
             settings["share.coordinator.state.topic.min.isr"] = min_isr
+        if self.brokers == 1:
+            settings[_SINGLE_NODE_OFFSETS] = 1
         settings.update(self.server)  # native options pass through untouched
         return settings
 

@@ -198,6 +198,9 @@ class KafkaDriver:
             assigned.set()
 
         if client.consumer_mode == "group" or lagging:
+            from .admin import await_group_coordinator  # a first join meets a coordinator that answers
+
+            await asyncio.to_thread(await_group_coordinator, self.bootstrap, config["group.id"], client=self.client)
             consumer.subscribe([self.topic], on_assign=position)
         else:
             index, count = int(name.rsplit("c", 1)[-1]), self.cell.workload.consumers

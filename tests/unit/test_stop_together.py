@@ -1,0 +1,49 @@
+"""Stopping a cluster's nodes together (`stop_pids` with `last_grace_s`): the node that outlives every other one
+is killed `last_grace_s` after they exited, not after the whole grace. Real processes, no broker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import psutil
+
+from bench_tasks.brokers.cluster import stop_pids
+
+MARK = "sixnines-stop-together-test"
+EXITS = "import time; time.sleep(60)"  # SIGTERM ends it
+WAITS = "import signal, time; signal.signal(signal.SIGTERM, lambda *a: None); print('up', flush=True); time.sleep(60)"
+
+
+def _node(code: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", code, MARK], stdout=subprocess.PIPE, text=True)
+    if "signal" in code:
+        assert proc.stdout is not None and proc.stdout.readline() == "up\n"  # its handler is set
+    return proc
+
+
+def test_the_last_node_is_killed_soon_after_the_others_exited() -> None:
+    nodes = [_node(EXITS), _node(EXITS), _node(WAITS)]
+    pids = [p.pid for p in nodes]
+    began = time.monotonic()
+    stopped = stop_pids(pids, MARK, grace_s=60, last_grace_s=0.5)
+    took = time.monotonic() - began
+    assert sorted(stopped) == sorted(pids)
+    assert took < 30, took  # the whole grace is 60 s: the last one was not waited for
+    assert not any(_running(pid) for pid in pids)  # the one that ignores SIGTERM too: killed (it sleeps 60 s)
+
+
+def test_without_a_last_grace_a_lone_node_keeps_the_whole_grace() -> None:
+    node = _node(WAITS)
+    began = time.monotonic()
+    assert stop_pids([node.pid], MARK, grace_s=1.0) == [node.pid]
+    assert time.monotonic() - began >= 1.0 and not _running(node.pid)
+
+
+def _running(pid: int) -> bool:
+    """Still a live process (stop_pids reaps its children: a pid that is gone or a zombie is not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
