@@ -131,14 +131,16 @@ def test_a_leader_stall_s_p99_recovery_on_jetstream_r3(tmp_path: Path, console: 
     # 2.5 s before the stall: the band (`core.recovery`) sees the route's own noise in 16 windows. 1000/s: a
     # rolling 1 s p99 of 200 samples is their second highest; of 1000 it is the tenth highest.
     stall = STALL | {"at_s": 2.5}
-    cell = make_cell("e2e", broker, rate_per_s=1000, warmup_s=1, measure_s=6.5, cooldown_s=0.5, faults=[stall])
+    # 5 s after the stall's end: one window of the route's own noise then (a CI run saw one over the band right
+    # after it) delays the verdict by a window, and recovery must still be found inside the cell.
+    cell = make_cell("e2e", broker, rate_per_s=1000, warmup_s=1, measure_s=8.5, cooldown_s=0.5, faults=[stall])
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
     (fault,) = report.faults
     print(f"\nper-fault record: {fault}")
     assert fault["p99_baseline_ms"] is not None and fault["p99_baseline_ms"] < 100
     assert fault["p99_band_ms"] >= 1.2 * fault["p99_baseline_ms"] - 1e-6  # both rounded to the nanosecond
-    assert fault["p99_recovery_s"] is not None and 0.8 <= fault["p99_recovery_s"] <= 2.0
+    assert fault["p99_recovery_s"] is not None and 0.8 <= fault["p99_recovery_s"] <= 3.0  # 1 s stall + a window
     assert fault["duplicated"] == 0 and fault["acknowledged_but_lost"] == 0
     (row,) = pq.read_table(next((tmp_path / "runs").rglob("cells.parquet"))).to_pylist()
     assert row["durable_acks"] is True
