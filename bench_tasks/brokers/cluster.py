@@ -10,7 +10,6 @@ by PID from the JSON-able `state()`, each PID checked to be the broker before it
 from __future__ import annotations
 
 import contextlib
-import signal
 import socket
 import time
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from ..errors import BrokerError
-from .process import BrokerProcess, stop_pid
+from .process import BrokerProcess, stop_pid, terminate_checked
 
 
 class NodeCluster:
@@ -118,12 +117,7 @@ def _stop_together(pids: Sequence[int], process_name: str, grace_s: float, last_
     signalled = []
     for pid in pids:
         with contextlib.suppress(psutil.NoSuchProcess):
-            proc = psutil.Process(pid)
-            if process_name not in " ".join(proc.cmdline()):
-                raise BrokerError(f"pid {pid} is not a {process_name} process; refusing to signal it")
-            proc.send_signal(signal.SIGCONT)
-            proc.terminate()
-            signalled.append(proc)
+            signalled.append(terminate_checked(pid, process_name))
     deadline, alone_since = time.monotonic() + grace_s, None
     alive = signalled
     while alive:

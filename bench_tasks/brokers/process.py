@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import BrokerError
 
@@ -120,16 +121,25 @@ def _threads_stopped(pid: int) -> bool:
     return all(state in "TtZX" for state in states)
 
 
+def terminate_checked(pid: int, expected_name: str) -> Any:
+    """SIGCONT then SIGTERM `pid` once its command line shows it is an `expected_name` process (a stalled node
+    must run to exit); its psutil.Process. Raises psutil.NoSuchProcess when it is gone."""
+    import psutil
+
+    proc = psutil.Process(pid)
+    if expected_name not in " ".join(proc.cmdline()):
+        raise BrokerError(f"pid {pid} is not a {expected_name} process; refusing to signal it")
+    proc.send_signal(signal.SIGCONT)
+    proc.terminate()
+    return proc
+
+
 def stop_pid(pid: int, expected_name: str, grace_s: float = 10.0) -> bool:
     """Stop a detached broker by PID (CLI `brokers down`), after checking it is the process we think it is."""
     import psutil
 
     try:
-        proc = psutil.Process(pid)
-        if expected_name not in " ".join(proc.cmdline()):
-            raise BrokerError(f"pid {pid} is not a {expected_name} process; refusing to signal it")
-        proc.send_signal(signal.SIGCONT)
-        proc.terminate()
+        proc = terminate_checked(pid, expected_name)
         try:
             proc.wait(timeout=grace_s)
         except psutil.TimeoutExpired:
