@@ -123,10 +123,13 @@ def _threads_stopped(pid: int) -> bool:
 
 def terminate_checked(pid: int, expected_name: str) -> Any:
     """SIGCONT then SIGTERM `pid` once its command line shows it is an `expected_name` process (a stalled node
-    must run to exit); its psutil.Process. Raises psutil.NoSuchProcess when it is gone."""
+    must run to exit); its psutil.Process. Raises psutil.NoSuchProcess when it is gone, or has ended and waits
+    only for its parent to reap it (a zombie's command line is empty, so it could not pass the check)."""
     import psutil
 
     proc = psutil.Process(pid)
+    if proc.status() == psutil.STATUS_ZOMBIE:
+        raise psutil.NoSuchProcess(pid)
     if expected_name not in " ".join(proc.cmdline()):
         raise BrokerError(f"pid {pid} is not a {expected_name} process; refusing to signal it")
     proc.send_signal(signal.SIGCONT)
