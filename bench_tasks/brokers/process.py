@@ -123,18 +123,25 @@ def _threads_stopped(pid: int) -> bool:
 
 def terminate_checked(pid: int, expected_name: str) -> Any:
     """SIGCONT then SIGTERM `pid` once its command line shows it is an `expected_name` process (a stalled node
-    must run to exit); its psutil.Process. Raises psutil.NoSuchProcess when it is gone, or has ended and waits
-    only for its parent to reap it (a zombie's command line is empty, so it could not pass the check)."""
+    must run to exit); its psutil.Process. Raises psutil.NoSuchProcess when it is gone or has ended."""
     import psutil
 
     proc = psutil.Process(pid)
-    if proc.status() == psutil.STATUS_ZOMBIE:
-        raise psutil.NoSuchProcess(pid)
-    if expected_name not in " ".join(proc.cmdline()):
+    if expected_name not in " ".join(_command_line(proc)):
         raise BrokerError(f"pid {pid} is not a {expected_name} process; refusing to signal it")
     proc.send_signal(signal.SIGCONT)
     proc.terminate()
     return proc
+
+
+def _command_line(proc: Any, exiting_s: float = 2.0) -> list[str]:
+    """`proc`'s command line. A process in the middle of exiting has none left (a RabbitMQ port helper whose VM
+    just died, once): it is given `exiting_s` to finish, and then raises psutil.NoSuchProcess (or its
+    ZombieProcess) like one that has gone."""
+    deadline = time.monotonic() + exiting_s
+    while not (cmdline := proc.cmdline()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return cmdline
 
 
 def stop_pid(pid: int, expected_name: str, grace_s: float = 10.0) -> bool:

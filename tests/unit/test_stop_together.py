@@ -50,8 +50,8 @@ def _running(pid: int) -> bool:
 
 
 def test_a_node_that_has_ended_but_is_not_reaped_is_not_running_rather_than_an_error() -> None:
-    """A zombie's command line is empty, so it cannot pass the name check: it is counted as gone (a RabbitMQ
-    port helper whose VM has just exited is one), not refused as a stranger."""
+    """A process that has ended has no command line left to pass the name check: it is counted as gone (a
+    RabbitMQ port helper whose VM has just exited is one), not refused as a stranger."""
     node = subprocess.Popen([sys.executable, "-c", "pass", MARK])
     deadline = time.monotonic() + 10
     while psutil.Process(node.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
