@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
 
 from bench_tasks import PERCENTILES
 from spark_jobs import ledger as ledger_pass
 from spark_jobs.exact import bucket_bounds, finish, group_stats, log_bucket, partials, pick, place, ranks, unknown
-from spark_jobs.localdata import rows_frame
+from spark_jobs.localdata import literal_array, rows_frame
 from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, local, sample_rows, with_unit
 
 NS_PER_S = 1_000_000_000
@@ -200,7 +201,7 @@ def _within(envelopes: Envelope, units: int) -> Column:
     value = F.col("value_ns")
 
     def bound(values: list[int | None]) -> Column:
-        return F.try_element_at(F.array(*[F.lit(v).cast("long") for v in values]), index)
+        return F.try_element_at(literal_array(values, LongType()), index)
 
     return F.coalesce((value >= bound(low)) & (value <= bound(high)), F.lit(False))
 

@@ -14,9 +14,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType, _parse_datatype_string
+from pyspark.sql.types import BooleanType, DataType, IntegralType, StructType, _parse_datatype_string
 
 
 def rows_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str | StructType) -> DataFrame:
@@ -29,3 +30,15 @@ def rows_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str |
     columns = list(zip(*data, strict=True)) if data else [() for _ in arrow]
     table = pa.Table.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow)
     return spark.createDataFrame(table, schema=struct)
+
+
+def literal_array(values: Sequence[bool | int | None], kind: DataType) -> Column:
+    """An array literal of integral or boolean `values` (None: null) typed `kind`, made by one py4j call: built
+    as F.array of F.lit it took two calls per element, and an analysis builds arrays of a few hundred
+    elements (unit facts, envelopes). Spark folds either into the same constant, so the plan is unchanged."""
+    if not isinstance(kind, IntegralType | BooleanType):
+        raise TypeError(f"literal_array: integral or boolean elements only, got {kind.simpleString()}")
+    items = ", ".join(
+        "NULL" if v is None else str(bool(v)).lower() if isinstance(v, bool) else str(int(v)) for v in values
+    )
+    return F.expr(f"CAST(array({items}) AS array<{kind.simpleString()}>)")

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from .lakeio import DELIVERY_COLUMNS, spark_type
 from .lakeio import with_delivery as with_delivery_rows
-from .localdata import rows_frame
+from .localdata import literal_array, rows_frame
 
 BASES = ("intended", "sent")
 METRICS = ("e2e", "publish", "rtt", "hop1", "hop2", "lag")  # codes are indexes; `lag` never reaches a table
@@ -149,8 +149,7 @@ class Units:
 
     def lookup(self, column: str) -> Column:
         """The unit's `column` for each row (an array literal indexed by `unit`)."""
-        kind = self.facts.schema[column].dataType
-        values = F.array(*[F.lit(row[column]).cast(kind) for row in self.rows])
+        values = literal_array([row[column] for row in self.rows], self.facts.schema[column].dataType)
         return F.try_element_at(values, F.col("unit").cast("int") + 1)
 
     def in_measure(self, intended: Column) -> Column:
