@@ -3,8 +3,12 @@
 Each node is Debian's `rabbitmq-server` run with its own node name (`n1@<host>` …), AMQP and Erlang distribution
 ports and folder under the cell's workdir (`nodefiles.py`); the cell has its own cookie and its own epmd, started
 by the harness in the foreground on a free port, so nothing registers with or starts a shared epmd on 4369.
-Node 1 starts blank; nodes 2 and 3 start at the same time with node 1 as their peer-discovery seed and join it
-as soon as it answers. Ready means every node says `rabbit:is_running()` and sees all nodes running.
+Node 1 starts blank; nodes 2 and 3 start together once it runs RabbitMQ, with node 1 as their peer-discovery seed.
+Started all at once, a joiner that found the seed still booting copied its state too early: its schema (the seed
+still upgrading it, `_rejoin`) or its feature flags (a node then refused to declare a quorum queue, "the
+corresponding feature flag is disabled", seen once the nodes booted in ~2 s). On two cores three VMs booting
+together are hardly faster than the seed first. Ready means every node says `rabbit:is_running()` and sees all
+nodes running.
 
 Control goes over Erlang distribution with OTP's `erl_call` (`erl.py`), milliseconds per question, no management
 plugin. `stop()` ends the nodes (SIGTERM, SIGKILL after a grace), then their helper processes (erl_child_setup,
@@ -121,8 +125,11 @@ class RabbitCluster(NodeCluster):
         try:
             self._prepare(release_dir)
             self._start_epmd(began + timeout_s)
-            for index in self.plans:
-                self._launch(index)
+            self._launch(1)
+            if len(self.plans) > 1:  # the joining nodes once the seed runs (module docstring)
+                self._wait_ready(began + timeout_s, timeout_s, nodes=[1])
+                for index in list(self.plans)[1:]:
+                    self._launch(index)
             self._wait_ready(began + timeout_s, timeout_s)
             self.endpoint = self._describe(round(time.monotonic() - began, 3))
         except BaseException:
