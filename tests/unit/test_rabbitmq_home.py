@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,13 @@ def test_the_installed_release_boots_the_server_without_optional_plugins() -> No
     closure = boot_closure(plugins)
     assert {"rabbit", "rabbit_common", "rabbitmq_prelaunch", "ra", "osiris", "cuttlefish"} <= set(closure)
     assert not any(name.startswith(("rabbitmq_management", "rabbitmq_mqtt", "rabbitmq_stomp")) for name in closure)
+
+
+def test_removing_a_home_leaves_the_release_whole(tmp_path: Path) -> None:
+    """A cell's teardown removes its work folder with the home in it: links are removed, never what they name."""
+    folder = fake_release(tmp_path)
+    before = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    home = tmp_path / "cell" / "rabbitmq-home"
+    write_home(folder, home)
+    shutil.rmtree(tmp_path / "cell")
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == before
