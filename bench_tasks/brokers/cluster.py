@@ -32,6 +32,9 @@ class NodeCluster:
 
     KIND: ClassVar[str] = "broker"
     STOP_GRACE_S: ClassVar[float] = 10.0
+    # The node still running once every other one exited is killed that much later (`System.last_node_grace_s`,
+    # which a detached cluster's stop uses); None: it is given the whole stop grace.
+    LAST_NODE_GRACE_S: ClassVar[float | None] = None
 
     endpoint: Any
 
@@ -70,6 +73,8 @@ class NodeCluster:
         grace = self.STOP_GRACE_S if grace_s is None else grace_s
         procs = list(self.processes.values())
         running = [proc.pid for proc in procs if proc.alive()]
+        if self.LAST_NODE_GRACE_S is not None and len(running) > 1:
+            _terminate_together([proc for proc in procs if proc.alive()], grace, self.LAST_NODE_GRACE_S)
         if procs:
             with ThreadPoolExecutor(len(procs)) as pool:
                 list(pool.map(lambda proc: proc.stop(grace), procs))
@@ -94,6 +99,27 @@ class NodeCluster:
         if self.endpoint is None:
             raise BrokerError(f"the {self.KIND} cluster has not been started")
         return asdict(self.endpoint)
+
+
+def _terminate_together(procs: Sequence[BrokerProcess], grace_s: float, last_grace_s: float) -> None:
+    """SIGTERM (after SIGCONT) every node at once and wait: the last one left is SIGKILLed `last_grace_s` after
+    the others exited, any node `grace_s` after the signal, as `_stop_together` does for a detached cluster.
+    Each node is then reaped (and its log closed) by its own `stop`."""
+    for proc in procs:
+        proc.resume()
+        proc.popen.terminate()
+    deadline, alone_since = time.monotonic() + grace_s, None
+    alive = list(procs)
+    while alive:
+        time.sleep(0.05)
+        alive = [proc for proc in alive if proc.alive()]
+        now = time.monotonic()
+        if len(alive) == 1 and alone_since is None:
+            alone_since = now
+        if alive and (now > deadline or (alone_since is not None and now - alone_since > last_grace_s)):
+            for proc in alive:
+                proc.kill()
+            return
 
 
 def stop_pids(pids: Sequence[int], process_name: str, grace_s: float, last_grace_s: float | None = None) -> list[int]:

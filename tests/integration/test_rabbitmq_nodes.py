@@ -60,6 +60,29 @@ def new_leader(cluster: RabbitCluster, queue: str, old: int) -> int | None:
     return now if now not in (None, old) else None
 
 
+def assert_boots_the_server_apps_only(cluster: RabbitCluster, server_apps: list[str]) -> None:
+    """The node loaded every application of its server home (`home.py`) and nothing else of the package's
+    plugins folder: the home's boot closure is exactly what RabbitMQ boots, and no optional plugin is on its
+    code path."""
+    names = {folder.rsplit("-", 1)[0] for folder in server_apps}
+    loaded = set(
+        (
+            cluster.ask(1, 'string:join([atom_to_list(A) || {A, _, _} <- application:loaded_applications()], " ")')
+            or ""
+        ).split()
+    )
+    packaged = {
+        p.name.rsplit("-", 1)[0] for p in (release.LIB_DIR / f"rabbitmq_server-{cluster.version}" / "plugins").iterdir()
+    }
+    assert {"rabbit", "rabbit_common", "ra", "osiris"} <= names
+    assert loaded & packaged == names
+    plugins_on_path = cluster.ask(
+        1, 'string:join([P || P <- code:get_path(), string:find(P, "/plugins/") =/= nomatch], " ")'
+    )
+    assert plugins_on_path is not None
+    assert sorted(path.split("/plugins/")[1].split("/")[0] for path in plugins_on_path.split()) == sorted(server_apps)
+
+
 def test_one_node_answers_and_reports_its_versions(tmp_path: Path) -> None:
     cluster = RabbitCluster("latest", RabbitmqBroker(), tmp_path)
     with cluster:
@@ -73,6 +96,7 @@ def test_one_node_answers_and_reports_its_versions(tmp_path: Path) -> None:
         assert context["nodes"][0]["config"].startswith(
             f"listeners.tcp.default = 127.0.0.1:{endpoint.nodes[0].amqp_port}"
         )
+        assert_boots_the_server_apps_only(cluster, context["server_apps"])
         connection, ch = channel(amqp_urls(endpoint.url)[0])
         ch.queue_declare("answers", durable=False)
         ch.basic_publish("", "answers", b"sixnines")
@@ -83,8 +107,12 @@ def test_one_node_answers_and_reports_its_versions(tmp_path: Path) -> None:
         pids = cell_processes(cluster)
         ports = [endpoint.epmd_port, endpoint.nodes[0].amqp_port, endpoint.nodes[0].dist_port]
     assert_nothing_left(pids, ports)
-    outside = [p for p in Path(endpoint.workdir).rglob("*") if not p.resolve().is_relative_to(tmp_path.resolve())]
+    written = [p for p in Path(endpoint.workdir).rglob("*") if not p.is_symlink()]
+    outside = [p for p in written if not p.resolve().is_relative_to(tmp_path.resolve())]
     assert not outside
+    links = [p for p in Path(endpoint.workdir).rglob("*") if p.is_symlink()]  # the server home's, into the package
+    assert links and all(p.is_relative_to(cluster.server_home) for p in links)
+    assert all(p.resolve().is_relative_to(release.LIB_DIR.resolve()) for p in links)
 
 
 def test_three_nodes_replicate_a_quorum_queue_and_follow_its_leader(tmp_path: Path) -> None:

@@ -86,6 +86,7 @@ def plan(index: int = 2) -> NodePlan:
         folder=Path("/cell/n2"),
         home=Path("/cell/erlang"),
         epmd_port=40000,
+        server_home=Path("/cell/rabbitmq-home"),
     )
 
 
@@ -111,6 +112,7 @@ def test_the_node_environment_points_everything_into_its_folder() -> None:
     assert env["ERL_EPMD_PORT"] == "40000"
     assert env["RABBITMQ_DIST_PORT"] == "40002"
     assert env["HOME"] == "/cell/erlang"
+    assert env["RABBITMQ_SCRIPTS_DIR"] == "/cell/rabbitmq-home/sbin"
     assert env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] == (
         "+B i -start_epmd false -kernel inet_dist_use_interface {10,0,0,2} +sbwt none"
     )

@@ -1,15 +1,21 @@
-"""Stopping a cluster's nodes together (`stop_pids` with `last_grace_s`): the node that outlives every other one
-is killed `last_grace_s` after they exited, not after the whole grace. Real processes, no broker."""
+"""Stopping a cluster's nodes together (`stop_pids` with `last_grace_s`, or a started cluster's `stop` with its
+`LAST_NODE_GRACE_S`): the node that outlives every other one is killed `last_grace_s` after they exited, not
+after the whole grace. Real processes, no broker."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
-from bench_tasks.brokers.cluster import stop_pids
+from bench_tasks.brokers.cluster import NodeCluster, stop_pids
+from bench_tasks.brokers.process import BrokerProcess
+from bench_tasks.systems import system
+from bench_tasks.systems.kafka.cluster import KafkaCluster
 
 MARK = "sixnines-stop-together-test"
 EXITS = "import time; time.sleep(60)"  # SIGTERM ends it
@@ -59,3 +65,31 @@ def test_a_node_that_has_ended_but_is_not_reaped_is_not_running_rather_than_an_e
     assert psutil.Process(node.pid).status() == psutil.STATUS_ZOMBIE
     assert stop_pids([node.pid], MARK, grace_s=1.0) == []
     node.wait()
+
+
+class _Cluster(NodeCluster):
+    """Nodes this process started (`BrokerProcess`), stopped like a Kafka cluster is."""
+
+    KIND = "test"
+    STOP_GRACE_S = 60.0
+    LAST_NODE_GRACE_S = 0.5
+
+
+def test_a_started_cluster_kills_its_last_node_soon_after_the_others_exited(tmp_path: Path) -> None:
+    cluster = _Cluster("0", tmp_path)
+    for node_id, code in enumerate((EXITS, EXITS, WAITS), 1):
+        cluster.processes[node_id] = BrokerProcess([sys.executable, "-c", code, MARK], tmp_path / f"n{node_id}.log")
+    deadline = time.monotonic() + 10
+    while "up" not in (tmp_path / "n3.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)  # the last node's SIGTERM handler is set
+    pids = list(cluster.node_pids.values())
+    began = time.monotonic()
+    assert sorted(cluster.stop()) == sorted(pids)
+    assert time.monotonic() - began < 30  # the whole grace is 60 s: the last one was not waited for
+    assert not any(proc.alive() for proc in cluster.processes.values())
+    assert cluster.processes[3].popen.returncode == -signal.SIGKILL  # the one that ignores SIGTERM
+    assert cluster.processes[1].popen.returncode == -signal.SIGTERM
+
+
+def test_a_started_kafka_cluster_gives_its_last_node_what_a_detached_one_gets() -> None:
+    assert system("kafka").last_node_grace_s == KafkaCluster.LAST_NODE_GRACE_S

@@ -41,6 +41,7 @@ class NodePlan:
     folder: Path
     home: Path
     epmd_port: int
+    server_home: Path  # the cell's RABBITMQ_HOME (`home.py`): the package's release with the server's apps only
 
     @property
     def config_path(self) -> Path:
@@ -93,7 +94,8 @@ def erl_tuple(host: str) -> str:
 
 
 def node_env(plan: NodePlan, broker: RabbitmqBroker) -> dict[str, str]:
-    """The whole environment of the node's script (nothing inherited but PATH and TZ)."""
+    """The whole environment of the node's script (nothing inherited but PATH and TZ); the script runs from the
+    cell's server home (`home.py`)."""
     env = {key: os.environ[key] for key in _KEPT_ENV if key in os.environ}
     # +B i: SIGINT (a Ctrl-C in the harness's terminal reaches its process group) is ignored, as the package's
     # script does for a foreground node; the harness stops the node itself.
@@ -104,6 +106,7 @@ def node_env(plan: NodePlan, broker: RabbitmqBroker) -> dict[str, str]:
         "LC_ALL": "C.UTF-8",
         "ERL_EPMD_PORT": str(plan.epmd_port),
         "ERL_CRASH_DUMP": str(plan.folder / "erl_crash.dump"),
+        "RABBITMQ_SCRIPTS_DIR": str(plan.server_home / "sbin"),  # RABBITMQ_HOME and ERL_LIBS follow from it
         "RABBITMQ_NODENAME": plan.name,
         "RABBITMQ_USE_LONGNAME": "true",
         "RABBITMQ_DIST_PORT": str(plan.dist_port),

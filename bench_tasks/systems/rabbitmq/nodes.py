@@ -3,8 +3,12 @@
 Each node is Debian's `rabbitmq-server` run with its own node name (`n1@<host>` …), AMQP and Erlang distribution
 ports and folder under the cell's workdir (`nodefiles.py`); the cell has its own cookie and its own epmd, started
 by the harness in the foreground on a free port, so nothing registers with or starts a shared epmd on 4369.
-Node 1 starts blank; nodes 2 and 3 start at the same time with node 1 as their peer-discovery seed and join it
-as soon as it answers. Ready means every node says `rabbit:is_running()` and sees all nodes running.
+Node 1 starts blank; nodes 2 and 3 start together once it runs RabbitMQ, with node 1 as their peer-discovery seed.
+Started all at once, a joiner that found the seed still booting copied its state too early: its schema (the seed
+still upgrading it, `_rejoin`) or its feature flags (a node then refused to declare a quorum queue, "the
+corresponding feature flag is disabled", seen once the nodes booted in ~2 s). On two cores three VMs booting
+together are hardly faster than the seed first. Ready means every node says `rabbit:is_running()` and sees all
+nodes running.
 
 Control goes over Erlang distribution with OTP's `erl_call` (`erl.py`), milliseconds per question, no management
 plugin. `stop()` ends the nodes (SIGTERM, SIGKILL after a grace), then their helper processes (erl_child_setup,
@@ -29,6 +33,7 @@ from ...brokers.cluster import NodeCluster, free_ports, stop_pids
 from ...brokers.process import BrokerProcess
 from ...errors import BrokerError
 from . import erl, release
+from .home import write_home
 from .nodefiles import NodePlan, node_argv, node_env, node_settings, write_cookie, write_node_files
 from .settings import RabbitmqBroker
 
@@ -99,10 +104,16 @@ class RabbitCluster(NodeCluster):
         self.helpers: dict[int, list[int]] = {}
         self.rejoined: set[int] = set()
         self.endpoint: RabbitEndpoint | None = None
+        self.script: Path | None = None
+        self.server_apps: list[str] = []
 
     @property
     def home(self) -> Path:
         return self.workdir / "erlang"
+
+    @property
+    def server_home(self) -> Path:
+        return self.workdir / "rabbitmq-home"
 
     def start(self, timeout_s: float = 120.0) -> RabbitEndpoint:
         """Start epmd and every node, and return once the cluster is ready. Call it from a thread that outlives
@@ -110,12 +121,15 @@ class RabbitCluster(NodeCluster):
         if self.processes or self.epmd is not None:
             raise BrokerError("this RabbitMQ cluster was already started; make a new RabbitCluster")
         began = time.monotonic()
-        script = release.server_script(self.version)
+        release_dir = release.server_script(self.version).parent.parent
         try:
-            self._prepare()
+            self._prepare(release_dir)
             self._start_epmd(began + timeout_s)
-            for index in self.plans:
-                self._launch(index, script)
+            self._launch(1)
+            if len(self.plans) > 1:  # the joining nodes once the seed runs (module docstring)
+                self._wait_ready(began + timeout_s, timeout_s, nodes=[1])
+                for index in list(self.plans)[1:]:
+                    self._launch(index)
             self._wait_ready(began + timeout_s, timeout_s)
             self.endpoint = self._describe(round(time.monotonic() - began, 3))
         except BaseException:
@@ -123,11 +137,14 @@ class RabbitCluster(NodeCluster):
             raise
         return self.endpoint
 
-    def _prepare(self) -> None:
-        """Fresh folders, free ports, the cell's cookie and every node's files."""
+    def _prepare(self, release_dir: Path) -> None:
+        """Fresh folders, the server home the nodes run from, free ports, the cell's cookie and every node's
+        files."""
         count = self.broker.nodes
         for stale in (self.home, *(self.workdir / f"n{i}" for i in range(1, count + 1))):
             shutil.rmtree(stale, ignore_errors=True)  # a stale data dir holds another cluster's members
+        self.server_apps = write_home(release_dir, self.server_home)
+        self.script = self.server_home / "sbin" / "rabbitmq-server"
         ports = free_ports(1 + 2 * count, self.host)
         write_cookie(self.home, secrets.token_hex(20))
         seed = erl.node_name(1, self.host)
@@ -141,6 +158,7 @@ class RabbitCluster(NodeCluster):
                 folder=self.workdir / f"n{index}",
                 home=self.home,
                 epmd_port=ports[0],
+                server_home=self.server_home,
             )
             self.plans[index] = plan
             settings = node_settings(plan, None if index == 1 else seed, self.broker)
@@ -157,9 +175,10 @@ class RabbitCluster(NodeCluster):
                 raise BrokerError(f"epmd not listening on {self.host}:{port}")
             time.sleep(0.02)
 
-    def _launch(self, index: int, script: Path | None = None) -> None:
+    def _launch(self, index: int) -> None:
         plan = self.plans[index]
-        argv = node_argv(script or release.server_script(self.version), node_env(plan, self.broker))
+        assert self.script is not None, "_prepare() comes first"
+        argv = node_argv(self.script, node_env(plan, self.broker))
         self.processes[index] = BrokerProcess(argv, plan.log_path, self.tie_to_parent)
         self.paused.discard(index)
 
@@ -317,6 +336,7 @@ class RabbitCluster(NodeCluster):
             "package": release.package_version(),
             "erlang_package": release.erlang_package_version(),
             "erl_args": self.broker.erl_args,
+            "server_apps": self.server_apps,
             "pids": self.node_pids,
         }
 

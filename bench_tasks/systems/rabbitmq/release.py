@@ -4,7 +4,7 @@ There is nothing to fetch at run time: the project's set-up (`make tools`) insta
 is missing, with the Erlang it depends on. Before a node is started the installed package is checked to be the
 version the cell asked for; once it runs, the node itself says which RabbitMQ and Erlang it is (`nodes.py`
 records that, never this module's constant). The package's system service is never used: nodes are run from
-the package's scripts folder with every path pointed into the cell's own folder.
+the package's scripts through the cell's server home (`home.py`) with every path pointed into the cell's own folder.
 """
 
 from __future__ import annotations
