@@ -12,14 +12,16 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from ..errors import BrokerError
 from .process import BrokerProcess, stop_pid, terminate_checked
+
+N = TypeVar("N")  # a node as a stop sees it: a BrokerProcess, or a psutil.Process of a detached one
 
 
 class NodeCluster:
@@ -72,13 +74,13 @@ class NodeCluster:
         returns the PIDs that were still running."""
         grace = self.STOP_GRACE_S if grace_s is None else grace_s
         procs = list(self.processes.values())
-        running = [proc.pid for proc in procs if proc.alive()]
-        if self.LAST_NODE_GRACE_S is not None and len(running) > 1:
-            _terminate_together([proc for proc in procs if proc.alive()], grace, self.LAST_NODE_GRACE_S)
+        alive = [proc for proc in procs if proc.alive()]
+        if self.LAST_NODE_GRACE_S is not None and len(alive) > 1:
+            _terminate_together(alive, grace, self.LAST_NODE_GRACE_S)
         if procs:
             with ThreadPoolExecutor(len(procs)) as pool:
                 list(pool.map(lambda proc: proc.stop(grace), procs))
-        return running
+        return [proc.pid for proc in alive]
 
     def _node(self, node_id: int) -> BrokerProcess:
         if node_id not in self.processes:
@@ -102,24 +104,31 @@ class NodeCluster:
 
 
 def _terminate_together(procs: Sequence[BrokerProcess], grace_s: float, last_grace_s: float) -> None:
-    """SIGTERM (after SIGCONT) every node at once and wait: the last one left is SIGKILLed `last_grace_s` after
-    the others exited, any node `grace_s` after the signal, as `_stop_together` does for a detached cluster.
-    Each node is then reaped (and its log closed) by its own `stop`."""
+    """SIGTERM (after SIGCONT) every node at once, then SIGKILL what `_wait_out_together` gives up on, as
+    `_stop_together` does for a detached cluster. Each node is then reaped (and its log closed) by its own `stop`."""
     for proc in procs:
         proc.resume()
         proc.popen.terminate()
+    for proc in _wait_out_together(procs, BrokerProcess.alive, grace_s, last_grace_s):
+        proc.kill()
+
+
+def _wait_out_together(
+    nodes: Sequence[N], running: Callable[[N], bool], grace_s: float, last_grace_s: float
+) -> list[N]:
+    """Wait for nodes signalled together to exit. Returns the ones to SIGKILL: the last one left once
+    `last_grace_s` passed since the others exited, or every one still `running` once `grace_s` passed."""
     deadline, alone_since = time.monotonic() + grace_s, None
-    alive = list(procs)
-    while alive:
+    left = list(nodes)
+    while left:
         time.sleep(0.05)
-        alive = [proc for proc in alive if proc.alive()]
+        left = [node for node in left if running(node)]
         now = time.monotonic()
-        if len(alive) == 1 and alone_since is None:
+        if len(left) == 1 and alone_since is None:
             alone_since = now
-        if alive and (now > deadline or (alone_since is not None and now - alone_since > last_grace_s)):
-            for proc in alive:
-                proc.kill()
-            return
+        if left and (now > deadline or (alone_since is not None and now - alone_since > last_grace_s)):
+            return left
+    return []
 
 
 def stop_pids(pids: Sequence[int], process_name: str, grace_s: float, last_grace_s: float | None = None) -> list[int]:
@@ -136,28 +145,30 @@ def stop_pids(pids: Sequence[int], process_name: str, grace_s: float, last_grace
 
 
 def _stop_together(pids: Sequence[int], process_name: str, grace_s: float, last_grace_s: float) -> list[int]:
-    """SIGTERM every node at once and wait; the last one left is given `last_grace_s` after the others exited,
-    any node `grace_s` in all; then SIGKILL."""
+    """SIGTERM every node at once (each PID checked first), SIGKILL what `_wait_out_together` gives up on."""
     import psutil
 
     signalled = []
     for pid in pids:
         with contextlib.suppress(psutil.NoSuchProcess):
             signalled.append(terminate_checked(pid, process_name))
-    deadline, alone_since = time.monotonic() + grace_s, None
-    alive = signalled
-    while alive:
-        _gone, alive = psutil.wait_procs(alive, timeout=0.05)
-        now = time.monotonic()
-        if len(alive) == 1 and alone_since is None:
-            alone_since = now
-        if alive and (now > deadline or (alone_since is not None and now - alone_since > last_grace_s)):
-            for proc in alive:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    proc.kill()
-            psutil.wait_procs(alive, timeout=10)
-            break
+    left = _wait_out_together(signalled, _still_running, grace_s, last_grace_s)
+    for proc in left:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    psutil.wait_procs(left, timeout=10)
     return [proc.pid for proc in signalled]
+
+
+def _still_running(proc: Any) -> bool:
+    """Whether a psutil.Process has not exited yet (one that is our child is reaped here)."""
+    import psutil
+
+    try:
+        proc.wait(timeout=0)
+    except psutil.TimeoutExpired:
+        return True
+    return False
 
 
 def stop_nodes(state: Mapping[str, Any], process_name: str, grace_s: float) -> list[int]:

@@ -11,11 +11,10 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from bench_tasks.brokers.cluster import NodeCluster, stop_pids
-from bench_tasks.brokers.process import BrokerProcess
-from bench_tasks.systems import system
-from bench_tasks.systems.kafka.cluster import KafkaCluster
+from bench_tasks.brokers.process import BrokerProcess, _command_line
 
 MARK = "sixnines-stop-together-test"
 EXITS = "import time; time.sleep(60)"  # SIGTERM ends it
@@ -91,5 +90,22 @@ def test_a_started_cluster_kills_its_last_node_soon_after_the_others_exited(tmp_
     assert cluster.processes[1].popen.returncode == -signal.SIGTERM
 
 
-def test_a_started_kafka_cluster_gives_its_last_node_what_a_detached_one_gets() -> None:
-    assert system("kafka").last_node_grace_s == KafkaCluster.LAST_NODE_GRACE_S
+class _Exiting:
+    """A process seen while it exits: its command line reads empty (`empty` times), then it is gone."""
+
+    def __init__(self, empty: int) -> None:
+        self.empty = empty
+
+    def cmdline(self) -> list[str]:
+        if self.empty == 0:
+            raise psutil.NoSuchProcess(0)
+        self.empty -= 1
+        return []
+
+
+def test_an_empty_command_line_is_waited_on_until_the_process_is_gone() -> None:
+    """The name check reads the command line again while it is empty (a process in the middle of exiting), so
+    the process is seen gone rather than refused as a stranger; still empty after the wait, it is returned."""
+    with pytest.raises(psutil.NoSuchProcess):
+        _command_line(_Exiting(empty=3), exiting_s=2.0)
+    assert _command_line(_Exiting(empty=1000), exiting_s=0.1) == []
