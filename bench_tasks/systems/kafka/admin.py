@@ -70,10 +70,13 @@ def create_topic(
 def partition_leaders(
     bootstrap: str, topic: str, timeout_s: float = 10.0, client: Mapping[str, Any] | None = None
 ) -> dict[int, int]:
-    """Partition → leader node id (-1: no leader), as the metadata of a live broker says now."""
-    metadata = _topic_metadata(admin_client(bootstrap, client), topic, timeout_s)
-    if metadata is None:
-        raise BrokerError(f"topic {topic!r} not found in the metadata of {bootstrap}")
+    """Partition → leader node id (-1: no leader), as the metadata of a live broker says now. A topic just
+    created may not be in the metadata of the broker asked yet (another one answered its creation): it is asked
+    again until `timeout_s`."""
+    admin = admin_client(bootstrap, client)
+    found = f"the topic in the metadata of {bootstrap}"
+    metadata = _wait_for_topic(admin, topic, lambda metadata: metadata is not None, timeout_s, found)
+    assert metadata is not None  # what the wait waited for
     return {p.id: p.leader for p in sorted(metadata.partitions.values(), key=lambda p: p.id)}
 
 
@@ -99,12 +102,13 @@ def _topic_metadata(admin: AdminClient, topic: str, timeout_s: float) -> TopicMe
 
 def _wait_for_topic(
     admin: AdminClient, name: str, done: Callable[[TopicMetadata | None], bool], timeout_s: float, what: str
-) -> None:
+) -> TopicMetadata | None:
+    """The topic's metadata once `done` accepts it; a BrokerError naming `what` after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
         metadata = _topic_metadata(admin, name, max(1.0, deadline - time.monotonic()))
         if done(metadata):
-            return
+            return metadata
         if time.monotonic() > deadline:
             raise BrokerError(f"topic {name!r}: timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(0.1)
