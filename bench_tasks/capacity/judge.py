@@ -16,7 +16,7 @@ from ..cell.landing import CellReport
 from ..core.analysis import CellAnalysis, arrival_rate
 from ..core.saturation import KEEP_UP
 from ..spec.capacity import Objective
-from .search import Step
+from .search import Step, Verdict
 
 HARNESS_REASONS = ("harness saturated", "harness dropped", "generator fell behind its schedule")
 
@@ -25,16 +25,15 @@ def judge(report: CellReport, objectives: Sequence[Objective]) -> Step:
     rate = report.cell.spec.workload.rate_per_s
     analysis = report.analysis
     base = {"rate_per_s": rate, "cell_id": report.cell.id}
-    if analysis is None:
-        return Step(**base, verdict="failed", why=str(report.reason))
+    if analysis is None:  # the cell ended before its analysis: only its reason can say whose fault it was
+        return Step(**base, verdict=_failed_by(report), why=str(report.reason))
     facts = {
         "achieved_rate_per_s": round(analysis.achieved_rate_per_s, 1),
         "received_rate_per_s": round(received_rate(report, analysis), 1),
         "percentiles_ms": {m: analysis.metrics[m]["intended"].as_ms() for m in analysis.metrics},
     }
     if report.status != "ok":
-        harness = any(r in str(report.reason) for r in HARNESS_REASONS)
-        return Step(**base, **facts, verdict="harness" if harness else "failed", why=str(report.reason))
+        return Step(**base, **facts, verdict=_failed_by(report), why=str(report.reason))
     if facts["received_rate_per_s"] < KEEP_UP * rate:
         why = f"received {facts['received_rate_per_s']:,.0f}/s of {rate:,.0f}/s offered in the measure phase"
         return Step(**base, **facts, verdict="backlog", why=why)
@@ -47,6 +46,11 @@ def judge(report: CellReport, objectives: Sequence[Objective]) -> Step:
     if broken:
         return Step(**base, **facts, verdict="objective", why="; ".join(_broken(o, analysis) for o in broken))
     return Step(**base, **facts, verdict="pass", why="; ".join(_held(o, analysis) for o in objectives) or "held")
+
+
+def _failed_by(report: CellReport) -> Verdict:
+    """A failed cell's verdict: `harness` when its reason says the harness could not keep the schedule."""
+    return "harness" if any(r in str(report.reason) for r in HARNESS_REASONS) else "failed"
 
 
 def received_rate(report: CellReport, analysis: CellAnalysis) -> float:

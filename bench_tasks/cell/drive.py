@@ -333,19 +333,21 @@ class CellDrive:
         self.coord.after_sending(workers, groups.listeners, finish_by)
 
     def _unfinished(self, run: CellRun, now: int) -> str:
-        """Why the schedule could not end in time, with what the senders achieved: for rtt the requesters are
-        synchronous, so `connections` round trips in flight carry at most connections / round trip per second."""
+        """Why the schedule could not end in time, with what the senders achieved. Open loop, the load was not
+        offered: the generator fell behind (a harness verdict, as the landing gate's lag gives it). For rtt the
+        requesters are synchronous, so `connections` round trips in flight carry at most connections / round trip
+        per second: the system's pace, not the harness's."""
         w = self.cell.spec.workload
         elapsed_s = max((now - run.plan.t0_ns) / NS_PER_S, 1e-9)
         achieved = self.monitor.total_sent / elapsed_s
         why = f"producers did not finish their schedule in time: {achieved:,.0f} sent/s of {w.rate_per_s:,.0f} offered"
-        if self.cell.spec.measurement == "rtt":
-            streams = w.producers * w.connections
-            why += (
-                f"; {streams} synchronous requesters carry at most {streams} / round trip, so round trips took "
-                f"≈ {streams / max(achieved, 1e-9) * 1e3:.2f} ms on average: more connections or a lower rate"
-            )
-        return why
+        if self.cell.spec.measurement != "rtt":  # open loop: the load was not offered, as the landing gate's lag says
+            return f"generator fell behind its schedule: {why}"
+        streams = w.producers * w.connections
+        return (
+            f"{why}; {streams} synchronous requesters carry at most {streams} / round trip, so round trips took "
+            f"≈ {streams / max(achieved, 1e-9) * 1e3:.2f} ms on average: more connections or a lower rate"
+        )
 
     def _drain(self, workers: Workers, groups: Groups, run: CellRun) -> None:
         """Wait for stragglers until everything sent has arrived, or the drain timeout."""

@@ -120,10 +120,6 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         enter(plan.netns)
     if plan.cpus:
         os.sched_setaffinity(0, plan.cpus)
-    if plan.cpu_share is not None:
-        from .cpushare import confine
-
-        confine(f"{plan.cell_id}-{plan.role}-{plan.index}", plan.cpu_share)
     tighten_timer_slack()
     sys.setswitchinterval(_SWITCH_INTERVAL_S)
     _warm_arrow()
@@ -306,8 +302,20 @@ def _freeze_setup_heap() -> None:
     gc.freeze()
 
 
-async def _wait_for_start(channels: Channels) -> int:
+def _ready(plan: WorkerPlan, channels: Channels, **facts: Any) -> None:
+    """Setup is over: freeze its heap, take on the worker's CPU share if it has one, and say so. The share
+    models what a smaller generator host sustains, so it starts here, not at the process's start: a heap freeze
+    and a connection cost ~0.1 s of CPU, which at 1 % of a CPU would fill a cell's start with 10 s of setup
+    (and on a slower host outlast the parent's readiness timeout) before the load it is meant to starve."""
     _freeze_setup_heap()
+    if plan.cpu_share is not None:
+        from .cpushare import confine
+
+        confine(f"{plan.cell_id}-{plan.role}-{plan.index}", plan.cpu_share)
+    channels.events.put({"kind": "ready", "role": plan.role, "index": plan.index, **facts})
+
+
+async def _wait_for_start(channels: Channels) -> int:
     while channels.start_at_ns.value == 0:
         if channels.stop.is_set():
             raise RuntimeError("stopped before start")
@@ -370,7 +378,7 @@ async def _produce(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
         driver.watch_arrivals(arrivals.mark)
     connections = await driver.open_producer(f"sixnines-p{plan.index}", w.connections)
     factory = PayloadFactory(w.message_size_bytes)
-    channels.events.put({"kind": "ready", "role": "producer", "index": plan.index, "messages": offsets.size})
+    _ready(plan, channels, messages=offsets.size)
     t0 = await _wait_for_start(channels)
     log = _SentLog(offsets + t0, now_ns)
     watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
@@ -759,8 +767,7 @@ async def _consume(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
     driver.watch_arrivals(log.arrivals.mark)
     await driver.open_consumer(f"sixnines-c{plan.index}", log.on_messages)
-    _freeze_setup_heap()
-    channels.events.put({"kind": "ready", "role": "consumer", "index": plan.index})
+    _ready(plan, channels)
     while not channels.stop.is_set():
         await _report_soon(log.traffic)
         watch.sample(driver.backlog(), log.handed)
@@ -793,7 +800,7 @@ async def _count_consumer(plan: WorkerPlan, channels: Channels, now_ns: Clock) -
 
     name = f"sixnines-{'l' if plan.role == 'laggard' else 'bgc'}{plan.index}"
     await driver.open_consumer(name, count, lagging=plan.role == "laggard")
-    channels.events.put({"kind": "ready", "role": plan.role, "index": plan.index})
+    _ready(plan, channels)
 
     def progress() -> None:
         channels.events.put(
@@ -845,8 +852,7 @@ async def _relay(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
 
     forwarder = asyncio.create_task(forward())
     await inbound.open_consumer(f"sixnines-r{plan.index}", on_messages)
-    _freeze_setup_heap()
-    channels.events.put({"kind": "ready", "role": "relay", "index": plan.index})
+    _ready(plan, channels)
     try:
         while not channels.stop.is_set():
             await asyncio.sleep(REPORT_EVERY_S)
@@ -969,7 +975,7 @@ async def _background(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> No
             event["lag_ns"] = lag[lag >= 0]
         channels.events.put(event)
 
-    channels.events.put({"kind": "ready", "role": "background", "index": plan.index, "messages": offsets.size})
+    _ready(plan, channels, messages=offsets.size)
     t0 = await _wait_for_start(channels)
     intended = offsets + t0
     next_report = [now_ns() + int(REPORT_EVERY_S * NS_PER_S)]
@@ -1026,7 +1032,7 @@ async def _respond(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
 
     watch = ProcessWatch(clock=now_ns, message_threads=driver.message_threads)
     await driver.open_responder(f"sixnines-r{plan.index}", count)
-    channels.events.put({"kind": "ready", "role": "responder", "index": plan.index})
+    _ready(plan, channels)
     while not channels.stop.is_set():
         await _report_soon(traffic, _fixed_in_flight)  # its echo has just left for the requester
         watch.sample(driver.backlog(), served[0])

@@ -39,8 +39,9 @@ class CpuPlacement(StrictModel):
     Checked against the host's CPUs when the cell starts, and recorded with the cell.
 
     `producers_share` / `receivers_share` cap the CPU time of each such worker process, in CPUs (0.05: 5 % of
-    one), through a cgroup CFS quota (bench_tasks.load.cpushare): a starved generator on purpose, to see what a
-    smaller generator host still drives and to prove the harness says when it is the bottleneck."""
+    one), through a cgroup CFS quota (bench_tasks.load.cpushare) taken on once the worker is set up: a starved
+    generator on purpose, to see what a smaller generator host still drives and to prove the harness says when
+    it is the bottleneck."""
 
     broker: list[int] = Field(default_factory=list)
     producers: list[int] = Field(default_factory=list)

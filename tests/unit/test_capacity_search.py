@@ -147,3 +147,29 @@ def test_a_step_is_the_cell_at_its_rate_measured_for_step_s() -> None:
     step = at_rate(cell, 400, bounds.step_s)
     assert (step.spec.workload.rate_per_s, step.spec.workload.measure_s) == (400, 1.5)
     assert at_rate(cell, 400).spec.workload.measure_s == 3 and len({cell.id, step.id, at_rate(cell, 400).id}) == 3
+
+
+@pytest.mark.parametrize(
+    ("reason", "verdict"),
+    [
+        ("generator fell behind its schedule: producers did not finish their schedule in time: 900 sent/s", "harness"),
+        ("measure: broker node 1 (pid 4242) died during measure", "failed"),
+    ],
+)
+def test_a_cell_that_ended_before_its_analysis_is_judged_by_its_reason(reason: str, verdict: str) -> None:
+    """A cell cut off before its analysis (a producer that could not finish its schedule in time) has only its
+    reason to say whose fault it was: the harness's falling behind must still end a search as `harness`, never
+    as a failed step that could be read as the broker's."""
+    from bench_tasks.capacity.judge import judge
+    from bench_tasks.cell.landing import CellReport
+    from bench_tasks.spec.matrix import parse_matrix
+
+    raw = {
+        "name": "t",
+        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "core"}}],
+        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
+        "measurements": ["e2e"],
+    }
+    (cell,) = parse_matrix(raw, "m.yaml").cells
+    step = judge(CellReport(cell, "failed", reason, None, None, []), [])
+    assert (step.verdict, step.why, step.rate_per_s) == (verdict, reason, 100)
