@@ -71,7 +71,8 @@ def search_cli(tmp_path: Path, workload: str, *options: str) -> tuple[subprocess
 def test_a_search_beyond_one_producer_ends_on_the_harness(tmp_path: Path) -> None:
     done, cell = search_cli(tmp_path, "rate_per_s: 1000000", "--max-rate", "2000000")
     assert done.returncode == 1, done.stderr[-3000:]
-    assert (cell["capacity_per_s"], cell["limit"], cell["broker_bound"]) == (None, "harness", False), cell
+    found = (cell["capacity_per_s"], cell["limit"], cell["broker_bound"])
+    assert found == (None, "harness", False), cell.get("limit_why")
     assert "harness saturated" in cell["limit_why"] or "fell behind its schedule" in cell["limit_why"]
     assert "not the broker's" in done.stderr
     (saved,) = (tmp_path / "l").rglob("capacity.json")
@@ -86,12 +87,13 @@ def test_a_producer_starved_of_cpu_ends_the_search_as_the_harness(tmp_path: Path
     4,000/s a fast host sent each 100 ms period's messages in its 1 ms burst, lag p99.9 just under the 100 ms
     gate: a pass that measured the throttle, so the rate leaves no such margin.) The starved producer still
     sends all 40,000 scheduled messages, the last ~3 s after its time here, well inside the 40 s a schedule may
-    overrun: the share starts once the worker is set up (a CI host whose setup ran under it outlasted the 60 s
+    overrun: the share starts once the worker is set up (on a slower CI host setup under it could outlast the 60 s
     readiness timeout), and a schedule that does overrun is the harness's too."""
     workload = "rate_per_s: 20000, cpus: {producers_share: 0.01}"
     done, cell = search_cli(tmp_path, workload, "--max-rate", "320000")
     assert done.returncode == 1, done.stderr[-3000:]
-    assert (cell["capacity_per_s"], cell["limit"], cell["broker_bound"]) == (None, "harness", False), cell
+    found = (cell["capacity_per_s"], cell["limit"], cell["broker_bound"])
+    assert found == (None, "harness", False), cell.get("limit_why")
     assert "fell behind its schedule" in cell["limit_why"] or "harness saturated" in cell["limit_why"]
     assert [(s["rate_per_s"], s["verdict"]) for s in cell["steps"]] == [(20000, "harness")]
     groups = Path(cpushare.V1_ROOT if cpushare.V1_ROOT.exists() else cpushare.V2_ROOT) / cpushare.PARENT
