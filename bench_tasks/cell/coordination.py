@@ -38,6 +38,7 @@ class Coordinator(Protocol):
     def start_at(self) -> tuple[int, float]: ...
     def after_sending(self, workers: Workers, listeners: list[Any], until: int) -> None: ...
     def drain(self, workers: Workers, listeners: list[Any], until: int) -> None: ...
+    def drain_from(self, monitor: LiveMonitor) -> int: ...
 
 
 class OneMachine:
@@ -63,6 +64,12 @@ class OneMachine:
 
     def after_sending(self, workers: Workers, listeners: list[Any], until: int) -> None:
         """Nothing to wait for: every producer of the cell ran here."""
+
+    def drain_from(self, monitor: LiveMonitor) -> int:
+        """The drain timeout counts from the producers' last send or ack (as far as their reports say): a
+        producer that then only waited out acks that never came (a killed leader's) gave stragglers that
+        time already, and the drain need not wait it again."""
+        return monitor.last_producer_news_ns or self.clock()
 
     def drain(self, workers: Workers, listeners: list[Any], until: int) -> None:
         monitor = workers.monitor
@@ -113,6 +120,10 @@ class OneHost:
                 )
             workers.pump_for(PROGRESS_EVERY_NS, self.clock, listeners)
         self._say(workers.monitor, "every host's producers are done")
+
+    def drain_from(self, monitor: LiveMonitor) -> int:
+        """Now, when every host's producers are done: this host's monitor knows only its own producers' sends."""
+        return self.clock()
 
     def drain(self, workers: Workers, listeners: list[Any], until: int) -> None:
         """Until everything every host sent has been received by some host (each message is received in one

@@ -353,7 +353,7 @@ class CellDrive:
         """Wait for stragglers until everything sent has arrived, or the drain timeout."""
         w = self.cell.spec.workload
         if receiver_role(self.cell) == "consumer":
-            until = max(run.plan.end_ns, self.coord.clock()) + int(w.drain_timeout_s * NS_PER_S)
+            until = max(run.plan.end_ns, self.coord.drain_from(self.monitor)) + int(w.drain_timeout_s * NS_PER_S)
             self.coord.drain(workers, groups.listeners, until)
         workers.channels.stop.set()
         workers.await_roles(groups.listeners, "done", DONE_TIMEOUT_S)

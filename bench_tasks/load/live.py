@@ -48,6 +48,7 @@ class LiveMonitor:
         self.latency = new_histogram()
         self.lag = new_histogram()
         self.max_ns = 0
+        self.last_producer_news_ns: int | None = None  # on `clock`: when a producer last said it sent or got acks
         self._last = (time.monotonic(), 0, 0)
         self._rates = (0.0, 0.0)
         self._last_log = 0.0
@@ -71,6 +72,8 @@ class LiveMonitor:
             return
         i = event["index"]
         if event["role"] == "producer":
+            if (event["attempted"], event["acked"]) != (self.attempted.get(i), self.acked.get(i)):
+                self.last_producer_news_ns = self.clock()
             self.attempted[i], self.acked[i], self.errors[i] = (
                 event["attempted"],
                 event["acked"],

@@ -72,7 +72,9 @@ class Workload(StrictModel):
     cooldown_s: float = Field(1.0, ge=0)
     arrival: Literal["uniform", "poisson"] = "uniform"
     payload: Literal["random"] = "random"
-    drain_timeout_s: float = Field(5.0, gt=0, description="how long to wait for stragglers after cooldown")
+    drain_timeout_s: float = Field(
+        5.0, gt=0, description="how long to wait for stragglers after cooldown, or the producers' last send or ack"
+    )
     request_timeout_s: float = Field(10.0, gt=0, description="rtt/publish: a reply later than this is lost")
     max_schedule_lag_ms: float = Field(
         100.0, gt=0, description="fail the cell when generator schedule lag p99.9 exceeds this"
