@@ -3,11 +3,23 @@ by the failing step nearest above the capacity, and a harness-bound answer never
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bench_tasks.capacity.search import Search, Step
 from bench_tasks.errors import ObjectiveError
 from bench_tasks.spec.capacity import parse_objective
+
+
+def one_cell_matrix() -> dict[str, Any]:
+    """A matrix of one NATS core cell at 100 msg/s, as a parsed YAML file would give it."""
+    return {
+        "name": "t",
+        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "core"}}],
+        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
+        "measurements": ["e2e"],
+    }
 
 
 def drive(search: Search, breaks_at: float, verdict: str = "objective", limit: int = 50) -> list[float]:
@@ -108,13 +120,7 @@ def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(monkeyp
     from bench_tasks.lake.layout import Lake, RunInfo
     from bench_tasks.spec.matrix import parse_matrix
 
-    raw = {
-        "name": "t",
-        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "core"}}],
-        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
-        "measurements": ["e2e"],
-    }
-    (cell,) = parse_matrix(raw, "m.yaml").cells
+    (cell,) = parse_matrix(one_cell_matrix(), "m.yaml").cells
 
     def no_broker(*_args: object) -> None:
         raise CellError(cell.id, "nats-server did not start")
@@ -133,14 +139,8 @@ def test_a_step_is_the_cell_at_its_rate_measured_for_step_s() -> None:
     from bench_tasks.spec.capacity import CapacitySpec
     from bench_tasks.spec.matrix import parse_matrix
 
-    raw = {
-        "name": "t",
-        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "core"}}],
-        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
-        "measurements": ["e2e"],
-        "capacity": {"objectives": ["e2e p99 < 10ms"], "max_rate_per_s": 1000, "step_s": 1.5},
-    }
-    matrix = parse_matrix(raw, "m.yaml")
+    capacity = {"objectives": ["e2e p99 < 10ms"], "max_rate_per_s": 1000, "step_s": 1.5}
+    matrix = parse_matrix({**one_cell_matrix(), "capacity": capacity}, "m.yaml")
     (cell,) = matrix.cells
     assert isinstance(matrix.capacity, CapacitySpec)
     bounds = Bounds.of(matrix.capacity)
@@ -164,12 +164,6 @@ def test_a_cell_that_ended_before_its_analysis_is_judged_by_its_reason(reason: s
     from bench_tasks.cell.landing import CellReport
     from bench_tasks.spec.matrix import parse_matrix
 
-    raw = {
-        "name": "t",
-        "systems": [{"system": "nats", "versions": ["2.15.1"], "broker": {"mode": "core"}}],
-        "workload": {"message_size_bytes": 64, "rate_per_s": 100, "measure_s": 3},
-        "measurements": ["e2e"],
-    }
-    (cell,) = parse_matrix(raw, "m.yaml").cells
+    (cell,) = parse_matrix(one_cell_matrix(), "m.yaml").cells
     step = judge(CellReport(cell, "failed", reason, None, None, []), [])
     assert (step.verdict, step.why, step.rate_per_s) == (verdict, reason, 100)
