@@ -6,13 +6,14 @@
    unit × metric × basis × leader × second of its intended time × seconds until done × phase × log bucket
    (exact.log_bucket). Every table's counts, minima, maxima, means, deviations, the timeline's per-second
    counts of completions and sends, and the histogram are sums over this one small table.
-3. **Pick**: the ranks of every percentile of every group are located in that table (exact.place / ranks),
-   and a second read of the samples keeps only the rows of the located buckets (about 1 %), ranks them and
-   picks the exact values (exact.pick).
+3. **Pick**: the ranks of every percentile of every group are located in that table, collected to the driver
+   (spark_jobs.locate, in pandas: milliseconds, where the same steps as Spark queries cost a job each), and a
+   second read of the samples keeps only the rows of the located buckets (about 1 %), ranks them and picks
+   the exact values (exact.pick).
 
 The groups live at four levels (LEVELS) of one key (LEVEL_KEYS), so one window and one pick serve them all.
-Between the passes only small tables are kept: on the driver as local data (units, per-producer ledger,
-located ranks, the summary), or by the executors (the bucket table, the earliest receipts of the few messages
+Between the passes only small tables are kept: on the driver as local data (units, per-producer ledger, the
+bucket table, located ranks, the summary), or by the executors (the earliest receipts of the few messages
 received twice). The raw Parquet (4 bytes a message) is read again rather than cached: Spark's cache of the
 samples would be ten times larger and spill with a 1 GiB driver. Plans are built so that each pass reads it once
 (one generator per row, no union of the same source).
@@ -20,17 +21,30 @@ samples would be ten times larger and spill with a 1 GiB driver. Plans are built
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from bench_tasks import PERCENTILES
 from spark_jobs import ledger as ledger_pass
-from spark_jobs.exact import bucket_bounds, finish, group_stats, log_bucket, partials, pick, place, ranks, unknown
-from spark_jobs.localdata import literal_array, rows_frame
-from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, local, sample_rows, with_unit
+from spark_jobs import locate
+from spark_jobs.exact import (
+    PARTIALS,
+    bucket_bounds,
+    log_bucket,
+    partials,
+    percentile_column,
+    pick,
+    summary_schema,
+    unknown_schema,
+)
+from spark_jobs.localdata import literal_array, pandas_frame, rows_frame
+from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, sample_rows, with_unit
 
 NS_PER_S = 1_000_000_000
 MERGED, LEADER, REPEAT, SECOND = range(4)
@@ -73,17 +87,60 @@ def bucket_table(samples: DataFrame) -> DataFrame:
     return bucketed(samples).groupBy(*BUCKET_KEYS).agg(*partials(F.col("value_ns")))
 
 
-def _wanted(percentile: str) -> Column:
-    """Which levels state which percentiles: all at the cell and repeat levels (the lag only its p99.9), p50
-    and p99 per second."""
-    level, lag = F.col("level"), F.col("metric") == LAG
-    wanted = F.lit(False)
+WHOLE, TIMED, DONE = range(3)  # the kinds of rows bucket_sums gives
+WHOLE_COLUMNS = ("unit", "metric", "basis", "leader", "bucket")
+DONE_COLUMNS = ("unit", "metric", "basis", "sec")
+
+
+def bucket_sums(samples: DataFrame) -> DataFrame:
+    """The bucket table summed to what the driver reads, by one job: `kind` WHOLE, the rows per phase over their
+    seconds and delays (WHOLE_COLUMNS, measure, PARTIALS); TIMED, every phase's rows per second (`sec`) at their
+    coarse bucket (bucket >> SECOND_SHIFT) over leader and delay; DONE, the samples done (sent, received,
+    acknowledged) per second (`sec`; `n` counts them). Grouping sets over the bucket table's rows: its samples
+    are read once (three aggregations of it, unioned, each read them again), and the result is some 10^4–10^5
+    rows where the bucket table has ten times as many."""
+    rows = bucket_table(samples).select(
+        *WHOLE_COLUMNS,
+        "measure",
+        "sec",
+        F.shiftright("bucket", SECOND_SHIFT).alias("coarse"),
+        (F.col("sec") + F.col("delta")).alias("done_sec"),
+        *PARTIALS,
+    )
+    shared = ("unit", "metric", "basis")
+    sets = [(*WHOLE_COLUMNS, "measure"), (*shared, "sec", "coarse"), (*shared, "done_sec")]
+    columns = {c for group in sets for c in group}
+    merged = [F.sum("n"), F.min("vmin"), F.max("vmax"), F.sum("vsum"), F.sum("vsq")]
+    summed = rows.groupingSets(sets, *sorted(columns)).agg(
+        F.when(F.grouping("bucket") == 0, F.lit(WHOLE))
+        .when(F.grouping("coarse") == 0, F.lit(TIMED))
+        .otherwise(F.lit(DONE))
+        .alias("kind"),
+        *[m.alias(name) for m, name in zip(merged, PARTIALS, strict=True)],
+    )
+    kind = F.col("kind")
+    return summed.select(
+        "kind",
+        *shared,
+        "leader",
+        "measure",
+        F.when(kind == TIMED, F.col("sec")).otherwise(F.col("done_sec")).alias("sec"),
+        F.when(kind == TIMED, F.col("coarse")).otherwise(F.col("bucket")).alias("bucket"),
+        *PARTIALS,
+    )
+
+
+def _wanted(percentile: str, rows: pd.DataFrame) -> np.ndarray:
+    """Which rows' groups state `percentile`: all percentiles at the cell and repeat levels (the lag only its
+    p99.9), p50 and p99 per second."""
+    level, lag = rows["level"].to_numpy(), rows["metric"].to_numpy() == LAG
+    wanted = np.zeros(len(rows), dtype=bool)
     if percentile in PERCENTILES:
-        wanted = wanted | (level <= LEADER) | ((level == REPEAT) & ~lag)
+        wanted |= (level <= LEADER) | ((level == REPEAT) & ~lag)
     if percentile == LAG_PERCENTILE:
-        wanted = wanted | ((level == REPEAT) & lag)
+        wanted |= (level == REPEAT) & lag
     if percentile in TIMELINE_PERCENTILES:
-        wanted = wanted | (level == SECOND)
+        wanted |= level == SECOND
     return wanted
 
 
@@ -117,42 +174,44 @@ def at_levels(rows: DataFrame, whole: Column, timed: Column) -> DataFrame:
     return exploded.select("_k.level", "_k.g", "metric", "basis", "_k.leader", "_k.sec", "_k.bucket", *values)
 
 
-def _summed(rows: DataFrame, *keys: str | Column) -> DataFrame:
-    """Bucket partials summed over every key but `keys`."""
-    return rows.groupBy(*keys).agg(
-        F.sum("n").alias("n"),
-        F.min("vmin").alias("vmin"),
-        F.max("vmax").alias("vmax"),
-        F.sum("vsum").alias("vsum"),
-        F.sum("vsq").alias("vsq"),
-    )
+def _level(rows: pd.DataFrame, level: int, g: str, leader: str | None, sec: str | None, bucket: str) -> pd.DataFrame:
+    none = np.full(len(rows), -1, dtype=np.int64)
+    keyed = {
+        "level": np.full(len(rows), level, dtype=np.int64),
+        "g": rows[g].to_numpy(np.int64),
+        "metric": rows["metric"].to_numpy(np.int64),
+        "basis": rows["basis"].to_numpy(np.int64),
+        "leader": none if leader is None else rows[leader].to_numpy(np.int64),
+        "sec": none if sec is None else rows[sec].to_numpy(np.int64),
+        "bucket": rows[bucket].to_numpy(np.int64),
+    }
+    return pd.DataFrame({**keyed, **{c: rows[c].to_numpy() for c in locate.SUMS}})
 
 
-def level_rows(buckets: DataFrame) -> DataFrame:
-    """The bucket table (with cell_ix) at every level (at_levels), summed first to what the levels read: the
-    measure-phase rows over their seconds, every row over its leader, phase and delay at its coarse bucket per
-    second. A few rows per group × bucket instead of one per second × delay × phase of it: the explode and the
-    window that follow (exact.place) handle a fraction of the bucket table."""
-    whole = _summed(buckets.where("measure"), "unit", "cell_ix", "metric", "basis", "leader", "bucket")
-    coarse = F.shiftleft(F.shiftright("bucket", SECOND_SHIFT), SECOND_SHIFT).alias("bucket")
-    timed = _summed(buckets, "unit", "cell_ix", "metric", "basis", "sec", coarse)
-    none = F.lit(None)
-    rows = whole.select("*", none.cast("long").alias("sec"), F.lit(True).alias("measure"), F.lit(False).alias("_t"))
-    rows = rows.unionByName(
-        timed.select("*", none.cast("int").alias("leader"), F.lit(False).alias("measure"), F.lit(True).alias("_t"))
+def level_frame(whole: pd.DataFrame, timed: pd.DataFrame) -> pd.DataFrame:
+    """bucket_sums' WHOLE and TIMED rows (with cell_ix) at every level, keyed by LEVEL_KEYS and bucket: what
+    at_levels makes of the samples, from the sums the levels read."""
+    kept, led = whole["metric"] != LAG, whole["leader"].notna()
+    return pd.concat(
+        [
+            _level(whole[kept], MERGED, "cell_ix", None, None, "bucket"),
+            _level(whole[kept & led], LEADER, "cell_ix", "leader", None, "bucket"),
+            _level(whole, REPEAT, "unit", None, None, "bucket"),
+            _level(timed[timed["metric"] != LAG], SECOND, "unit", None, "sec", "bucket"),
+        ],
+        ignore_index=True,
     )
-    return at_levels(rows, F.col("measure"), F.col("_t"))
 
 
 @dataclass
 class Analysis:
-    """The small results every table is assembled from: on the driver (local data) or, for the bucket table,
-    materialized by the executors (localCheckpoint, freed when the last reference goes)."""
+    """The small results every table is assembled from, all on the driver (local data)."""
 
     units: Units
     ledger: ledger_pass.Ledger
     summary: DataFrame  # LEVEL_KEYS, count, min_ns, max_ns, mean_ns, stddev_ns, p…_ns, unsupported
-    buckets: DataFrame  # the bucket table (BUCKET_KEYS + PARTIALS) with cell_ix
+    measured: DataFrame  # bucket_sums' WHOLE rows with cell_ix: WHOLE_COLUMNS, cell_ix, PARTIALS
+    done: DataFrame  # bucket_sums' DONE rows: DONE_COLUMNS, n
 
     @property
     def facts(self) -> DataFrame:
@@ -206,16 +265,16 @@ def _within(envelopes: Envelope, units: int) -> Column:
     return F.coalesce((value >= bound(low)) & (value <= bound(high)), F.lit(False))
 
 
-def _located_samples(samples: DataFrame, located: DataFrame, units: Units) -> DataFrame:
-    """The pick pass: the samples in a located bucket whose value is not known yet, keyed at the levels that
-    located them. A join on one hash per kind of level drops every other sample cheaply (samples.key_hash);
-    the few rows left are matched exactly."""
+def _located_samples(samples: DataFrame, wanted: pd.DataFrame, units: Units) -> DataFrame:
+    """The pick pass: the samples in the buckets of `wanted` (locate.unknown), keyed at the levels that located
+    them. A join on one hash per kind of level drops every other sample cheaply (samples.key_hash); the few
+    rows left are matched exactly."""
     repeats: dict[int, list[int]] = {}
     for row in units.rows:
         repeats.setdefault(row["cell_ix"], []).append(row["unit"])
     whole: set[tuple] = set()
     timed: set[tuple] = set()
-    for r in unknown(located).collect():
+    for r in wanted[[*LEVEL_KEYS, "bucket"]].drop_duplicates().itertuples(index=False):
         if r.level == SECOND:
             timed.add((r.g, r.metric, r.basis, r.sec, r.bucket))
         for unit in repeats.get(r.g, []) if r.level <= LEADER else [r.g] if r.level == REPEAT else []:
@@ -244,6 +303,28 @@ def _located_samples(samples: DataFrame, located: DataFrame, units: Units) -> Da
     return at_levels(rows, F.col("measure") & F.col("_w").isNotNull(), F.col("_t").isNotNull())
 
 
+LEVEL_FIELDS = [StructField(k, LongType() if k in ("g", "sec") else IntegerType()) for k in LEVEL_KEYS]
+
+
+def _summary(samples: DataFrame, whole: pd.DataFrame, timed: pd.DataFrame, units: Units) -> DataFrame:
+    """Every level's statistics and percentiles (local data): located in bucket_sums' rows on the driver
+    (spark_jobs.locate), the few values not known from them picked from the samples."""
+    spark = units.facts.sparkSession
+    placed = locate.place(level_frame(whole, timed), LEVEL_KEYS)
+    located = locate.ranks(placed, LEVEL_KEYS, PERCENTILES, _wanted)
+    wanted = locate.unknown(located)
+    unknown = pandas_frame(spark, wanted, unknown_schema(LEVEL_FIELDS))
+    looked = pick(_located_samples(samples, wanted, units), unknown, LEVEL_KEYS, "value_ns").toArrow().to_pandas()
+    values = pd.concat([looked, locate.known_values(located, LEVEL_KEYS)], ignore_index=True)
+    columns = {p: percentile_column(p) for p in PERCENTILES}
+    summary = locate.finish(locate.group_stats(placed, LEVEL_KEYS), values, LEVEL_KEYS, columns)
+    return pandas_frame(spark, summary, summary_schema(LEVEL_FIELDS))
+
+
+def _local(spark: SparkSession, rows: pd.DataFrame, schema: StructType, columns: Sequence[str]) -> DataFrame:
+    return pandas_frame(spark, rows, StructType([schema[c] for c in columns]))
+
+
 def analyze(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Analysis:
     """Run the three passes over raw rows (lakeio.Raw's frames, or any with the raw schemas and run_id,
     cell_id[, repeat]); everything the tables need is in the returned Analysis."""
@@ -252,9 +333,17 @@ def analyze(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Analysis:
     books = ledger_pass.ledger(sent, received, units)
     group_all = books.dup_word_count > ledger_pass.ROUTE_LIMIT
     samples = sample_rows(sent, first_receipts(received, books.dup_words, group_all), units)
-    buckets = bucket_table(samples).withColumn("cell_ix", units.lookup("cell_ix")).localCheckpoint()
-    placed = place(level_rows(buckets), LEVEL_KEYS).localCheckpoint()
-    located = local(ranks(placed, LEVEL_KEYS, PERCENTILES, _wanted))
-    picked = pick(_located_samples(samples, located, units), located, LEVEL_KEYS, "value_ns")
-    summary = local(finish(group_stats(placed, LEVEL_KEYS), picked, LEVEL_KEYS, PERCENTILES))
-    return Analysis(units, books, summary, buckets)
+    sums = bucket_sums(samples)
+    rows = sums.toArrow().to_pandas()
+    cell_ix = np.array([row["cell_ix"] for row in units.rows], dtype=np.int64)
+    rows["cell_ix"] = cell_ix[rows["unit"].to_numpy(np.int64)]
+    whole = rows[(rows["kind"] == WHOLE) & (rows["measure"] == True)]  # noqa: E712 (null: not grouped by it)
+    timed, done = (rows[rows["kind"] == kind] for kind in (TIMED, DONE))
+    spark, schema = units.facts.sparkSession, sums.schema.add("cell_ix", LongType(), False)
+    return Analysis(
+        units,
+        books,
+        _summary(samples, whole, timed, units),
+        measured=_local(spark, whole, schema, [*WHOLE_COLUMNS, "cell_ix", *PARTIALS]),
+        done=_local(spark, done, schema, [*DONE_COLUMNS, "n"]),
+    )

@@ -8,8 +8,9 @@ no group's values are ever collected or sorted as a whole:
 
 1. **Count** the samples per group × log bucket (`log_bucket`: 2^BUCKET_BITS buckets per doubling, a
    monotone function of the value) — a plain aggregation whose result is small.
-2. **Locate** each wanted rank in that bucket table (a running count per group): the k-th smallest value is
-   the (k − samples below its bucket)-th smallest inside one bucket.
+2. **Locate** each wanted rank in that bucket table (a running count per group), collected to the driver
+   (spark_jobs.locate: pandas, milliseconds where each Spark query of it cost a job): the k-th smallest value
+   is the (k − samples below its bucket)-th smallest inside one bucket.
 3. **Pick**: a second pass over the samples keeps only the rows of those few buckets and ranks them.
 
 Count, min, max and sum come from the bucket table exactly; the standard deviation (population, like numpy)
@@ -23,13 +24,16 @@ has fewer than 1/(1−p) samples is null and listed in `unsupported`, never a nu
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from decimal import Decimal
+from collections.abc import Sequence
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
-from bench_tasks import PERCENTILES, required_samples
+from bench_tasks import PERCENTILES
+from spark_jobs import locate
+from spark_jobs.localdata import pandas_frame
 
 BUCKET_BITS = 7  # 128 buckets per doubling: each 0.54 % wide, the second pass reads ~1 % of the samples
 PARTIALS = ("n", "vmin", "vmax", "vsum", "vsq")  # what a bucket aggregation keeps per group × bucket
@@ -41,12 +45,6 @@ def percentile_column(percentile: str) -> str:
 
 
 PERCENTILE_COLUMNS: tuple[str, ...] = tuple(percentile_column(p) for p in PERCENTILES)
-
-
-def rank(percentile: str, n: Column) -> Column:
-    """The 1-based rank of `percentile` among n samples: max(1, ceil(n · q)), in float64 as numpy forms it."""
-    quantile = float(Decimal(percentile) / Decimal(100))
-    return F.greatest(F.lit(1).cast("long"), F.ceil(n.cast("double") * F.lit(quantile)).cast("long"))
 
 
 def log_bucket(value: Column, bits: int = BUCKET_BITS) -> Column:
@@ -82,124 +80,48 @@ def partials(value: Column) -> list[Column]:
     ]
 
 
-def _merged_buckets(rows: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """Rows of PARTIALS (several per group × bucket allowed) merged to one per group × bucket, with the
-    bucket's M2 (sum of squared deviations from its own mean)."""
-    merged = rows.groupBy(*keys, "bucket").agg(
-        F.sum("n").alias("n"),
-        F.min("vmin").alias("vmin"),
-        F.max("vmax").alias("vmax"),
-        F.sum("vsum").alias("vsum"),
-        F.sum("vsq").alias("vsq"),
-    )
-    m2 = F.col("vsq") - F.pow(F.col("vsum").cast("double"), 2) / F.col("n")
-    return merged.withColumn("_m2", F.greatest(F.lit(0.0), m2)).drop("vsq")
-
-
-Wanted = Callable[[str], Column]  # percentile -> which groups want it (a condition on the key columns)
-
-
-def place(rows: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """Bucket partials (several rows per group × bucket allowed) to one row per group × bucket with the running
-    count `_cum` below and including it, the group's `_total` and `_mean`. Small; worth caching when both
-    `group_stats` and `ranks` read it."""
-    buckets = _merged_buckets(rows, keys)
-    group = Window.partitionBy(*keys)
-    running = group.orderBy("bucket").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    return buckets.select(
-        "*",
-        F.sum("n").over(running).alias("_cum"),
-        F.sum("n").over(group).alias("_total"),
-        (F.sum("vsum").over(group) / F.sum("n").over(group)).alias("_mean"),
-    )
-
-
-def group_stats(placed: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """keys, count, min_ns, max_ns, mean_ns, stddev_ns: one row per group, exact but for the float moments."""
-    spread = F.col("_m2") + F.col("n") * F.pow(F.col("vsum") / F.col("n") - F.col("_mean"), 2)
-    return placed.groupBy(*keys).agg(
-        F.first("_total").cast("long").alias("count"),
-        F.min("vmin").alias("min_ns"),
-        F.max("vmax").alias("max_ns"),
-        F.first("_mean").alias("mean_ns"),
-        F.sqrt(F.sum(spread) / F.first("_total")).alias("stddev_ns"),
-    )
-
-
-def ranks(
-    placed: DataFrame, keys: Sequence[str], percentiles: Sequence[str], wanted: Wanted | None = None
-) -> DataFrame:
-    """keys, bucket, percentile, local_rank, known: the bucket holding each wanted, supported percentile of a
-    group, the percentile's rank inside it, and the value itself where the bucket's min or max is it."""
-    total, below = F.col("_total"), F.col("_cum") - F.col("n")
-    hits = []
-    for p in percentiles:
-        k = rank(p, total)
-        hit = (below < k) & (k <= F.col("_cum")) & (total >= F.lit(required_samples(p)))
-        if wanted is not None:
-            hit = hit & wanted(p)
-        hits.append(F.when(hit, F.struct(F.lit(p).alias("percentile"), (k - below).alias("local_rank"))))
-    found = placed.select(
-        *keys, "bucket", "n", "vmin", "vmax", F.explode(F.filter(F.array(*hits), lambda h: h.isNotNull())).alias("h")
-    )
-    local_rank = F.col("h.local_rank")
-    known = (
-        F.when((F.col("vmin") == F.col("vmax")) | (local_rank == 1), F.col("vmin"))
-        .when(local_rank == F.col("n"), F.col("vmax"))
-        .alias("known")
-    )
-    return found.select(*keys, "bucket", "h.percentile", "h.local_rank", known)
-
-
-def unknown(located: DataFrame) -> DataFrame:
-    """The located buckets whose samples must be looked at (keys, bucket)."""
-    return located.where(F.col("known").isNull()).drop("known")
-
-
-def pick(candidates: DataFrame, located: DataFrame, keys: Sequence[str], value: str = "value_ns") -> DataFrame:
-    """keys, percentile, value: the local_rank-th smallest candidate of each located bucket (or its known
-    value). `candidates` are the samples (keys, bucket, value) of at least the `unknown` buckets; only they
-    are ever sorted."""
+def pick(candidates: DataFrame, unknown: DataFrame, keys: Sequence[str], value: str = "value_ns") -> DataFrame:
+    """keys, percentile, value: the local_rank-th smallest candidate of each bucket in `unknown` (keys, bucket,
+    percentile, local_rank: locate.unknown as local data). `candidates` are the samples (keys, bucket, value) of
+    at least those buckets; only they are ever sorted."""
     on = [*keys, "bucket"]
-    joined = candidates.select(*on, F.col(value).alias("_v")).join(F.broadcast(unknown(located)), on)
+    joined = candidates.select(*on, F.col(value).alias("_v")).join(F.broadcast(unknown), on)
     order = Window.partitionBy(*on, "percentile").orderBy("_v")
     ranked = joined.select(*keys, "percentile", "local_rank", "_v", F.row_number().over(order).alias("_rn"))
-    looked = ranked.where(F.col("_rn") == F.col("local_rank")).select(*keys, "percentile", F.col("_v").alias("value"))
-    known = located.where(F.col("known").isNotNull()).select(*keys, "percentile", F.col("known").alias("value"))
-    return looked.unionByName(known)
+    return ranked.where(F.col("_rn") == F.col("local_rank")).select(*keys, "percentile", F.col("_v").alias("value"))
 
 
-def finish(stats: DataFrame, picked: DataFrame, keys: Sequence[str], percentiles: Sequence[str]) -> DataFrame:
-    """One row per group: keys, count, min_ns, max_ns, mean_ns, stddev_ns, one column per percentile (null
-    when unsupported) and `unsupported` (the percentiles left null for lack of samples)."""
-    wide = picked.groupBy(*keys).agg(
-        *[F.max(F.when(F.col("percentile") == p, F.col("value"))).alias(percentile_column(p)) for p in percentiles]
-    )
-    table = stats.join(wide, list(keys), "left")
-    supported = {p: F.col("count") >= F.lit(required_samples(p)) for p in percentiles}
-    unsupported = F.filter(
-        F.array(*[F.when(~supported[p], F.lit(p)) for p in percentiles]), lambda x: x.isNotNull()
-    ).alias("unsupported")
-    return table.select(
-        *keys,
-        "count",
-        "min_ns",
-        "max_ns",
-        "mean_ns",
-        "stddev_ns",
-        *[F.when(supported[p], F.col(percentile_column(p))).alias(percentile_column(p)) for p in percentiles],
-        unsupported,
-    )
+def summary_schema(key_fields: Sequence[StructField], percentiles: Sequence[str] = PERCENTILES) -> StructType:
+    """The schema of a summary: the key columns, count, min, max, mean, stddev, one column per percentile and
+    `unsupported`."""
+    stats = [StructField(c, LongType()) for c in ("count", "min_ns", "max_ns")]
+    stats += [StructField(c, DoubleType()) for c in ("mean_ns", "stddev_ns")]
+    values = [StructField(percentile_column(p), LongType()) for p in percentiles]
+    return StructType([*key_fields, *stats, *values, StructField("unsupported", ArrayType(StringType()))])
+
+
+def unknown_schema(key_fields: Sequence[StructField]) -> StructType:
+    """The schema of locate.unknown's rows as pick reads them."""
+    rank = [StructField("bucket", IntegerType()), StructField("percentile", StringType())]
+    return StructType([*key_fields, *rank, StructField("local_rank", LongType())])
 
 
 def summarize(
     samples: DataFrame, keys: Sequence[str], value: str = "value_ns", percentiles: Sequence[str] = PERCENTILES
 ) -> DataFrame:
     """Per group of `keys` (non-null): count, min_ns, max_ns, mean_ns, stddev_ns (population, like numpy), one
-    column per percentile (null when unsupported) and `unsupported`. Reads `samples` twice (count, then pick)."""
+    column per percentile (null when unsupported) and `unsupported`, as local data. Reads `samples` twice (count,
+    then pick); between them the bucket table is collected and located on the driver (spark_jobs.locate)."""
+    spark, fields = samples.sparkSession, [samples.schema[k] for k in keys]
     bucketed = samples.select(*keys, F.col(value).alias("_v")).withColumn("bucket", log_bucket(F.col("_v")))
-    placed = place(bucketed.groupBy(*keys, "bucket").agg(*partials(F.col("_v"))), keys)
-    located = ranks(placed, keys, percentiles)
-    wanted = F.broadcast(unknown(located).select(*keys, "bucket").distinct())
-    candidates = bucketed.join(wanted, [*keys, "bucket"], "left_semi")
-    return finish(group_stats(placed, keys), pick(candidates, located, keys, "_v"), keys, percentiles)
+    table = bucketed.groupBy(*keys, "bucket").agg(*partials(F.col("_v"))).toArrow().to_pandas()
+    placed = locate.place(table, keys)
+    located = locate.ranks(placed, keys, percentiles)
+    wanted = locate.unknown(located)
+    unknown = pandas_frame(spark, wanted, unknown_schema(fields))
+    candidates = bucketed.join(F.broadcast(unknown.select(*keys, "bucket").distinct()), [*keys, "bucket"], "left_semi")
+    looked = pick(candidates, unknown, keys, "_v").toArrow().to_pandas()
+    values = pd.concat([looked, locate.known_values(located, keys)], ignore_index=True)
+    columns = {p: percentile_column(p) for p in percentiles}
+    summary = locate.finish(locate.group_stats(placed, keys), values, keys, columns)
+    return pandas_frame(spark, summary, summary_schema(fields, percentiles))

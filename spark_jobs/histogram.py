@@ -31,7 +31,7 @@ def histogram_table(result: Analysis) -> DataFrame:
     analysis' bucket table summed (measure phase, a repeated cell's repeats in one histogram)."""
     keys = [*MERGED_KEYS, "metric", "basis"]
     k = float(BUCKETS_PER_DOUBLING)
-    measured = result.buckets.where(F.col("measure") & (F.col("metric") != LAG))
+    measured = result.measured.where(F.col("metric") != LAG)
     bucket = F.when(F.col("bucket") < 0, F.lit(-1)).otherwise(F.shiftright("bucket", _SHIFT)).alias("bucket")
     per_cell = measured.groupBy("cell_ix", "metric", "basis", bucket).agg(F.sum("n").alias("count"))
     cells = F.broadcast(merged_facts(result.facts).select(*MERGED_KEYS, "cell_ix"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -30,6 +31,12 @@ def rows_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str |
     columns = list(zip(*data, strict=True)) if data else [() for _ in arrow]
     table = pa.Table.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow)
     return spark.createDataFrame(table, schema=struct)
+
+
+def pandas_frame(spark: SparkSession, frame: pd.DataFrame, schema: StructType) -> DataFrame:
+    """A local relation of `frame`'s columns that `schema` names, converted to its types through Arrow."""
+    table = pa.Table.from_pandas(frame[list(schema.names)], schema=to_arrow_schema(schema), preserve_index=False)
+    return spark.createDataFrame(table, schema=schema)
 
 
 def literal_array(values: Sequence[bool | int | None], kind: DataType) -> Column:

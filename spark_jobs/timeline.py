@@ -22,10 +22,9 @@ from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
 from spark_jobs.samples import CELL_KEYS, LAG, basis_name, metric_name
 
 
-def _per_second(buckets: DataFrame, keys: list[str], name: str) -> DataFrame:
+def _per_second(done: DataFrame, keys: list[str], name: str) -> DataFrame:
     """Samples counted by the second they were done in (sent, received, acknowledged)."""
-    done = (F.col("sec") + F.col("delta")).alias("second")
-    return buckets.groupBy(*keys, done).agg(F.sum("n").alias(name))
+    return done.groupBy(*keys, F.col("sec").alias("second")).agg(F.sum("n").alias(name))
 
 
 def timeline_table(result: Analysis) -> DataFrame:
@@ -35,9 +34,9 @@ def timeline_table(result: Analysis) -> DataFrame:
     stats = result.summary.where(F.col("level") == SECOND).select(
         F.col("g").alias("unit"), "metric", "basis", F.col("sec").alias("second"), "count", "p50_ns", "p99_ns", "max_ns"
     )
-    buckets = result.buckets
-    completed = _per_second(buckets.where(F.col("metric") != LAG), ["unit", "metric", "basis"], "completed_per_s")
-    sends = _per_second(buckets.where(F.col("metric") == LAG), ["unit"], "sent_per_s")
+    done = result.done
+    completed = _per_second(done.where(F.col("metric") != LAG), ["unit", "metric", "basis"], "completed_per_s")
+    sends = _per_second(done.where(F.col("metric") == LAG), ["unit"], "sent_per_s")
     facts = result.facts.select(*CELL_KEYS, "unit", "t0_ns", "measure_start_ns", "measure_end_ns")
     start_ns = F.col("t0_ns") + F.col("second") * F.lit(NS_PER_S)
     phase = (
