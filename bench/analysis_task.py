@@ -57,7 +57,9 @@ def submit(lake: Path) -> tuple[float, str]:
     conf = [arg for key, value in SUBMIT_CONF.items() for arg in ("--conf", f"{key}={value}")]
     command = [str(spark_submit), "--master", "local[*]", "--name", "sixnines-analysis", *conf]
     command += [str(REPO / "spark_jobs" / "pipeline.py"), "--lake", str(lake), "--run-id", RUN_ID]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # spark-submit finds its Spark home with the first `python3` on PATH: the venv's, as the task's own PATH has it
+    path = os.pathsep.join([str(spark_submit.parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": path}
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
