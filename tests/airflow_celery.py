@@ -21,7 +21,8 @@ from the worker's environment), the same name as its Celery node name — the wa
 the host names of the docker-compose workers.
 
 Every process is started in its own session and stopped with its process group (SIGTERM to the leader, then
-SIGKILL to the group; SIGKILL at once when no task is at work), even when the test fails; anything the
+SIGKILL to the group; SIGKILL at once when no task is at work), even when the test fails; a leader is watched
+without being reaped until then, so no signal of the fixture can reach a recycled PID or group id; anything the
 deployment's tasks left behind (every such process carries the project's `ROOT` in its environment) is killed
 too and reported, so a leak fails the test without outliving it."""
 
@@ -81,22 +82,65 @@ class Service:
         except OSError:
             return f"--- {self.name}: no log ---"
 
+    def exited(self) -> bool:
+        """Whether the leader has exited, without reaping it (a zombie until `stop` reaps it): while it is not
+        reaped its PID, and with it its group id, can name no other process; once reaped, the next process
+        started may be given that number (pid_max is 32768 here: a long session recycles PIDs)."""
+        if self.proc.returncode is not None:
+            return True
+        try:
+            return self._waitid() is not None
+        except ChildProcessError:  # reaped by some other waiter: gone
+            return True
+
+    def _waitid(self) -> os.waitid_result | None:
+        """The leader's exit as waitid reports it, leaving it unreaped; None while it runs. ChildProcessError once
+        it has been reaped."""
+        return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+
+    def how_it_ended(self) -> str:
+        """`exited 0`, `killed by SIGKILL`, ... An Airflow CLI process in the foreground turns SIGTERM and SIGINT
+        into `exit(0)` (airflow.utils.cli.sigint_handler): `exited 0` during start-up means one of those, unless
+        its log says it ended on its own. (Popen says 0 too of a child some other waiter reaped: told apart here.)"""
+        if self.proc.returncode is not None:
+            return f"exited {self.proc.returncode} (reaped)"
+        try:
+            status = self._waitid()
+        except ChildProcessError:
+            return "was reaped by another waiter in this process: its exit status is lost"
+        if status is None:
+            return "is running"
+        if status.si_code == os.CLD_EXITED:
+            return f"exited {status.si_status}"
+        return f"killed by {signal.Signals(status.si_status).name}"
+
     def terminate(self) -> None:
         """SIGTERM the leader (Celery's warm shutdown, uvicorn's graceful one), without waiting. Only the leader:
         a Celery worker whose pool processes got the signal too hung in its shutdown for 20 s and more when the
-        three workers stopped at once (one at a time 1-6 s each); told alone, each stops its pool itself."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGTERM)
+        three workers stopped at once (one at a time 1-6 s each); told alone, each stops its pool itself. Never
+        once it has exited: its PID is then no longer its own to signal."""
+        if not self.exited():
+            os.kill(self.proc.pid, signal.SIGTERM)
+
+    def kill_group(self) -> None:
+        """SIGKILL the leader's whole group (its children too, even when the leader has exited), unless the
+        leader has been reaped: with the leader and every other member gone, its group id is a free PID that a
+        process started since (a session leader, as every service here is) may have been given."""
+        try:
+            self._waitid()  # our child still, running or a zombie: its group id is its own
+        except ChildProcessError:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
     def stop(self, grace_s: float = 20) -> None:
         """`terminate`, SIGKILL the whole group after `grace_s` (or at once once the leader is gone); reaps it."""
-        if self.proc.poll() is None:
+        if not self.exited():
             self.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=grace_s)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the leader's children, even when the leader has exited
+            deadline = time.monotonic() + grace_s
+            while not self.exited() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        self.kill_group()
         self.proc.wait()
 
 
@@ -179,9 +223,9 @@ class CeleryAirflow:
             finished = [r for r in runs if r["state"] in ("success", "failed")]
             if finished:
                 return finished[0]
-            dead = [s.name for s in started if s.proc.poll() is not None]
+            dead = [f"{s.name} {s.how_it_ended()}" for s in started if s.exited()]
             if dead or time.monotonic() > deadline:
-                why = f"{dead[0]} exited" if dead else f"no run finished within {timeout:.0f} s ({runs})"
+                why = dead[0] if dead else f"no run finished within {timeout:.0f} s ({runs})"
                 raise RuntimeError(f"{dag_id}: {why}\n" + self.logs())
             time.sleep(0.5)  # a read-only query of the SQLite file
 
@@ -230,8 +274,7 @@ class CeleryAirflow:
         shutdowns took ~15-20 s more in this order). Then anything a task left behind."""
         if self.services and not self._at_work():
             for service in self.services:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(service.proc.pid, signal.SIGKILL)
+                service.kill_group()
             for service in self.services:
                 service.proc.wait()
             self.services.clear()
@@ -301,9 +344,9 @@ def celery_env(env: Mapping[str, str], api_port: int) -> dict[str, str]:
 def _wait_until(ready: Callable[[], bool], what: str, services: list[Service], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not ready():
-        dead = [s for s in services if s.proc.poll() is not None]
+        dead = [s for s in services if s.exited()]
         if dead or time.monotonic() > deadline:
-            why = f"{dead[0].name} exited {dead[0].proc.returncode}" if dead else f"not within {timeout_s:.0f} s"
+            why = f"{dead[0].name} {dead[0].how_it_ended()}" if dead else f"not within {timeout_s:.0f} s"
             raise RuntimeError(f"{what}: {why}\n" + "\n".join(s.tail() for s in services))
         time.sleep(0.5)
 
