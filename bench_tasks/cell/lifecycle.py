@@ -493,8 +493,7 @@ def stop_generator(work: CellWork, grace_s: float = _GENERATOR_GRACE_S) -> list[
     if known is None:
         return []
     signalled = []
-    if generator_alive(work, known):
-        os.kill(int(known["pid"]), signal.SIGTERM)
+    if _signal_generator(work, known, signal.SIGTERM):
         signalled.append(int(known["pid"]))
         deadline = time.monotonic() + grace_s
         while generator_alive(work, known) and time.monotonic() < deadline:
@@ -568,28 +567,56 @@ def release_clusters(clusters: Path) -> list[int]:
 
 
 def generator_alive(work: CellWork, known: dict[str, Any]) -> bool:
-    """The recorded generator still runs (same PID *and* start time, so a recycled PID does not count)."""
+    """The recorded generator still runs (same PID *and* start time, so a recycled PID does not count). A zombie
+    of it is reaped, if it is this process's child; a process that now holds its PID is left alone (waiting on it
+    would take the exit status of a child of ours that merely got the same number)."""
     import psutil
 
     try:
         proc = psutil.Process(int(known["pid"]))
-        same = abs(proc.create_time() - float(known["create_time"])) < 0.01
-        if same and proc.status() != psutil.STATUS_ZOMBIE:
+        if abs(proc.create_time() - float(known["create_time"])) >= 0.01:
+            return False
+        if proc.status() != psutil.STATUS_ZOMBIE:
             return True
     except psutil.NoSuchProcess:
-        pass
+        return False
     reap_if_child(int(known["pid"]))
     return False
 
 
+def _signal_generator(work: CellWork, known: dict[str, Any], sig: int) -> bool:
+    """Send `sig` to the recorded generator if it still runs; whether it was sent. Through a pidfd opened before
+    its identity is checked: the signal reaches that very process or none, never one that was given its PID
+    between the check and the signal."""
+    try:
+        pidfd = os.pidfd_open(int(known["pid"]))
+    except ProcessLookupError:
+        return False
+    try:
+        if not generator_alive(work, known):
+            return False
+        signal.pidfd_send_signal(pidfd, sig)
+        return True
+    except ProcessLookupError:  # it ended since the check
+        return False
+    finally:
+        os.close(pidfd)
+
+
 def _generator_group(known: dict[str, Any] | None) -> list[Any]:
     """Live processes of the generator's session (its workers, multiprocessing's helpers): the group id is the
-    generator's PID, and each member started after it, so nothing else is ever matched."""
+    generator's PID, and each member started after it. A group id is never given to a new process while any
+    process is in that group; once the whole group is gone it is a free PID again, and a session leader started
+    since (a Celery worker, a detached broker) may hold it: when a process other than the generator has its PID,
+    the generator's group is empty and nothing is matched."""
     import psutil
 
     if known is None:
         return []
     pgid, since = int(known["pid"]), float(known["create_time"])
+    with contextlib.suppress(psutil.NoSuchProcess):
+        if abs(psutil.Process(pgid).create_time() - since) >= 0.01:
+            return []
     members = []
     for proc in psutil.process_iter(["pid", "create_time", "status"]):
         try:
@@ -597,6 +624,7 @@ def _generator_group(known: dict[str, Any] | None) -> list[Any]:
                 os.getpgid(proc.pid) == pgid
                 and proc.info["create_time"] >= since - 0.01
                 and proc.info["status"] != psutil.STATUS_ZOMBIE
+                and (proc.pid != pgid or abs(proc.info["create_time"] - since) < 0.01)  # given the PID meanwhile
             ):
                 members.append(proc)
         except (ProcessLookupError, psutil.NoSuchProcess):
