@@ -67,12 +67,16 @@ class BrokerProcess:
         return self.popen.poll() is None
 
     def pause(self) -> None:
-        """SIGSTOP: the CTRL+Z test freezes the broker without it noticing; returns once it is frozen."""
-        os.kill(self.pid, signal.SIGSTOP)
-        wait_stopped(self.pid)
+        """SIGSTOP: the CTRL+Z test freezes the broker without it noticing; returns once it is frozen. A broker
+        that has exited is not signalled: once reaped (`alive` reaps it) its PID may name another process."""
+        if self.alive():  # not reaped yet: the PID is still this process's, a zombie's at worst
+            os.kill(self.pid, signal.SIGSTOP)
+            wait_stopped(self.pid)
 
     def resume(self) -> None:
-        os.kill(self.pid, signal.SIGCONT)
+        """SIGCONT, unless it has exited (a node killed while it was frozen, then thawed at teardown)."""
+        if self.alive():
+            os.kill(self.pid, signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL: an abrupt failure, for loss accounting."""

@@ -3,8 +3,11 @@ one by one; a server seen running right after the signal answered requests sent 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 from bench_tasks.brokers.process import BrokerProcess, _threads_stopped, wait_stopped
 
@@ -35,3 +38,17 @@ def test_a_process_that_is_gone_counts_as_stopped(tmp_path: Path, no_orphans: No
     proc.popen.wait(timeout=10)
     proc.stop()
     assert wait_stopped(proc.pid, timeout_s=0.1) is True
+
+
+def test_a_broker_that_has_exited_is_not_signalled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_orphans: None
+) -> None:
+    """Once reaped, its PID may already name another process (a stall or thaw of a node a fault killed)."""
+    proc = BrokerProcess([sys.executable, "-c", "pass"], tmp_path / "done.log")
+    proc.popen.wait(timeout=10)
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    proc.pause()
+    proc.resume()
+    proc.stop()
+    assert sent == []
