@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -57,11 +58,21 @@ def screenshot(html: Path, png: Path, profile: Path) -> None:
         start_new_session=True,
     )
     try:
-        proc.wait(timeout=120)
+        _exits_within(proc.pid, 120)
     finally:
+        # while chromium is not reaped its PID, and so its group id, names no other process
         with contextlib.suppress(ProcessLookupError):  # the group is already gone
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def _exits_within(pid: int, timeout_s: float) -> None:
+    """Wait until child `pid` exits, without reaping it; subprocess.TimeoutExpired if it runs on."""
+    deadline = time.monotonic() + timeout_s
+    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(f"pid {pid}", timeout_s)
+        time.sleep(0.05)
 
 
 def test_report_of_real_cells_renders_in_chromium(tmp_path: Path, console: Console) -> None:
