@@ -47,6 +47,7 @@ from tests.airflow_project import BIN, REPO, migrate
 
 QUEUES = ("default", "loadgen_1", "loadgen_2")  # the docker-compose workers' queues
 HOSTNAME_ENV = "SIXNINES_TEST_WORKER_HOSTNAME"
+DIAGNOSTICS = REPO / "tests" / "celery_diagnostics"
 # the celery provider's log line for a workload a worker executes (celery_executor_utils.execute_workload)
 EXECUTING = re.compile(r"Executing workload in Celery: .*? ti=TaskInstance\w*\(id=UUID\('([0-9a-f-]+)'\)")
 
@@ -337,18 +338,44 @@ def celery_env(env: Mapping[str, str], api_port: int) -> dict[str, str]:
         "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__POLLING_INTERVAL": "0.1",
         "AIRFLOW__CELERY__RESULT_BACKEND": f"db+sqlite:///{home / 'celery-results.db'}",
         "AIRFLOW__CELERY__SYNC_PARALLELISM": "1",  # send and poll from the executor's process, no pool
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+        # first: tests/celery_diagnostics/sitecustomize.py, which logs each SIGTERM/SIGINT/SIGHUP/SIGQUIT received
+        "PYTHONPATH": os.pathsep.join(p for p in (str(DIAGNOSTICS), str(REPO), env.get("PYTHONPATH", "")) if p),
     }
 
 
-def _wait_until(ready: Callable[[], bool], what: str, services: list[Service], timeout_s: float) -> None:
+def _wait_until(
+    ready: Callable[[], bool], what: str, services: list[Service], timeout_s: float, root: Path | None = None
+) -> None:
+    """Wait until `ready`; a RuntimeError with every service's log tail if one of `services` exits first or time
+    runs out, and then also the other processes of the host (`root`: the deployment's, left out)."""
     deadline = time.monotonic() + timeout_s
     while not ready():
         dead = [s for s in services if s.exited()]
         if dead or time.monotonic() > deadline:
             why = f"{dead[0].name} {dead[0].how_it_ended()}" if dead else f"not within {timeout_s:.0f} s"
-            raise RuntimeError(f"{what}: {why}\n" + "\n".join(s.tail() for s in services))
+            others = f"\n--- the host's other processes, newest first ---\n{_others(root)}" if root else ""
+            raise RuntimeError(f"{what}: {why}\n" + "\n".join(s.tail() for s in services) + others)
         time.sleep(0.5)
+
+
+def _others(root: Path, limit: int = 40) -> str:
+    """The host's processes outside the deployment at `root` (none of its ROOT), newest first: what was running
+    when a service ended, a hint at who may have signalled it (its log says which signal, and when)."""
+    import psutil
+
+    rows = []
+    for proc in psutil.process_iter(["pid", "ppid", "create_time", "cmdline"]):
+        try:
+            if proc.environ().get("ROOT") == str(root):
+                continue
+            pgid = os.getpgid(proc.pid)
+        except (psutil.Error, ProcessLookupError):
+            continue
+        started = time.strftime("%H:%M:%S", time.localtime(proc.info["create_time"]))
+        cmdline = " ".join(proc.info["cmdline"] or ()).replace("\n", " ")[:120]
+        rows.append((proc.info["create_time"], f"{proc.pid:>7} {proc.info['ppid']:>7} {pgid:>7} {started} {cmdline}"))
+    rows.sort(reverse=True)
+    return "    pid    ppid    pgid started  command\n" + "\n".join(row for _, row in rows[:limit])
 
 
 def _api_up(port: int) -> bool:
@@ -382,7 +409,7 @@ def celery_airflow(
             }
             args = ["celery", "worker", "--queues", queue, "--celery-hostname", host, "--concurrency", str(concurrency)]
             deployment.start(f"worker-{host}", [*args, "--skip-serve-logs"], env=worker_env)
-        _wait_until(lambda: _api_up(port), "airflow api-server", [api], start_timeout_s)
+        _wait_until(lambda: _api_up(port), "airflow api-server", [api], start_timeout_s, deployment.root)
         for service in deployment.services[1:]:
             host = service.name.removeprefix("worker-")
             _wait_until(
@@ -390,6 +417,7 @@ def celery_airflow(
                 f"celery worker {host}",
                 deployment.services,
                 start_timeout_s,
+                deployment.root,
             )
         yield deployment
     finally:

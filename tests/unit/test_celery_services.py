@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.airflow_celery import Service
+from tests.airflow_celery import DIAGNOSTICS, Service, celery_env
 
 # a leader that leaves a child behind in its group and exits at once
 LEAVES_A_CHILD = "import subprocess, sys; subprocess.Popen(['sleep', '60']); sys.exit(0)"
@@ -95,3 +95,23 @@ def test_a_reaped_leader_s_group_id_is_never_signalled(
     service.terminate()
     service.stop()
     assert sent == []
+
+
+def test_the_deployment_s_processes_log_a_signal_their_handler_turns_into_exit_0(tmp_path: Path) -> None:
+    """tests/celery_diagnostics/sitecustomize.py, first on the deployment's PYTHONPATH (celery_env): the signal
+    that ended a worker with `exited 0` is in its log."""
+    env = celery_env({"ROOT": str(tmp_path), "AIRFLOW_HOME": str(tmp_path / "home")}, 8080)
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(DIAGNOSTICS)
+    log = tmp_path / "worker.log"
+    with log.open("ab") as out:
+        proc = subprocess.Popen([sys.executable, "-c", EXITS_0_ON_SIGTERM], stdout=out, stderr=out, env=env)
+    service = Service("worker", proc, log)
+    deadline = time.monotonic() + 30
+    while "up" not in log.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _exited_within(service)
+    assert service.how_it_ended() == "exited 0"
+    assert f"[sixnines test diagnostics] pid {proc.pid} received SIGTERM at " in log.read_text()
+    service.stop()
