@@ -38,10 +38,7 @@ from spark_jobs.exact import (
     bucket_bounds,
     log_bucket,
     partials,
-    percentile_column,
-    pick,
-    summary_schema,
-    unknown_schema,
+    summary_of,
 )
 from spark_jobs.localdata import literal_array, pandas_frame, rows_frame
 from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, sample_rows, with_unit
@@ -309,16 +306,12 @@ LEVEL_FIELDS = [StructField(k, LongType() if k in ("g", "sec") else IntegerType(
 def _summary(samples: DataFrame, whole: pd.DataFrame, timed: pd.DataFrame, units: Units) -> DataFrame:
     """Every level's statistics and percentiles (local data): located in bucket_sums' rows on the driver
     (spark_jobs.locate), the few values not known from them picked from the samples."""
-    spark = units.facts.sparkSession
     placed = locate.place(level_frame(whole, timed), LEVEL_KEYS)
-    located = locate.ranks(placed, LEVEL_KEYS, PERCENTILES, _wanted)
-    wanted = locate.unknown(located)
-    unknown = pandas_frame(spark, wanted, unknown_schema(LEVEL_FIELDS))
-    looked = pick(_located_samples(samples, wanted, units), unknown, LEVEL_KEYS, "value_ns").toArrow().to_pandas()
-    values = pd.concat([looked, locate.known_values(located, LEVEL_KEYS)], ignore_index=True)
-    columns = {p: percentile_column(p) for p in PERCENTILES}
-    summary = locate.finish(locate.group_stats(placed, LEVEL_KEYS), values, LEVEL_KEYS, columns)
-    return pandas_frame(spark, summary, summary_schema(LEVEL_FIELDS))
+
+    def candidates(rows: pd.DataFrame) -> DataFrame:
+        return _located_samples(samples, rows, units)
+
+    return summary_of(placed, LEVEL_FIELDS, candidates, "value_ns", PERCENTILES, _wanted)
 
 
 def _local(spark: SparkSession, rows: pd.DataFrame, schema: StructType, columns: Sequence[str]) -> DataFrame:

@@ -24,10 +24,10 @@ has fewer than 1/(1−p) samples is null and listed in `unsupported`, never a nu
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
@@ -106,22 +106,44 @@ def unknown_schema(key_fields: Sequence[StructField]) -> StructType:
     return StructType([*key_fields, *rank, StructField("local_rank", LongType())])
 
 
+Candidates = Callable[[pd.DataFrame], DataFrame]  # locate.unknown's rows -> the samples (keys, bucket, value) of them
+
+
+def summary_of(
+    placed: pd.DataFrame,
+    fields: Sequence[StructField],
+    candidates: Candidates,
+    value: str,
+    percentiles: Sequence[str] = PERCENTILES,
+    wanted: locate.Wanted | None = None,
+) -> DataFrame:
+    """The summary (local data, summary_schema) of the groups keyed by `fields` whose bucket table is `placed`
+    (locate.place): their ranks located on the driver, the values no bucket's min or max gives picked in Spark
+    from `candidates` of the buckets that hold them."""
+    spark, keys = SparkSession.active(), [f.name for f in fields]
+    located = locate.ranks(placed, keys, percentiles, wanted)
+    rows = locate.unknown(located)
+    unknown = pandas_frame(spark, rows, unknown_schema(fields))
+    looked = pick(candidates(rows), unknown, keys, value).toArrow().to_pandas()
+    values = pd.concat([looked, locate.known_values(located, keys)], ignore_index=True)
+    columns = {p: percentile_column(p) for p in percentiles}
+    summary = locate.finish(locate.group_stats(placed, keys), values, keys, columns)
+    return pandas_frame(spark, summary, summary_schema(fields, percentiles))
+
+
 def summarize(
     samples: DataFrame, keys: Sequence[str], value: str = "value_ns", percentiles: Sequence[str] = PERCENTILES
 ) -> DataFrame:
     """Per group of `keys` (non-null): count, min_ns, max_ns, mean_ns, stddev_ns (population, like numpy), one
     column per percentile (null when unsupported) and `unsupported`, as local data. Reads `samples` twice (count,
     then pick); between them the bucket table is collected and located on the driver (spark_jobs.locate)."""
-    spark, fields = samples.sparkSession, [samples.schema[k] for k in keys]
+    fields = [samples.schema[k] for k in keys]
     bucketed = samples.select(*keys, F.col(value).alias("_v")).withColumn("bucket", log_bucket(F.col("_v")))
     table = bucketed.groupBy(*keys, "bucket").agg(*partials(F.col("_v"))).toArrow().to_pandas()
-    placed = locate.place(table, keys)
-    located = locate.ranks(placed, keys, percentiles)
-    wanted = locate.unknown(located)
-    unknown = pandas_frame(spark, wanted, unknown_schema(fields))
-    candidates = bucketed.join(F.broadcast(unknown.select(*keys, "bucket").distinct()), [*keys, "bucket"], "left_semi")
-    looked = pick(candidates, unknown, keys, "_v").toArrow().to_pandas()
-    values = pd.concat([looked, locate.known_values(located, keys)], ignore_index=True)
-    columns = {p: percentile_column(p) for p in percentiles}
-    summary = locate.finish(locate.group_stats(placed, keys), values, keys, columns)
-    return pandas_frame(spark, summary, summary_schema(fields, percentiles))
+    located = StructType([*fields, StructField("bucket", IntegerType())])
+
+    def candidates(rows: pd.DataFrame) -> DataFrame:
+        buckets = pandas_frame(samples.sparkSession, rows[located.names].drop_duplicates(), located)
+        return bucketed.join(F.broadcast(buckets), [*keys, "bucket"], "left_semi")
+
+    return summary_of(locate.place(table, keys), fields, candidates, "_v", percentiles)

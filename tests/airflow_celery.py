@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.airflow_project import BIN, REPO, migrate
+from tests.processes import unreaped_exit
 
 QUEUES = ("default", "loadgen_1", "loadgen_2")  # the docker-compose workers' queues
 HOSTNAME_ENV = "SIXNINES_TEST_WORKER_HOSTNAME"
@@ -95,9 +96,7 @@ class Service:
             return True
 
     def _waitid(self) -> os.waitid_result | None:
-        """The leader's exit as waitid reports it, leaving it unreaped; None while it runs. ChildProcessError once
-        it has been reaped."""
-        return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        return unreaped_exit(self.proc.pid)
 
     def how_it_ended(self) -> str:
         """`exited 0`, `killed by SIGKILL`, ... An Airflow CLI process in the foreground turns SIGTERM and SIGINT

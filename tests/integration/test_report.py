@@ -20,6 +20,7 @@ from rich.console import Console
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.report import build_run_report, run_report_path
+from tests.processes import unreaped_exit
 
 from .helpers import make_cell
 
@@ -69,7 +70,7 @@ def screenshot(html: Path, png: Path, profile: Path) -> None:
 def _exits_within(pid: int, timeout_s: float) -> None:
     """Wait until child `pid` exits, without reaping it; subprocess.TimeoutExpired if it runs on."""
     deadline = time.monotonic() + timeout_s
-    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+    while unreaped_exit(pid) is None:
         if time.monotonic() > deadline:
             raise subprocess.TimeoutExpired(f"pid {pid}", timeout_s)
         time.sleep(0.05)

@@ -15,9 +15,8 @@ import psutil
 import pytest
 
 from tests.airflow_celery import DIAGNOSTICS, Service, celery_env
+from tests.processes import LEAVES_A_CHILD
 
-# a leader that leaves a child behind in its group and exits at once
-LEAVES_A_CHILD = "import subprocess, sys; subprocess.Popen(['sleep', '60']); sys.exit(0)"
 # a leader that exits 0 on SIGTERM, as an Airflow CLI process in the foreground does (sigint_handler)
 EXITS_0_ON_SIGTERM = (
     "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); print('up', flush=True); "

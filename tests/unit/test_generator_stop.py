@@ -13,9 +13,7 @@ import psutil
 
 from bench_tasks.cell.lifecycle import CellWork, _generator_group, generator_alive, stop_generator
 from bench_tasks.lake.layout import write_json
-
-# a leader that leaves a child behind in its group and exits at once
-LEAVES_A_CHILD = "import subprocess, sys; subprocess.Popen(['sleep', '60']); sys.exit(0)"
+from tests.processes import LEAVES_A_CHILD
 
 
 def _record(work: CellWork, pid: int, create_time: float) -> dict:
