@@ -20,7 +20,6 @@ import pandas as pd
 from bench_tasks import required_samples
 
 SUMS = {"n": "sum", "vmin": "min", "vmax": "max", "vsum": "sum", "vsq": "sum"}  # merging bucket partials
-STAT_COLUMNS = ("count", "min_ns", "max_ns", "mean_ns", "stddev_ns")
 Wanted = Callable[[str, pd.DataFrame], np.ndarray]  # percentile, placed rows -> which rows' groups want it
 
 
@@ -102,8 +101,9 @@ def known_values(located: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def finish(stats: pd.DataFrame, values: pd.DataFrame, keys: Sequence[str], columns: Mapping[str, str]) -> pd.DataFrame:
-    """One row per group: keys, STAT_COLUMNS, one column per percentile p (named `columns[p]`; null where the
-    group did not want it or is unsupported) and `unsupported` (the percentiles left null for lack of samples).
+    """One row per group: keys, count, min_ns, max_ns, mean_ns, stddev_ns, one column per percentile p (named
+    `columns[p]`; null where the group did not want it or is unsupported) and `unsupported` (the percentiles left
+    null for lack of samples).
     `values`: keys, percentile, value (picked and known)."""
     table = stats
     for p, name in columns.items():
