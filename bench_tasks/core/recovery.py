@@ -69,7 +69,7 @@ def band_limit(
     if baseline_ns is None:
         return None
     starts = np.arange(start_ns, first_fault_ns - WINDOW_NS + 1, STEP_NS, dtype=np.int64)
-    windows = [_window_p99(intended, latency, s) for s in starts]
+    windows = [window_p99(intended, latency, s) for s in starts]
     return max([baseline_ns * (1 + TOLERANCE), *(w for w in windows if w is not None)])
 
 
@@ -92,11 +92,11 @@ def recovery_s(
 
 def _window_within(intended: np.ndarray, latency: np.ndarray, start_ns: int, limit: float) -> bool:
     """Is the p99 of messages meant in [start, start + WINDOW_NS) at most `limit` (an empty window: no)?"""
-    value = _window_p99(intended, latency, start_ns)
+    value = window_p99(intended, latency, start_ns)
     return value is not None and value <= limit
 
 
-def _window_p99(intended: np.ndarray, latency: np.ndarray, start_ns: int) -> int | None:
+def window_p99(intended: np.ndarray, latency: np.ndarray, start_ns: int) -> int | None:
     """The p99 of messages meant in [start, start + WINDOW_NS); None of an empty window."""
     lo, hi = np.searchsorted(intended, [start_ns, start_ns + WINDOW_NS], side="left")
     return p99(latency[lo:hi])

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
 from bench_tasks.cell.runner import run_cell
+from bench_tasks.core.recovery import WINDOW_NS, response_times, window_p99
 from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
@@ -19,6 +21,17 @@ from .helpers import make_cell
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
 STALL = {"at_s": 0.5, "action": "stall", "target": "leader", "duration_s": 1.0}
+
+
+def _rolling_p99(lake: Path, fault: dict) -> str:
+    """The rolling p99 of response time every 0.25 s from 3 s before a fault, from the landed samples: what a
+    failed recovery verdict needs beside it."""
+    sent = pa.concat_tables(pq.read_table(p) for p in lake.joinpath("raw").rglob("sent-p*.parquet"))
+    received = pa.concat_tables(pq.read_table(p) for p in lake.joinpath("raw").rglob("received-c*.parquet"))
+    intended, latency = response_times(sent, received, "e2e")
+    fired = int(fault["start_ns"])
+    starts = range(fired - 3_000_000_000, int(intended[-1]) - WINDOW_NS, 250_000_000)
+    return " ".join(f"{(s - fired) / 1e9:+.2f}:{(window_p99(intended, latency, s) or 0) / 1e6:.2f}" for s in starts)
 
 
 def _landed_faults(tmp_path: Path, report_path: Path) -> tuple[list[dict], list[dict]]:
@@ -141,19 +154,21 @@ def test_a_leader_stall_s_p99_recovery_on_jetstream_r3(tmp_path: Path, console: 
     """A 1 s stall of a JetStream R3 leader: the rolling p99 of response time comes back after about the stall
     (the backlog meant during it arrives when it ends), the cells row promises no acknowledged loss."""
     broker = {"mode": "jetstream", "storage": "file", "servers": 3, "replicas": 3}
-    # 2.5 s before the stall: the band (`core.recovery`) sees the route's own noise in 16 windows. 1000/s: a
-    # rolling 1 s p99 of 200 samples is their second highest; of 1000 it is the tenth highest.
-    stall = STALL | {"at_s": 2.5}
-    # 5 s after the stall's end: one window of the route's own noise then (a CI run saw one over the band right
-    # after it) delays the verdict by a window, and recovery must still be found inside the cell.
-    cell = make_cell("e2e", broker, rate_per_s=1000, warmup_s=1, measure_s=8.5, cooldown_s=0.5, faults=[stall])
+    # 4 s before the stall: the band (`core.recovery`) sees the route's own noise in 31 windows. 1000/s: a rolling
+    # 1 s p99 of 1000 samples is their tenth highest. A CI run with 2.5 s before it (16 windows, band 3.74 ms) saw no
+    # 2 s stretch within the band in the 4.9 s after the stall: the host's noise then outgrew what the band had seen.
+    stall = STALL | {"at_s": 4.0}
+    # 6.5 s after the stall's end: a window or two of the route's own noise then (CI runs saw them) delay the verdict,
+    # and recovery must still be found inside the cell.
+    cell = make_cell("e2e", broker, rate_per_s=1000, warmup_s=1, measure_s=11.5, cooldown_s=0.5, faults=[stall])
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
     (fault,) = report.faults
-    print(f"\nper-fault record: {fault}")
+    print(f"\nper-fault record: {fault}\nrolling p99 (s from the stall: ms): {_rolling_p99(tmp_path, fault)}")
     assert fault["p99_baseline_ms"] is not None and fault["p99_baseline_ms"] < 100
     assert fault["p99_band_ms"] >= 1.2 * fault["p99_baseline_ms"] - 1e-6  # both rounded to the nanosecond
-    assert fault["p99_recovery_s"] is not None and 0.8 <= fault["p99_recovery_s"] <= 3.0  # 1 s stall + a window
+    # The 1 s stall, then at most two windows of noise (a quiet host: 1.1 s, four runs of four).
+    assert fault["p99_recovery_s"] is not None and 0.8 <= fault["p99_recovery_s"] <= 4.0
     assert fault["duplicated"] == 0 and fault["acknowledged_but_lost"] == 0
     (row,) = pq.read_table(next((tmp_path / "runs").rglob("cells.parquet"))).to_pylist()
     assert row["durable_acks"] is True
