@@ -23,12 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from rich.console import Console
 
 # The synthetic-data builders live in tests/ (not installed): import them from this checkout.
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from spark_jobs.launch import SUBMIT_CONF  # noqa: E402
+from spark_jobs.launch import submit_conf  # noqa: E402
 from tests.spark.synth import SynthCell, write_run  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "analysis_task.json"
@@ -51,10 +52,16 @@ def quick_cells() -> list[SynthCell]:
     ]
 
 
+def messages(lake: Path) -> int:
+    """The run's measure-phase sends, as the sweep's `tables` task counts them for the analysis' launch."""
+    (cells,) = lake.rglob("cells.parquet")
+    return sum(pq.read_table(cells, columns=["sent"])["sent"].to_pylist())
+
+
 def submit(lake: Path) -> tuple[float, str]:
     """The analysis task's command line; its wall seconds and output."""
     spark_submit = Path(sys.executable).parent / "spark-submit"
-    conf = [arg for key, value in SUBMIT_CONF.items() for arg in ("--conf", f"{key}={value}")]
+    conf = [arg for key, value in submit_conf(messages(lake)).items() for arg in ("--conf", f"{key}={value}")]
     command = [str(spark_submit), "--master", "local[*]", "--name", "sixnines-analysis", *conf]
     command += [str(REPO / "spark_jobs" / "pipeline.py"), "--lake", str(lake), "--run-id", RUN_ID]
     # spark-submit finds its Spark home with the first `python3` on PATH: the venv's, as the task's own PATH has it

@@ -18,3 +18,18 @@ SUBMIT_CONF: dict[str, str] = {
     # nearly all of them again. A static setting: known when the session starts.
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
+
+# A small run is analysed faster by a driver whose JIT stops at its first tier (C1): on two cores the second
+# tier's compiling costs more than it earns back in so short a job, and a large run needs it. One cold analysis
+# each (bench/spark_percentiles.py's synthetic runs, local[2]): 1 M messages 24.4 s with C1 only against 28.8 s,
+# 3 M 38.5 s against 34.0 s, 10 M 63 s against 41 s; `make bench`'s 70,000: 25.1 and 23.6 s against 30.3 and 28.2 s.
+SMALL_RUN_MESSAGES = 1_000_000
+FIRST_TIER_ONLY = "-XX:TieredStopAtLevel=1"
+
+
+def submit_conf(messages: int | None = None) -> dict[str, str]:
+    """SUBMIT_CONF for a run of `messages` measure-phase messages (its cells rows' `sent`): the driver's JIT
+    stops at the first tier up to SMALL_RUN_MESSAGES; None (not known) keeps the full JIT."""
+    if messages is None or messages > SMALL_RUN_MESSAGES:
+        return dict(SUBMIT_CONF)
+    return {**SUBMIT_CONF, "spark.driver.extraJavaOptions": f"{JVM_OPTIONS} {FIRST_TIER_ONLY}"}

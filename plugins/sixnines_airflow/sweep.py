@@ -237,6 +237,7 @@ def tables() -> dict[str, Any]:
         "lake": str(lake.root),
         "cells_path": str(path),
         "cells": len(rows),
+        "messages": sum(r["sent"] or 0 for r in rows),  # measure-phase sends: how the analysis is launched
         "failed": sorted({r["cell_id"] for r in rows if r["status"] != "ok"}),
     }
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow.sdk import get_current_context, task
 
-from spark_jobs.launch import SUBMIT_CONF
+from spark_jobs.launch import SUBMIT_CONF, submit_conf
 
 from .lake_spark import LakeSparkSubmitOperator
 from .notifier import AnalysisFailureNotifier, RegressionAlertNotifier
@@ -23,12 +23,27 @@ log = logging.getLogger("sixnines")
 SPARK_CONN_ID = "spark_default"  # master local[*] by default (tools/airflow); any cluster through the connection
 
 
+class AnalysisSubmitOperator(LakeSparkSubmitOperator):
+    """The analysis' spark-submit, its driver's JIT chosen when the task runs by the size of the run, which the
+    `tables` task counted (spark_jobs.launch.submit_conf)."""
+
+    def execute(self, context: Any) -> None:
+        summary = context["ti"].xcom_pull(task_ids="tables") or {}
+        self.size_for(summary.get("messages"))
+        return super().execute(context)
+
+    def size_for(self, messages: int | None) -> None:
+        """The launch settings for a run of `messages` measure-phase messages (None: not known)."""
+        self.conf = {**(self.conf or {}), **submit_conf(messages)}
+        self.log.info("run of %s messages: driver JVM options %s", messages, self.conf["spark.driver.extraJavaOptions"])
+
+
 def analysis() -> LakeSparkSubmitOperator:
     """Every table (accounting, percentiles, repeats, timeline, histogram, faults) → Great Expectations gate → publish
     (or quarantine), for this run, as one Spark application (on an S3 lake with the s3a jars, settings and
     credentials: lake_spark.py)."""
     summary = "ti.xcom_pull(task_ids='tables')"
-    return LakeSparkSubmitOperator(
+    return AnalysisSubmitOperator(
         task_id="analysis",
         application=str(REPO / "spark_jobs" / "pipeline.py"),
         conn_id=SPARK_CONN_ID,

@@ -16,6 +16,7 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
+from spark_jobs.launch import FIRST_TIER_ONLY, JVM_OPTIONS
 from tests.airflow_project import airflow, airflow_project, migrate
 
 TINY = """
@@ -135,6 +136,7 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     # the analysis tail printed the landed cells' percentile tables, ran Spark and the gate — which refused to
     # publish a run that lost messages (quarantined with its validation results) — and wrote the report
     assert "e2e resp" in log and "send lag" in log
+    assert f"messages: driver JVM options {JVM_OPTIONS} {FIRST_TIER_ONLY}" in log  # a small run (launch.py)
     run_part = cells_path.parent.relative_to(root / "lake" / "runs")
     assert (root / "lake" / "tables" / "percentiles" / run_part).is_dir()
     assert (root / "lake" / "quarantine" / run_part / "validation.json").exists()
