@@ -167,7 +167,7 @@ def test_a_leader_stall_s_p99_recovery_on_jetstream_r3(tmp_path: Path, console: 
     print(f"\nper-fault record: {fault}\nrolling p99 (s from the stall: ms): {_rolling_p99(tmp_path, fault)}")
     assert fault["p99_baseline_ms"] is not None and fault["p99_baseline_ms"] < 100
     assert fault["p99_band_ms"] >= 1.2 * fault["p99_baseline_ms"] - 1e-6  # both rounded to the nanosecond
-    # The 1 s stall, then at most two windows of noise (a quiet host: 1.1 s, four runs of four).
+    # The 1 s stall, then at most two windows of noise (a quiet host here: 1.1 s in each of four runs).
     assert fault["p99_recovery_s"] is not None and 0.8 <= fault["p99_recovery_s"] <= 4.0
     assert fault["duplicated"] == 0 and fault["acknowledged_but_lost"] == 0
     (row,) = pq.read_table(next((tmp_path / "runs").rglob("cells.parquet"))).to_pylist()
