@@ -13,7 +13,9 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from nats.js.api import StorageType, StreamConfig
+from nats.js import JetStreamContext
+from nats.js.api import PubAck, StorageType, StreamConfig
+from nats.js.errors import NoStreamResponseError
 from rich.console import Console
 
 from bench_tasks.cell.drive import Fault
@@ -39,6 +41,20 @@ def _received(folder: Path) -> pa.Table:
 
 
 @pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
+async def first_publish(js: JetStreamContext, timeout_s: float = 10) -> PubAck:
+    """The first publish to a new R3 stream, once it has a leader: `add_stream` returns when the metadata leader
+    has placed it, and its own Raft group elects a leader after that (a CI run beside Spark tests published into
+    that gap and got no responders)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await js.publish("t", b"x")
+        except NoStreamResponseError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
 def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
     began = time.monotonic()
     with NatsCluster(NATS_VERSIONS[0], NatsBroker(**R3_FILE), tmp_path) as cluster:
@@ -59,7 +75,7 @@ def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
             js = nc.jetstream()
             info = await js.add_stream(StreamConfig(name="T", subjects=["t"], storage=StorageType.FILE, num_replicas=3))
             assert info.config.num_replicas == 3
-            assert (await js.publish("t", b"x")).seq == 1
+            assert (await first_publish(js)).seq == 1
             await nc.close()
 
         asyncio.run(replicated_stream())
