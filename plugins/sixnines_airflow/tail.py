@@ -28,7 +28,8 @@ class AnalysisSubmitOperator(LakeSparkSubmitOperator):
     `tables` task counted (spark_jobs.launch.submit_conf)."""
 
     def execute(self, context: Any) -> None:
-        summary = context["ti"].xcom_pull(task_ids="tables") or {}
+        ti = context.get("ti")  # none when the operator is run by hand: the size is not known
+        summary = (ti.xcom_pull(task_ids="tables") if ti is not None else None) or {}
         self.size_for(summary.get("messages"))
         return super().execute(context)
 
