@@ -107,13 +107,13 @@ def bucket_sums(samples: DataFrame) -> DataFrame:
     shared = ("unit", "metric", "basis")
     sets = [(*WHOLE_COLUMNS, "measure"), (*shared, "sec", "coarse"), (*shared, "done_sec")]
     columns = {c for group in sets for c in group}
-    merged = [F.sum("n"), F.min("vmin"), F.max("vmax"), F.sum("vsum"), F.sum("vsq")]
+    merged = [getattr(F, how)(name).alias(name) for name, how in locate.SUMS.items()]  # as on the driver
     summed = rows.groupingSets(sets, *sorted(columns)).agg(
         F.when(F.grouping("bucket") == 0, F.lit(WHOLE))
         .when(F.grouping("coarse") == 0, F.lit(TIMED))
         .otherwise(F.lit(DONE))
         .alias("kind"),
-        *[m.alias(name) for m, name in zip(merged, PARTIALS, strict=True)],
+        *merged,
     )
     kind = F.col("kind")
     return summed.select(
