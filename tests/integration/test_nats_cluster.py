@@ -13,15 +13,14 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from nats.js import JetStreamContext
-from nats.js.api import PubAck, StorageType, StreamConfig
-from nats.js.errors import NoStreamResponseError
+from nats.js.api import StorageType, StreamConfig
 from rich.console import Console
 
 from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.systems.nats.cluster import NatsCluster, meta_leader, servers_of
+from bench_tasks.systems.nats.placement import await_stream_leader
 from bench_tasks.systems.nats.settings import NATS_VERSIONS, NatsBroker
 
 from .helpers import make_cell
@@ -41,20 +40,6 @@ def _received(folder: Path) -> pa.Table:
 
 
 @pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
-async def first_publish(js: JetStreamContext, timeout_s: float = 10) -> PubAck:
-    """The first publish to a new R3 stream, once it has a leader: `add_stream` returns when the metadata leader
-    has placed it, and its own Raft group elects a leader after that (a CI run beside Spark tests published into
-    that gap and got no responders)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return await js.publish("t", b"x")
-        except NoStreamResponseError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
-
-
 def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
     began = time.monotonic()
     with NatsCluster(NATS_VERSIONS[0], NatsBroker(**R3_FILE), tmp_path) as cluster:
@@ -75,7 +60,10 @@ def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
             js = nc.jetstream()
             info = await js.add_stream(StreamConfig(name="T", subjects=["t"], storage=StorageType.FILE, num_replicas=3))
             assert info.config.num_replicas == 3
-            assert (await first_publish(js)).seq == 1
+            # as the NATS driver's prepare does: the stream's own Raft group elects its leader after add_stream
+            # returns, and a CI run beside Spark tests published into that gap and got no responders
+            assert await await_stream_leader(nc, "T") in ("n1", "n2", "n3")
+            assert (await js.publish("t", b"x")).seq == 1
             await nc.close()
 
         asyncio.run(replicated_stream())

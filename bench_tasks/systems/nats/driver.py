@@ -38,7 +38,7 @@ from ...load.driver import AckCallback, ClientErrors, MessagesCallback, Outgoing
 from ...load.routes import background_route
 from ...spec.leader import leader_node
 from .cluster import servers_of
-from .placement import place_stream_leader
+from .placement import await_stream_leader, place_stream_leader
 from .settings import NatsCell
 
 QUEUE_GROUP = "sixnines"
@@ -312,8 +312,9 @@ class NatsDriver:
         await nc.flush()
 
     async def prepare(self) -> None:
-        """JetStream: a fresh stream for the cell (an old one of the same name is deleted first); with
-        `broker.leader`, led by node N before anything is sent (`placement`), a background stream apart."""
+        """JetStream: a fresh stream for the cell (an old one of the same name is deleted first), a replicated
+        one with its leader elected before anything is sent; with `broker.leader`, led by node N
+        (`placement`), a background stream apart."""
         if not self.jetstream:
             return
         (nc,) = await self.open("admin")
@@ -329,6 +330,8 @@ class NatsDriver:
                 num_replicas=self.cell.broker.replicas,
             )
         )
+        if self.cell.broker.replicas > 1:
+            await await_stream_leader(nc, self.stream)  # before anything is sent: no publish into the election
         leader = leader_node(self.cell.broker.leader)
         if leader is not None and not self.route.startswith(background_route("")):
             await place_stream_leader(nc, self.stream, leader)  # verified: fails the cell naming who leads

@@ -50,11 +50,30 @@ async def place_stream_leader(
 async def stream_leader_now(nc: Client, stream: str) -> int | None:
     """The stream's leader node as the JetStream API says now; None during an election (no leader answers the
     request within a second)."""
+    return node_index(await _leader_name(nc, stream) or "")
+
+
+async def await_stream_leader(nc: Client, stream: str, timeout_s: float = PLACEMENT_TIMEOUT_S) -> str:
+    """The name of the server leading a replicated stream, once one does. `add_stream` returns when the
+    metadata leader has placed the stream; its own Raft group elects a leader after that, and a publish into
+    that gap gets no answer (seen on a loaded host). Any server's name: an external cluster's too."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not (name := await _leader_name(nc, stream)):
+        if loop.time() > deadline:
+            raise BrokerError(f"stream {stream!r} has no leader {timeout_s:.0f} s after it was created")
+        await asyncio.sleep(_POLL_S)
+    return name
+
+
+async def _leader_name(nc: Client, stream: str) -> str | None:
+    """The leading server's name as the stream's info says; None during an election (no answer within a
+    second) or from a server that is not clustered."""
     try:
         info = await nc.jetstream(timeout=_INFO_TIMEOUT_S).stream_info(stream)
     except nats.errors.TimeoutError:
         return None
-    return node_index((info.cluster.leader if info.cluster else None) or "")
+    return (info.cluster.leader if info.cluster else None) or None
 
 
 async def _settled_leader(nc: Client, stream: str, deadline: float) -> int | None:
