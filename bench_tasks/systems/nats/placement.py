@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import nats.errors
+import nats.js.errors
 from nats.aio.client import Client
 
 from ...errors import BrokerError
@@ -68,10 +69,10 @@ async def await_stream_leader(nc: Client, stream: str, timeout_s: float = PLACEM
 
 async def _leader_name(nc: Client, stream: str) -> str | None:
     """The leading server's name as the stream's info says; None during an election (no answer within a
-    second) or from a server that is not clustered."""
+    second, or JetStream's 503: nobody answers for the stream yet) or from a server that is not clustered."""
     try:
         info = await nc.jetstream(timeout=_INFO_TIMEOUT_S).stream_info(stream)
-    except nats.errors.TimeoutError:
+    except (nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError):
         return None
     return (info.cluster.leader if info.cluster else None) or None
 
