@@ -58,12 +58,9 @@ async def await_stream_leader(nc: Client, stream: str, timeout_s: float = PLACEM
     """The name of the server leading a replicated stream, once one does. `add_stream` returns when the
     metadata leader has placed the stream; its own Raft group elects a leader after that, and a publish into
     that gap gets no answer (seen on a loaded host). Any server's name: an external cluster's too."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not (name := await _leader_name(nc, stream)):
-        if loop.time() > deadline:
-            raise BrokerError(f"stream {stream!r} has no leader {timeout_s:.0f} s after it was created")
-        await asyncio.sleep(_POLL_S)
+    name = await _settled_name(nc, stream, asyncio.get_running_loop().time() + timeout_s)
+    if name is None:
+        raise BrokerError(f"stream {stream!r} has no leader {timeout_s:.0f} s after it was created")
     return name
 
 
@@ -77,12 +74,18 @@ async def _leader_name(nc: Client, stream: str) -> str | None:
     return (info.cluster.leader if info.cluster else None) or None
 
 
-async def _settled_leader(nc: Client, stream: str, deadline: float) -> int | None:
-    """The leader, once the stream has one (an election may be under way); None when the deadline passes first."""
+async def _settled_name(nc: Client, stream: str, deadline: float) -> str | None:
+    """The leading server's name, once the stream has a leader (an election may be under way); None when the
+    deadline passes first."""
     loop = asyncio.get_running_loop()
-    while (leader := await stream_leader_now(nc, stream)) is None and loop.time() < deadline:
+    while (name := await _leader_name(nc, stream)) is None and loop.time() < deadline:
         await asyncio.sleep(_POLL_S)
-    return leader
+    return name
+
+
+async def _settled_leader(nc: Client, stream: str, deadline: float) -> int | None:
+    """The leader node, once the stream has one; None when the deadline passes first."""
+    return node_index(await _settled_name(nc, stream, deadline) or "")
 
 
 async def _wait_for_change(nc: Client, stream: str, old: int | None, deadline: float) -> None:
