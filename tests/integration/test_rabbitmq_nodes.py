@@ -38,11 +38,32 @@ def cell_processes(cluster: RabbitCluster) -> list[int]:
     return [*cluster.node_pids.values(), *helpers, cluster.epmd.pid]
 
 
-def assert_nothing_left(pids: list[int], ports: list[int]) -> None:
+def assert_nothing_left(pids: list[int], ports: list[int], folder: Path) -> None:
+    """None of the cell's processes runs, and nothing of it listens on its ports. This module runs beside other
+    tests (`alongside`): a port it freed may be taken at once by another test's broker, which is not a leftover.
+    A leftover of the cell mentions its folder (`folder`) in its command line or environment, as every node and
+    what a node starts does."""
     running = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
     assert not running, f"still running: {running}"
-    listening = {c.laddr.port for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
-    assert not listening & set(ports), f"still listening: {sorted(listening & set(ports))}"
+    listening = {
+        c.laddr.port
+        for c in psutil.net_connections("tcp")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port in ports and _of_the_cell(c.pid, str(folder))
+    }
+    assert not listening, f"still listening: {sorted(listening)}"
+
+
+def _of_the_cell(pid: int | None, folder: str) -> bool:
+    """Whether process `pid` mentions `folder` (an owner that cannot be read counts as the cell's)."""
+    if pid is None:
+        return True
+    try:
+        process = psutil.Process(pid)
+        return folder in " ".join([*process.cmdline(), *process.environ().values()])
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
 
 
 def wait_for(what: str, check: Callable[[], T | None], timeout_s: float = 60.0) -> T:
@@ -106,7 +127,7 @@ def test_one_node_answers_and_reports_its_versions(tmp_path: Path) -> None:
         connection.close()
         pids = cell_processes(cluster)
         ports = [endpoint.epmd_port, endpoint.nodes[0].amqp_port, endpoint.nodes[0].dist_port]
-    assert_nothing_left(pids, ports)
+    assert_nothing_left(pids, ports, tmp_path)
     written = [p for p in Path(endpoint.workdir).rglob("*") if not p.is_symlink()]
     outside = [p for p in written if not p.resolve().is_relative_to(tmp_path.resolve())]
     assert not outside
@@ -154,7 +175,7 @@ def test_three_nodes_replicate_a_quorum_queue_and_follow_its_leader(tmp_path: Pa
         connection.close()
         pids = cell_processes(cluster)
         ports = [endpoint.epmd_port, *(n.amqp_port for n in endpoint.nodes), *(n.dist_port for n in endpoint.nodes)]
-    assert_nothing_left(pids, ports)
+    assert_nothing_left(pids, ports, tmp_path)
 
 
 def test_a_setting_the_node_refuses_fails_the_start_naming_it(tmp_path: Path) -> None:
@@ -177,6 +198,8 @@ def test_a_detached_node_is_stopped_from_its_state(tmp_path: Path) -> None:
     state = json.loads(json.dumps(cluster.state()))
     assert "cookie" not in json.dumps(state) and state["home"] == str(tmp_path / "erlang")
     pids = cell_processes(cluster)
+    owners = {c.laddr.port: c.pid for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+    assert _of_the_cell(owners[endpoint.nodes[0].amqp_port], str(tmp_path))  # what assert_nothing_left looks for
     assert stop_detached(state) == [endpoint.nodes[0].pid]
     cluster.stop()  # reaps what stop_detached ended (its Popen objects are this process's children)
-    assert_nothing_left(pids, [endpoint.epmd_port, endpoint.nodes[0].amqp_port, endpoint.nodes[0].dist_port])
+    assert_nothing_left(pids, [endpoint.epmd_port, endpoint.nodes[0].amqp_port, endpoint.nodes[0].dist_port], tmp_path)
