@@ -80,6 +80,15 @@ def test_heap_follows_kafka_heap_opts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert opts[:2] == ("-Xms256m", "-Xmx512m") and "-Xmx1g" not in opts and "-XX:+UseG1GC" in opts
 
 
+def test_gc_and_compiler_flags_follow_kafka_jvm_performance_opts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka-run-class.sh's variable replaces the GC flags as a whole; the heap stays."""
+    monkeypatch.delenv("KAFKA_HEAP_OPTS", raising=False)
+    monkeypatch.delenv("KAFKA_JVM_PERFORMANCE_OPTS", raising=False)
+    assert "-XX:+UseG1GC" in default_jvm_opts()
+    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:+UseParallelGC -XX:TieredStopAtLevel=1")
+    assert default_jvm_opts() == ("-Xms1g", "-Xmx1g", "-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1")
+
+
 def test_available_versions_reads_the_cached_metadata_newest_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

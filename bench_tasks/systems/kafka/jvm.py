@@ -31,10 +31,12 @@ TOOL_JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
 def default_jvm_opts() -> tuple[str, ...]:
-    """Kafka's own heap and GC defaults; `$KAFKA_HEAP_OPTS` replaces the heap flags, as it does for
-    kafka-server-start.sh, so a host with less memory can shrink the brokers without code changes."""
+    """Kafka's own heap and GC defaults. As in kafka-server-start.sh and kafka-run-class.sh, `$KAFKA_HEAP_OPTS`
+    replaces the heap flags (a host with less memory shrinks the brokers without code changes) and
+    `$KAFKA_JVM_PERFORMANCE_OPTS` the GC and compiler flags."""
     heap = os.environ.get("KAFKA_HEAP_OPTS", "").split()
-    return (*(heap or DEFAULT_HEAP_OPTS), *DEFAULT_GC_OPTS)
+    performance = os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", "").split()
+    return (*(heap or DEFAULT_HEAP_OPTS), *(performance or DEFAULT_GC_OPTS))
 
 
 def java_binary() -> str:
