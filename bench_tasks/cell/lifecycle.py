@@ -498,12 +498,27 @@ def stop_generator(work: CellWork, grace_s: float = _GENERATOR_GRACE_S) -> list[
         deadline = time.monotonic() + grace_s
         while generator_alive(work, known) and time.monotonic() < deadline:
             time.sleep(0.1)
-    for proc in _generator_group(known):
+    group = _generator_group(known)
+    for proc in group:
         signalled.append(proc.pid)
         proc.kill()
+    await_exit(group)
     for pid in signalled:
         reap_if_child(pid)
     return signalled
+
+
+def await_exit(procs: list[Any], timeout_s: float = 5.0) -> None:
+    """Wait until processes just sent SIGKILL are gone. The kernel tears a process down after the signal (memory
+    unmapped, files closed); on a loaded host that took long enough for teardown's check, run right after, to find
+    a generator worker still running (a CI failure). A zombie counts as gone: only its parent can collect it."""
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            while proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+                time.sleep(0.02)
 
 
 def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -47,10 +46,8 @@ def test_the_members_a_gone_generator_left_in_its_group_are_killed(tmp_path: Pat
     (member,) = _generator_group(known)
     assert member.cmdline() == ["sleep", "60"]
     assert stop_generator(work, grace_s=1) == [member.pid]
-    deadline = time.monotonic() + 10
-    while member.is_running() and member.status() != psutil.STATUS_ZOMBIE:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    # gone by the time stop_generator returns (teardown checks for survivors right after it), or a zombie
+    assert not member.is_running() or member.status() == psutil.STATUS_ZOMBIE
 
 
 def test_a_running_generator_is_sent_sigterm(tmp_path: Path) -> None:
