@@ -6,10 +6,17 @@ from typing import Any
 
 from bench_tasks.cell.runner import select_cells
 from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.systems.kafka.jvm import DEFAULT_GC_OPTS
 
 # Warmup and cooldown of a test cell that does not measure them: half a second each (a second each cost ~1 s in
 # each of ~45 cell tests). Their samples are still landed, tagged, so counts over all phases follow from these.
 WARMUP_S = COOLDOWN_S = 0.5
+
+# Kafka's G1 flags with the JIT's first tier alone. Three nodes' second-tier compilations took both cores for their
+# first ~10 s, and on a loaded host a faulted cell's route was still seconds behind when its first fault fired
+# (the netns fault test beside a busy loop: a median of 1.1 s before the squeeze with both tiers, 113 ms beside two
+# busy loops with the first alone); three nodes were also ready in 5.9-6.0 s against 8.3-9.0 s.
+FIRST_TIER_ONLY = (*DEFAULT_GC_OPTS, "-XX:TieredStopAtLevel=1")
 
 
 def make_cell(

@@ -97,6 +97,7 @@ def test_killed_single_broker_is_counted_as_loss(tmp_path: Path, console: Consol
     assert errors["count"] > 0 and errors["last"], errors
 
 
+@pytest.mark.usefixtures("kafka_first_tier")
 def test_leader_kill_with_rf3_loses_nothing_acknowledged(tmp_path: Path, console: Console) -> None:
     cell = make_cell(
         "e2e",

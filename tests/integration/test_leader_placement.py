@@ -26,6 +26,7 @@ def _attributed_leaders(report_path: Path) -> tuple[list[int], set[int | None]]:
     return [c["leader"] for c in changes if c["partition"] == 0], set(received["leader"].to_pylist())
 
 
+@pytest.mark.usefixtures("kafka_first_tier")
 def test_kafka_rf3_leader_on_node_3(tmp_path: Path, console: Console) -> None:
     broker = {"brokers": 3, "partitions": 1, "replication_factor": 3, "leader": "node:3"}
     client = {"producer": {"acks": "all"}}

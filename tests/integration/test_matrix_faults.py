@@ -81,6 +81,7 @@ def test_a_leader_stall_then_a_restart_on_jetstream_r3(tmp_path: Path, console: 
     assert _landed_faults(tmp_path, report.path) == (report.faults, report.faults)
 
 
+@pytest.mark.usefixtures("kafka_first_tier")
 def test_a_declared_restart_of_a_kafka_broker_rejoins_its_cluster(tmp_path: Path, console: Console) -> None:
     broker = {"brokers": 3, "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2}
     restart = {"at_s": 1.0, "action": "restart", "target": "leader"}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 from rich.console import Console
 
 from bench_tasks.cell.drive import Fault
@@ -57,6 +58,7 @@ def assert_gone(pids: list[int]) -> None:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, pid
 
 
+@pytest.mark.usefixtures("kafka_first_tier")
 def test_three_kafka_brokers_in_a_namespace_serve_two_generator_hosts(tmp_path: Path, console: Console) -> None:
     """RF=3 over three KRaft nodes in the broker's namespace; a producer and a consumer on each of two generator
     hosts (one topic per clock domain); the leader of partition 0 is frozen for 0.5 s mid-measure."""

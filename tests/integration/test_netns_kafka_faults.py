@@ -20,28 +20,19 @@ from rich.console import Console
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
-from bench_tasks.systems.kafka.jvm import DEFAULT_GC_OPTS
 from bench_tasks.topology import netns
 
+from .helpers import FIRST_TIER_ONLY
 from .test_netns_faults import window_latency_ms
 from .test_netns_hosts import NETNS_TESTS, NODE_HOSTS, ours
 
-pytestmark = NETNS_TESTS
+pytestmark = [*NETNS_TESTS, pytest.mark.usefixtures("kafka_first_tier")]
 
 HOSTS = NODE_HOSTS
 # A node that stops heartbeating is fenced (and leaves every ISR, its partitions led elsewhere) after 3 s, not 9 s.
 FAST_FENCING = {"broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 3000}
 RF3 = {"brokers": 3, "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2, "server": FAST_FENCING}
 ACKS_ALL = {"producer": {"acks": "all"}}
-# C1 alone: three nodes' C2 compilations took both cores for their first ~10 s, and on a loaded host the route was
-# still seconds behind when the first fault fired (a squeeze judged against a rising baseline). Measured with a
-# busy loop beside the test: C2 failed (median 1.1 s before the squeeze), C1 passed even beside two (113 ms).
-C1_ONLY = (*DEFAULT_GC_OPTS, "-XX:TieredStopAtLevel=1")
-
-
-@pytest.fixture(autouse=True)
-def _c1_brokers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", " ".join(C1_ONLY))
 
 
 def node_cell(faults: list[dict[str, Any]], **workload: Any) -> Cell:
@@ -89,7 +80,7 @@ def test_the_leader_squeezed_a_follower_cut_then_the_leader_cut_on_kafka_rf3(tmp
     assert report.status == "ok", report.reason
     result = json.loads((report.path / "result.json").read_text())
     nodes = result["context"]["broker"]["nodes"]
-    assert result["context"]["broker"]["jvm_opts"][2:] == list(C1_ONLY)
+    assert result["context"]["broker"]["jvm_opts"][2:] == list(FIRST_TIER_ONLY)
     addresses = {n["node_id"]: f"10.99.0.{n['node_id'] + 1}" for n in nodes}  # b1..b3 get .2-.4, the switch .1
     voters = ",".join(f"{n['node_id']}@{addresses[n['node_id']]}:{n['controller_port']}" for n in nodes)
     for node in nodes:  # each node on its own address, as client listener, replica and quorum voter
