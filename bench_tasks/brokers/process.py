@@ -125,6 +125,30 @@ def _threads_stopped(pid: int) -> bool:
     return all(state in "TtZX" for state in states)
 
 
+def kill_and_wait(procs: Sequence[Any], timeout_s: float = 5.0) -> None:
+    """SIGKILL processes known by their psutil handles (which check each is still the same process, not a reused
+    PID), and wait until each is dead: gone, or a zombie (only its parent can collect it). The kernel tears a
+    process down after the signal (memory unmapped, files closed); on a loaded host a check made right after the
+    kill found one still running."""
+    import psutil
+
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    deadline = time.monotonic() + timeout_s
+    while any(_running(proc) for proc in procs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _running(proc: Any) -> bool:
+    import psutil
+
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def terminate_checked(pid: int, expected_name: str) -> Any:
     """SIGCONT then SIGTERM `pid` once its command line shows it is an `expected_name` process (a stalled node
     must run to exit); its psutil.Process. Raises psutil.NoSuchProcess when it is gone or has ended."""

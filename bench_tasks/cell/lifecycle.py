@@ -42,7 +42,7 @@ from pydantic import ValidationError
 
 from ..brokers.external import ExternalBrokers, refuse_faults
 from ..brokers.handles import BrokerHandle, PidNodes, reap_if_child
-from ..brokers.process import stopped_on_failure
+from ..brokers.process import kill_and_wait, stopped_on_failure
 from ..brokers.provision import attach, provision, reuse_for
 from ..errors import BrokerError, CellError, MatrixError, SixninesError
 from ..lake.layout import Lake, RunInfo, write_json
@@ -499,26 +499,12 @@ def stop_generator(work: CellWork, grace_s: float = _GENERATOR_GRACE_S) -> list[
         while generator_alive(work, known) and time.monotonic() < deadline:
             time.sleep(0.1)
     group = _generator_group(known)
-    for proc in group:
-        signalled.append(proc.pid)
-        proc.kill()
-    await_exit(group)
+    signalled += [proc.pid for proc in group]
+    # teardown checks for survivors right after this: each killed member must be gone by then
+    kill_and_wait(group)
     for pid in signalled:
         reap_if_child(pid)
     return signalled
-
-
-def await_exit(procs: list[Any], timeout_s: float = 5.0) -> None:
-    """Wait until processes just sent SIGKILL are gone. The kernel tears a process down after the signal (memory
-    unmapped, files closed); on a loaded host that took long enough for teardown's check, run right after, to find
-    a generator worker still running (a CI failure). A zombie counts as gone: only its parent can collect it."""
-    import psutil
-
-    deadline = time.monotonic() + timeout_s
-    for proc in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            while proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
-                time.sleep(0.02)
 
 
 def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:

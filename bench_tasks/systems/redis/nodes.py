@@ -13,7 +13,6 @@ after it is killed no node leads (replicas keep their data but refuse writes) un
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import shutil
 import time
@@ -26,7 +25,7 @@ import psutil
 import redis
 
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
-from ...brokers.process import BrokerProcess
+from ...brokers.process import BrokerProcess, kill_and_wait
 from ...errors import BrokerError
 from .release import resolve, server_binary
 from .settings import RedisBroker, ServerValue
@@ -273,7 +272,7 @@ class RedisServers(NodeCluster):
         proc = self._node(node_id)
         children = _children(proc.pid)
         proc.kill()
-        _end(children)
+        kill_and_wait(children)
 
     def restart(self, node_id: int, timeout_s: float = 30.0) -> RedisNode:
         """Start node `node_id` again on its port, folder and config (stopping it first if it still runs).
@@ -357,21 +356,3 @@ def _children(pid: int) -> list[psutil.Process]:
         return psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-
-
-def _end(procs: list[psutil.Process], timeout_s: float = 5.0) -> None:
-    """SIGKILL processes we know by their psutil handles (which check each is still the same process, not a reused
-    PID), and wait until each is dead: gone, or a zombie its new parent has not reaped yet (it is not our child)."""
-    for proc in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.kill()
-    deadline = time.monotonic() + timeout_s
-    while any(_running(proc) for proc in procs) and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
-def _running(proc: psutil.Process) -> bool:
-    try:
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
