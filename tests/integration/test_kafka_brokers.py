@@ -256,8 +256,16 @@ def _wait_for_controller(files: list[Path], other_than: int | None, timeout_s: f
     return found
 
 
-def _logged_leadership(endpoint: Any, node_id: int) -> bool:
-    """Kafka 4's raft manager logs `Completed transition to Leader(localVoterNode=...ReplicaKey(id=N`."""
+def _logged_leadership(endpoint: Any, node_id: int, timeout_s: float = 10) -> bool:
+    """Kafka 4's raft manager logs `Completed transition to Leader(localVoterNode=...ReplicaKey(id=N`.
+
+    The node writes its quorum-state file before it logs the completed transition, so on a loaded host the file
+    can name the new leader a moment before the line is in the log: poll for it rather than read once."""
     (node,) = [n for n in endpoint.nodes if n.node_id == node_id]
     pattern = re.compile(rf"Completed transition to Leader\(.*?ReplicaKey\(id={node_id},")
-    return bool(pattern.search(Path(node.log_path).read_text()))
+    deadline = time.monotonic() + timeout_s
+    while not pattern.search(Path(node.log_path).read_text()):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
