@@ -6,6 +6,12 @@ Kept free of pyspark so DAG files can import it at parse time.
 
 from __future__ import annotations
 
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+from bench_tasks.classdata import find_java, java_digest, use_flags
+
 # The analysis is a throughput job: the parallel collector cost 10-15 % less CPU than G1 here (bench/).
 JVM_OPTIONS = "-XX:+UseParallelGC"
 
@@ -29,7 +35,24 @@ FIRST_TIER_ONLY = "-XX:TieredStopAtLevel=1"
 
 def submit_conf(messages: int | None = None) -> dict[str, str]:
     """SUBMIT_CONF for a run of `messages` measure-phase messages (its cells rows' `sent`): the driver's JIT
-    stops at the first tier up to SMALL_RUN_MESSAGES; None (not known) keeps the full JIT."""
-    if messages is None or messages > SMALL_RUN_MESSAGES:
-        return dict(SUBMIT_CONF)
-    return {**SUBMIT_CONF, "spark.driver.extraJavaOptions": f"{JVM_OPTIONS} {FIRST_TIER_ONLY}"}
+    stops at the first tier up to SMALL_RUN_MESSAGES; None (not known) keeps the full JIT. The driver maps this
+    host's class-data archive when one was made (`make` does: spark_jobs.classdata)."""
+    small = messages is not None and messages <= SMALL_RUN_MESSAGES
+    options = (JVM_OPTIONS, *((FIRST_TIER_ONLY,) if small else ()), *driver_archive_flags())
+    return {**SUBMIT_CONF, "spark.driver.extraJavaOptions": " ".join(options)}
+
+
+def driver_archive() -> Path | None:
+    """Where this installation keeps the class-data archive of its Spark driver (bench_tasks.classdata): beside
+    the interpreter whose pyspark jars it archives, named after the pyspark release and the `java` spark-submit
+    runs (`$JAVA_HOME/bin/java`, else the first on PATH). None without a java."""
+    java = find_java()
+    if java is None:
+        return None
+    return Path(sys.prefix) / "share" / "sixnines" / f"spark-driver-{version('pyspark')}-{java_digest(java)}.jsa"
+
+
+def driver_archive_flags() -> tuple[str, ...]:
+    """The driver's flag mapping its archive, or none while it is not made."""
+    archive = driver_archive()
+    return () if archive is None else use_flags(archive)

@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from bench_tasks.lake.storage import S3Path, S3Settings, lake_path
-from spark_jobs.launch import SUBMIT_CONF
+from spark_jobs.launch import SUBMIT_CONF, submit_conf
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
@@ -49,7 +49,7 @@ def get_spark(
         builder = builder.master("local[*]")  # not under spark-submit (it sets PYSPARK_GATEWAY_PORT and --master)
     settings = root.settings if isinstance(root, S3Path) else None
     lake_conf = s3a_conf(settings) if settings is not None else {}
-    for key, value in {**DEFAULT_CONF, **lake_conf, **(conf or {})}.items():
+    for key, value in {**DEFAULT_CONF, **submit_conf(), **lake_conf, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

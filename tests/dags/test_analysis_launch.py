@@ -4,11 +4,13 @@ compiles with the JIT's first tier only, a large or unknown one with both (spark
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import airflow.settings  # noqa: F401  Airflow's settings put the plugins folder (sixnines_airflow) on sys.path
 import pytest
 
-from spark_jobs.launch import FIRST_TIER_ONLY, JVM_OPTIONS, SMALL_RUN_MESSAGES
+from spark_jobs.launch import FIRST_TIER_ONLY, JVM_OPTIONS, SMALL_RUN_MESSAGES, driver_archive
 
 
 def command_for(monkeypatch: pytest.MonkeyPatch, messages: int | None) -> str:
@@ -32,3 +34,17 @@ def test_a_small_run_s_driver_stops_at_the_first_jit_tier(monkeypatch: pytest.Mo
 def test_a_large_or_unknown_run_keeps_the_full_jit(monkeypatch: pytest.MonkeyPatch, messages: int | None) -> None:
     command = command_for(monkeypatch, messages)
     assert f"spark.driver.extraJavaOptions={JVM_OPTIONS}" in command and FIRST_TIER_ONLY not in command, command
+
+
+def test_the_driver_maps_the_class_data_archive_once_it_is_made(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No flag while this installation has no archive (the JVM starts the slow way); the flag once it has one."""
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    archive = driver_archive()
+    assert archive is not None and archive.is_relative_to(tmp_path)
+    assert "SharedArchiveFile" not in command_for(monkeypatch, 70_000)
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"made by spark_jobs.classdata")
+    for messages in (70_000, None):
+        assert f"-XX:SharedArchiveFile={archive}" in command_for(monkeypatch, messages)

@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 
 from bench_tasks.errors import BrokerError
 from bench_tasks.systems.kafka.admin import create_topic, delete_topic, partition_leaders
+from bench_tasks.systems.kafka.classdata import make_archive
 from bench_tasks.systems.kafka.cluster import KafkaCluster, stop_detached
 from bench_tasks.systems.kafka.quorum import active_controller, quorum_state_file
 from bench_tasks.systems.kafka.release import available_versions, kafka_classpath
@@ -89,6 +90,19 @@ def test_single_broker_starts_round_trips_and_stops(tmp_path: Path, fetched: Cal
         pids = list(cluster.node_pids.values())
     assert_gone(pids)
     assert "Kafka Server started" in Path(node.log_path).read_text()  # the broker logs to its log file
+
+
+def test_nodes_map_their_release_s_class_data_archive(tmp_path: Path, fetched: Callable[[str], Path]) -> None:
+    """Made once (`make` does it first: then this finds it), the archive is mapped by every node as it starts
+    (the kernel's map of the node's memory names the file) and recorded with the endpoint."""
+    fetched(NEWEST)
+    archive = make_archive(NEWEST)
+    assert archive is not None and archive.is_file()
+    with KafkaCluster(NEWEST, 1, {}, tmp_path) as cluster:
+        endpoint = cluster.endpoint
+        assert endpoint is not None and endpoint.class_data == str(archive)
+        (pid,) = cluster.node_pids.values()
+        assert str(archive) in Path(f"/proc/{pid}/maps").read_text()
 
 
 def test_three_brokers_elect_new_leaders_when_one_dies(tmp_path: Path, fetched: Callable[[str], Path]) -> None:

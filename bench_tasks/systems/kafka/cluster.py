@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, stopped_on_failure
+from ...classdata import use_flags
 from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
 from ...topology.netns import inside
@@ -37,7 +38,7 @@ from . import Kafka
 from .admin import admin_client, registered_brokers
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
 from .properties import render_properties
-from .release import release_of, version_key
+from .release import class_archive, release_of, version_key
 from .security import ListenerSecurity
 
 MAIN_CLASS = "kafka.Kafka"  # also what `stop_pid` looks for in a detached node's command line
@@ -112,6 +113,7 @@ class KafkaEndpoint:
     ready_after_s: float  # from the start() call to every broker registered (a fetch, if one was needed, included)
     workdir: str
     security: dict[str, Any] = field(default_factory=lambda: {"protocol": "PLAINTEXT"})  # no secrets in here
+    class_data: str | None = None  # the class-data archive the nodes mapped at start-up (bench_tasks.classdata)
 
     @property
     def pids(self) -> dict[int, int]:
@@ -245,7 +247,8 @@ class KafkaCluster(NodeCluster):
         for plan in plans:  # JAAS lines hold the listener's passwords
             write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
         cluster_id = new_cluster_id()
-        jvm_common = [self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
+        archive = use_flags(class_archive(release, java))  # start-up only: see bench_tasks.classdata
+        jvm_common = [*archive, self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
         bootstrap = ",".join(f"{self.address_of(p.node_id)}:{p.port}" for p in plans)
         with stopped_on_failure(self.stop, f"the Kafka {self.version} cluster"):
             tool = [java, *TOOL_JVM_OPTS, *jvm_common]
@@ -262,6 +265,7 @@ class KafkaCluster(NodeCluster):
             nodes=tuple(self._node_facts(p, properties[p.node_id], java) for p in plans),
             jvm_opts=self.jvm_opts,
             classpath_digest=release.digest,
+            class_data=archive[0].partition("=")[2] if archive else None,
             ready_after_s=round(time.monotonic() - began, 3),
             workdir=str(self.workdir),
             security=self.security.describe(),

@@ -5,11 +5,10 @@ finds.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from functools import cache
-from pathlib import Path
 
+from ...classdata import find_java
 from ...errors import BrokerError
 
 # Same heap and GC flags as Kafka's own kafka-server-start.sh / kafka-run-class.sh: a fixed 1 GiB heap never
@@ -40,10 +39,7 @@ def default_jvm_opts() -> tuple[str, ...]:
 
 
 def java_binary() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    found = shutil.which("java")
+    found = find_java()
     if not found:
         raise BrokerError("no `java` on PATH (and no JAVA_HOME); Kafka needs a JVM (17+ for Kafka 4)")
     return found

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...brokers.maven import copy_dependencies
+from ...classdata import java_digest
 from ...errors import BrokerError
 from ...paths import cache_dir
 
@@ -111,6 +112,12 @@ def release_of(version: str, refetch: bool = False) -> _Release:
     manifest = _verify(home, version)
     digest = _sha256_bytes((home / "manifest.json").read_bytes())
     return _Release(home / "libs", manifest["storage_tool"], manifest["logging"], digest)
+
+
+def class_archive(release: _Release, java: str) -> Path:
+    """Where the class-data archive of `release`'s classpath run by `java` lives (bench_tasks.classdata; made by
+    systems.kafka.classdata): beside its libs/, so that a re-fetch, a new folder, drops it with the jars it holds."""
+    return release.libs.parent / f"classes-{java_digest(java)}.jsa"
 
 
 def _release_dir(version: str) -> Path:
