@@ -43,7 +43,8 @@ stan-server: $(STAMP) tools
 # Class-data archives (bench_tasks/classdata.py): the classes a Spark driver and a Kafka node load at start-up,
 # archived once per installed pyspark / Kafka release and JVM so that later JVMs map them instead of loading them
 # again (measured here: a Spark session with its first query 9.0 s -> 4.6 s, the analysis task 25 s -> 21 s, one
-# Kafka node ready 3.2 s -> 2.0 s, three 9.0 s -> 5.9 s). Nothing to do once made; without one a JVM starts the slow way.
+# Kafka node ready 3.2 s -> 2.0 s, three 9.0 s -> 5.9 s). Nothing to do once made; without one, a JVM starts the
+# slow way.
 class-data: $(STAMP) tools
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m spark_jobs.classdata
 	@$(BIN)/python -m bench_tasks.systems.kafka.classdata
