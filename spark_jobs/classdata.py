@@ -76,7 +76,12 @@ def make_archive() -> int:
             if done.returncode != 0:
                 print(f"the training run exited {done.returncode}:\n{done.stderr[-3000:]}", file=sys.stderr)
 
-    if not dump(archive, run):
+    try:
+        made = dump(archive, run)
+    except OSError as exc:  # e.g. an installation this user cannot write to (a system-wide Python)
+        print(f"cannot write {archive}: {exc}", file=sys.stderr)
+        made = False
+    if not made:
         print("no class-data archive was made: Spark drivers start without one", file=sys.stderr)
     return 0
 
