@@ -6,7 +6,7 @@ analysis reads raw Parquet (file metadata, a broadcast join of local data), grou
 an explode, and results collected as Arrow, so most of what an analysis loads is mapped rather than loaded at its
 start. Whatever the training missed loads as it would without an archive.
 
-    python -m spark_jobs.classdata           make the archive if it is missing (spark-submit, ~15 s)
+    python -m spark_jobs.classdata           make the archive if it is missing (spark-submit, ~30 s)
     spark-submit spark_jobs/classdata.py --train DIR   the training run itself
 """
 
@@ -64,7 +64,7 @@ def make_archive() -> int:
     archive = driver_archive()
     if archive is None or archive.is_file():
         return 0
-    print(f"making the Spark driver's class-data archive {archive.name} (once, ~15 s)", flush=True)
+    print(f"making the Spark driver's class-data archive {archive.name} (once, ~30 s)", flush=True)
 
     def run(flags: tuple[str, ...]) -> None:
         with tempfile.TemporaryDirectory(prefix="sixnines-classdata-") as folder:

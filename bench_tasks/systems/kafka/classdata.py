@@ -29,7 +29,7 @@ def make_archive(version: str) -> Path | None:
     archive = class_archive(release_of(version), java_binary())
     if archive.is_file():
         return archive
-    print(f"making Kafka {version}'s class-data archive (once, ~10 s)", flush=True)
+    print(f"making Kafka {version}'s class-data archive (once, ~7 s)", flush=True)
 
     def run(flags: tuple[str, ...]) -> None:
         with tempfile.TemporaryDirectory(prefix="sixnines-kafka-classdata-") as folder:
