@@ -113,7 +113,7 @@ class KafkaEndpoint:
     ready_after_s: float  # from the start() call to every broker registered (a fetch, if one was needed, included)
     workdir: str
     security: dict[str, Any] = field(default_factory=lambda: {"protocol": "PLAINTEXT"})  # no secrets in here
-    class_data: str | None = None  # the class-data archive the nodes mapped at start-up (bench_tasks.classdata)
+    class_data: str | None = None  # the class-data archive offered at start-up (mapped if it fits the JVM)
 
     @property
     def pids(self) -> dict[int, int]:
