@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from bench_tasks.lake.storage import S3Path, S3Settings, lake_path
-from spark_jobs.launch import SUBMIT_CONF, submit_conf
+from spark_jobs.launch import submit_conf
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
@@ -29,7 +29,6 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "1g",
     "spark.ui.showConsoleProgress": "false",
-    **SUBMIT_CONF,
 }
 
 
@@ -39,8 +38,8 @@ def get_spark(
     conf: dict[str, str] | None = None,
     lake: str | Path | S3Path | None = None,
 ) -> SparkSession:
-    """The active session if there is one (spark-submit, tests), else a new one with DEFAULT_CONF; configured
-    for `lake` when it is on S3."""
+    """The active session if there is one (spark-submit, tests), else a new one with DEFAULT_CONF and the launch
+    settings (spark_jobs.launch.submit_conf); configured for `lake` when it is on S3."""
     root = lake_path(lake) if lake is not None else None
     builder = SparkSession.builder.appName(app_name)
     if master:

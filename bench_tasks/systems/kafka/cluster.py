@@ -247,8 +247,9 @@ class KafkaCluster(NodeCluster):
         for plan in plans:  # JAAS lines hold the listener's passwords
             write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
         cluster_id = new_cluster_id()
-        archive = use_flags(class_archive(release, java))  # start-up only: see bench_tasks.classdata
-        jvm_common = [*archive, self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
+        archive = class_archive(release, java)  # start-up only: see bench_tasks.classdata
+        mapped = use_flags(archive)
+        jvm_common = [*mapped, self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
         bootstrap = ",".join(f"{self.address_of(p.node_id)}:{p.port}" for p in plans)
         with stopped_on_failure(self.stop, f"the Kafka {self.version} cluster"):
             tool = [java, *TOOL_JVM_OPTS, *jvm_common]
@@ -265,7 +266,7 @@ class KafkaCluster(NodeCluster):
             nodes=tuple(self._node_facts(p, properties[p.node_id], java) for p in plans),
             jvm_opts=self.jvm_opts,
             classpath_digest=release.digest,
-            class_data=archive[0].partition("=")[2] if archive else None,
+            class_data=str(archive) if mapped else None,
             ready_after_s=round(time.monotonic() - began, 3),
             workdir=str(self.workdir),
             security=self.security.describe(),
