@@ -36,10 +36,17 @@ FIRST_TIER_ONLY = "-XX:TieredStopAtLevel=1"
 def submit_conf(messages: int | None = None) -> dict[str, str]:
     """SUBMIT_CONF for a run of `messages` measure-phase messages (its cells rows' `sent`): the driver's JIT
     stops at the first tier up to SMALL_RUN_MESSAGES; None (not known) keeps the full JIT. The driver maps this
-    host's class-data archive when one was made (`make` does: spark_jobs.classdata)."""
+    host's class-data archive when one was made (`make` does: spark_jobs.classdata), and so do the executors
+    of a standalone cluster on this host: their JVMs load the same jars from the same pyspark. An executor on
+    another host, where no such file is, starts as before (the JVM ignores a missing or foreign archive)."""
     small = messages is not None and messages <= SMALL_RUN_MESSAGES
-    options = (JVM_OPTIONS, *((FIRST_TIER_ONLY,) if small else ()), *driver_archive_flags())
-    return {**SUBMIT_CONF, "spark.driver.extraJavaOptions": " ".join(options)}
+    archive = driver_archive_flags()
+    options = (JVM_OPTIONS, *((FIRST_TIER_ONLY,) if small else ()), *archive)
+    return {
+        **SUBMIT_CONF,
+        "spark.driver.extraJavaOptions": " ".join(options),
+        "spark.executor.extraJavaOptions": " ".join((JVM_OPTIONS, *archive)),
+    }
 
 
 def driver_archive() -> Path | None:

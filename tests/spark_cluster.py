@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pyspark
+
+from spark_jobs.launch import driver_archive_flags
 
 HOST = "127.0.0.1"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -133,6 +136,19 @@ def _wait(what: str, daemon: SparkDaemon, ready: Any, timeout_s: float) -> None:
     raise SparkClusterError(f"{what} not ready after {timeout_s:.0f} s:\n{daemon.log_tail()}")
 
 
+def _conf_dir(root: Path) -> Path:
+    """The daemons' SPARK_CONF_DIR, empty so that no spark-defaults.conf from elsewhere leaks in: pyspark's own
+    `conf` (the wheel ships none), which is also the classpath the driver's class-data archive was made with, so
+    the master, workers and executors map it too (a JVM maps an archive only on the classpath it was made on);
+    a folder of our own if pyspark's holds files."""
+    own = Path(pyspark.__file__).parent / "conf"
+    if not own.exists() or not any(own.iterdir()):
+        return own
+    private = root / "conf"
+    private.mkdir(exist_ok=True)
+    return private
+
+
 @contextmanager
 def standalone_cluster(
     root: Path, workers: int = 1, cores: int = 2, memory: str = "1g", start_timeout_s: float = 120.0
@@ -146,10 +162,11 @@ def standalone_cluster(
         **os.environ,
         "SPARK_LOCAL_IP": HOST,
         "SPARK_LOCAL_DIRS": str(root / "local"),
-        "SPARK_CONF_DIR": str(root / "conf"),  # empty: no spark-defaults.conf from elsewhere leaks in
+        "SPARK_CONF_DIR": str(_conf_dir(root)),
         "SPARK_LOG_DIR": str(root / "logs"),
+        # the master and workers load the driver's jars: its class-data archive (when made) starts them faster
+        "SPARK_DAEMON_JAVA_OPTS": " ".join(driver_archive_flags()),
     }
-    (root / "conf").mkdir(exist_ok=True)
     cluster = StandaloneCluster(f"spark://{HOST}:{port}", f"http://{HOST}:{ui_port}", root)
     try:
         master = _start(

@@ -36,10 +36,11 @@ def test_a_large_or_unknown_run_keeps_the_full_jit(monkeypatch: pytest.MonkeyPat
     assert f"spark.driver.extraJavaOptions={JVM_OPTIONS}" in command and FIRST_TIER_ONLY not in command, command
 
 
-def test_the_driver_maps_the_class_data_archive_once_it_is_made(
+def test_the_driver_and_executors_map_the_class_data_archive_once_it_is_made(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """No flag while this installation has no archive (the JVM starts the slow way); the flag once it has one."""
+    """No flag while this installation has no archive (the JVMs start the slow way); the flag once it has one,
+    for the driver and for the executors a cluster on this host starts."""
     monkeypatch.setattr(sys, "prefix", str(tmp_path))
     archive = driver_archive()
     assert archive is not None and archive.is_relative_to(tmp_path)
@@ -47,4 +48,6 @@ def test_the_driver_maps_the_class_data_archive_once_it_is_made(
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"made by spark_jobs.classdata")
     for messages in (70_000, None):
-        assert f"-XX:SharedArchiveFile={archive}" in command_for(monkeypatch, messages)
+        command = command_for(monkeypatch, messages)
+        assert f"spark.executor.extraJavaOptions={JVM_OPTIONS} -XX:SharedArchiveFile={archive}" in command, command
+        assert command.count(f"-XX:SharedArchiveFile={archive}") == 2, command

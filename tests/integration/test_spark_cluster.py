@@ -2,7 +2,8 @@
 loopback, the pipeline submitted by the very `SparkSubmitOperator` the sweep's tail builds, through a
 `spark://` connection. The tables it writes must hold exactly what the harness's own numpy analysis of the
 same raw samples says, the run must be published, and the master must list the application as completed
-with the worker having run its executor."""
+with the worker having run its executor. The master, worker and executor JVMs map the driver's class-data
+archive (they load the same jars)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from bench_tasks import PERCENTILES, Lake
 from spark_jobs.exact import percentile_column
+from spark_jobs.launch import driver_archive
 from tests.spark.synth import SynthCell, write_run
 from tests.spark_cluster import StandaloneCluster, standalone_cluster
 
@@ -66,6 +68,10 @@ def test_analysis_runs_on_a_standalone_cluster(tmp_path: Path, monkeypatch: pyte
         operator.application_args = ["--lake", str(lake), "--run-id", run.run_id]
         operator.execute(context={})
         state = _settled(cluster)
+        archive = driver_archive()  # `make class-data` made it: the daemons start from it like the driver
+        assert archive is not None and archive.is_file(), f"no {archive}: `make class-data` makes it"
+        for daemon in cluster.daemons:
+            assert str(archive) in Path(f"/proc/{daemon.popen.pid}/maps").read_text(), daemon.name
 
     # it ran on the cluster: the master saw the application finish, the worker ran its executor
     assert [app["state"] for app in state["completedapps"]] == ["FINISHED"], state["completedapps"]
@@ -75,6 +81,7 @@ def test_analysis_runs_on_a_standalone_cluster(tmp_path: Path, monkeypatch: pyte
     executors = list((work / app_id).glob("*/stderr"))
     assert executors, f"no executor of {app_id} under {work}"
     assert any("Successfully registered with driver" in p.read_text(errors="replace") for p in executors)
+    assert all(f"-XX:SharedArchiveFile={archive}" in p.read_text(errors="replace") for p in executors)
 
     # the tables are right: every count and percentile equals the harness's numpy analysis of the raw samples
     table = pq.read_table(lake / "tables" / "percentiles" / f"run_date={run.run_date}" / f"run_id={run.run_id}")
