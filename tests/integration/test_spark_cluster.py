@@ -2,8 +2,8 @@
 loopback, the pipeline submitted by the very `SparkSubmitOperator` the sweep's tail builds, through a
 `spark://` connection. The tables it writes must hold exactly what the harness's own numpy analysis of the
 same raw samples says, the run must be published, and the master must list the application as completed
-with the worker having run its executor. The master, worker and executor JVMs map the driver's class-data
-archive (they load the same jars)."""
+with the worker having run its executor. The master and worker JVMs map the driver's class-data archive (they
+load the same jars), and the executor is launched with it."""
 
 from __future__ import annotations
 
