@@ -33,7 +33,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -192,6 +192,9 @@ def broker_key(cell: Cell) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
 
 
+HOST_POLL_ENV = "SIXNINES_HOST_POLL_S"
+
+
 class HostBusy(SixninesError):
     """Another cell holds the host: starting brokers or load now would overlap two benchmarks."""
 
@@ -201,12 +204,71 @@ def _lease_path() -> Path:
 
 
 def acquire_host(work: CellWork) -> None:
-    """Take the host for this cell, or raise HostBusy naming the cell that has it."""
+    """Take the host for this cell, or raise HostBusy naming the cell that has it. The lease names the process
+    that took it (PID and start time): until the cell's brokers are recorded, that process running is what
+    keeps the lease alive."""
     with _lease_lock():
         holder = _lease_holder()
         if holder is not None and holder["work"] != str(work.root) and not _lease_stale(holder):
             raise HostBusy(f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})")
-        write_json(_lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now()})
+        taker = {"pid": os.getpid(), "create_time": _started_at(os.getpid())}
+        write_json(_lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now(), "taker": taker})
+
+
+def provision_when_free(
+    cell: Cell,
+    run: RunInfo,
+    lake_root: Path,
+    work: CellWork,
+    *,
+    poll_s: float = 5.0,
+    on_wait: Callable[[str], None] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """`provision_step`, waiting while another cell holds the host: asks again every `host_poll_s(poll_s)`
+    seconds and tells `on_wait` once why it waits."""
+    told = False
+    while True:
+        try:
+            return provision_step(cell, run, lake_root, work, **options)
+        except HostBusy as busy:
+            if on_wait is not None and not told:
+                on_wait(str(busy))
+                told = True
+            time.sleep(host_poll_s(poll_s))
+
+
+def host_poll_s(default: float) -> float:
+    """How often a cell waiting for the host asks again: `SIXNINES_HOST_POLL_S` when set, else `default`. A
+    sweep's cells hold the host for minutes, so every few seconds is soon enough; a test suite whose cell tests
+    run in two workers wants the host back within a fraction of a second of its release."""
+    raw = os.environ.get(HOST_POLL_ENV)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 3600:
+        raise SixninesError(f"{HOST_POLL_ENV}={raw!r}: expected seconds above 0 and at most 3600")
+    return value
+
+
+@contextlib.contextmanager
+def host_idle(poll_s: float = 5.0, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the lease's lock while no cell holds the host: no cell runs, and none can start (taking the host
+    waits on this lock) until the block ends. For work that must not meet a cell half-built (`netns-clean`)."""
+    told = False
+    while True:
+        with _lease_lock():
+            holder = _lease_holder()
+            if holder is None or _lease_stale(holder):
+                yield
+                return
+        if on_wait is not None and not told:
+            on_wait(f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})")
+            told = True
+        time.sleep(host_poll_s(poll_s))
 
 
 def release_host(work: CellWork) -> None:
@@ -236,11 +298,16 @@ def _lease_holder() -> dict[str, Any] | None:
 
 
 def _lease_stale(holder: dict[str, Any]) -> bool:
-    """The holder was torn down, never provisioned, or none of its processes runs any more."""
+    """The holder was torn down, never provisioned, or none of its processes runs any more. While it provisions
+    (no brokers recorded yet, no failure either), the process that took the lease is what runs: a broker taking
+    seconds to start must not leave the host to the next cell."""
     work = CellWork(Path(holder["work"]))
-    state = work.read(work.state)
-    if state is None or (work.root / "teardown.json").exists():
+    if (work.root / "teardown.json").exists():
         return True
+    state = work.read(work.state)
+    if state is None or (state.get("brokers") is None and not state.get("failure")):
+        taker = holder.get("taker")
+        return taker is None or not generator_alive(work, taker)  # the same check: PID and start time
     known = work.read(work.generator)
     if known is not None and generator_alive(work, known):
         return False
@@ -258,6 +325,12 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
+
+
+def _started_at(pid: int) -> float:
+    import psutil
+
+    return psutil.Process(pid).create_time()
 
 
 # -- Airflow's steps --------------------------------------------------------------------------------------

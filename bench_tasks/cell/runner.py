@@ -7,7 +7,6 @@ non-zero.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
@@ -25,7 +24,7 @@ from ..systems import resolve_version, system
 from .drive import Fault
 from .hostparts import run_hosts
 from .landing import CellReport, acked_metric
-from .lifecycle import CellWork, HostBusy, land, provision_step, teardown_step
+from .lifecycle import CellWork, land, provision_when_free, teardown_step
 from .process import drive_work
 from .verdict import discard_cell_work
 
@@ -38,7 +37,8 @@ __all__ = [
     "run_matrix",
     "select_cells",
 ]
-HOST_POLL_S = 5.0  # how often a cell waiting for the host (another run's cell holds it) asks again
+HOST_POLL_S = 5.0  # how often a cell waiting for the host (another run's cell holds it) asks again, unless
+# SIXNINES_HOST_POLL_S says otherwise (lifecycle.host_poll_s)
 
 
 def resolve_cells(matrix: Matrix) -> list[Cell]:
@@ -115,22 +115,25 @@ def _provision(
     cell: Cell, run: RunInfo, lake: Lake, work: CellWork, faults: Sequence[Fault], gate_lag: bool, console: Console
 ) -> None:
     """Provision once the host is free; a failure is recorded for land, not raised."""
-    waiting = False
-    while True:
-        try:
-            provision_step(
-                cell, run, lake.root, work, faults=[asdict(f) for f in faults], tie_to_parent=True, gate_lag=gate_lag
-            )
-            return
-        except HostBusy as busy:
-            if not waiting:
-                console.print(f"waiting for the host: {escape(str(busy))}", highlight=False)
-                waiting = True
-            time.sleep(HOST_POLL_S)
-        except Exception as exc:  # recorded in the work folder's state: land reports it as the cell's reason
-            if work.read(work.state) is None:  # failed before the record existed: land would have nothing
-                raise CellError(cell.instance, f"provisioning could not begin: {exc}") from exc
-            return
+
+    def waiting(why: str) -> None:
+        console.print(f"waiting for the host: {escape(why)}", highlight=False)
+
+    try:
+        provision_when_free(
+            cell,
+            run,
+            lake.root,
+            work,
+            poll_s=HOST_POLL_S,
+            on_wait=waiting,
+            faults=[asdict(f) for f in faults],
+            tie_to_parent=True,
+            gate_lag=gate_lag,
+        )
+    except Exception as exc:  # recorded in the work folder's state: land reports it as the cell's reason
+        if work.read(work.state) is None:  # failed before the record existed: land would have nothing
+            raise CellError(cell.instance, f"provisioning could not begin: {exc}") from exc
 
 
 def _drive(work: CellWork, cell: Cell, console: Console) -> None:

@@ -57,14 +57,17 @@ def netns_clean(
 ) -> None:
     """Remove network namespaces a hard-killed run left behind.
 
-    Every `sixnines-<token>-*` namespace of a run token in which no process runs. Cells remove their own;
-    run this only while no cell is starting."""
+    Every `sixnines-<token>-*` namespace of a run token in which no process runs. Cells remove their own. A cell
+    being built has idle namespaces for a moment too, so this waits while a cell holds the host, and no cell
+    starts until it is done."""
+    from ..cell.lifecycle import host_idle
     from ..topology import netns
 
-    stale = netns.stale_tokens()
-    names = sorted(n for group in stale.values() for n in group)
-    if dry_run:
-        out.print("\n".join(names) if names else "no stale namespaces")
-        return
-    removed = netns.clean_stale()
+    with host_idle(on_wait=lambda why: out.print(f"waiting: {why}", highlight=False)):
+        stale = netns.stale_tokens()
+        names = sorted(n for group in stale.values() for n in group)
+        if dry_run:
+            out.print("\n".join(names) if names else "no stale namespaces")
+            return
+        removed = netns.clean_stale()
     out.print(f"removed {len(removed)} namespace(s)" + (": " + ", ".join(sorted(removed)) if removed else ""))

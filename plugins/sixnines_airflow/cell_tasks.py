@@ -36,7 +36,7 @@ log = logging.getLogger("sixnines")
 MAX_PHASE_SCALE = 10.0
 _STARTUP_S = 300  # worker start, topic creation, drain: on top of a phase's scheduled length
 HOST_WAIT = timedelta(hours=6)  # how long a cell waits for another DAG's cell to leave the host
-HOST_POLL = timedelta(seconds=15)
+HOST_POLL = timedelta(seconds=15)  # unless SIXNINES_HOST_POLL_S says otherwise
 
 
 def _skipped(work: Any) -> bool:
@@ -93,8 +93,11 @@ def _wait_for_host(work: Any, why: str) -> NoReturn:
     waited = dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(marker.read_text())
     if waited > HOST_WAIT:
         raise AirflowFailException(f"{why}; gave up after waiting {waited}")
-    log.info("%s; checking again in %s (waiting for %s)", why, HOST_POLL, waited)
-    raise AirflowRescheduleException(dt.datetime.now(dt.UTC) + HOST_POLL)
+    from bench_tasks.cell.lifecycle import host_poll_s
+
+    poll = timedelta(seconds=host_poll_s(HOST_POLL.total_seconds()))
+    log.info("%s; checking again in %s (waiting for %s)", why, poll, waited)
+    raise AirflowRescheduleException(dt.datetime.now(dt.UTC) + poll)
 
 
 def _watch(phase: str) -> dict[str, Any]:

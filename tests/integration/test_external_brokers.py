@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.brokers.tls import make_tls
-from bench_tasks.cell.lifecycle import PHASES, CellWork, land_step, provision_step, start_generator, teardown_step
+from bench_tasks.cell.lifecycle import PHASES, CellWork, land_step, provision_when_free, start_generator, teardown_step
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.cell.watch import watch_phase
 from bench_tasks.errors import BrokerError
@@ -154,7 +154,7 @@ def test_external_nats_jetstream_through_the_airflow_steps(tmp_path: Path, nats_
     cell = external_cell("nats", "sixnines_nats_external", {"mode": "jetstream", "storage": "memory"})
     run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
 
-    info = provision_step(cell, run, lake, work)
+    info = provision_when_free(cell, run, lake, work)
     state = work.read(work.state)
     assert state is not None and state["brokers"]["kind"] == "external" and password not in json.dumps(state)
     (stream,) = state["brokers"]["context"]["routes"]
@@ -179,12 +179,14 @@ def test_external_nats_jetstream_through_the_airflow_steps(tmp_path: Path, nats_
 def test_external_stream_is_deleted_when_the_cell_fails_before_load(tmp_path: Path, nats_external: Any) -> None:
     cell = external_cell("nats", "sixnines_nats_external", {"mode": "jetstream"})
     run, work = RunInfo.new(), CellWork(tmp_path / "work")
-    provision_step(cell, run, tmp_path / "lake", work)
+    provision_when_free(cell, run, tmp_path / "lake", work)
     assert len(_streams(cell)) == 1
     report = teardown_step(work)  # no generator ever ran: teardown still removes what provision made
     assert len(report["deleted_routes"]) == 1 and _streams(cell) == []
     with pytest.raises(BrokerError, match="need provisioned brokers"):
-        provision_step(cell, run, tmp_path / "lake", CellWork(tmp_path / "w2"), faults=[{"kind": "stall", "at_s": 1}])
+        provision_when_free(
+            cell, run, tmp_path / "lake", CellWork(tmp_path / "w2"), faults=[{"kind": "stall", "at_s": 1}]
+        )
 
 
 @pytest.mark.alongside

@@ -19,6 +19,7 @@ from bench_tasks.cell.lifecycle import (
     land_step,
     prepare_cell,
     provision_step,
+    provision_when_free,
     start_generator,
     teardown_step,
 )
@@ -39,7 +40,7 @@ def _alive(pid: int) -> bool:
 def test_detached_steps_land_one_row_and_leave_nothing(tmp_path: Path, no_orphans: None) -> None:
     cell = prepare_cell(make_cell("e2e", rate_per_s=1000))
     run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
-    info = provision_step(cell, run, lake, work)
+    info = provision_when_free(cell, run, lake, work)
     assert info["cell_id"] == cell.id and info["policy"] == "fresh" and not info["reused"]
     generator = start_generator(work)
     assert start_generator(work) == generator  # idempotent while it runs
@@ -70,7 +71,7 @@ def test_detached_steps_land_one_row_and_leave_nothing(tmp_path: Path, no_orphan
 def test_broker_killed_mid_measure_fails_the_cell_and_lands_it(tmp_path: Path, no_orphans: None) -> None:
     cell = prepare_cell(make_cell("e2e", measure_s=4))
     run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
-    provision_step(cell, run, lake, work)
+    provision_when_free(cell, run, lake, work)
     generator = start_generator(work)
     watch_phase(work, "warmup", log=lambda _: None, poll_s=0.2)
     time.sleep(1)
@@ -97,10 +98,10 @@ def test_reuse_policy_shares_a_cluster_and_records_it(tmp_path: Path, no_orphans
     first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
     run, lake, clusters = RunInfo.new(), tmp_path / "lake", tmp_path / "clusters"
     one, two = CellWork(tmp_path / "one"), CellWork(tmp_path / "two")
-    assert not provision_step(first, run, lake, one, "reuse", clusters)["reused"]
+    assert not provision_when_free(first, run, lake, one, policy="reuse", clusters=clusters)["reused"]
     kept = teardown_step(one)["kept"]
     assert kept and all(_alive(pid) for pid in kept)  # kept for the next cell with the same broker spec
-    assert provision_step(second, run, lake, two, "reuse", clusters)["reused"]
+    assert provision_when_free(second, run, lake, two, policy="reuse", clusters=clusters)["reused"]
     start_generator(two)
     for phase in PHASES:
         watch_phase(two, phase, log=lambda _: None, poll_s=0.2)
@@ -119,17 +120,17 @@ def test_cells_never_share_the_host(tmp_path: Path, no_orphans: None) -> None:
     first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
     run, lake = RunInfo.new(), tmp_path / "lake"
     one, two = CellWork(tmp_path / "one"), CellWork(tmp_path / "two")
-    provision_step(first, run, lake, one)
+    provision_when_free(first, run, lake, one)
     with pytest.raises(HostBusy, match=f"busy with cell one \\({one.root}"):
         provision_step(second, run, lake, two)
     assert not two.state.exists()  # nothing started
     teardown_step(one)
-    provision_step(second, run, lake, two)  # free again
+    provision_when_free(second, run, lake, two)  # free again (or soon: another test's cell)
     state = one.read(one.state)
     assert state is not None
     # a holder whose processes are all gone without a teardown (a crashed worker) is stale and taken over
     broker = int(next(iter(two.read(two.state)["brokers"]["nodes"].values())))  # type: ignore[index]
     os.kill(broker, signal.SIGKILL)
-    provision_step(first, run, lake, one)
+    provision_when_free(first, run, lake, one)
     teardown_step(one)
     teardown_step(two)

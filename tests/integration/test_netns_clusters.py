@@ -15,7 +15,14 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.cell.drive import Fault
-from bench_tasks.cell.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.cell.lifecycle import (
+    CellWork,
+    land_step,
+    prepare_cell,
+    provision_when_free,
+    start_generator,
+    teardown_step,
+)
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.cell.watch import watch_phase
 from bench_tasks.lake.layout import Lake, RunInfo
@@ -130,7 +137,7 @@ def run_detached(cell: Cell, tmp_path: Path) -> tuple[dict[str, Any], dict[str, 
     teardown report); the namespaces and broker processes are checked to be gone."""
     run, work = RunInfo.new(), CellWork(tmp_path / "work")
     stall = [{"kind": "stall", "at_s": 0.5, "duration_s": 0.5}]
-    provision_step(prepare_cell(cell), run, tmp_path / "lake", work, faults=stall)
+    provision_when_free(prepare_cell(cell), run, tmp_path / "lake", work, faults=stall)
     state = work.read(work.state)
     assert state is not None and state["topology"] is not None and state["brokers"] is not None
     names = [h["netns"] for h in state["topology"]["hosts"].values()] + [state["topology"]["switch"]]

@@ -17,7 +17,14 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from bench_tasks.cell.lifecycle import CellWork, land_step, prepare_cell, provision_step, start_generator, teardown_step
+from bench_tasks.cell.lifecycle import (
+    CellWork,
+    land_step,
+    prepare_cell,
+    provision_when_free,
+    start_generator,
+    teardown_step,
+)
 from bench_tasks.cell.runner import CellReport, run_cell, select_cells
 from bench_tasks.cell.watch import watch_phase
 from bench_tasks.lake.layout import Lake, RunInfo
@@ -183,7 +190,7 @@ def test_detached_lifecycle_removes_its_namespaces(tmp_path: Path) -> None:
     """Airflow's steps: provision builds the namespaces (recorded in state.json), teardown removes them."""
     cell = prepare_cell(netns_cell({"producers": ["loadgen1"], "consumers": ["loadgen1"]}))
     run, work = RunInfo.new(), CellWork(tmp_path / "work")
-    provision_step(cell, run, tmp_path / "lake", work)
+    provision_when_free(cell, run, tmp_path / "lake", work)
     state = work.read(work.state)
     assert state is not None and state["topology"] is not None
     names = [h["netns"] for h in state["topology"]["hosts"].values()] + [state["topology"]["switch"]]

@@ -24,7 +24,7 @@ from bench_tasks.cell.lifecycle import (
     CellWork,
     land_step,
     prepare_cell,
-    provision_step,
+    provision_when_free,
     release_clusters,
     start_generator,
     teardown_step,
@@ -106,7 +106,7 @@ def test_a_sasl_cell_keeps_its_password_in_private_files_only(tmp_path: Path) ->
     )
     run, work, lake, clusters = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake", tmp_path / "clusters"
 
-    provision_step(cell, run, lake, work, "reuse", clusters)
+    provision_when_free(cell, run, lake, work, policy="reuse", clusters=clusters)
     try:
         state = work.read(work.state)
         assert state is not None
@@ -212,7 +212,7 @@ def test_a_nats_url_with_credentials_reaches_no_record_log_or_report(
     assert broker["access"]["auth"] == "user/password" and broker["access"]["user"] == "bench"
 
     run, work = RunInfo.new(), CellWork(tmp_path / "work")  # Airflow's way
-    info = provision_step(cell, run, lake, work)
+    info = provision_when_free(cell, run, lake, work)
     start_generator(work)
     for phase in PHASES:
         watch_phase(work, phase, log=lambda _: None, poll_s=0.2)

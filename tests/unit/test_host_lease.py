@@ -1,14 +1,19 @@
-"""The host lease without brokers: a holder this checkout cannot judge keeps the host."""
+"""The host lease without brokers: a holder this checkout cannot judge keeps the host, and so does a cell still
+starting its brokers; `host_idle` waits for the host and holds it; how often a waiting cell asks again."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from bench_tasks.cell.lifecycle import CellWork, HostBusy, acquire_host, release_host
+from bench_tasks.cell.lifecycle import CellWork, HostBusy, acquire_host, host_idle, host_poll_s, release_host
+from bench_tasks.errors import SixninesError
 
 
 def test_a_holder_of_a_system_this_checkout_lacks_keeps_the_host(
@@ -33,3 +38,95 @@ def test_a_holder_of_a_system_this_checkout_lacks_keeps_the_host(
     acquire_host(mine)
     release_host(mine)
     assert not (tmp_path / "cache" / "host.lease").exists()
+
+
+@pytest.fixture
+def other_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CellWork:
+    """Another cell's work folder, nothing recorded in it yet (it is provisioning), in this test's own cache."""
+    monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    other = CellWork(tmp_path / "other")
+    other.root.mkdir()
+    return other
+
+
+def _lease_taken_by(other: CellWork, taker: subprocess.Popen) -> None:
+    started = psutil.Process(taker.pid).create_time()
+    lease = {
+        "work": str(other.root),
+        "cell": "other",
+        "since": "now",
+        "taker": {"pid": taker.pid, "create_time": started},
+    }
+    (other.root.parent / "cache" / "host.lease").write_text(json.dumps(lease))
+
+
+def test_a_cell_still_starting_its_brokers_keeps_the_host(tmp_path: Path, other_cell: CellWork) -> None:
+    """Until its brokers are recorded, the process that took the lease running is what keeps it: a broker that
+    takes seconds to start must not hand the host to the next cell (seen with two test workers)."""
+    taker = subprocess.Popen(["sleep", "60"])
+    try:
+        _lease_taken_by(other_cell, taker)
+        mine = CellWork(tmp_path / "mine")
+        with pytest.raises(HostBusy, match="busy with cell other"):
+            acquire_host(mine)
+        other_cell.state.write_text(json.dumps({"brokers": None, "failure": None}))  # recorded, still starting
+        with pytest.raises(HostBusy, match="busy with cell other"):
+            acquire_host(mine)
+    finally:
+        taker.kill()
+        taker.wait()
+    acquire_host(mine)  # its taker gone before any broker was recorded: stale
+    release_host(mine)
+
+
+def test_a_failed_provision_leaves_the_host_at_once(tmp_path: Path, other_cell: CellWork) -> None:
+    taker = subprocess.Popen(["sleep", "60"])
+    try:
+        _lease_taken_by(other_cell, taker)
+        other_cell.state.write_text(json.dumps({"brokers": None, "failure": "provision: no such release"}))
+        acquire_host(CellWork(tmp_path / "mine"))
+    finally:
+        taker.kill()
+        taker.wait()
+
+
+def test_host_idle_waits_for_the_holder_then_holds_the_host(tmp_path: Path, other_cell: CellWork) -> None:
+    """`netns-clean` runs inside it: while a cell holds the host it waits; inside, no cell can take the host."""
+    taker = subprocess.Popen(["sleep", "60"])
+    _lease_taken_by(other_cell, taker)
+    threading.Timer(0.3, taker.kill).start()
+    told: list[str] = []
+    began = time.monotonic()
+    with host_idle(poll_s=0.05, on_wait=told.append):
+        waited = time.monotonic() - began
+        grabbed: list[BaseException] = []
+        grab = threading.Thread(target=lambda: _try(grabbed, CellWork(tmp_path / "mine")))
+        grab.start()
+        grab.join(0.3)
+        assert grab.is_alive()  # blocked on the lease's lock until the block ends
+    grab.join(5)
+    taker.wait()
+    assert waited >= 0.25 and told == [told[0]] and "busy with cell other" in told[0]
+    assert not grabbed and json.loads((tmp_path / "cache" / "host.lease").read_text())["cell"] == "mine"
+
+
+def _try(errors: list[BaseException], work: CellWork) -> None:
+    try:
+        acquire_host(work)
+    except BaseException as exc:
+        errors.append(exc)
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "-1", "7200", "nan"])
+def test_a_bad_poll_interval_names_the_variable(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIXNINES_HOST_POLL_S", raw)
+    with pytest.raises(SixninesError, match=f"SIXNINES_HOST_POLL_S='{raw}': expected seconds above 0"):
+        host_poll_s(5.0)
+
+
+def test_the_poll_interval_is_the_callers_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SIXNINES_HOST_POLL_S", raising=False)
+    assert host_poll_s(5.0) == 5.0
+    monkeypatch.setenv("SIXNINES_HOST_POLL_S", "0.25")
+    assert host_poll_s(5.0) == 0.25
