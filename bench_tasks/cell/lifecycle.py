@@ -239,11 +239,12 @@ def provision_when_free(
 
 
 def host_poll_s(default: float) -> float:
-    """How often a cell waiting for the host asks again: `SIXNINES_HOST_POLL_S` when set, else `default`. A
-    sweep's cells hold the host for minutes, so every few seconds is soon enough; a test suite whose cell tests
-    run in two workers wants the host back within a fraction of a second of its release."""
-    raw = os.environ.get(HOST_POLL_ENV)
-    if raw is None:
+    """How often a cell waiting for the host asks again: `SIXNINES_HOST_POLL_S` when set and not empty (as
+    docker-compose passes an unset one), else `default`. A sweep's cells hold the host for minutes, so every few
+    seconds is soon enough; a test suite whose cell tests run in two workers wants the host back within a
+    fraction of a second of its release."""
+    raw = os.environ.get(HOST_POLL_ENV, "").strip()
+    if not raw:
         return default
     try:
         value = float(raw)

@@ -93,7 +93,7 @@ def _wait_for_host(work: Any, why: str) -> NoReturn:
     waited = dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(marker.read_text())
     if waited > HOST_WAIT:
         raise AirflowFailException(f"{why}; gave up after waiting {waited}")
-    from bench_tasks.cell.lifecycle import host_poll_s
+    from bench_tasks import host_poll_s
 
     poll = timedelta(seconds=host_poll_s(HOST_POLL.total_seconds()))
     log.info("%s; checking again in %s (waiting for %s)", why, poll, waited)

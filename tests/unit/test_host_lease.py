@@ -128,5 +128,7 @@ def test_a_bad_poll_interval_names_the_variable(raw: str, monkeypatch: pytest.Mo
 def test_the_poll_interval_is_the_callers_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SIXNINES_HOST_POLL_S", raising=False)
     assert host_poll_s(5.0) == 5.0
+    monkeypatch.setenv("SIXNINES_HOST_POLL_S", "")  # docker-compose's `${SIXNINES_HOST_POLL_S:-}` when unset
+    assert host_poll_s(5.0) == 5.0
     monkeypatch.setenv("SIXNINES_HOST_POLL_S", "0.25")
     assert host_poll_s(5.0) == 0.25
