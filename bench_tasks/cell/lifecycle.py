@@ -210,7 +210,7 @@ def acquire_host(work: CellWork) -> None:
     with _lease_lock():
         holder = _lease_holder()
         if holder is not None and holder["work"] != str(work.root) and not _lease_stale(holder):
-            raise HostBusy(f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})")
+            raise HostBusy(_busy_with(holder))
         taker = {"pid": os.getpid(), "create_time": _started_at(os.getpid())}
         write_json(_lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now(), "taker": taker})
 
@@ -267,7 +267,7 @@ def host_idle(poll_s: float = 5.0, on_wait: Callable[[str], None] | None = None)
                 yield
                 return
         if on_wait is not None and not told:
-            on_wait(f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})")
+            on_wait(_busy_with(holder))
             told = True
         time.sleep(host_poll_s(poll_s))
 
@@ -289,6 +289,10 @@ def _lease_lock() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _busy_with(holder: dict[str, Any]) -> str:
+    return f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})"
 
 
 def _lease_holder() -> dict[str, Any] | None:
