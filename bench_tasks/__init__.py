@@ -23,6 +23,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         for name in (
             "CellWork",
             "HostBusy",
+            "host_for_analysis",
             "host_poll_s",
             "land_step",
             "landed_summary",

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,18 +211,35 @@ def run_analysis(
     timings: dict[str, float] | None = None,
 ) -> Path:
     """Every table (percentiles, plus timeline and histogram), any comparisons, the gate, then publish.
-    Returns the published folder."""
-    worker = GateProcess()  # imports GX in its own process meanwhile
-    try:
-        with _timed(timings, "read"):
-            raw = lakeio.read_raw(spark, lake, [run_id])
-        result, tables = write_all(spark, lake, raw, extra_tables, comparisons, timings)
-        with _timed(timings, "gate"):
-            report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result, tables, worker)
-        with _timed(timings, "publish"):
-            return publish_run(spark, lake, raw.runs[0], report, tables)
-    finally:
-        worker.close()
+    Returns the published folder. On a local master the analysis holds this host against cells meanwhile
+    (host_held)."""
+    with host_held(spark, run_id):
+        worker = GateProcess()  # imports GX in its own process meanwhile
+        try:
+            with _timed(timings, "read"):
+                raw = lakeio.read_raw(spark, lake, [run_id])
+            result, tables = write_all(spark, lake, raw, extra_tables, comparisons, timings)
+            with _timed(timings, "gate"):
+                report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result, tables, worker)
+            with _timed(timings, "publish"):
+                return publish_run(spark, lake, raw.runs[0], report, tables)
+        finally:
+            worker.close()
+
+
+def host_held(spark: SparkSession, run_id: str) -> AbstractContextManager[None]:
+    """Where Spark runs on this host (a `local` master), keep cells off it while the run is analysed
+    (bench_tasks' host lease: a cell waits, and the analysis waits for a cell running): a sweep's analysis, or a
+    backfill's next to a nightly run, would otherwise share the cores of another DAG's cell and show up in its
+    latencies. A cluster's executors run elsewhere and hold nothing here."""
+    if not spark.sparkContext.master.startswith("local"):
+        return nullcontext()
+    from bench_tasks import host_for_analysis
+
+    def waiting(why: str) -> None:
+        print(f"waiting: {why}", file=sys.stderr, flush=True)
+
+    return host_for_analysis(run_id, poll_s=5.0, on_wait=waiting)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

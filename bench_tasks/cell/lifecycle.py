@@ -209,10 +209,9 @@ def acquire_host(work: CellWork) -> None:
     keeps the lease alive."""
     with _lease_lock():
         holder = _lease_holder()
-        if holder is not None and holder["work"] != str(work.root) and not _lease_stale(holder):
+        if holder is not None and holder.get("work") != str(work.root) and not _lease_stale(holder):
             raise HostBusy(_busy_with(holder))
-        taker = {"pid": os.getpid(), "create_time": _started_at(os.getpid())}
-        write_json(_lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now(), "taker": taker})
+        write_json(_lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now(), "taker": _taker()})
 
 
 def provision_when_free(
@@ -276,8 +275,63 @@ def release_host(work: CellWork) -> None:
     """Give the host back if this cell holds it."""
     with _lease_lock():
         holder = _lease_holder()
-        if holder is not None and holder["work"] == str(work.root):
+        if holder is not None and holder.get("work") == str(work.root):
             _lease_path().unlink()
+
+
+@contextlib.contextmanager
+def host_for_analysis(run_id: str, poll_s: float = 5.0, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Keep cells off this host while an analysis runs on it (local Spark): Spark on the cells' cores would slow
+    their brokers, and that latency would land in the tables as the broker's own. Analyses share the host with
+    one another (they measure nothing); a cell waits until every one has ended, and an analysis waits for the
+    cell holding the host (asking again every `host_poll_s(poll_s)` seconds, telling `on_wait` once why) unless
+    this process or one that started it took that cell's lease: a test or `dags test` analysing beside its own
+    cell would otherwise wait for itself."""
+    entry: dict[str, Any] | None = {"run": run_id, "since": _now(), "taker": _taker(), "id": os.urandom(6).hex()}
+    told = False
+    while True:
+        with _lease_lock():
+            holder = _lease_holder()
+            if holder is None or "analyses" in holder or _lease_stale(holder):
+                running = [a for a in (holder or {}).get("analyses", []) if process_alive(a["taker"])]
+                write_json(_lease_path(), {"analyses": [*running, entry]})
+                break
+            if _taken_by_this_process_tree(holder):
+                entry = None
+                break
+        if on_wait is not None and not told:
+            on_wait(_busy_with(holder))
+            told = True
+        time.sleep(host_poll_s(poll_s))
+    try:
+        yield
+    finally:
+        if entry is not None:
+            _leave_analyses(entry)
+
+
+def _leave_analyses(entry: dict[str, Any]) -> None:
+    """Take `entry` (and any analysis whose process is gone) off the lease; the last one out frees the host."""
+    with _lease_lock():
+        holder = _lease_holder()
+        if holder is None or "analyses" not in holder:
+            return
+        running = [a for a in holder["analyses"] if a != entry and process_alive(a["taker"])]
+        if running:
+            write_json(_lease_path(), {"analyses": running})
+        else:
+            _lease_path().unlink()
+
+
+def _taken_by_this_process_tree(holder: dict[str, Any]) -> bool:
+    """The cell's lease was taken by this process or one of its ancestors, and that process still runs."""
+    import psutil
+
+    taker = holder.get("taker")
+    if taker is None:
+        return False
+    tree = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    return int(taker["pid"]) in tree and process_alive(taker)
 
 
 @contextlib.contextmanager
@@ -292,7 +346,15 @@ def _lease_lock() -> Iterator[None]:
 
 
 def _busy_with(holder: dict[str, Any]) -> str:
+    if "analyses" in holder:
+        runs = ", ".join(f"{a['run']} (since {a['since']})" for a in holder["analyses"])
+        return f"the host is busy with the analysis of run {runs}"
     return f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})"
+
+
+def _taker() -> dict[str, Any]:
+    """This process, as a lease records it: PID and start time (a recycled PID is another process)."""
+    return {"pid": os.getpid(), "create_time": _started_at(os.getpid())}
 
 
 def _lease_holder() -> dict[str, Any] | None:
@@ -305,14 +367,16 @@ def _lease_holder() -> dict[str, Any] | None:
 def _lease_stale(holder: dict[str, Any]) -> bool:
     """The holder was torn down, never provisioned, or none of its processes runs any more. While it provisions
     (no brokers recorded yet, no failure either), the process that took the lease is what runs: a broker taking
-    seconds to start must not leave the host to the next cell."""
+    seconds to start must not leave the host to the next cell. Analyses hold it while any of theirs runs."""
+    if "analyses" in holder:
+        return not any(process_alive(a["taker"]) for a in holder["analyses"])
     work = CellWork(Path(holder["work"]))
     if (work.root / "teardown.json").exists():
         return True
     state = work.read(work.state)
     if state is None or (state.get("brokers") is None and not state.get("failure")):
         taker = holder.get("taker")
-        return taker is None or not generator_alive(work, taker)  # the same check: PID and start time
+        return taker is None or not process_alive(taker)
     known = work.read(work.generator)
     if known is not None and generator_alive(work, known):
         return False
@@ -646,7 +710,12 @@ def release_clusters(clusters: Path) -> list[int]:
 
 
 def generator_alive(work: CellWork, known: dict[str, Any]) -> bool:
-    """The recorded generator still runs (same PID *and* start time, so a recycled PID does not count). A zombie
+    """The recorded generator still runs (process_alive)."""
+    return process_alive(known)
+
+
+def process_alive(known: dict[str, Any]) -> bool:
+    """The recorded process still runs (same PID *and* start time, so a recycled PID does not count). A zombie
     of it is reaped, if it is this process's child; a process that now holds its PID is left alone (waiting on it
     would take the exit status of a child of ours that merely got the same number)."""
     import psutil

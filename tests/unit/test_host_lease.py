@@ -12,7 +12,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench_tasks.cell.lifecycle import CellWork, HostBusy, acquire_host, host_idle, host_poll_s, release_host
+from bench_tasks.cell.lifecycle import (
+    CellWork,
+    HostBusy,
+    acquire_host,
+    host_for_analysis,
+    host_idle,
+    host_poll_s,
+    release_host,
+)
 from bench_tasks.errors import SixninesError
 
 
@@ -132,3 +140,63 @@ def test_the_poll_interval_is_the_callers_unless_the_environment_says(monkeypatc
     assert host_poll_s(5.0) == 5.0
     monkeypatch.setenv("SIXNINES_HOST_POLL_S", "0.25")
     assert host_poll_s(5.0) == 0.25
+
+
+def _lease(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "cache" / "host.lease").read_text())
+
+
+def test_analyses_share_the_host_and_keep_cells_off_it(tmp_path: Path, other_cell: CellWork) -> None:
+    """A local analysis holds the host against cells, not against another analysis; the last one out frees it."""
+    mine = CellWork(tmp_path / "mine")
+    told: list[str] = []
+    with host_for_analysis("run-a", on_wait=told.append):
+        with pytest.raises(HostBusy, match="analysis of run run-a"):
+            acquire_host(mine)
+        with host_for_analysis("run-b", on_wait=told.append):
+            assert [a["run"] for a in _lease(tmp_path)["analyses"]] == ["run-a", "run-b"]
+        assert [a["run"] for a in _lease(tmp_path)["analyses"]] == ["run-a"]
+        with pytest.raises(HostBusy, match="analysis of run run-a"):
+            acquire_host(mine)
+    assert told == [] and not (tmp_path / "cache" / "host.lease").exists()
+    acquire_host(mine)
+    release_host(mine)
+
+
+def test_an_analysis_waits_for_the_cell_holding_the_host(tmp_path: Path, other_cell: CellWork) -> None:
+    taker = subprocess.Popen(["sleep", "60"])
+    _lease_taken_by(other_cell, taker)
+    threading.Timer(0.3, taker.kill).start()
+    told: list[str] = []
+    began = time.monotonic()
+    with host_for_analysis("run-a", poll_s=0.05, on_wait=told.append):
+        waited = time.monotonic() - began
+        with pytest.raises(HostBusy, match="analysis of run run-a"):
+            acquire_host(CellWork(tmp_path / "mine"))
+    taker.wait()
+    assert waited >= 0.25 and len(told) == 1 and "busy with cell other" in told[0]
+
+
+def test_an_analysis_beside_a_cell_of_its_own_process_does_not_wait_for_itself(
+    tmp_path: Path, other_cell: CellWork
+) -> None:
+    """A test (or `dags test`) that holds a cell's lease and analyses in the same process tree goes ahead, and
+    leaves that cell's lease as it was."""
+    acquire_host(other_cell)  # taken by this very process
+    before = _lease(tmp_path)
+    with host_for_analysis("run-a", on_wait=pytest.fail):
+        assert _lease(tmp_path) == before
+    assert _lease(tmp_path) == before
+    release_host(other_cell)
+
+
+def test_the_lease_of_an_analysis_whose_process_is_gone_is_stale(tmp_path: Path, other_cell: CellWork) -> None:
+    gone = subprocess.Popen(["true"])
+    started = psutil.Process(gone.pid).create_time()
+    gone.wait()
+    entry = {"run": "run-a", "since": "now", "taker": {"pid": gone.pid, "create_time": started}, "id": "x"}
+    (tmp_path / "cache" / "host.lease").write_text(json.dumps({"analyses": [entry]}))
+    mine = CellWork(tmp_path / "mine")
+    acquire_host(mine)
+    assert _lease(tmp_path)["cell"] == "mine"
+    release_host(mine)
