@@ -14,7 +14,8 @@ found again through files in the cell's work folder (`CellWork`):
 
 Cells never overlap on a host, whichever DAG or run they belong to: `provision_step` takes the host lease
 (`host.lease` in the cache) before starting anything and `teardown_step` gives it back. A lease whose cell
-was torn down, or whose processes are all gone, is stale and taken over.
+was torn down, or whose processes are all gone, is stale and taken over. A local analysis holds the host too
+(`host_for_analysis`), shared with other analyses, so no Spark job runs beside a cell.
 
 Brokers started for Airflow are detached (`tie_to_parent=False`): PR_SET_PDEATHSIG ties a child to the
 *thread* that started it, and a task's thread ends with the task.
