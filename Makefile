@@ -110,8 +110,7 @@ airflow-stop:
 # parallel workers, one file per worker at a time; then every test that runs cells (`serial`, see
 # tests/conftest.py) runs in two workers whose cells take turns on the host lease (as two sweeps' cells do) while
 # the other worker's test starts brokers, waits or analyses; a local analysis holds the host too, so no Spark job
-# runs beside a cell (docs/design.md); the modules that mostly wait on Airflow go between those of cells
-# (tests/conftest.py). `CELL_TEST_WORKERS=0` runs them one at a time. Both parts list their
+# runs beside a cell (docs/design.md). `CELL_TEST_WORKERS=0` runs them one at a time. Both parts list their
 # slowest tests.
 # Every Python process of the suite (pytest, Airflow CLIs and Celery workers, spark-submit's drivers, `sixnines`
 # subprocesses, spawned cell workers) imports from the venv; uv installs no bytecode, so with
@@ -124,7 +123,7 @@ test test-fast: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) tools stan-server class-data
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(CELL_TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m serial --durations=25
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(CELL_TEST_WORKERS) --dist loadfile -m serial --durations=25
 
 # The inner loop: unit tests, DAG integrity and matrix validation, no brokers (under 2 minutes).
 test-fast: $(STAMP)

@@ -95,37 +95,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         if item.nodeid.startswith("tests/integration/") or item.get_closest_marker("integration"):
             item.add_marker(pytest.mark.serial)
-    items[:] = _waits_interleaved(items)
-
-
-# Modules whose tests mostly wait on Airflow, Celery or a Spark cluster (a minute or two each, a few seconds of
-# cells). The cell tests' workers take modules in collection order (`--no-loadscope-reorder`): interleaved with
-# the modules that are mostly cells, each such wait runs beside the other worker's cells, where at the end of
-# the queue (as xdist's default order, most tests first, put them) it ran alone with the host idle.
-WAITING_MODULES = (
-    "tests/integration/test_celery_queues.py",
-    "tests/integration/test_airflow_sweep.py",
-    "tests/s3/test_airflow_s3.py",
-    "tests/integration/test_spark_cluster.py",
-    "tests/s3/test_full_run.py",
-)
-
-
-def _waits_interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
-    """`items` with the cell tests' modules reordered: each of WAITING_MODULES, in order, before one other."""
-    modules: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
-    waiting = [modules.pop(name) for name in WAITING_MODULES if name in modules]
-    cells = [m for m in modules.values() if any(i.get_closest_marker("serial") for i in m)]
-    ordered = [i for m in modules.values() if m not in cells for i in m]
-    for index, module in enumerate(cells):
-        if index < len(waiting):
-            ordered += waiting[index]
-        ordered += module
-    for module in waiting[len(cells) :]:
-        ordered += module
-    return ordered
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
