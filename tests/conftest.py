@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The tables are the same; the benchmark's own analysis (`make bench`, Airflow) keeps the full JIT. Brokers'
 # JVMs are not Spark's and never read this.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
-# The cell tests run in two workers (`CELL_TEST_WORKERS`, 2 by default): their cells take turns on the host lease: a
+# Where cell tests run in two workers (`CELL_TEST_WORKERS=2`), their cells take turns on the host lease: a
 # waiting cell asks again every 0.2 s (CLI) instead of 5 s, and a waiting Airflow provision is rescheduled as
 # soon, instead of in 15 s, so the host is not left idle between two tests' cells.
 os.environ.setdefault("SIXNINES_HOST_POLL_S", "0.2")
@@ -84,10 +84,11 @@ def _started_by_an_earlier_process(proc: psutil.Process, before: set[int]) -> bo
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that runs cells (under tests/integration, or marked integration) is `serial`: `make test` runs
-    those after the rest ran in parallel. A cell sharing two cores with a Spark job or another cell is starved,
-    and the harness rightly fails it as saturated (seen: 13 such failures at three workers beside other work).
-    In two workers (`CELL_TEST_WORKERS=2`, the default) their cells take turns on the host lease, and a local
-    analysis of either worker holds the host as well (spark_jobs.pipeline.host_held). A module marked
+    those one at a time, after the rest ran in parallel. A cell sharing two cores with a Spark job or another
+    cell is starved, and the harness rightly fails it as saturated (seen: 13 such failures at three workers
+    beside other work). In two workers (`CELL_TEST_WORKERS=2`) their cells take turns on the host lease, and a
+    local analysis of either worker holds the host as well (spark_jobs.pipeline.host_held), but tests that
+    assume the host to themselves (netns, fault timings) can still fail beside the other worker. A module marked
     `alongside` starts brokers but runs no cell and gates no latency: it runs with the parallel part, where its
     waits for nodes to boot overlap other tests."""
     for item in items:
