@@ -1,5 +1,6 @@
 """The host lease without brokers: a holder this checkout cannot judge keeps the host, and so does a cell still
-starting its brokers; `host_idle` waits for the host and holds it; how often a waiting cell asks again."""
+starting its brokers; `host_idle` waits for the host and holds it; how often a waiting cell asks again; local
+analyses share the host with each other and keep cells off it."""
 
 from __future__ import annotations
 
