@@ -108,19 +108,19 @@ airflow-stop:
 # The venv's bin first on PATH: Airflow's subprocesses and spark-submit (from the pyspark wheel) need it.
 # Tests without cells (unit, DAG integrity, Spark, S3 storage, and broker tests marked `alongside`) run in
 # parallel workers, one file per worker at a time; then every test that runs cells (`serial`, see
-# tests/conftest.py) runs one at a time: a cell sharing the two cores with a Spark job is starved and rightly
-# fails as harness-saturated. `CELL_TEST_WORKERS=2` runs them in two workers whose cells take turns on the host
-# lease (as two sweeps' cells do; a local analysis holds it too) while the other worker's test starts brokers or
-# waits: faster (serial part 1357 s -> 1035 s), but two of three clean-clone runs failed tests that assume the
-# host to themselves (a netns test finding the other worker's namespaces, fault timings beside Airflow), see
-# docs/design.md. Both parts list their slowest tests.
+# tests/conftest.py) runs in two workers: their cells take turns on the host lease (as two sweeps' cells do; a
+# local analysis holds it too) while the other worker's test starts brokers or waits on Airflow, and a module
+# that gates fault or capacity timings or counts the host's network namespaces (`host_alone`) has the host to
+# itself (tests/host_turns.py). Before those turns, two of three clean-clone runs in two workers failed such
+# tests (see docs/design.md). `CELL_TEST_WORKERS=0` runs the cell tests one at a time. Both parts list their
+# slowest tests.
 # Every Python process of the suite (pytest, Airflow CLIs and Celery workers, spark-submit's drivers, `sixnines`
 # subprocesses, spawned cell workers) imports from the venv; uv installs no bytecode, so with
 # PYTHONDONTWRITEBYTECODE set in the environment each of them compiled Airflow, pandas, Great Expectations...
 # from source again (~2.5 s for GX alone, ~20 s of the Celery test). Empty, it lets the first import write .pyc
 # files that every later process reads.
 TEST_WORKERS ?= 3
-CELL_TEST_WORKERS ?= 0
+CELL_TEST_WORKERS ?= 2
 test test-fast: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) tools stan-server class-data
 	$(BIN)/ruff check .

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.cell.workers import worker_context
+from tests.host_turns import host_turn
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The tables are the same; the benchmark's own analysis (`make bench`, Airflow) keeps the full JIT. Brokers'
 # JVMs are not Spark's and never read this.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
-# Where cell tests run in two workers (`CELL_TEST_WORKERS=2`), their cells take turns on the host lease: a
+# Where cell tests run in two workers (`make test`'s default), their cells take turns on the host lease: a
 # waiting cell asks again every 0.2 s (CLI) instead of 5 s, and a waiting Airflow provision is rescheduled as
 # soon, instead of in 15 s, so the host is not left idle between two tests' cells.
 os.environ.setdefault("SIXNINES_HOST_POLL_S", "0.2")
@@ -35,6 +36,21 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     the developer's `.cache/` (they are verified before use) so a second run does not download again."""
     os.environ.setdefault("SIXNINES_CACHE", str(REPO / ".cache"))
     yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _host_turn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """In parallel workers, a module marked `host_alone` runs with the host to itself: it waits until the other
+    workers' modules have ended, and theirs wait for it (tests/host_turns.py). Two cell tests' cells already
+    take turns on the host lease; this covers what lies outside a cell: another worker's brokers starting or
+    Airflow's processes beside a fault's timing, or its network namespaces beside a test counting the host's.
+    Module-wide, so that module fixtures (brokers, namespaces) are inside the turn too."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    shared_by_workers = tmp_path_factory.getbasetemp().parent / "host-turns"
+    with host_turn(shared_by_workers, alone=request.node.get_closest_marker("host_alone") is not None):
+        yield
 
 
 @pytest.fixture
@@ -84,13 +100,13 @@ def _started_by_an_earlier_process(proc: psutil.Process, before: set[int]) -> bo
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that runs cells (under tests/integration, or marked integration) is `serial`: `make test` runs
-    those one at a time, after the rest ran in parallel. A cell sharing two cores with a Spark job or another
+    those in two workers, after the rest ran in three. A cell sharing two cores with a Spark job or another
     cell is starved, and the harness rightly fails it as saturated (seen: 13 such failures at three workers
-    beside other work). In two workers (`CELL_TEST_WORKERS=2`) their cells take turns on the host lease, and a
-    local analysis of either worker holds the host as well (spark_jobs.pipeline.host_held), but tests that
-    assume the host to themselves (netns, fault timings) can still fail beside the other worker. A module marked
-    `alongside` starts brokers but runs no cell and gates no latency: it runs with the parallel part, where its
-    waits for nodes to boot overlap other tests."""
+    beside other work). In two workers their cells take turns on the host lease, a local analysis of either
+    worker holds the host as well (spark_jobs.pipeline.host_held), and a module marked `host_alone` (fault and
+    capacity timings, network namespaces) has the host to itself (`_host_turn`). A module marked `alongside`
+    starts brokers but runs no cell and gates no latency: it runs with the parallel part, where its waits for
+    nodes to boot overlap other tests."""
     for item in items:
         if item.get_closest_marker("alongside"):
             continue

@@ -23,7 +23,7 @@ from bench_tasks.spec.capacity import parse_objective
 
 from .test_netns_hosts import NEEDS_NETNS, netns_cell
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.usefixtures("no_orphans"), pytest.mark.host_alone]
 
 
 @NEEDS_NETNS

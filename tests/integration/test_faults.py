@@ -19,7 +19,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.usefixtures("no_orphans"), pytest.mark.host_alone]
 
 STALL_S = 1.0
 # A measure phase of six stalls: the stall's requests are ~1/6 of the samples (the corrected p99 and max see it at

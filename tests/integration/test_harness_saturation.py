@@ -27,7 +27,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
 
-pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("no_orphans")]
+pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("no_orphans"), pytest.mark.host_alone]
 STARVED_NICE = 19  # weight 15 against a busy loop's 1024: about 1.5 % of the shared CPU
 PHASES = {"warmup_s": 1, "measure_s": 4, "cooldown_s": 1, "drain_timeout_s": 3}
 

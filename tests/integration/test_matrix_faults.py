@@ -17,7 +17,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.usefixtures("no_orphans"), pytest.mark.host_alone]
 
 STALL = {"at_s": 0.5, "action": "stall", "target": "leader", "duration_s": 1.0}
 

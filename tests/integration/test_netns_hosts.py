@@ -33,7 +33,8 @@ from bench_tasks.topology import netns
 
 _WHY_NOT = netns.permitted()
 NEEDS_NETNS = pytest.mark.skipif(_WHY_NOT is not None, reason=f"cannot create network namespaces here: {_WHY_NOT}")
-NETNS_TESTS = [pytest.mark.usefixtures("no_orphans"), NEEDS_NETNS]  # the pytestmark of every namespace test file
+# The pytestmark of every namespace test file: they count the host's namespaces, so each has the host alone.
+NETNS_TESTS = [pytest.mark.usefixtures("no_orphans"), NEEDS_NETNS, pytest.mark.host_alone]
 pytestmark = NETNS_TESTS
 
 NODE_HOSTS = {"b1": {"netns": "b1"}, "b2": {"netns": "b2"}, "b3": {"netns": "b3"}, "lg": {"netns": "lg"}}

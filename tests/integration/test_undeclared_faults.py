@@ -28,7 +28,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 
 from .helpers import make_cell
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.usefixtures("no_orphans"), pytest.mark.host_alone]
 
 KILL_AFTER_S = 1.0  # into the measure phase
 MATRIX = """\
