@@ -52,6 +52,9 @@ class-data: $(STAMP) tools
 # Every Python dependency is pinned in one lock for Python 3.11 (constraints-3.11.txt, Airflow's style of
 # constraints file, resolved by uv from pyproject.toml with every extra): a fresh clone installs exactly those
 # versions. Re-install only when the lock or the project's declared dependencies change.
+# pyspark 4.2.0 is an sdist that uv builds (~1.4 GB): on this host each fresh clone's install left a new revision
+# of it in uv's cache (~/.cache/uv), which filled the disk after a few dozen clean clones. `uv cache prune` then
+# removes the revisions nothing points to any more (measured: 26.7 GiB, leaving the one in use).
 LOCK := constraints-3.11.txt
 PIP_VERSION := 26.3
 UV_VERSION := 0.13.8
@@ -60,6 +63,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/python -m pip install --quiet pip==$(PIP_VERSION) uv==$(UV_VERSION)
 	$(BIN)/uv pip install --python $(BIN)/python --quiet -r $(LOCK)
 	$(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps -e .
+	$(BIN)/uv cache prune --quiet
 	touch $(STAMP)
 
 # Refresh the lock: re-resolve pyproject.toml's dependencies with the newest releases they allow, then run
