@@ -41,7 +41,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(scope="module", autouse=True)
 def _host_turn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """In parallel workers, a module marked `host_alone` runs with the host to itself: it waits until the other
-    workers' modules have ended, and theirs wait for it (tests/host_turns.py). Two cell tests' cells already
+    workers' modules have ended, and theirs wait for it (tests/host_turns.py). `make test` runs those modules on
+    their own, after the others; this keeps `pytest -n 2 -m serial` safe too. Two cell tests' cells already
     take turns on the host lease; this covers what lies outside a cell: another worker's brokers starting or
     Airflow's processes beside a fault's timing, or its network namespaces beside a test counting the host's.
     Module-wide, so that module fixtures (brokers, namespaces) are inside the turn too."""
@@ -102,9 +103,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that runs cells (under tests/integration, or marked integration) is `serial`: `make test` runs
     those in two workers, after the rest ran in three. A cell sharing two cores with a Spark job or another
     cell is starved, and the harness rightly fails it as saturated (seen: 13 such failures at three workers
-    beside other work). In two workers their cells take turns on the host lease, a local analysis of either
-    worker holds the host as well (spark_jobs.pipeline.host_held), and a module marked `host_alone` (fault and
-    capacity timings, network namespaces) has the host to itself (`_host_turn`). A module marked `alongside`
+    beside other work). In two workers their cells take turns on the host lease, and a local analysis of either
+    worker holds the host as well (spark_jobs.pipeline.host_held). Modules marked `host_alone` (fault and
+    capacity timings, network namespaces) run last, one at a time; in parallel workers they would wait for the
+    host to themselves (`_host_turn`). A module marked `alongside`
     starts brokers but runs no cell and gates no latency: it runs with the parallel part, where its waits for
     nodes to boot overlap other tests."""
     for item in items:
