@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -149,6 +150,25 @@ def _conf_dir(root: Path) -> Path:
     return private
 
 
+def _follow_bound_ports(cluster: StandaloneCluster, master: SparkDaemon, timeout_s: float) -> None:
+    """Point the cluster at the ports the master bound, as its log states them. Spark takes the next port when
+    the one asked for is taken, and another test's process can take a port between free_ports releasing it and
+    the master's JVM binding it (seen in two workers: the master's UI port served another Spark UI's page)."""
+    bound: dict[str, int] = {}
+
+    def logged() -> bool:
+        text = master.log_path.read_text(errors="replace") if master.log_path.exists() else ""
+        for service in ("sparkMaster", "MasterUI"):
+            found = re.search(rf"Successfully started service '{service}' on port (\d+)", text)
+            if found:
+                bound[service] = int(found.group(1))
+        return len(bound) == 2
+
+    _wait("the master's ports", master, logged, timeout_s)
+    cluster.master_url = f"spark://{HOST}:{bound['sparkMaster']}"
+    cluster.ui_url = f"http://{HOST}:{bound['MasterUI']}"
+
+
 @contextmanager
 def standalone_cluster(
     root: Path, workers: int = 1, cores: int = 2, memory: str = "1g", start_timeout_s: float = 120.0
@@ -176,6 +196,7 @@ def standalone_cluster(
             env,
         )
         cluster.daemons.append(master)
+        _follow_bound_ports(cluster, master, start_timeout_s)
         _wait("master", master, lambda: cluster.state().get("status") == "ALIVE", start_timeout_s)
         for index in range(workers):
             worker_port, worker_ui = free_ports(2)
