@@ -42,8 +42,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 def _host_turn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """In parallel workers, a module marked `host_alone` runs with the host to itself: it waits until the other
     workers' modules have ended, and theirs wait for it (tests/host_turns.py). `make test` runs those modules on
-    their own, after the others; this keeps `pytest -n 2 -m serial` safe too. Two cell tests' cells already
-    take turns on the host lease; this covers what lies outside a cell: another worker's brokers starting or
+    their own, after the others; this keeps `pytest -n 2 -m serial` safe too. Two workers' cells already take
+    turns on the host lease; this covers what lies outside a cell: another worker's brokers starting or
     Airflow's processes beside a fault's timing, or its network namespaces beside a test counting the host's.
     Module-wide, so that module fixtures (brokers, namespaces) are inside the turn too."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
@@ -106,9 +106,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     beside other work). In two workers their cells take turns on the host lease, and a local analysis of either
     worker holds the host as well (spark_jobs.pipeline.host_held). Modules marked `host_alone` (fault and
     capacity timings, network namespaces) run last, one at a time; in parallel workers they would wait for the
-    host to themselves (`_host_turn`). A module marked `alongside`
-    starts brokers but runs no cell and gates no latency: it runs with the parallel part, where its waits for
-    nodes to boot overlap other tests."""
+    host to themselves (`_host_turn`). A module marked `alongside` starts brokers but runs no cell and gates no
+    latency: it runs with the parallel part, where its waits for nodes to boot overlap other tests."""
     for item in items:
         if item.get_closest_marker("alongside"):
             continue
