@@ -50,7 +50,7 @@ class GateProcess:
 
     def close(self) -> None:
         """Terminate the worker rather than let it exit: it holds nothing to flush, and the orderly exit of an
-        interpreter with GX loaded took 0.9-1.0 s of CPU and of wall here, inside the analysis' hold on the host.
+        interpreter with GX loaded took 0.85-1.0 s of CPU and of wall here, inside the analysis' hold on the host.
         (Python 3.14's `terminate_workers` does this; 3.11's executor keeps its processes in `_processes`.)"""
         for process in list((self.pool._processes or {}).values()):  # None once shut down
             process.terminate()
