@@ -11,6 +11,9 @@ from bench_tasks.systems.kafka.jvm import DEFAULT_GC_OPTS
 # Warmup and cooldown of a test cell that does not measure them: half a second each (a second each cost ~1 s in
 # each of ~45 cell tests). Their samples are still landed, tagged, so counts over all phases follow from these.
 WARMUP_S = COOLDOWN_S = 0.5
+# The measure phase of a test cell that checks what lands, not how fast: one second. Cells take turns on the host,
+# so every second here is a second of the suite's wall for each cell that keeps it.
+MEASURE_S = 1
 
 # Kafka's G1 flags with the JIT's first tier alone. Three nodes' second-tier compilations took both cores for their
 # first ~10 s, and on a loaded host a faulted cell's route was still seconds behind when its first fault fired
@@ -33,7 +36,7 @@ def make_cell(
         "message_size_bytes": 256,
         "rate_per_s": 500,
         "warmup_s": WARMUP_S,
-        "measure_s": 2,
+        "measure_s": MEASURE_S,
         "cooldown_s": COOLDOWN_S,
         "drain_timeout_s": 3,
     }

@@ -46,7 +46,7 @@ systems:
   - system: nats
     versions: [latest]
     broker: {mode: core}
-workload: {message_size_bytes: 256, rate_per_s: 500, warmup_s: 0.5, measure_s: 2, cooldown_s: 0.5}
+workload: {message_size_bytes: 256, rate_per_s: 500, warmup_s: 0.5, measure_s: 1, cooldown_s: 0.5}
 measurements: [e2e]
 """
 
@@ -147,10 +147,10 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
 
 @pytest.mark.timeout(1500)
 def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, str], no_orphans: None) -> None:
-    """Two nats-server releases, the tiny matrix at half length: four cells in one lake run, compared by series.
-    The older release is fetched into the shared cache once (as the CLI test does)."""
+    """Two nats-server releases, the tiny matrix at a quarter of its length: four cells in one lake run, compared by
+    series. The older release is fetched into the shared cache once (as the CLI test does)."""
     root = Path(airflow_env["ROOT"])
-    conf = {"system": "nats", "versions": ["2.15.1", "2.10.26"], "matrix": "itest_airflow", "phase_scale": 0.5}
+    conf = {"system": "nats", "versions": ["2.15.1", "2.10.26"], "matrix": "itest_airflow", "phase_scale": 0.25}
     done = airflow(
         {**airflow_env, "SIXNINES_CACHE": os.environ["SIXNINES_CACHE"]},
         *("dags", "test", "sixnines_compare_versions", "2026-01-16", "-c", json.dumps(conf)),
@@ -170,7 +170,7 @@ def test_compare_versions_runs_each_version_and_compares(airflow_env: dict[str, 
     assert comparison["versions"] == ["2.15.1", "2.10.26"]
     e2e = [e for e in comparison["entries"] if e["metric"] == "e2e" and e["basis"] == "intended"]
     assert len(e2e) == 2 and all(set(e["versions"]) == {"2.15.1", "2.10.26"} for e in e2e)
-    assert all(e["versions"][v]["count"] == 1000 for e in e2e for v in e["versions"])
+    assert all(e["versions"][v]["count"] == 500 for e in e2e for v in e["versions"])
     assert "versions compared (ms)" in log
 
 

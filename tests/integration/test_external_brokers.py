@@ -31,7 +31,7 @@ from .helpers import make_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 NEWEST = KAFKA_VERSIONS[0]
-SHORT = {"message_size_bytes": 256, "rate_per_s": 200, "warmup_s": 1, "measure_s": 2, "cooldown_s": 1}
+SHORT = {"message_size_bytes": 256, "rate_per_s": 200, "warmup_s": 1, "measure_s": 1, "cooldown_s": 0.5}
 
 
 def external_cell(system: str, connection: str, broker: dict[str, Any], client: dict[str, Any] | None = None) -> Cell:
@@ -90,7 +90,7 @@ def test_external_kafka_sasl_ssl_cell_creates_and_deletes_its_topic_only(
 
         assert report.status == "ok", report.reason
         acc = report.analysis.accounting
-        assert acc.scheduled == acc.received == acc.acknowledged == 400 and acc.lost == 0
+        assert acc.scheduled == acc.received == acc.acknowledged == 200 and acc.lost == 0
         assert node.alive() and node.pid == pid  # the cell neither started nor stopped a broker
         after = {t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")}  # not Kafka's own
         assert after == before  # its topic was created (auto-creation is off, yet 400 arrived) and deleted again
@@ -172,7 +172,7 @@ def test_external_nats_jetstream_through_the_airflow_steps(tmp_path: Path, nats_
     broker = result["context"]["broker"]
     assert broker["version"] == nats.endpoint.version and "INFO" in broker["version_source"]
     assert broker["server_info"]["tls_required"] is True and broker["access"]["auth"] == "user/password"
-    assert result["accounting"]["received"] == result["accounting"]["scheduled"] == 400
+    assert result["accounting"]["received"] == result["accounting"]["scheduled"] == 200
     assert password not in lake_text(lake)
 
 
@@ -233,7 +233,7 @@ def test_provisioned_sasl_ssl_cell_runs_and_records_its_security(tmp_path: Path,
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
     assert report.status == "ok", report.reason
-    assert report.analysis.accounting.received == report.analysis.accounting.scheduled == 400
+    assert report.analysis.accounting.received == report.analysis.accounting.scheduled == 200
     result = json.loads((report.path / "result.json").read_text())
     security = result["context"]["broker"]["security"]
     assert security["protocol"] == "SASL_SSL" and security["sasl_mechanism"] == "PLAIN"

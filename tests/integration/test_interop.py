@@ -63,7 +63,7 @@ def test_imported_workload_runs_and_exports(tmp_path: Path, console: Console) ->
     matrix = tmp_path / "matrix.yaml"
     imported = sixnines(
         "import", "omb", str(tmp_path / "workload.yaml"), "--driver", str(tmp_path / "nats.yaml"),
-        "-o", str(matrix), "--warmup-s", "1", "--measure-s", "2",
+        "-o", str(matrix), "--warmup-s", "1", "--measure-s", "1",
     )  # fmt: skip
     assert imported.returncode == 0, imported.stderr
     assert sixnines("cells", str(matrix)).returncode == 0  # validated as any matrix file
@@ -76,7 +76,7 @@ def test_imported_workload_runs_and_exports(tmp_path: Path, console: Console) ->
         "memory",
         "e2e",
     )
-    assert (spec.workload.rate_per_s, spec.workload.message_size_bytes, spec.workload.measure_s) == (400, 256, 2)
+    assert (spec.workload.rate_per_s, spec.workload.message_size_bytes, spec.workload.measure_s) == (400, 256, 1)
 
     lake, run = Lake(tmp_path / "lake"), RunInfo.new()
     report = run_cell(cell, lake, run, console)
@@ -106,7 +106,7 @@ def _check_against_tables(omb: dict, lake: Lake, run: RunInfo, result: dict) -> 
         service = metrics[metric]["sent"]  # OMB measures from the actual send
         assert omb[f"{prefix}50pct"] == service["percentiles_ns"]["50"] / 1e6
         assert omb[f"{prefix}99pct"] == service["percentiles_ns"]["99"] / 1e6
-        assert omb[f"{prefix}999pct"] is None  # 800 samples cannot state p99.9
+        assert omb[f"{prefix}999pct"] is None  # 400 samples cannot state p99.9
         assert omb[f"{prefix}Max"] == service["max_ns"] / 1e6
         assert omb[f"{prefix}Quantiles"]["100.0"] == service["max_ns"] / 1e6
         response = omb["_sidecar"]["latency_ms"][metric]["response"]
@@ -115,7 +115,7 @@ def _check_against_tables(omb: dict, lake: Lake, run: RunInfo, result: dict) -> 
     assert omb["aggregatedPublishDelayLatencyMax"] == lag["max_ns"] // 1000  # µs, as OMB's integers
     row = pq.read_table(lake.cells_path(run)).to_pylist()[0]
     assert json.loads(row["results_json"])["metrics"] == metrics  # the cells table holds the same figures
-    assert len(omb["publishRate"]) == 1  # a 2 s measure phase is one (short) 10 s interval
+    assert len(omb["publishRate"]) == 1  # a 1 s measure phase is one (short) 10 s interval
     assert omb["publishRate"][0] == pytest.approx(400, rel=0.1)
     assert omb["consumeRate"][0] == pytest.approx(400, rel=0.1)
     assert omb["publishErrorRate"] == [0.0]
@@ -128,7 +128,7 @@ def _check_hgrm(tmp_path: Path, lake: Lake, cell_id: str, result: dict) -> None:
         for basis, name in (("intended", "response"), ("sent", "service")):
             parsed = parse_hgrm((tmp_path / "hgrm" / cell_id / f"{metric}-{name}.hgrm").read_text())
             summary = result["metrics"][metric][basis]
-            assert parsed.total_count == summary["count"] == 800
+            assert parsed.total_count == summary["count"] == 400
             top = summary["max_ns"] / 1e6  # printed: its HDR bucket's top (< 1/1024 above), to 3 decimals of a ms
             assert parsed.max == pytest.approx(top, abs=top / 1024 + 0.5e-3)
             assert parsed.mean == pytest.approx(summary["mean_ns"] / 1e6, rel=1e-2)

@@ -20,7 +20,7 @@ from .helpers import make_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 NEWEST = KAFKA_VERSIONS[0]
-PHASES = {"warmup_s": 3, "measure_s": 2, "cooldown_s": 1, "drain_timeout_s": 5}
+PHASES = {"warmup_s": 2, "measure_s": 1, "cooldown_s": 1, "drain_timeout_s": 5}
 
 
 def _table(folder: Path, pattern: str) -> pa.Table:
@@ -43,8 +43,8 @@ def test_single_broker_acks_and_keys(acks: str, keys: str, tmp_path: Path, conso
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
-    assert acc.scheduled == acc.sent == acc.received == 800
-    assert acc.acknowledged == 800 and acc.lost == 0 and acc.duplicated == 0
+    assert acc.scheduled == acc.sent == acc.received == 400
+    assert acc.acknowledged == 400 and acc.lost == 0 and acc.duplicated == 0
     sent = _table(report.path, "sent-p*.parquet")
     received = _table(report.path, "received-c*.parquet")
     if acks == "0":  # nobody answers, so the broker's offset is unknown to the producer
@@ -139,7 +139,7 @@ def test_lagging_consumer_reads_the_backlog_while_the_measured_stream_runs(tmp_p
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
-    assert acc.sent == acc.received == 600 and acc.lost == 0  # the backlog is never counted as samples
+    assert acc.sent == acc.received == 300 and acc.lost == 0  # the backlog is never counted as samples
     result = json.loads((report.path / "result.json").read_text())
     assert result["lagging_consumed"] > 0  # the lagging consumer did read the backlog
     received = _table(report.path, "received-c*.parquet")

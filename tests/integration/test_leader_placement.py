@@ -30,24 +30,24 @@ def _attributed_leaders(report_path: Path) -> tuple[list[int], set[int | None]]:
 def test_kafka_rf3_leader_on_node_3(tmp_path: Path, console: Console) -> None:
     broker = {"brokers": 3, "partitions": 1, "replication_factor": 3, "leader": "node:3"}
     client = {"producer": {"acks": "all"}}
-    cell = make_cell("e2e", broker, system="kafka", client=client, rate_per_s=200, warmup_s=1, measure_s=2)
+    cell = make_cell("e2e", broker, system="kafka", client=client, rate_per_s=200, warmup_s=1, measure_s=1)
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
     assert report.status == "ok", report.reason
     timeline, sampled = _attributed_leaders(report.path)
     assert timeline == [3] and sampled == {3}
-    assert report.analysis is not None and report.analysis.accounting.received == 400
+    assert report.analysis is not None and report.analysis.accounting.received == 200
 
 
 def test_jetstream_r3_leader_on_node_2(tmp_path: Path, console: Console) -> None:
     broker = {"mode": "jetstream", "servers": 3, "replicas": 3, "leader": "node:2"}
-    cell = make_cell("e2e", broker, rate_per_s=200, warmup_s=1, measure_s=2)
+    cell = make_cell("e2e", broker, rate_per_s=200, warmup_s=1, measure_s=1)
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
     assert report.status == "ok", report.reason
     timeline, sampled = _attributed_leaders(report.path)
     assert timeline[-1] == 2 and sampled == {2}
-    assert report.analysis is not None and report.analysis.accounting.received == 400
+    assert report.analysis is not None and report.analysis.accounting.received == 200
 
 
 @pytest.mark.alongside

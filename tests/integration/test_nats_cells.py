@@ -30,13 +30,13 @@ def _read(folder: Path, pattern: str):
 
 
 def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
-    cell = make_cell("e2e", rate_per_s=500, producers=2, consumers=2)
+    cell = make_cell("e2e", rate_per_s=1000, producers=2, consumers=2)
     run = RunInfo.new()
     report = run_cell(cell, Lake(tmp_path), run, console)
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
-    assert acc.scheduled == 1000  # 500/s × 2 s measure, uniform: exact
+    assert acc.scheduled == 1000  # 1000/s × 1 s measure, uniform: exact
     assert acc.sent == acc.received == 1000
     assert acc.lost == acc.duplicated == acc.send_errors == 0
     assert not (cache_dir() / "runs" / run.run_id).exists()  # the run's work folder went with its cell
@@ -46,10 +46,10 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     sent = _read(folder, "sent-p*.parquet")
     received = _read(folder, "received-c*.parquet")
     assert read_schema_version(folder / "sent-p0.parquet") == SCHEMA_VERSION
-    assert sent.num_rows == 1500  # warmup and cooldown samples (0.5 s each) are landed too, tagged
+    assert sent.num_rows == 2000  # warmup and cooldown samples (0.5 s each) are landed too, tagged
     phases = dict(zip(*np.unique(sent["phase"].to_numpy(zero_copy_only=False), return_counts=True), strict=True))
-    assert phases == {"warmup": 250, "measure": 1000, "cooldown": 250}
-    assert received.num_rows == 1500
+    assert phases == {"warmup": 500, "measure": 1000, "cooldown": 500}
+    assert received.num_rows == 2000
     assert set(received["consumer_id"].to_pylist()) <= {0, 1}
     # Response time can never be shorter than service time: intended <= sent <= received.
     assert pc.all(pc.less_equal(sent["intended_ns"], sent["sent_ns"])).as_py()
@@ -68,7 +68,7 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     workers = result["harness"]["workers"]  # every worker says what its clients dropped and reported: nothing
     assert result["harness"]["schema_version"] == 2 and len(workers) == 4
     assert all(w["dropped"] == 0 and w["client_errors"]["count"] == 0 for w in workers.values()), workers
-    assert (folder / "cell.hlog").read_text().count("Tag=e2e-intended,") >= 3  # a 1 s interval per second of 3
+    assert (folder / "cell.hlog").read_text().count("Tag=e2e-intended,") >= 2  # a 1 s interval per second of 2
     cells = pq.read_table(Lake(tmp_path).cells_path(run)).to_pylist()
     assert [(c["cell_id"], c["status"], c["received"]) for c in cells] == [(cell.id, "ok", 1000)]
 
@@ -80,7 +80,7 @@ def test_jetstream_file_storage_acks_every_publish(tmp_path: Path, console: Cons
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
-    assert acc.scheduled == acc.sent == acc.acknowledged == 600
+    assert acc.scheduled == acc.sent == acc.acknowledged == 300
     assert acc.lost == 0
     assert set(report.analysis.metrics) == {"publish"}
     sent = _read(report.path, "sent-p*.parquet")
@@ -95,7 +95,7 @@ def test_jetstream_e2e_measures_delivery_and_ack(tmp_path: Path, console: Consol
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
-    assert acc.sent == acc.received == acc.acknowledged == 800
+    assert acc.sent == acc.received == acc.acknowledged == 400
     assert acc.acknowledged_but_lost == 0
     assert set(report.analysis.metrics) == {"e2e", "publish"}
     received = _read(report.path, "received-c*.parquet")
@@ -108,7 +108,7 @@ def test_rtt_with_several_synchronous_connections(tmp_path: Path, console: Conso
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
-    assert acc.sent == acc.acknowledged == 800
+    assert acc.sent == acc.acknowledged == 400
     rtt = report.analysis.metrics["rtt"]
-    assert rtt["intended"].count == 800
+    assert rtt["intended"].count == 400
     assert rtt["sent"].percentiles["50"] <= rtt["intended"].percentiles["50"]

@@ -86,7 +86,7 @@ def test_r3_e2e_cell_lands_every_sample_with_its_leader(tmp_path: Path, console:
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
-    assert acc.scheduled == acc.sent == acc.received == acc.acknowledged == 800
+    assert acc.scheduled == acc.sent == acc.received == acc.acknowledged == 400
     assert acc.lost == acc.acknowledged_but_lost == acc.duplicated == 0
     assert set(report.analysis.metrics) == {"e2e", "publish"}
 

@@ -22,9 +22,9 @@ MATRIX = {
     "workload": {
         "message_size_bytes": 256,
         "rate_per_s": 300,
-        "warmup_s": 1,
-        "measure_s": 2,
-        "cooldown_s": 1,
+        "warmup_s": 0.5,
+        "measure_s": 1,
+        "cooldown_s": 0.5,
         "drain_timeout_s": 3,
     },
     "measurements": ["e2e"],

@@ -78,7 +78,7 @@ def _exits_within(pid: int, timeout_s: float) -> None:
 
 def test_report_of_real_cells_renders_in_chromium(tmp_path: Path, console: Console) -> None:
     lake, run = Lake(tmp_path / "lake"), RunInfo.new()
-    slow, fast = make_cell("e2e", rate_per_s=400), make_cell("e2e", rate_per_s=800)
+    slow, fast = make_cell("e2e", rate_per_s=800), make_cell("e2e", rate_per_s=1600)
     reports = [run_cell(cell, lake, run, console) for cell in (slow, fast)]
     assert [r.status for r in reports] == ["ok", "ok"], [r.reason for r in reports]
 
@@ -96,9 +96,9 @@ def test_report_of_real_cells_renders_in_chromium(tmp_path: Path, console: Conso
         assert f'id="cell-{cell.id}"' in html
     assert html.count('xlink:href="data:image/png;base64,') == 2  # each cell's scatter dots, rasterized inline
     assert html.count("<svg") == 2 * 3 + 1 + 1  # 3 per cell, the overlay, the ratio of the one-field pair
-    assert "response time (n=800)" in html and "service time (n=800)" in html  # 400/s × 2 s measure
+    assert "response time (n=800)" in html and "service time (n=800)" in html  # 800/s × 1 s measure
     assert "response time (n=1,600)" in html
-    assert "differs in workload.rate_per_s: 400.0 → 800.0" in html
+    assert "differs in workload.rate_per_s: 800.0 → 1600.0" in html
     assert f'id="ratio-{slow.id}-{fast.id}-e2e-intended"' in html
     assert "no regressions checked yet" in html
     # The exact table is the landed one: p50 of the recomputed analysis equals result.json's.

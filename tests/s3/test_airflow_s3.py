@@ -34,7 +34,7 @@ workload:
   message_size_bytes: 256
   rate_per_s: 500
   warmup_s: 0.5
-  measure_s: 2
+  measure_s: 1
   cooldown_s: 0.5
   drain_timeout_s: 2
 measurements: [e2e]
@@ -69,7 +69,7 @@ def test_sweep_dag_on_s3_through_the_connection(
     runs = keys(s3_client, s3_lake, "runs/run_date=2026-02-02/")
     assert len(runs) == 1 and runs[0].endswith("/cells.parquet"), runs
     (row,) = read_parquet(s3_lake / runs[0]).to_pylist()
-    assert row["status"] == "ok" and row["received"] == row["scheduled"] == 1000, row
+    assert row["status"] == "ok" and row["received"] == row["scheduled"] == 500, row
     part = runs[0].removeprefix("runs/").removesuffix("/cells.parquet")
     everything = keys(s3_client, s3_lake)
     assert f"raw/{part}/cell_id={row['cell_id']}/{COMMIT_MARKER}" in everything

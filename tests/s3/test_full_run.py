@@ -51,7 +51,7 @@ def test_full_run_on_s3(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # anything written to a relative local path would show up here
-    cell = make_cell("e2e", broker={"mode": "core"}, rate_per_s=500, measure_s=2)
+    cell = make_cell("e2e", broker={"mode": "core"}, rate_per_s=500, measure_s=1)
     run = RunInfo(run_id="s3run", run_date="2026-02-01")
 
     # Landing: the cell's files under its prefix, visible through the commit marker.
@@ -92,7 +92,7 @@ def test_full_run_on_s3(
     published = read_parquet(history)
     overall = {(r["metric"], r["basis"]): r for r in published.to_pylist() if r["leader"] is None}
     want = report.analysis.metrics["e2e"]["intended"]
-    assert overall[("e2e", "intended")]["count"] == want.count == 1000
+    assert overall[("e2e", "intended")]["count"] == want.count == 500
     assert overall[("e2e", "intended")]["p99_ns"] == want.percentiles["99"]  # Spark's exact percentile
 
     # Regressions: the detector reads the history from the bucket; four calm earlier nights make today a rise.
