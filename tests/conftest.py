@@ -22,8 +22,11 @@ REPO = Path(__file__).resolve().parent.parent
 # analyses a few thousand rows and exits: compiled by the JIT's first tier only, a test's analysis took 18.7 s
 # instead of 22.4 s and 24 s of CPU instead of 37 s (spark_jobs/pipeline.py on two synthetic cells, 3 runs each).
 # The tables are the same; the benchmark's own analysis (`make bench`, Airflow) keeps the full JIT. Brokers'
-# JVMs are not Spark's and never read this.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+# JVMs are not Spark's and never read this. With the first tier alone the JVM reserves 48 MiB for compiled code
+# (240 MiB with both), and a Spark test worker's one session, compiling every test's generated code, filled that
+# in a clean-clone run (30,167 methods after 119 s): its compiler stopped, then a task failed for want of room for
+# a method-handle stub. So the reservation stays at the two tiers' size (address space; pages as used).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m")
 # Where cell tests run in two workers (`make test`'s default), their cells take turns on the host lease: a
 # waiting cell asks again every 0.2 s (CLI) instead of 5 s, and a waiting Airflow provision is rescheduled as
 # soon, instead of in 15 s, so the host is not left idle between two tests' cells.
