@@ -22,7 +22,7 @@ def test_hosts_meet_through_s3(s3_lake: S3Path, s3_client, console: Console) -> 
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
-    assert acc.sent == acc.received == 1000 and acc.lost == 0
+    assert acc.sent == acc.received == 500 and acc.lost == 0
     stored = keys(s3_client, s3_lake)
     assert not [k for k in stored if k.startswith(".hosts/")]  # the rendezvous is removed once landed
     (committed,) = committed_cells(lake.run_dir(run))
