@@ -27,7 +27,7 @@ def _parse(source: str) -> ast.Module:
     """`ast.parse`, tried again if CPython 3.11's AST constructor reports "recursion depth mismatch" for a correct
     file. Its depth counter lives in state the whole process shares, and threaded programs see the error
     spuriously (python/cpython#106905 and reports like it); it failed this test once in a parallel run, in a
-    worker where earlier tests had left library threads behind. A real syntax error still fails as one."""
+    worker whose Spark session keeps py4j's threads running. A real syntax error still fails as one."""
     for _ in range(2):
         try:
             return ast.parse(source)
