@@ -28,13 +28,12 @@ def _parse(source: str) -> ast.Module:
     file. Its depth counter lives in state the whole process shares, and threaded programs see the error
     spuriously (python/cpython#106905 and reports like it); it failed this test once in a parallel run, in a
     worker whose Spark session keeps py4j's threads running. A real syntax error still fails as one."""
-    for _ in range(2):
-        try:
-            return ast.parse(source)
-        except SystemError as exc:
-            if "recursion depth mismatch" not in str(exc):
-                raise
-    return ast.parse(source)
+    try:
+        return ast.parse(source)
+    except SystemError as exc:
+        if "recursion depth mismatch" not in str(exc):
+            raise
+        return ast.parse(source)
 
 
 def _code_tokens(path: Path) -> list[tuple[int, str]]:
