@@ -113,7 +113,8 @@ airflow-stop:
 # Tests without cells (unit, DAG integrity, Spark, S3 storage, and broker tests marked `alongside`) run in
 # parallel workers, one file per worker at a time; then the tests that run cells (`serial`, see tests/conftest.py)
 # in two workers: their cells take turns on the host lease (as two sweeps' cells do; a local analysis holds it
-# too) while the other worker's test starts brokers or waits on Airflow; last, one at a time, the modules that gate
+# too) while the other worker's test starts brokers or waits on Airflow, and a third worker runs the Celery and
+# Spark-cluster files beside them (tests/beside_cells.py); last, one at a time, the modules that gate
 # fault or capacity timings or count the host's network namespaces (`host_alone`), which fail beside another
 # worker (two of three clean-clone runs did, see docs/design.md). In one two-worker run with them, such a module
 # waited for the host to itself (tests/host_turns.py) while the other worker drained: 1195 s against 1035 s
@@ -125,11 +126,14 @@ airflow-stop:
 # files that every later process reads.
 TEST_WORKERS ?= 3
 CELL_TEST_WORKERS ?= 2
+# The cell part: CELL_TEST_WORKERS workers taking turns on the lease, and one more for the files pyproject.toml's
+# `beside_cells` lists (the Celery deployment, the standalone Spark cluster), which wait on their own servers.
+CELL_PART = $(if $(filter 0,$(CELL_TEST_WORKERS)),-n 0,-n $(shell echo $$(($(CELL_TEST_WORKERS) + 1))) --beside-cells)
 test test-fast: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) tools stan-server class-data
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(CELL_TEST_WORKERS) --dist loadfile \
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra $(CELL_PART) --dist loadfile \
 		-m "serial and not host_alone" --durations=25
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n 0 -m "serial and host_alone" --durations=15
 

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.cell.workers import worker_context
+from tests import beside_cells
 from tests.host_turns import host_turn
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,15 +103,23 @@ def _started_by_an_earlier_process(proc: psutil.Process, before: set[int]) -> bo
     return False
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    beside_cells.add_option(parser)
+
+
+pytest_xdist_make_scheduler = beside_cells.make_scheduler  # `--beside-cells` (tests/beside_cells.py)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that runs cells (under tests/integration, or marked integration) is `serial`: `make test` runs
-    those in two workers, after the rest ran in three. A cell sharing two cores with a Spark job or another
-    cell is starved, and the harness rightly fails it as saturated (seen: 13 such failures at three workers
-    beside other work). In two workers their cells take turns on the host lease, and a local analysis of either
-    worker holds the host as well (spark_jobs.pipeline.host_held). Modules marked `host_alone` (fault and
-    capacity timings, network namespaces) run last, one at a time; in parallel workers they would wait for the
-    host to themselves (`_host_turn`). A module marked `alongside` starts brokers but runs no cell and gates no
-    latency: it runs with the parallel part, where its waits for nodes to boot overlap other tests."""
+    """Every test that runs cells (under tests/integration, or marked integration) is `serial`: `make test` runs those
+    in two workers (and a third for the files beside them, tests/beside_cells.py), after the rest ran in three. A cell
+    sharing two cores with a Spark job or another cell is starved, and the harness rightly fails it as saturated
+    (seen: 13 such failures at three workers beside other work). In two workers their cells take turns on the host
+    lease, and a local analysis of either worker holds the host as well (spark_jobs.pipeline.host_held). Modules
+    marked `host_alone` (fault and capacity timings, network namespaces) run last, one at a time; in parallel
+    workers they would wait for the host to themselves (`_host_turn`). A module marked `alongside` starts brokers
+    but runs no cell and gates no latency: it runs with the parallel part, where its waits for nodes to boot overlap
+    other tests."""
     for item in items:
         if item.get_closest_marker("alongside"):
             continue

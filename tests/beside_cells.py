@@ -1,0 +1,76 @@
+"""A pytest-xdist scheduler for the cell part of `make test` (`--beside-cells`): the last worker runs only the
+files the `beside_cells` ini option lists, the others everything else, file by file as `--dist loadfile` deals
+them. (A list, not a marker: the scheduler sees node ids only.)
+
+Why: the other workers take turns on the host lease, so the part lasts about half of what their modules take,
+waits for the lease included, and two modules that hold it little (the Celery deployment, the standalone Spark
+cluster) took about 150 s of that. On a worker of their own they run beside the turns instead of in them. Their
+own cells, if any, still take the lease like every other cell."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+from xdist.remote import Producer
+from xdist.scheduler import LoadFileScheduling
+from xdist.workermanage import WorkerController, parse_tx_spec_config
+
+INI = "beside_cells"
+
+
+class BesideCellsScheduling(LoadFileScheduling):
+    """`--dist loadfile` with the files of `beside` reserved for the last worker, and only those."""
+
+    def __init__(self, config: pytest.Config, log: Producer, beside: Iterable[str]) -> None:
+        super().__init__(config, log)
+        self.beside = set(beside)
+
+    def _is_beside_worker(self, node: WorkerController) -> bool:
+        """The last of the workers started (numbered from gw0; a finished worker leaves `self.nodes`)."""
+        return node.gateway.id == f"gw{self.numnodes - 1}"
+
+    def _next_scope(self, node: WorkerController) -> str | None:
+        wanted = self._is_beside_worker(node)
+        return next((scope for scope in self.workqueue if (scope in self.beside) == wanted), None)
+
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        scope = self._next_scope(node)
+        if scope is None:
+            node.shutdown()
+            return
+        work_unit = self.workqueue.pop(scope)
+        self.assigned_work.setdefault(node, {})[scope] = work_unit
+        collection = self.registered_collections[node]
+        node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
+
+    def _reschedule(self, node: WorkerController) -> None:
+        if node.shutting_down:
+            return
+        if self._next_scope(node) is None:
+            node.shutdown()
+            return
+        if self._pending_of(self.assigned_work[node]) > 2:
+            return
+        self._assign_work_unit(node)
+
+
+def add_option(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--beside-cells",
+        action="store_true",
+        help=f"with -n N (N > 1) --dist loadfile: worker N-1 runs only the files of the {INI} ini option",
+    )
+    parser.addini(
+        INI, "test files (paths from the rootdir) that --beside-cells gives a worker of their own", "linelist"
+    )
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def make_scheduler(config: pytest.Config, log: Producer) -> BesideCellsScheduling | None:
+    """pytest-xdist's `pytest_xdist_make_scheduler`: this scheduler when `--beside-cells` is given, else xdist's."""
+    if not config.getoption("beside_cells") or config.getvalue("dist") != "loadfile":
+        return None
+    if len(parse_tx_spec_config(config)) < 2:  # one worker would run only the files beside the cells
+        return None
+    return BesideCellsScheduling(config, log, config.getini(INI))

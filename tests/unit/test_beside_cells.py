@@ -1,0 +1,75 @@
+"""The cell part's scheduler (tests/beside_cells.py) in a real pytest-xdist session of a small project: the
+listed files run on the last worker only and every other file on the others; and the suite's own list names
+cell-part files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CONFTEST = """
+from tests import beside_cells
+
+def pytest_addoption(parser):
+    beside_cells.add_option(parser)
+
+pytest_xdist_make_scheduler = beside_cells.make_scheduler
+"""
+TEST = """
+import os
+from pathlib import Path
+
+def test_{n}(): Path("ran_{name}_{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+"""
+
+
+def _project(root: Path, files: dict[str, int]) -> None:
+    (root / "conftest.py").write_text(CONFTEST)
+    (root / "pytest.ini").write_text("[pytest]\nbeside_cells =\n    test_slow_a.py\n    test_slow_b.py\n")
+    for name, count in files.items():
+        (root / f"test_{name}.py").write_text("".join(TEST.format(n=n, name=name) for n in range(count)))
+
+
+def _workers(root: Path, *options: str) -> dict[str, set[str]]:
+    """Run the project; for each file, the workers its tests ran on."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran: dict[str, set[str]] = {}
+    for mark in root.glob("ran_*"):
+        ran.setdefault(mark.name.split("_")[1] + "_" + mark.name.split("_")[2], set()).add(mark.read_text())
+    return ran
+
+
+def test_the_listed_files_get_the_last_worker_to_themselves(tmp_path: Path) -> None:
+    _project(tmp_path, {"slow_a": 2, "slow_b": 2, "cell_a": 3, "cell_b": 3, "cell_c": 3, "cell_d": 3})
+    ran = _workers(tmp_path, "-n", "3", "--dist", "loadfile", "--beside-cells")
+    assert len(ran) == 6
+    assert ran["slow_a"] | ran["slow_b"] == {"gw2"}, ran
+    others = set().union(*(ran[f"cell_{x}"] for x in "abcd"))
+    assert others <= {"gw0", "gw1"}, ran
+
+
+def test_with_one_worker_xdist_deals_every_file(tmp_path: Path) -> None:
+    _project(tmp_path, {"slow_a": 1, "cell_a": 1})
+    assert set(_workers(tmp_path, "-n", "1", "--dist", "loadfile", "--beside-cells")) == {"slow_a", "cell_a"}
+
+
+def test_the_suites_list_names_cell_part_files() -> None:
+    """Each file exists and belongs to the cell part (`serial`, not `alongside` or `host_alone`)."""
+    listed = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["beside_cells"]
+    assert listed
+    for name in listed:
+        text = (REPO / name).read_text()
+        assert name.startswith("tests/integration/") and "alongside" not in text and "host_alone" not in text, name
