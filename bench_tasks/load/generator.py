@@ -54,6 +54,7 @@ _MAX_BATCH = 1024  # messages per driver call when behind: the flusher and repor
 WAKE_GAP_NS = 500_000  # see _open_loop
 _IN_FLIGHT_NS = 200_000  # see _Traffic
 _REPORT_WINDOW_S = REPORT_EVERY_S / 4  # a report waits at most this long for a message (_report_soon)
+DRAIN_REPORT_S = 0.05  # a listener's reports once the schedule is over (_listening_pause)
 _FLUSH_EVERY = 4096  # received messages decoded together (and sooner, see _FLUSH_AFTER_NS)
 _FLUSH_AFTER_NS = 100_000_000
 # Python threads hand the interpreter lock over every 5 ms by default: a thread woken to stamp a message
@@ -220,6 +221,21 @@ async def _report_soon(traffic: _Traffic, in_flight_ns: Callable[[], int] | None
     settle_ns = in_flight_ns() if in_flight_ns is not None else 0
     if settle_ns > 0:
         await asyncio.sleep(settle_ns * 1e-9)
+
+
+async def _listening_pause(
+    traffic: _Traffic, channels: Channels, now_ns: Clock, in_flight_ns: Callable[[], int] | None = None
+) -> None:
+    """A listener's pause before its next report: `_report_soon` while the schedule runs, `DRAIN_REPORT_S` once
+    it is over (t0 plus every phase). The parent's drain ends when the reports count every sent message, and a
+    listener ends at the first look at `stop` after it: at a report period each, that was 0.3-0.45 s of every
+    cell's wall after its cooldown. Nothing sent after the schedule is measured, so reports no longer have to
+    keep out of messages' way."""
+    t0 = int(channels.start_at_ns.value)
+    if t0 and now_ns() >= t0 + sum(channels.phase_ns):
+        await asyncio.sleep(DRAIN_REPORT_S)
+    else:
+        await _report_soon(traffic, in_flight_ns)
 
 
 def _fixed_in_flight() -> int:
@@ -769,7 +785,7 @@ async def _consume(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     await driver.open_consumer(f"sixnines-c{plan.index}", log.on_messages)
     _ready(plan, channels)
     while not channels.stop.is_set():
-        await _report_soon(log.traffic)
+        await _listening_pause(log.traffic, channels, now_ns)
         watch.sample(driver.backlog(), log.handed)
         _consumer_progress(plan, channels, log)
     await driver.close()
@@ -1034,7 +1050,7 @@ async def _respond(plan: WorkerPlan, channels: Channels, now_ns: Clock) -> None:
     await driver.open_responder(f"sixnines-r{plan.index}", count)
     _ready(plan, channels)
     while not channels.stop.is_set():
-        await _report_soon(traffic, _fixed_in_flight)  # its echo has just left for the requester
+        await _listening_pause(traffic, channels, now_ns, _fixed_in_flight)  # its echo has just left
         watch.sample(driver.backlog(), served[0])
         channels.events.put({"kind": "progress", "role": "responder", "index": plan.index, "served": served[0]})
     await driver.close()
