@@ -229,8 +229,8 @@ async def _listening_pause(
     """A listener's pause before its next report: `_report_soon` while the schedule runs, `DRAIN_REPORT_S` once
     it is over (t0 plus every phase). The parent's drain ends when the reports count every sent message, and a
     listener ends at the first look at `stop` after it: at a report period each, that was 0.3-0.45 s of every
-    cell's wall after its cooldown. Nothing sent after the schedule is measured, so reports no longer have to
-    keep out of messages' way."""
+    cell's wall after its cooldown. What still arrives then was sent a cooldown or more before, so the few tens
+    of microseconds of a report no longer matter beside its latency."""
     t0 = int(channels.start_at_ns.value)
     if t0 and now_ns() >= t0 + sum(channels.phase_ns):
         await asyncio.sleep(DRAIN_REPORT_S)

@@ -1,0 +1,47 @@
+"""A listener's pause between reports (`generator._listening_pause`): placed beside messages by `_report_soon`
+while the schedule runs (its latencies are measured), a short fixed pause once the schedule is over, so the
+cell's drain and stop are not held up by a report period."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing as mp
+import time
+
+import pytest
+
+from bench_tasks.load import generator
+from bench_tasks.load.generator import DRAIN_REPORT_S, Channels, _listening_pause, _Traffic
+
+PHASES_NS = (1_000_000_000, 2_000_000_000, 500_000_000)
+
+
+def _channels(t0_ns: int) -> Channels:
+    ctx = mp.get_context("spawn")
+    return Channels(events=ctx.Queue(), start_at_ns=ctx.Value("q", t0_ns), stop=ctx.Event(), phase_ns=PHASES_NS)
+
+
+def _paused_by(monkeypatch: pytest.MonkeyPatch, t0_ns: int, now_ns: int) -> tuple[list[str], float]:
+    """Which pause `_listening_pause` took at `now_ns` of a schedule starting at `t0_ns` (0: not fixed yet)."""
+    taken: list[str] = []
+
+    async def report_soon(traffic: _Traffic, in_flight_ns: object = None) -> None:
+        taken.append("report_soon")
+
+    monkeypatch.setattr(generator, "_report_soon", report_soon)
+    started = time.monotonic()
+    asyncio.run(_listening_pause(_Traffic(), _channels(t0_ns), lambda: now_ns))
+    return taken, time.monotonic() - started
+
+
+@pytest.mark.parametrize(("t0_ns", "now_ns"), [(0, 5), (10, 10), (10, 10 + sum(PHASES_NS) - 1)])
+def test_before_and_during_the_schedule_reports_keep_their_placement(
+    monkeypatch: pytest.MonkeyPatch, t0_ns: int, now_ns: int
+) -> None:
+    taken, _ = _paused_by(monkeypatch, t0_ns, now_ns)
+    assert taken == ["report_soon"]
+
+
+def test_after_the_schedule_a_listener_pauses_briefly(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken, paused_s = _paused_by(monkeypatch, 10, 10 + sum(PHASES_NS))
+    assert taken == [] and paused_s >= DRAIN_REPORT_S * 0.9
