@@ -35,14 +35,13 @@ class BesideCellsScheduling(LoadFileScheduling):
         return next((scope for scope in self.workqueue if (scope in self.beside) == wanted), None)
 
     def _assign_work_unit(self, node: WorkerController) -> None:
+        """xdist's own assignment, of this node's next file moved to the front of the queue."""
         scope = self._next_scope(node)
         if scope is None:
             node.shutdown()
             return
-        work_unit = self.workqueue.pop(scope)
-        self.assigned_work.setdefault(node, {})[scope] = work_unit
-        collection = self.registered_collections[node]
-        node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
+        self.workqueue.move_to_end(scope, last=False)
+        super()._assign_work_unit(node)
 
     def _reschedule(self, node: WorkerController) -> None:
         if node.shutting_down:

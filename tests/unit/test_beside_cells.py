@@ -48,7 +48,7 @@ def _workers(root: Path, *options: str) -> dict[str, set[str]]:
     assert done.returncode == 0, done.stdout + done.stderr
     ran: dict[str, set[str]] = {}
     for mark in root.glob("ran_*"):
-        ran.setdefault(mark.name.split("_")[1] + "_" + mark.name.split("_")[2], set()).add(mark.read_text())
+        ran.setdefault(mark.name.removeprefix("ran_").rsplit("_", 1)[0], set()).add(mark.read_text())
     return ran
 
 
