@@ -5,10 +5,12 @@ them. (A list, not a marker: the scheduler sees node ids only.)
 Why: the other workers take turns on the host lease, so the part lasts about half of what their modules take,
 waits for the lease included, and two modules that hold it little (the Celery deployment, the standalone Spark
 cluster) took about 150 s of that. On a worker of their own they run beside the turns instead of in them. Their
-own cells, if any, still take the lease like every other cell."""
+own cells, if any, still take the lease like every other cell; while another worker's cell holds it, the
+worker and all it started run idle, on CPU time the cells leave (tests/beside_priority.py)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 import pytest
@@ -31,6 +33,8 @@ class BesideCellsScheduling(LoadFileScheduling):
         return node.gateway.id == f"gw{self.numnodes - 1}"
 
     def _next_scope(self, node: WorkerController) -> str | None:
+        if not any(self._is_beside_worker(n) for n in self.nodes):  # xdist stopped it: fewer files than workers
+            return next(iter(self.workqueue), None)
         wanted = self._is_beside_worker(node)
         return next((scope for scope in self.workqueue if (scope in self.beside) == wanted), None)
 
@@ -62,6 +66,17 @@ def add_option(parser: pytest.Parser) -> None:
     )
     parser.addini(
         INI, "test files (paths from the rootdir) that --beside-cells gives a worker of their own", "linelist"
+    )
+
+
+def is_beside_worker(config: pytest.Config) -> bool:
+    """This process is the worker `BesideCellsScheduling` keeps for the listed files (the last one started). A
+    worker sees `--beside-cells` but not `--dist` (xdist gives its workers "no"), so this holds under any --dist."""
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    return (
+        bool(config.getoption("beside_cells"))
+        and count > 1
+        and os.environ.get("PYTEST_XDIST_WORKER") == f"gw{count - 1}"
     )
 
 

@@ -13,8 +13,9 @@ import psutil
 import pytest
 from rich.console import Console
 
+from bench_tasks.cell.lifecycle import lease_path
 from bench_tasks.cell.workers import worker_context
-from tests import beside_cells
+from tests import beside_cells, beside_priority
 from tests.host_turns import host_turn
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,6 +41,14 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     the developer's `.cache/` (they are verified before use) so a second run does not download again."""
     os.environ.setdefault("SIXNINES_CACHE", str(REPO / ".cache"))
     yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _beside_worker_gives_way(request: pytest.FixtureRequest, _isolated_cache: None) -> None:
+    """The cell part's beside worker runs idle while another worker's cell holds the host (tests/beside_priority.py),
+    until it exits."""
+    if beside_cells.is_beside_worker(request.config):
+        beside_priority.give_way(lease_path())
 
 
 @pytest.fixture(scope="module", autouse=True)

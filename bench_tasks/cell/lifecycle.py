@@ -200,7 +200,7 @@ class HostBusy(SixninesError):
     """Another cell holds the host: starting brokers or load now would overlap two benchmarks."""
 
 
-def _lease_path() -> Path:
+def lease_path() -> Path:
     return cache_dir() / "host.lease"
 
 
@@ -212,7 +212,7 @@ def acquire_host(work: CellWork) -> None:
         holder = _lease_holder()
         if holder is not None and holder.get("work") != str(work.root) and not _lease_stale(holder):
             raise HostBusy(_busy_with(holder))
-        write_json(_lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now(), "taker": _taker()})
+        write_json(lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now(), "taker": _taker()})
 
 
 def provision_when_free(
@@ -277,7 +277,7 @@ def release_host(work: CellWork) -> None:
     with _lease_lock():
         holder = _lease_holder()
         if holder is not None and holder.get("work") == str(work.root):
-            _lease_path().unlink()
+            lease_path().unlink()
 
 
 @contextlib.contextmanager
@@ -295,7 +295,7 @@ def host_for_analysis(run_id: str, poll_s: float = 5.0, on_wait: Callable[[str],
             holder = _lease_holder()
             if holder is None or "analyses" in holder or _lease_stale(holder):
                 running = [a for a in (holder or {}).get("analyses", []) if process_alive(a["taker"])]
-                write_json(_lease_path(), {"analyses": [*running, entry]})
+                write_json(lease_path(), {"analyses": [*running, entry]})
                 break
             if _taken_by_this_process_tree(holder):
                 entry = None
@@ -319,9 +319,9 @@ def _leave_analyses(entry: dict[str, Any]) -> None:
             return
         running = [a for a in holder["analyses"] if a != entry and process_alive(a["taker"])]
         if running:
-            write_json(_lease_path(), {"analyses": running})
+            write_json(lease_path(), {"analyses": running})
         else:
-            _lease_path().unlink()
+            lease_path().unlink()
 
 
 def _taken_by_this_process_tree(holder: dict[str, Any]) -> bool:
@@ -338,7 +338,7 @@ def _taken_by_this_process_tree(holder: dict[str, Any]) -> bool:
 @contextlib.contextmanager
 def _lease_lock() -> Iterator[None]:
     """flock around reading and writing the lease, so two provisions cannot both take a free host."""
-    with open(_lease_path().with_suffix(".lock"), "a") as lock:
+    with open(lease_path().with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -360,7 +360,7 @@ def _taker() -> dict[str, Any]:
 
 def _lease_holder() -> dict[str, Any] | None:
     try:
-        return json.loads(_lease_path().read_text())
+        return json.loads(lease_path().read_text())
     except (FileNotFoundError, ValueError):
         return None
 

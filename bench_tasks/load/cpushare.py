@@ -24,7 +24,7 @@ PERIOD_US = 100_000  # the kernel's default CFS period: a share of 0.05 is 5 ms 
 PARENT = "sixnines"
 
 
-def _root() -> tuple[Path, int] | None:
+def controller_root() -> tuple[Path, int] | None:
     """(the cpu controller's root folder, cgroup version), or None when neither is mounted."""
     if (V1_ROOT / "cpu.cfs_quota_us").exists():
         return V1_ROOT, 1
@@ -36,7 +36,7 @@ def _root() -> tuple[Path, int] | None:
 
 def unavailable() -> str | None:
     """Why a share cannot be applied on this host (None: it can)."""
-    found = _root()
+    found = controller_root()
     if found is None:
         return "no cgroup cpu controller is mounted (cgroup v1 /sys/fs/cgroup/cpu or v2 cpu in cgroup.controllers)"
     root, _version = found
@@ -47,7 +47,7 @@ def unavailable() -> str | None:
 
 def confine(name: str, cpus: float) -> Path:
     """Move the calling process into cgroup `sixnines/<name>`, limited to `cpus` CPUs of time; its folder."""
-    found = _root()
+    found = controller_root()
     if found is None:
         raise OSError(unavailable())
     root, version = found
@@ -69,7 +69,7 @@ def confine(name: str, cpus: float) -> Path:
 
 def release(prefix: str) -> list[str]:
     """Remove this cell's groups (`sixnines/<prefix>*`) once their processes have exited; the names removed."""
-    found = _root()
+    found = controller_root()
     parent = None if found is None else found[0] / PARENT
     if parent is None or not parent.is_dir():
         return []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import time
 from pathlib import Path
 
@@ -51,7 +52,9 @@ def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None
     """One deployment, both ways a run is made: `airflow dags test --use-executor` (no scheduler: pools are not
     enforced), then the scheduler and DAG processor making and running the DAG's scheduled run, pools and all,
     as a deployment does."""
-    env = airflow_project(tmp_path / "project", {"itest_celery": TINY})
+    # The suite's cache, so its host lease: the DAG's cells take turns with the other workers' cells, and the beside
+    # worker runs at normal priority while they hold the host (tests/beside_priority.py).
+    env = airflow_project(tmp_path / "project", {"itest_celery": TINY}, cache=os.environ["SIXNINES_CACHE"])
     started = time.monotonic()
     with celery_airflow(env) as deployment:
         ready = time.monotonic()

@@ -1,6 +1,6 @@
 """The cell part's scheduler (tests/beside_cells.py) in a real pytest-xdist session of a small project: the
-listed files run on the last worker only and every other file on the others; and the suite's own list names
-cell-part files."""
+listed files run on the last worker only, which knows it is that worker, and every other file on the others; and
+the suite's own list names cell-part files."""
 
 from __future__ import annotations
 
@@ -22,8 +22,11 @@ pytest_xdist_make_scheduler = beside_cells.make_scheduler
 TEST = """
 import os
 from pathlib import Path
+from tests.beside_cells import is_beside_worker
 
-def test_{n}(): Path("ran_{name}_{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+def test_{n}(request):
+    beside = "+beside" if is_beside_worker(request.config) else ""
+    Path("ran_{name}_{n}").write_text(os.environ["PYTEST_XDIST_WORKER"] + beside)
 """
 
 
@@ -56,7 +59,7 @@ def test_the_listed_files_get_the_last_worker_to_themselves(tmp_path: Path) -> N
     _project(tmp_path, {"slow_a": 2, "slow_b": 2, "cell_a": 3, "cell_b": 3, "cell_c": 3, "cell_d": 3})
     ran = _workers(tmp_path, "-n", "3", "--dist", "loadfile", "--beside-cells")
     assert len(ran) == 6
-    assert ran["slow_a"] | ran["slow_b"] == {"gw2"}, ran
+    assert ran["slow_a"] | ran["slow_b"] == {"gw2+beside"}, ran  # and the worker knows it is the beside worker
     others = set().union(*(ran[f"cell_{x}"] for x in "abcd"))
     assert others <= {"gw0", "gw1"}, ran
 
@@ -64,6 +67,14 @@ def test_the_listed_files_get_the_last_worker_to_themselves(tmp_path: Path) -> N
 def test_with_one_worker_xdist_deals_every_file(tmp_path: Path) -> None:
     _project(tmp_path, {"slow_a": 1, "cell_a": 1})
     assert set(_workers(tmp_path, "-n", "1", "--dist", "loadfile", "--beside-cells")) == {"slow_a", "cell_a"}
+
+
+def test_with_fewer_files_than_workers_every_file_runs(tmp_path: Path) -> None:
+    """xdist stops the workers it has no file for, the last ones first: the beside worker's file then runs on
+    another."""
+    _project(tmp_path, {"slow_a": 1, "cell_a": 1})
+    ran = _workers(tmp_path, "-n", "3", "--dist", "loadfile", "--beside-cells")
+    assert set(ran) == {"slow_a", "cell_a"} and set().union(*ran.values()) <= {"gw0", "gw1"}, ran
 
 
 def test_the_suites_list_names_cell_part_files() -> None:
