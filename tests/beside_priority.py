@@ -11,8 +11,9 @@ wakes gets its CPU at once (the kernel's SCHED_IDLE rule, for the whole group). 
 policy per thread: the daemons a test leaves running under init (a Spark master, a broker a provision task
 started) stay in it. A watcher process outside the group, never idle itself, reads the lease every 50 ms (the
 file is replaced atomically: no lock) and switches the group: idle while a cell taken by a process outside the
-group holds the host; normal while the host is free or analysed (nothing measures then), and while the group's own
-cell holds it (the Celery DAG's), which then runs as every cell did before.
+group holds the host; normal while the host is free or analysed (nothing measures then), while a cell the group
+took holds it, and while a lease the worker's tests name as their own (`claim_lease`: the Celery DAG's cells use
+an Airflow project's cache, so a lease of their own) holds a cell, which then runs as every cell did before.
 
 Needs root and a cgroup cpu controller with `cpu.idle` (Linux 5.15 or later): `make test` asks
 `python -m tests.beside_priority --check` and runs no beside worker where it says why not."""
@@ -36,6 +37,7 @@ import psutil
 from bench_tasks.load.cpushare import controller_root
 
 PREFIX = "sixnines-beside-"
+OWN_ENV = "SIXNINES_BESIDE_LEASES"  # the beside worker's file of its tests' own leases, one path per line
 POLL_S = 0.05
 LAST_S = 60.0  # a group's last processes, after the worker, are awaited this long before the group is left
 
@@ -74,29 +76,62 @@ def give_way(lease: Path) -> Path | None:
     except OSError as err:
         warnings.warn(f"the beside worker runs at normal priority beside the cells: {err}", stacklevel=2)
         return None
+    own = lease.with_name(f"{group.name}.leases")
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.write_text("")
+    os.environ[OWN_ENV] = str(own)
     # Started before this process moves: the watcher stays in the root group, so it is never idle itself.
-    watch_me = [str(os.getpid()), str(group), str(lease)]
+    watch_me = [str(os.getpid()), str(group), str(lease), str(own)]
     subprocess.Popen([sys.executable, "-m", "tests.beside_priority", *watch_me], start_new_session=True)
     (group / "cgroup.procs").write_text(str(os.getpid()))
     return group
 
 
-def watch(pid: int, group: Path, lease: Path, poll_s: float = POLL_S) -> None:
-    """Switch `group` idle or normal as the lease changes hands, until process `pid` ends."""
+def claim_lease(lease: Path) -> None:
+    """In the beside worker, tell its watcher that a cell holding `lease` is the worker's own (a test whose cells
+    take a lease of their own); elsewhere nothing."""
+    own = os.environ.get(OWN_ENV)
+    if own:
+        with open(own, "a") as listing:
+            listing.write(f"{lease}\n")
+
+
+def watch(pid: int, group: Path, lease: Path, own: Path, poll_s: float = POLL_S) -> None:
+    """Switch `group` idle or normal as leases change hands, until process `pid` ends; then remove the group and
+    the list of own leases."""
     member = psutil.Process(pid)
-    seen: tuple[Any, ...] | None = None
+    judged: dict[tuple[Any, ...], bool] = {}
     idle = False
     while _running(member):
-        holder = _holder(lease)
-        key = (holder.get("work"), holder.get("since")) if holder else None
-        if key != seen:  # a new holder: judged once, while the process that took the lease still runs
-            seen = key
-            wanted = holder is not None and "work" in holder and not _taken_in(group, holder.get("taker"))
-            if wanted != idle:
-                (group / "cpu.idle").write_text("1" if wanted else "0")
-                idle = wanted
+        wanted = _another_cell_holds(lease, group, judged) and not _own_cell_runs(own)
+        if wanted != idle:
+            (group / "cpu.idle").write_text("1" if wanted else "0")
+            idle = wanted
         time.sleep(poll_s)
+    own.unlink(missing_ok=True)
     _remove(group)
+
+
+def _another_cell_holds(lease: Path, group: Path, judged: dict[tuple[Any, ...], bool]) -> bool:
+    """A cell taken by a process outside `group` holds `lease`. Each holder is judged once, when first seen, while
+    the process that took the lease still runs (`judged` keeps the last verdict)."""
+    holder = _holder(lease)
+    if holder is None or "work" not in holder:
+        return False
+    key = (holder["work"], holder.get("since"))
+    if key not in judged:
+        judged.clear()
+        judged[key] = not _taken_in(group, holder.get("taker"))
+    return judged[key]
+
+
+def _own_cell_runs(own: Path) -> bool:
+    """A lease listed in `own` is held by a cell."""
+    try:
+        leases = own.read_text().split()
+    except FileNotFoundError:
+        return False
+    return any("work" in (_holder(Path(path)) or {}) for path in leases)
 
 
 def _running(process: psutil.Process) -> bool:
@@ -140,16 +175,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("pid", nargs="?", type=int, help="watch until this process ends")
     parser.add_argument("group", nargs="?", type=Path)
     parser.add_argument("lease", nargs="?", type=Path)
+    parser.add_argument("own", nargs="?", type=Path, help="the file listing the worker's own leases")
     args = parser.parse_args(argv)
     if args.check:
         why = unavailable()
         if why:
             print(f"no beside worker: {why}", file=sys.stderr)
         return 1 if why else 0
-    if args.lease is None:
-        parser.error("give --check, or PID GROUP LEASE")
+    if args.own is None:
+        parser.error("give --check, or PID GROUP LEASE OWN")
     with contextlib.suppress(KeyboardInterrupt, psutil.NoSuchProcess):
-        watch(args.pid, args.group, args.lease)
+        watch(args.pid, args.group, args.lease, args.own)
     return 0
 
 
