@@ -4,9 +4,9 @@ them. (A list, not a marker: the scheduler sees node ids only.)
 
 Why: the other workers take turns on the host lease, so the part lasts about half of what their modules take,
 waits for the lease included, and two modules that hold it little (the Celery deployment, the standalone Spark
-cluster) took about 150 s of that. On a worker of their own they run beside the turns instead of in them. Their
-own cells, if any, still take the lease like every other cell; while another worker's cell holds it, the
-worker and all it started run idle, on CPU time the cells leave (tests/beside_priority.py)."""
+cluster) took about 150 s of that. On a worker of their own they run beside the turns instead of in them. While
+another worker's cell holds the lease, that worker and all it started run idle, on CPU time the cells leave; while
+a cell of its own runs (the Celery DAG's, on its Airflow project's lease), as normal (tests/beside_priority.py)."""
 
 from __future__ import annotations
 
