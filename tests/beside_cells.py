@@ -29,8 +29,7 @@ class BesideCellsScheduling(LoadFileScheduling):
         self.beside = set(beside)
 
     def _is_beside_worker(self, node: WorkerController) -> bool:
-        """The last of the workers started (numbered from gw0; a finished worker leaves `self.nodes`)."""
-        return node.gateway.id == f"gw{self.numnodes - 1}"
+        return node.gateway.id == beside_worker_id(self.numnodes)
 
     def _next_scope(self, node: WorkerController) -> str | None:
         if not any(self._is_beside_worker(n) for n in self.nodes):  # xdist stopped it: fewer files than workers
@@ -73,11 +72,14 @@ def is_beside_worker(config: pytest.Config) -> bool:
     """This process is the worker `BesideCellsScheduling` keeps for the listed files (the last one started). A
     worker sees `--beside-cells` but not `--dist` (xdist gives its workers "no"), so this holds under any --dist."""
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    return (
-        bool(config.getoption("beside_cells"))
-        and count > 1
-        and os.environ.get("PYTEST_XDIST_WORKER") == f"gw{count - 1}"
-    )
+    on = bool(config.getoption("beside_cells")) and count > 1
+    return on and os.environ.get("PYTEST_XDIST_WORKER") == beside_worker_id(count)
+
+
+def beside_worker_id(workers: int) -> str:
+    """The last of `workers` started (xdist numbers them from gw0; a finished worker leaves the scheduler's
+    nodes, so the scheduler counts the workers it was given)."""
+    return f"gw{workers - 1}"
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 import psutil
 
-from bench_tasks.load.cpushare import controller_root
+from bench_tasks.load import cpushare
 
 PREFIX = "sixnines-beside-"
 OWN_ENV = "SIXNINES_BESIDE_LEASES"  # the beside worker's file of its tests' own leases, one path per line
@@ -53,9 +53,10 @@ def unavailable() -> str | None:
 
 def _make_group(name: str) -> Path:
     """A cgroup directly under the cpu controller's root (an idle group gives way only to its siblings)."""
-    found = controller_root()
-    if found is None:
-        raise OSError("no cgroup cpu controller is mounted (cgroup v1 /sys/fs/cgroup/cpu or v2 cpu)")
+    why_not = cpushare.unavailable()
+    found = cpushare.controller_root()
+    if why_not or found is None:
+        raise OSError(why_not)
     root, version = found
     if version == 2:  # v2 hands the controller to a child only when the parent enables it
         (root / "cgroup.subtree_control").write_text("+cpu")
