@@ -70,11 +70,11 @@ def test_with_one_worker_xdist_deals_every_file(tmp_path: Path) -> None:
 
 
 def test_with_fewer_files_than_workers_every_file_runs(tmp_path: Path) -> None:
-    """xdist stops the workers it has no file for, the last ones first: the beside worker's file then runs on
-    another."""
+    """xdist stops the workers it has no file for, the last to have collected first: when that is the beside
+    worker, its file runs on another (which one xdist stops depends on the order they finished collecting)."""
     _project(tmp_path, {"slow_a": 1, "cell_a": 1})
     ran = _workers(tmp_path, "-n", "3", "--dist", "loadfile", "--beside-cells")
-    assert set(ran) == {"slow_a", "cell_a"} and set().union(*ran.values()) <= {"gw0", "gw1"}, ran
+    assert set(ran) == {"slow_a", "cell_a"}, ran
 
 
 def test_the_suites_list_names_cell_part_files() -> None:
