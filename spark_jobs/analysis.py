@@ -34,6 +34,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 from bench_tasks import PERCENTILES
 from spark_jobs import ledger as ledger_pass
 from spark_jobs import locate
+from spark_jobs.codegen import compiled
 from spark_jobs.exact import (
     PARTIALS,
     bucket_bounds,
@@ -353,14 +354,18 @@ def analyze(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Analysis:
     sent, received = with_unit(sent, units), with_unit(received, units)
     books = ledger_pass.ledger(sent, received, units)
     group_all = books.dup_word_count > ledger_pass.ROUTE_LIMIT
-    samples = sample_rows(sent, first_receipts(received, books.dup_words, group_all), units)
+    spark = units.facts.sparkSession
+    with compiled(spark):  # the receipts of messages received twice are kept at once (a local checkpoint)
+        first = first_receipts(received, books.dup_words, group_all)
+    samples = sample_rows(sent, first, units)
     sums = bucket_sums(samples)
-    rows = sums.toArrow().to_pandas()
+    with compiled(spark):
+        rows = sums.toArrow().to_pandas()
     cell_ix = np.array([row["cell_ix"] for row in units.rows], dtype=np.int64)
     rows["cell_ix"] = cell_ix[rows["unit"].to_numpy(np.int64)]
     whole = rows[(rows["kind"] == WHOLE) & (rows["measure"] == True)]  # noqa: E712 (null: not grouped by it)
     timed, done = (rows[rows["kind"] == kind] for kind in (TIMED, DONE))
-    spark, schema = units.facts.sparkSession, sums.schema.add("cell_ix", LongType(), False)
+    schema = sums.schema.add("cell_ix", LongType(), False)
     return Analysis(
         units,
         books,

@@ -33,6 +33,7 @@ from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, Stri
 
 from bench_tasks import PERCENTILES
 from spark_jobs import locate
+from spark_jobs.codegen import compiled
 from spark_jobs.localdata import pandas_frame
 
 BUCKET_BITS = 7  # 128 buckets per doubling: each 0.54 % wide, the second pass reads ~1 % of the samples
@@ -124,7 +125,8 @@ def summary_of(
     located = locate.ranks(placed, keys, percentiles, wanted)
     rows = locate.unknown(located)
     unknown = pandas_frame(spark, rows, unknown_schema(fields))
-    looked = pick(candidates(rows), unknown, keys, value).toArrow().to_pandas()
+    with compiled(spark):
+        looked = pick(candidates(rows), unknown, keys, value).toArrow().to_pandas()
     values = pd.concat([looked, locate.known_values(located, keys)], ignore_index=True)
     columns = {p: percentile_column(p) for p in percentiles}
     summary = locate.finish(locate.group_stats(placed, keys), values, keys, columns)
@@ -139,7 +141,8 @@ def summarize(
     then pick); between them the bucket table is collected and located on the driver (spark_jobs.locate)."""
     fields = [samples.schema[k] for k in keys]
     bucketed = samples.select(*keys, F.col(value).alias("_v")).withColumn("bucket", log_bucket(F.col("_v")))
-    table = bucketed.groupBy(*keys, "bucket").agg(*partials(F.col("_v"))).toArrow().to_pandas()
+    with compiled(samples.sparkSession):
+        table = bucketed.groupBy(*keys, "bucket").agg(*partials(F.col("_v"))).toArrow().to_pandas()
     located = StructType([*fields, StructField("bucket", IntegerType())])
 
     def candidates(rows: pd.DataFrame) -> DataFrame:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
+from spark_jobs.codegen import compiled
 from spark_jobs.localdata import rows_frame
 from spark_jobs.samples import CELL_KEYS, Units, local, word, word_bit
 
@@ -183,10 +184,11 @@ class Ledger:
 def ledger(sent: DataFrame, received: DataFrame, units: Units) -> Ledger:
     """Run the pass over sent and received rows (with `unit`). The word table (a row per 64 messages) is held
     by the executors while the per-producer sums and the words with a duplicate come to the driver."""
-    table = words(sent, received, units).localCheckpoint()
-    checks = local(producer_checks(per_producer(table), units.facts))
-    dup_frame = table.where("has_duplicate").select(*WORD_KEYS)
-    dup_rows = dup_frame.toArrow()  # counted on the driver: no count() job
+    with compiled(sent.sparkSession):  # the word table has a row per 64 messages: millions at a sweep's scale
+        table = words(sent, received, units).localCheckpoint()
+        checks = local(producer_checks(per_producer(table), units.facts))
+        dup_frame = table.where("has_duplicate").select(*WORD_KEYS)
+        dup_rows = dup_frame.toArrow()  # counted on the driver: no count() job
     dup = table.sparkSession.createDataFrame(dup_rows, schema=dup_frame.schema)
     count = dup_rows.num_rows
     return Ledger(unit_accounting(checks.collect(), units), checks, dup if count else None, count)

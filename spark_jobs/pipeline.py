@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs import capacity, compare, faults, histogram, jobargs, lakeio, percentiles, timeline
 from spark_jobs.analysis import Analysis, analyze
+from spark_jobs.codegen import interpreted
 from spark_jobs.errors import CompareError, GateError
 from spark_jobs.gate_frames import faults_frame, percentile_tables_frame, raw_cells_frame, raw_producers_frame
 from spark_jobs.gateproc import GateProcess, validate_frame
@@ -216,9 +217,10 @@ def run_analysis(
     with host_held(spark, run_id):
         worker = GateProcess()  # imports GX in its own process meanwhile
         try:
-            with _timed(timings, "read"):
+            with _timed(timings, "read"), interpreted(spark):
                 raw = lakeio.read_raw(spark, lake, [run_id])
-            result, tables = write_all(spark, lake, raw, extra_tables, comparisons, timings)
+            with interpreted(spark):  # the few queries over raw rows switch to compiled code (spark_jobs.codegen)
+                result, tables = write_all(spark, lake, raw, extra_tables, comparisons, timings)
             with _timed(timings, "gate"):
                 report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result, tables, worker)
             with _timed(timings, "publish"):
