@@ -10,7 +10,7 @@ from pathlib import Path
 import airflow.settings  # noqa: F401  Airflow's settings put the plugins folder (sixnines_airflow) on sys.path
 import pytest
 
-from spark_jobs.launch import FIRST_TIER_ONLY, JVM_OPTIONS, SMALL_RUN_MESSAGES, driver_archive
+from spark_jobs.launch import FIRST_TIER_ONLY, JVM_OPTIONS, SECOND_TIER_THRIFT, SMALL_RUN_MESSAGES, driver_archive
 
 
 def command_for(monkeypatch: pytest.MonkeyPatch, messages: int | None) -> str:
@@ -34,6 +34,8 @@ def test_a_small_run_s_driver_stops_at_the_first_jit_tier(monkeypatch: pytest.Mo
 def test_a_large_or_unknown_run_keeps_the_full_jit(monkeypatch: pytest.MonkeyPatch, messages: int | None) -> None:
     command = command_for(monkeypatch, messages)
     assert f"spark.driver.extraJavaOptions={JVM_OPTIONS}" in command and FIRST_TIER_ONLY not in command, command
+    assert " ".join(SECOND_TIER_THRIFT) in command, command  # the second tier spent on the samples' code
+    assert f"spark.executor.extraJavaOptions={JVM_OPTIONS}" in command and command.count("Tier4Invocation") == 1
 
 
 def test_the_driver_and_executors_map_the_class_data_archive_once_it_is_made(
