@@ -49,6 +49,7 @@ SECOND_TIER_THRIFT = (
     "-XX:InlineSmallCode=1000",
     "-XX:+UnlockDiagnosticVMOptions",
     f"-XX:CompilerDirectivesFile={C2_EXCLUDED}",
+    "-XX:+DisplayVMOutputToStderr",  # the JVM's own lines ("1 compiler directives added"): stdout may be a command's
 )
 
 
