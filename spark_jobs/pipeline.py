@@ -217,9 +217,9 @@ def run_analysis(
     with host_held(spark, run_id):
         worker = GateProcess()  # imports GX in its own process meanwhile
         try:
-            with _timed(timings, "read"), interpreted(spark):
-                raw = lakeio.read_raw(spark, lake, [run_id])
             with interpreted(spark):  # the few queries over raw rows switch to compiled code (spark_jobs.codegen)
+                with _timed(timings, "read"):
+                    raw = lakeio.read_raw(spark, lake, [run_id])
                 result, tables = write_all(spark, lake, raw, extra_tables, comparisons, timings)
             with _timed(timings, "gate"):
                 report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result, tables, worker)
