@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from bench_tasks.cell.lifecycle import HOST_LEASE_ENV, lease_path
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SWEEP_DAG_FILES = ("sixnines_sweeps.py",)
@@ -38,7 +40,9 @@ def airflow_project(
 ) -> dict[str, str]:
     """Lay out `root` (dags/, matrices/ with `matrices` as `<name>.yaml`) and return the environment of its
     Airflow processes. `lake` defaults to `root/lake`, `cache` to `root/cache`; `drop_prefixes` removes more
-    inherited variables (e.g. `AWS_` when credentials must come from a connection only)."""
+    inherited variables (e.g. `AWS_` when credentials must come from a connection only). Whatever the cache, the
+    project's cells take the suite's host lease (`SIXNINES_HOST_LEASE`): in the cell part they take turns with
+    the other workers' cells instead of starving them."""
     (root / "dags").mkdir(parents=True, exist_ok=True)
     (root / "matrices").mkdir(exist_ok=True)
     for name in dag_files:
@@ -55,6 +59,7 @@ def airflow_project(
         "AIRFLOW_CONN_SPARK_DEFAULT": f'{{"conn_type": "spark", "host": "{spark_master}"}}',  # as tools/airflow
         "SIXNINES_LAKE": lake or str(root / "lake"),
         "SIXNINES_CACHE": cache or str(root / "cache"),
+        HOST_LEASE_ENV: str(lease_path()),
         "PATH": f"{BIN}:{os.environ['PATH']}",  # Airflow's subprocesses and spark-submit need the venv
         "ROOT": str(root),
         **(extra_env or {}),

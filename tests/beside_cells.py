@@ -6,7 +6,7 @@ Why: the other workers take turns on the host lease, so the part lasts about hal
 waits for the lease included, and two modules that hold it little (the Celery deployment, the standalone Spark
 cluster) took about 150 s of that. On a worker of their own they run beside the turns instead of in them. While
 another worker's cell holds the lease, that worker and all it started run idle, on CPU time the cells leave; while
-a cell of its own runs (the Celery DAG's, on its Airflow project's lease), as normal (tests/beside_priority.py)."""
+a cell of its own runs (the Celery DAG's, on its Airflow project's lease), as normal (tests/cell_priority.py)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,11 @@ def is_beside_worker(config: pytest.Config) -> bool:
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     on = bool(config.getoption("beside_cells")) and count > 1
     return on and os.environ.get("PYTEST_XDIST_WORKER") == beside_worker_id(count)
+
+
+def in_cell_part(config: pytest.Config) -> bool:
+    """This process is a worker of a session given `--beside-cells` (the cell part of `make test`)."""
+    return bool(config.getoption("beside_cells")) and "PYTEST_XDIST_WORKER" in os.environ
 
 
 def beside_worker_id(workers: int) -> str:

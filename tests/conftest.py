@@ -15,7 +15,7 @@ from rich.console import Console
 
 from bench_tasks.cell.lifecycle import lease_path
 from bench_tasks.cell.workers import worker_context
-from tests import beside_cells, beside_priority
+from tests import beside_cells, cell_priority
 from tests.host_turns import host_turn
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,11 +44,11 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _beside_worker_gives_way(request: pytest.FixtureRequest, _isolated_cache: None) -> None:
-    """The cell part's beside worker runs idle while another worker's cell holds the host (tests/beside_priority.py),
-    until it exits."""
-    if beside_cells.is_beside_worker(request.config):
-        beside_priority.give_way(lease_path())
+def _cell_part_gives_way(request: pytest.FixtureRequest, _isolated_cache: None) -> None:
+    """Each worker of the cell part runs idle while another worker's cell holds the host (tests/cell_priority.py),
+    until it exits: what it does between its own cells (brokers, servers, Airflow, Spark) waits on that cell."""
+    if beside_cells.in_cell_part(request.config):
+        cell_priority.give_way(lease_path())
 
 
 @pytest.fixture(scope="module", autouse=True)

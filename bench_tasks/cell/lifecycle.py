@@ -194,6 +194,7 @@ def broker_key(cell: Cell) -> str:
 
 
 HOST_POLL_ENV = "SIXNINES_HOST_POLL_S"
+HOST_LEASE_ENV = "SIXNINES_HOST_LEASE"
 
 
 class HostBusy(SixninesError):
@@ -201,7 +202,15 @@ class HostBusy(SixninesError):
 
 
 def lease_path() -> Path:
-    return cache_dir() / "host.lease"
+    """The host lease: the file `SIXNINES_HOST_LEASE` names when set and not empty, else `host.lease` in the cache.
+    A lease is the host's, not a cache's: projects with caches of their own on one host (two Airflow deployments, a
+    checkout beside a deployment) that name one file take turns with each other's cells as with their own."""
+    raw = os.environ.get(HOST_LEASE_ENV, "").strip()
+    if not raw:
+        return cache_dir() / "host.lease"
+    path = Path(raw).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def acquire_host(work: CellWork) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.cell.lifecycle import lease_path
-from tests import beside_priority
+from bench_tasks.cell.lifecycle import HOST_LEASE_ENV
+from tests import cell_priority
 from tests.airflow_celery import celery_airflow
 from tests.airflow_project import airflow_project
 
@@ -54,10 +54,11 @@ def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None
     enforced), then the scheduler and DAG processor making and running the DAG's scheduled run, pools and all,
     as a deployment does."""
     env = airflow_project(tmp_path / "project", {"itest_celery": TINY})
-    # The project's cache holds the DAG's cells' lease: the beside worker runs at normal priority while they hold it
-    # (tests/beside_priority.py). (The suite's lease would have them take turns with the other workers' cells, but
+    # The DAG's cells take a lease of their own: its worker runs at normal priority while they hold it
+    # (tests/cell_priority.py). (The suite's lease would have them take turns with the other workers' cells, but
     # `dags test --use-executor` fails a task rescheduled sooner than it hears of the reschedule: seen at 0.2 s.)
-    beside_priority.claim_lease(Path(env["SIXNINES_CACHE"]) / lease_path().name)
+    env[HOST_LEASE_ENV] = str(Path(env["SIXNINES_CACHE"]) / "host.lease")
+    cell_priority.claim_lease(Path(env[HOST_LEASE_ENV]))
     started = time.monotonic()
     with celery_airflow(env) as deployment:
         ready = time.monotonic()

@@ -16,6 +16,7 @@ def test_a_local_analysis_holds_the_host_against_cells(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SIXNINES_HOST_LEASE", raising=False)
     lease = tmp_path / "cache" / "host.lease"
     with host_held(spark, "run-a"):
         held = json.loads(lease.read_text())

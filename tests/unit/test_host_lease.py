@@ -31,6 +31,7 @@ def test_a_holder_of_a_system_this_checkout_lacks_keeps_the_host(
     """Two checkouts share one cache (and so one lease); a cell of a system only the other one has must not
     crash this one's provisioning, nor be taken over while its nodes run (asked by PID and process name)."""
     monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SIXNINES_HOST_LEASE", raising=False)
     (tmp_path / "cache").mkdir()
     other = CellWork(tmp_path / "other")
     other.root.mkdir()
@@ -53,6 +54,7 @@ def test_a_holder_of_a_system_this_checkout_lacks_keeps_the_host(
 def other_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CellWork:
     """Another cell's work folder, nothing recorded in it yet (it is provisioning), in this test's own cache."""
     monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SIXNINES_HOST_LEASE", raising=False)
     (tmp_path / "cache").mkdir()
     other = CellWork(tmp_path / "other")
     other.root.mkdir()
@@ -141,6 +143,24 @@ def test_the_poll_interval_is_the_callers_unless_the_environment_says(monkeypatc
     assert host_poll_s(5.0) == 5.0
     monkeypatch.setenv("SIXNINES_HOST_POLL_S", "0.25")
     assert host_poll_s(5.0) == 0.25
+
+
+def test_projects_with_caches_of_their_own_take_turns_on_the_lease_they_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`SIXNINES_HOST_LEASE` names the host's lease whatever the cache: a cell of one project keeps another
+    project's off the host; unset, each cache has a lease of its own."""
+    first, second = CellWork(tmp_path / "first"), CellWork(tmp_path / "second")
+    monkeypatch.setenv("SIXNINES_HOST_LEASE", str(tmp_path / "host" / "sixnines.lease"))
+    monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path / "cache-a"))
+    acquire_host(first)
+    monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path / "cache-b"))
+    with pytest.raises(HostBusy, match="busy with cell first"):
+        acquire_host(second)
+    assert json.loads((tmp_path / "host" / "sixnines.lease").read_text())["cell"] == "first"
+    monkeypatch.setenv("SIXNINES_HOST_LEASE", "")  # docker-compose's `${SIXNINES_HOST_LEASE:-}` when unset
+    acquire_host(second)
+    assert json.loads((tmp_path / "cache-b" / "host.lease").read_text())["cell"] == "second"
 
 
 def _lease(tmp_path: Path) -> dict:

@@ -1,10 +1,13 @@
-"""The cell part's beside worker (tests/beside_cells.py) gives way to the other workers' cells: it and everything it
-starts run in a cgroup of their own whose `cpu.idle` is on while another worker's cell holds the host lease.
+"""Every worker of the cell part (`make test`, `--beside-cells`) gives way to the other workers' cells: it and
+everything it starts run in a cgroup of their own whose `cpu.idle` is on while another worker's cell holds the host
+lease.
 
-Why: its files start Airflow's processes and a standalone Spark cluster's JVMs, and do not hold the lease while
-they do. On two cores that work beside a measuring cell, with the other cell worker starting brokers, starved the
-cell's consumer thread in a clean-clone run (it waited for a CPU 19 % of the measure phase, 1.6 ms per wake-up),
-and the harness rightly failed the cell as saturated.
+Why: the lease keeps two cells apart, but not what a worker does between its cells. The beside worker's files
+start Airflow's processes and a standalone Spark cluster's JVMs; the other cell worker starts a test module's
+brokers, an S3 server, Airflow's CLI or a Spark session, none of it under the lease. On two cores that work beside
+a measuring cell starved the cell's threads in a clean-clone run (its consumer waited for a CPU 19 % of the
+measure phase, 1.6 ms per wake-up), and in a later one where only the beside worker gave way (a SASL cell's
+consumer and producer 16-17 %, ~1.1 ms per wake-up); the harness rightly failed each cell as saturated.
 
 How: the threads of an idle group run only on CPU time that no other thread wants, and a thread outside it that
 wakes gets its CPU at once (the kernel's SCHED_IDLE rule, for the whole group). A group rather than a scheduling
@@ -12,11 +15,13 @@ policy per thread: the daemons a test leaves running under init (a Spark master,
 started) stay in it. A watcher process outside the group, never idle itself, reads the lease every 50 ms (the
 file is replaced atomically: no lock) and switches the group: idle while a cell taken by a process outside the
 group holds the host; normal while the host is free or analysed (nothing measures then), while a cell the group
-took holds it, and while a lease the worker's tests name as their own (`claim_lease`: the Celery DAG's cells use
-an Airflow project's cache, so a lease of their own) holds a cell, which then runs as every cell did before.
+took holds it (its own cell then runs beside idle groups only), and while a lease the worker's tests name as their
+own (`claim_lease`: the Celery DAG's cells take a lease of their own) holds a cell, which then runs as every cell
+did before.
 
 Needs root and a cgroup cpu controller with `cpu.idle` (Linux 5.15 or later): `make test` asks
-`python -m tests.beside_priority --check` and runs no beside worker where it says why not."""
+`python -m tests.cell_priority --check` and runs the cell part without groups (and without a beside worker) where
+it says why not."""
 
 from __future__ import annotations
 
@@ -36,8 +41,8 @@ import psutil
 
 from bench_tasks.load import cpushare
 
-PREFIX = "sixnines-beside-"
-OWN_ENV = "SIXNINES_BESIDE_LEASES"  # the beside worker's file of its tests' own leases, one path per line
+PREFIX = "sixnines-give-way-"
+OWN_ENV = "SIXNINES_OWN_LEASES"  # a worker's file of its tests' own leases, one path per line
 POLL_S = 0.05
 LAST_S = 60.0  # a group's last processes, after the worker, are awaited this long before the group is left
 
@@ -75,7 +80,7 @@ def give_way(lease: Path) -> Path | None:
     try:
         group = _make_group(f"{PREFIX}{os.getpid()}")
     except OSError as err:
-        warnings.warn(f"the beside worker runs at normal priority beside the cells: {err}", stacklevel=2)
+        warnings.warn(f"this worker runs at normal priority beside the other workers' cells: {err}", stacklevel=2)
         return None
     own = lease.with_name(f"{group.name}.leases")
     own.parent.mkdir(parents=True, exist_ok=True)
@@ -83,14 +88,14 @@ def give_way(lease: Path) -> Path | None:
     os.environ[OWN_ENV] = str(own)
     # Started before this process moves: the watcher stays in the root group, so it is never idle itself.
     watch_me = [str(os.getpid()), str(group), str(lease), str(own)]
-    subprocess.Popen([sys.executable, "-m", "tests.beside_priority", *watch_me], start_new_session=True)
+    subprocess.Popen([sys.executable, "-m", "tests.cell_priority", *watch_me], start_new_session=True)
     (group / "cgroup.procs").write_text(str(os.getpid()))
     return group
 
 
 def claim_lease(lease: Path) -> None:
-    """In the beside worker, tell its watcher that a cell holding `lease` is the worker's own (a test whose cells
-    take a lease of their own); elsewhere nothing."""
+    """In a worker of the cell part, tell its watcher that a cell holding `lease` is the worker's own (a test whose
+    cells take a lease of their own); elsewhere nothing."""
     own = os.environ.get(OWN_ENV)
     if own:
         with open(own, "a") as listing:
@@ -181,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         why = unavailable()
         if why:
-            print(f"no beside worker: {why}", file=sys.stderr)
+            print(f"no idle groups (and no beside worker): {why}", file=sys.stderr)
         return 1 if why else 0
     if args.own is None:
         parser.error("give --check, or PID GROUP LEASE OWN")

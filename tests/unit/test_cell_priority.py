@@ -1,4 +1,4 @@
-"""The beside worker's idle group (tests/beside_priority.py) on this host's cgroups: the watcher switches it idle
+"""A cell-part worker's idle group (tests/cell_priority.py) on this host's cgroups: the watcher switches it idle
 exactly while a cell taken by a process outside the group holds the lease and no lease the tests named as their
 own holds one; an idle group gives a CPU away; and `give_way` moves its caller in, and the group goes once the
 caller has ended."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.beside_priority import PREFIX, _make_group, unavailable
+from tests.cell_priority import PREFIX, _make_group, unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 WHY_NOT = unavailable()
@@ -55,7 +55,7 @@ def test_the_group_is_idle_only_while_another_groups_cell_holds_the_host(
     lease, own, private = tmp_path / "host.lease", tmp_path / "own.leases", tmp_path / "project" / "host.lease"
     private.parent.mkdir()
     watch_me = [str(member.pid), str(group), str(lease), str(own)]
-    watcher = subprocess.Popen([sys.executable, "-m", "tests.beside_priority", *watch_me], cwd=REPO)
+    watcher = subprocess.Popen([sys.executable, "-m", "tests.cell_priority", *watch_me], cwd=REPO)
     try:
         steps: list[tuple[str, Callable[[], None], str]] = [
             ("another's cell", lambda: _cell_lease(lease, outsider.pid, "1"), "1"),
@@ -107,11 +107,11 @@ def test_an_idle_group_leaves_a_cpu_to_a_thread_outside_it() -> None:
 
 def test_give_way_moves_its_caller_in_and_the_group_goes_after_it(tmp_path: Path) -> None:
     script = (
-        "import os\nfrom pathlib import Path\nfrom tests.beside_priority import claim_lease, give_way\n"
+        "import os\nfrom pathlib import Path\nfrom tests.cell_priority import claim_lease, give_way\n"
         f"group = give_way(Path({str(tmp_path / 'host.lease')!r}))\n"
         "print(group, (group / 'cgroup.procs').read_text().split() == [str(os.getpid())])\n"
         "claim_lease(Path('elsewhere.lease'))\n"
-        "print(Path(os.environ['SIXNINES_BESIDE_LEASES']).read_text().split())\n"
+        "print(Path(os.environ['SIXNINES_OWN_LEASES']).read_text().split())\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
