@@ -385,14 +385,15 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
         return True
     state = work.read(work.state)
     if state is None or (state.get("brokers") is None and not state.get("failure")):
-        taker = holder.get("taker")
-        return taker is None or not process_alive(taker)
+        return _taker_gone(holder)
     known = work.read(work.generator)
     if known is not None and generator_alive(work, known):
         return False
     brokers = state.get("brokers")
     if not brokers:
         return True
+    if brokers.get("kind") == "external":  # no node is the cell's process: between provision and load (and after
+        return _taker_gone(holder)  # it), the process that took the lease running is what keeps the host
     try:
         return not any(attach(brokers).alive().values())
     except UnknownSystem:  # a system another checkout sharing the cache knows: its nodes are asked by PID alone
@@ -400,6 +401,12 @@ def _lease_stale(holder: dict[str, Any]) -> bool:
         return not any(PidNodes(nodes, brokers.get("process_name") or "?").alive().values())
     except ValidationError:  # an external cell of a system this checkout lacks: its spec is unreadable here, and
         return False  # it may well be running
+
+
+def _taker_gone(holder: dict[str, Any]) -> bool:
+    """The process that took the lease has ended (or none was recorded)."""
+    taker = holder.get("taker")
+    return taker is None or not process_alive(taker)
 
 
 def _now() -> str:

@@ -91,6 +91,25 @@ def test_a_cell_still_starting_its_brokers_keeps_the_host(tmp_path: Path, other_
     release_host(mine)
 
 
+def test_a_cell_on_external_brokers_keeps_the_host_while_its_taker_runs(tmp_path: Path, other_cell: CellWork) -> None:
+    """External brokers are no process of the cell's: between provision and its load (a CLI cell, in one process),
+    the process that took the lease keeps the host. Judged by the nodes alone, the lease was stale there and a
+    second cell started beside the first (seen in a clean-clone run: its consumer then waited ~50 ms per wake-up)."""
+    taker = subprocess.Popen(["sleep", "60"])
+    mine = CellWork(tmp_path / "mine")
+    try:
+        _lease_taken_by(other_cell, taker)
+        external = {"kind": "external", "system": "kafka", "nodes": {}, "process_name": "", "address": "k:9092"}
+        other_cell.state.write_text(json.dumps({"brokers": external, "failure": None}))
+        with pytest.raises(HostBusy, match="busy with cell other"):
+            acquire_host(mine)
+    finally:
+        taker.kill()
+        taker.wait()
+    acquire_host(mine)  # its taker gone and no generator running: stale
+    release_host(mine)
+
+
 def test_a_failed_provision_leaves_the_host_at_once(tmp_path: Path, other_cell: CellWork) -> None:
     taker = subprocess.Popen(["sleep", "60"])
     try:
