@@ -6,8 +6,9 @@ Why: the lease keeps two cells apart, but not what a worker does between its cel
 start Airflow's processes and a standalone Spark cluster's JVMs; the other cell worker starts a test module's
 brokers, an S3 server, Airflow's CLI or a Spark session, none of it under the lease. On two cores that work beside
 a measuring cell starved the cell's threads in a clean-clone run (its consumer waited for a CPU 19 % of the
-measure phase, 1.6 ms per wake-up), and in a later one where only the beside worker gave way (a SASL cell's
-consumer and producer 16-17 %, ~1.1 ms per wake-up); the harness rightly failed each cell as saturated.
+measure phase, 1.6 ms per wake-up), and the harness rightly failed the cell as saturated. (A group is idle only
+while the lease is truly another's: a cell whose lease was wrongly judged stale and taken over would run idle in
+its own worker's group, as one on external brokers once did: bench_tasks.cell.lifecycle._lease_stale.)
 
 How: the threads of an idle group run only on CPU time that no other thread wants, and a thread outside it that
 wakes gets its CPU at once (the kernel's SCHED_IDLE rule, for the whole group). A group rather than a scheduling
