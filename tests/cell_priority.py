@@ -16,9 +16,9 @@ policy per thread: the daemons a test leaves running under init (a Spark master,
 started) stay in it. A watcher process outside the group, never idle itself, reads the lease every 50 ms (the
 file is replaced atomically: no lock) and switches the group: idle while a cell taken by a process outside the
 group holds the host; normal while the host is free or analysed (nothing measures then), while a cell the group
-took holds it (its own cell then runs beside idle groups only), and while a lease the worker's tests name as their
-own (`claim_lease`: the Celery DAG's cells take a lease of their own) holds a cell, which then runs as every cell
-did before.
+took holds it (its own cell then runs beside idle groups only). A test whose cells take a lease of their own holds
+the suite's lease while they run, as a cell would (tests/integration/test_celery_queues.py), so its group stays
+normal and the other groups idle.
 
 Needs root and a cgroup cpu controller with `cpu.idle` (Linux 5.15 or later): `make test` asks
 `python -m tests.cell_priority --check` and runs the cell part without groups (and without a beside worker) where
@@ -43,7 +43,6 @@ import psutil
 from bench_tasks.load import cpushare
 
 PREFIX = "sixnines-give-way-"
-OWN_ENV = "SIXNINES_OWN_LEASES"  # a worker's file of its tests' own leases, one path per line
 POLL_S = 0.05
 LAST_S = 60.0  # a group's last processes, after the worker, are awaited this long before the group is left
 
@@ -83,39 +82,25 @@ def give_way(lease: Path) -> Path | None:
     except OSError as err:
         warnings.warn(f"this worker runs at normal priority beside the other workers' cells: {err}", stacklevel=2)
         return None
-    own = lease.with_name(f"{group.name}.leases")
-    own.parent.mkdir(parents=True, exist_ok=True)
-    own.write_text("")
-    os.environ[OWN_ENV] = str(own)
     # Started before this process moves: the watcher stays in the root group, so it is never idle itself.
-    watch_me = [str(os.getpid()), str(group), str(lease), str(own)]
+    watch_me = [str(os.getpid()), str(group), str(lease)]
     subprocess.Popen([sys.executable, "-m", "tests.cell_priority", *watch_me], start_new_session=True)
     (group / "cgroup.procs").write_text(str(os.getpid()))
     return group
 
 
-def claim_lease(lease: Path) -> None:
-    """In a worker of the cell part, tell its watcher that a cell holding `lease` is the worker's own (a test whose
-    cells take a lease of their own); elsewhere nothing."""
-    own = os.environ.get(OWN_ENV)
-    if own:
-        with open(own, "a") as listing:
-            listing.write(f"{lease}\n")
-
-
-def watch(pid: int, group: Path, lease: Path, own: Path, poll_s: float = POLL_S) -> None:
-    """Switch `group` idle or normal as leases change hands, until process `pid` ends; then remove the group and
-    the list of own leases."""
+def watch(pid: int, group: Path, lease: Path, poll_s: float = POLL_S) -> None:
+    """Switch `group` idle or normal as the lease changes hands, until process `pid` ends; then remove the
+    group."""
     member = psutil.Process(pid)
     judged: dict[tuple[Any, ...], bool] = {}
     idle = False
     while _running(member):
-        wanted = _another_cell_holds(lease, group, judged) and not _own_cell_runs(own)
+        wanted = _another_cell_holds(lease, group, judged)
         if wanted != idle:
             (group / "cpu.idle").write_text("1" if wanted else "0")
             idle = wanted
         time.sleep(poll_s)
-    own.unlink(missing_ok=True)
     _remove(group)
 
 
@@ -130,15 +115,6 @@ def _another_cell_holds(lease: Path, group: Path, judged: dict[tuple[Any, ...], 
         judged.clear()
         judged[key] = not _taken_in(group, holder.get("taker"))
     return judged[key]
-
-
-def _own_cell_runs(own: Path) -> bool:
-    """A lease listed in `own` is held by a cell."""
-    try:
-        leases = own.read_text().split()
-    except FileNotFoundError:
-        return False
-    return any("work" in (_holder(Path(path)) or {}) for path in leases)
 
 
 def _running(process: psutil.Process) -> bool:
@@ -182,17 +158,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("pid", nargs="?", type=int, help="watch until this process ends")
     parser.add_argument("group", nargs="?", type=Path)
     parser.add_argument("lease", nargs="?", type=Path)
-    parser.add_argument("own", nargs="?", type=Path, help="the file listing the worker's own leases")
     args = parser.parse_args(argv)
     if args.check:
         why = unavailable()
         if why:
             print(f"no idle groups (and no beside worker): {why}", file=sys.stderr)
         return 1 if why else 0
-    if args.own is None:
-        parser.error("give --check, or PID GROUP LEASE OWN")
+    if args.lease is None:
+        parser.error("give --check, or PID GROUP LEASE")
     with contextlib.suppress(KeyboardInterrupt, psutil.NoSuchProcess):
-        watch(args.pid, args.group, args.lease, args.own)
+        watch(args.pid, args.group, args.lease)
     return 0
 
 

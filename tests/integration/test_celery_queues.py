@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench_tasks.cell.lifecycle import HOST_LEASE_ENV, CellWork, HostBusy, acquire_host, host_poll_s, release_host
-from tests import cell_priority
 from tests.airflow_celery import celery_airflow
 from tests.airflow_project import airflow_project
 
@@ -56,11 +55,10 @@ def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None
     enforced), then the scheduler and DAG processor making and running the DAG's scheduled run, pools and all,
     as a deployment does."""
     env = airflow_project(tmp_path / "project", {"itest_celery": TINY})
-    # The DAG's cells take a lease of their own: its worker runs at normal priority while they hold it
-    # (tests/cell_priority.py). (The suite's lease would have them take turns with the other workers' cells, but
-    # `dags test --use-executor` fails a task rescheduled sooner than it hears of the reschedule: seen at 0.2 s.)
+    # The DAG's cells take a lease of their own, and this test holds the suite's while they run (_the_suites_host):
+    # the suite's lease in the DAG's tasks would have them wait for this test, and `dags test --use-executor` fails
+    # a task rescheduled sooner than it hears of the reschedule (seen at the suite's 0.2 s).
     env[HOST_LEASE_ENV] = str(Path(env["SIXNINES_CACHE"]) / "host.lease")
-    cell_priority.claim_lease(Path(env[HOST_LEASE_ENV]))
     started = time.monotonic()
     with celery_airflow(env) as deployment, _the_suites_host(tmp_path / "celery-dag-runs"):
         ready = time.monotonic()
