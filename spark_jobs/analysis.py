@@ -357,9 +357,8 @@ def analyze(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Analysis:
     spark = units.facts.sparkSession
     with compiled(spark):  # the receipts of messages received twice are kept at once (a local checkpoint)
         first = first_receipts(received, books.dup_words, group_all)
-    samples = sample_rows(sent, first, units)
-    sums = bucket_sums(samples)
-    with compiled(spark):
+        samples = sample_rows(sent, first, units)
+        sums = bucket_sums(samples)
         rows = sums.toArrow().to_pandas()
     cell_ix = np.array([row["cell_ix"] for row in units.rows], dtype=np.int64)
     rows["cell_ix"] = cell_ix[rows["unit"].to_numpy(np.int64)]
