@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import great_expectations as gx
+from great_expectations.data_context.types.base import ProgressBarsConfig
 
 
 @dataclass
@@ -33,6 +34,7 @@ def _describe(res: Any) -> str:
 def validate(frame: Any, suite: gx.ExpectationSuite) -> SuiteOutcome:
     """Validate a Spark or pandas DataFrame; an expectation that raised counts as failed."""
     context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)  # a bar per metric batch: noise in a task log
     is_spark = type(frame).__module__.startswith("pyspark")
     source = context.data_sources.add_spark("frames") if is_spark else context.data_sources.add_pandas("frames")
     batch_definition = source.add_dataframe_asset(suite.name).add_batch_definition_whole_dataframe("whole")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -23,6 +24,11 @@ BUILDERS = {
 
 
 def _warm() -> None:
+    """Import GX. First give tqdm (GX's progress bars) a thread lock: its default also makes a multiprocessing
+    semaphore, which `close` leaves behind and the resource tracker then reports as leaked at exit."""
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
     importlib.import_module("expectations")
 
 
