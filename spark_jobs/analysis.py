@@ -355,7 +355,7 @@ def analyze(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Analysis:
     books = ledger_pass.ledger(sent, received, units)
     group_all = books.dup_word_count > ledger_pass.ROUTE_LIMIT
     spark = units.facts.sparkSession
-    with compiled(spark):  # the receipts of messages received twice are kept at once (a local checkpoint)
+    with compiled(spark):  # raw rows: receipts of messages received twice (kept at once), samples, bucket sums
         first = first_receipts(received, books.dup_words, group_all)
         samples = sample_rows(sent, first, units)
         sums = bucket_sums(samples)
