@@ -43,10 +43,10 @@ def node_cell(faults: list[dict[str, Any]], **workload: Any) -> Cell:
         "workload": {
             "message_size_bytes": 1024,
             "rate_per_s": 200,
-            # Three JVMs that just started on two cores: the first receipts come ~0.6-0.8 s late (the consumer's
-            # join), and the route must have caught up before the squeeze fires. With 1 s, and on a slower day with
-            # 3 s (two of three runs, and a clean-clone CI run), it had not: p99 before the squeeze 3.0 s, the
-            # follower's first arrival 8.8-9.3 s after its cut. With 6 s, three runs: 28-73 ms, 3.4-3.7 s.
+            # Three JVMs that just started on two cores: the first receipts come ~0.6-0.8 s late (the consumer still
+            # joining, I think), and the route must have caught up before the squeeze fires. With 1 s, and on a slow
+            # day with 3 s, it had not (four runs and a clean-clone CI run): p99 before the squeeze 2.3-3.2 s, the
+            # follower's first arrival 8.8-9.3 s after its cut in four of them. 6 s, four runs: 28-73 ms, 3.4-3.7 s.
             "warmup_s": 6,
             "measure_s": 12.5,
             "cooldown_s": 0.5,
