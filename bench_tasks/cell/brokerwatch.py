@@ -12,7 +12,9 @@ started it (the CLI: the node is its child) or attached it by PID (Airflow's det
 process state, so a node frozen (SIGSTOP) from outside is seen too; its start time tells a recycled PID from the
 node; and a dead node's exit status is in it (field 52) for as long as it is a zombie, which a child of the
 generator stays until teardown reaps it. A read costs a few microseconds per node, with no thread and no file
-descriptor to keep. The time recorded is when the poll saw it (the tick: within ~50 ms of the event).
+descriptor to keep. The time recorded is when the poll saw it (within ~50 ms of the event): the clock read after
+the stat file was, not the tick's own time: a tick held up between the two (a loaded host, a paused VM) dated a kill
+195 ms before it was sent in a clean-clone CI run.
 
 External brokers are not the harness's processes: their endpoints (each host:port of the address) get a TCP
 connect probe from a thread every `PROBE_EVERY_S`; an endpoint refusing `PROBES_IN_A_ROW` probes in a row is
@@ -147,17 +149,18 @@ class NodeWatch(BrokerWatch):
         self._next_ns = now_ns + POLL_EVERY_NS
         for node, watched in self.nodes.items():
             if not watched.gone:
-                self._look(node, watched, now_ns)
+                self._look(node, watched)
 
-    def _look(self, node: int, watched: _Node, now_ns: int) -> None:
+    def _look(self, node: int, watched: _Node) -> None:
         stat = read_stat(watched.pid)
+        seen_ns = self._clock()  # after the read: what it saw had happened by then
         if stat is None or stat.state in "ZX":
-            self._report(node, watched, "undeclared-exit", describe_exit(stat and stat.exit_status), now_ns)
+            self._report(node, watched, "undeclared-exit", describe_exit(stat and stat.exit_status), seen_ns)
         elif stat.start_ticks != watched.start_ticks:
-            self._report(node, watched, "undeclared-replaced", "was replaced: its PID is now another process", now_ns)
-        elif stat.state in "Tt" and not self._stall_declared(watched, now_ns):
-            watched.stopped_since = watched.stopped_since or now_ns
-            if now_ns - watched.stopped_since >= STOPPED_FOR_NS:
+            self._report(node, watched, "undeclared-replaced", "was replaced: its PID is now another process", seen_ns)
+        elif stat.state in "Tt" and not self._stall_declared(watched, seen_ns):
+            watched.stopped_since = watched.stopped_since or seen_ns
+            if seen_ns - watched.stopped_since >= STOPPED_FOR_NS:
                 froze = f"was frozen (state {stat.state}) for {STOPPED_FOR_NS / 1e9:g} s: it does not answer"
                 self._found.append(Finding(watched.stopped_since, "undeclared-stop", node, self._who(node, froze)))
                 watched.gone = True  # once: a frozen node stays failed whatever it does next

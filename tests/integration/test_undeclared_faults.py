@@ -51,13 +51,14 @@ class OutsideKiller(threading.Thread):
         self.parent = parent
         self.known = {p.pid for p in parent.children(recursive=True)}
         self.killed: tuple[int, int] | None = None  # (pid, monotonic ns when the signal was sent)
+        self.measure_start_ns = 0
         self.error: str | None = None
 
     def run(self) -> None:
         try:
             server = self._server()
             status = _work_folder(server) / "status.json"
-            measure_start = self._measure_start(status)
+            measure_start = self.measure_start_ns = self._measure_start(status)
             while time.monotonic_ns() < measure_start + int(KILL_AFTER_S * 1e9):
                 time.sleep(0.005)
             at = time.monotonic_ns()
@@ -107,14 +108,18 @@ def test_a_broker_killed_from_outside_fails_the_cell_and_keeps_its_samples(tmp_p
 
     assert killer.killed is not None, killer.error
     pid, killed_ns = killer.killed
-    print(f"\nreason: {report.reason}")
+    # When the signal went, on the measure clock: KILL_AFTER_S, or later where the host held the killer up (a
+    # clean-clone CI run: 195 ms). The watch must date the exit after it, within a few polls.
+    killed_s = (killed_ns - killer.measure_start_ns) / 1e9
+    print(f"\nkilled at measure +{killed_s:.3f} s; reason: {report.reason}")
+    assert killed_s >= KILL_AFTER_S
     assert report.status == "failed"
     said = re.search(
         r"broker node 0 \(nats-server pid (\d+)\) killed by SIGKILL at t0\+([\d.]+) s \(measure \+([\d.]+) s\)",
         report.reason or "",
     )
     assert said is not None and int(said[1]) == pid
-    assert float(said[3]) == pytest.approx(KILL_AFTER_S, abs=0.15)  # seen within a tick of the kill
+    assert -0.001 <= float(said[3]) - killed_s < 0.15  # seen within a few ticks of the kill (said in ms)
     assert "no fault was declared" in report.reason
 
     result = json.loads((report.path / "result.json").read_text())
@@ -125,7 +130,7 @@ def test_a_broker_killed_from_outside_fails_the_cell_and_keeps_its_samples(tmp_p
     assert (record["kind"], record["node"], record["target"]) == ("undeclared-exit", 0, "undeclared")
     assert record["detail"] == f"broker node 0 (nats-server pid {pid}) killed by SIGKILL"
     assert 0 <= record["start_ns"] - killed_ns < 150_000_000
-    assert record["fired_s"] == pytest.approx(KILL_AFTER_S, abs=0.15)
+    assert -1e-6 <= record["fired_s"] - killed_s < 0.15  # (fired_s is rounded to the microsecond)
     assert json.loads(row["faults_json"]) == result["faults"]
 
     assert (report.path / "sent-p0.parquet").exists()  # every sample landed

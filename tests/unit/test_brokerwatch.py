@@ -58,6 +58,20 @@ def test_a_node_killed_from_outside_is_reported_with_its_signal(sleepers: list[s
     assert found.at_ns >= before
 
 
+def test_a_tick_held_up_before_it_looks_dates_the_exit_when_it_was_seen(sleepers: list[subprocess.Popen]) -> None:
+    """The tick's own time was read before the host held it up; the kill came in between. The exit is dated when
+    the look saw it, never before the signal was sent (a clean-clone CI run had it 195 ms early)."""
+    pid = _sleep(sleepers)
+    watch = _watch({0: pid})
+    tick_began = time.monotonic_ns()
+    killed = time.monotonic_ns()
+    os.kill(pid, signal.SIGKILL)
+    _until_zombie(pid)
+    watch.tick(tick_began, force=True)
+    (found,) = watch.findings()
+    assert found.kind == "undeclared-exit" and found.at_ns >= killed
+
+
 def test_an_exit_status_is_reported(sleepers: list[subprocess.Popen]) -> None:
     pid = _sleep(sleepers, ("sh", "-c", "sleep 0.2; exit 3"))
     watch = NodeWatch({0: pid}, "sh")
