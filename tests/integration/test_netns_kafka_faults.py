@@ -17,6 +17,7 @@ import psutil
 import pytest
 from rich.console import Console
 
+from bench_tasks.cell.landing import CellReport
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
@@ -31,7 +32,16 @@ pytestmark = [*NETNS_TESTS, pytest.mark.usefixtures("kafka_first_tier")]
 HOSTS = NODE_HOSTS
 # A node that stops heartbeating is fenced (and leaves every ISR, its partitions led elsewhere) after 3 s, not 9 s.
 FAST_FENCING = {"broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 3000}
-RF3 = {"brokers": 3, "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2, "server": FAST_FENCING}
+# One consumer-offsets partition, not Kafka's 50: the nodes created the 150 replicas (with their fetchers and
+# coordinators) for ~6 s, ending ~2 s before the warmup; with one, a run used 41 CPU-s, not 47 (one run each, at rest).
+ONE_OFFSETS_PARTITION = {"offsets.topic.num.partitions": 1}
+RF3 = {
+    "brokers": 3,
+    "partitions": 1,
+    "replication_factor": 3,
+    "min_insync_replicas": 2,
+    "server": {**FAST_FENCING, **ONE_OFFSETS_PARTITION},
+}
 ACKS_ALL = {"producer": {"acks": "all"}}
 
 
@@ -43,10 +53,9 @@ def node_cell(faults: list[dict[str, Any]], **workload: Any) -> Cell:
         "workload": {
             "message_size_bytes": 1024,
             "rate_per_s": 200,
-            # Three JVMs that just started on two cores: the first receipts come ~0.6-0.8 s late (the consumer still
-            # joining, I think), and the route must have caught up before the squeeze fires. With 1 s, and on a slow
-            # day with 3 s, it had not (four runs and a clean-clone CI run): p99 before the squeeze 2.3-3.2 s, the
-            # follower's first arrival 8.8-9.3 s after its cut in four of them. 6 s, four runs: 28-73 ms, 3.4-3.7 s.
+            # Three JVMs that just started on two cores: the first receipts come ~0.6-0.8 s late, and the route must
+            # have caught up before the squeeze fires (`run_caught_up`). With 3 s, on a slow day, it had not in five
+            # runs: p99 before the squeeze 2.3-3.2 s. With 6 s, six runs at rest: 23-73 ms; a clean-clone CI run: 3.0 s.
             "warmup_s": 6,
             "measure_s": 12.5,
             "cooldown_s": 0.5,
@@ -62,6 +71,26 @@ def node_cell(faults: list[dict[str, Any]], **workload: Any) -> Cell:
     return cell
 
 
+CAUGHT_UP_MS = 500  # the p99 before the first fault of a route that kept up (seen: 23-73 ms)
+
+
+def run_caught_up(cell: Cell, tmp_path: Path, console: Console) -> CellReport:
+    """The cell's report from a run whose route had caught up before the first fault fired: recovery cannot be
+    judged from a route still seconds behind. When the host leaves the test's processes about one CPU (a CPU-bound
+    process in another session did, here; a clean-clone CI run's host once did too), the three new nodes stay
+    seconds behind all through the warmup; the cell then runs once more, on a fresh cluster, and the test asserts
+    on that run."""
+    report = None
+    for attempt in (1, 2):
+        report = run_cell(cell, Lake(tmp_path / f"attempt-{attempt}"), RunInfo.new(), console)
+        before = report.faults[0]["p99_baseline_ms"] if report.faults else None
+        if before is not None and before < CAUGHT_UP_MS:
+            break
+        print(f"\nattempt {attempt}: p99 before the first fault {before} ms: the route had not caught up")
+    assert report is not None
+    return report
+
+
 def test_the_leader_squeezed_a_follower_cut_then_the_leader_cut_on_kafka_rf3(tmp_path: Path, console: Console) -> None:
     """The leader's link at 1 Mbit/s for 2 s while ~5 Mbit/s leave it (to the consumer and both followers): the
     shaper holds packets back and latency rises. A follower cut off 1.5 s (inside the 3 s session: not fenced):
@@ -75,13 +104,13 @@ def test_the_leader_squeezed_a_follower_cut_then_the_leader_cut_on_kafka_rf3(tmp
     squeeze = {"at_s": 1, "action": "bandwidth", "target": "leader", "duration_s": 2, "rate_mbit": 1}
     follower = {"at_s": 4, "action": "partition", "target": "follower", "duration_s": 1.5}
     leader = {"at_s": 8.5, "action": "partition", "target": "leader", "duration_s": 3.5}
-    report = run_cell(node_cell([squeeze, follower, leader]), Lake(tmp_path), RunInfo.new(), console)
+    report = run_caught_up(node_cell([squeeze, follower, leader]), tmp_path, console)
 
     squeezed, cut_follower, cut_leader = report.faults
     print(f"\nper-fault records:\n{squeezed}\n{cut_follower}\n{cut_leader}\naccounting: {report.analysis.accounting}")
     assert report.status == "ok", report.reason
-    # The premise of every recovery figure below: the route kept up before the first fault (seen: 28-73 ms).
-    assert squeezed["p99_baseline_ms"] < 500, "the route was still behind when the squeeze fired: warmup too short"
+    # The premise of every recovery figure below: the route kept up before the first fault.
+    assert squeezed["p99_baseline_ms"] < CAUGHT_UP_MS, "the route was still behind when the squeeze fired, twice"
     result = json.loads((report.path / "result.json").read_text())
     nodes = result["context"]["broker"]["nodes"]
     assert result["context"]["broker"]["jvm_opts"][2:] == list(FIRST_TIER_ONLY)
