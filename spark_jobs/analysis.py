@@ -42,22 +42,26 @@ from spark_jobs.exact import (
     partials,
     summary_of,
 )
+from spark_jobs.levels import (
+    DONE,
+    DONE_COLUMNS,
+    LEADER,
+    LEVEL_KEYS,
+    MERGED,
+    NS_PER_S,
+    REPEAT,
+    SECOND,
+    SECOND_SHIFT,
+    TIMED,
+    WHOLE,
+    WHOLE_COLUMNS,
+    level_frame,
+    wanted_at,
+)
 from spark_jobs.localdata import literal_array, pandas_frame, rows_frame
 from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, sample_rows, with_unit
 
-NS_PER_S = 1_000_000_000
-MERGED, LEADER, REPEAT, SECOND = range(4)
-LEVELS = {
-    MERGED: "a cell over all its repeats (measure phase): the percentile table's overall rows",
-    LEADER: "a cell × partition leader (measure phase, receipts that carry one): its per-leader rows",
-    REPEAT: "one repeat of a cell (measure phase): percentiles_by_repeat, and the send lag the gate checks",
-    SECOND: "one repeat × second of intended time (every phase): the timeline",
-}
-LEVEL_KEYS = ("level", "g", "metric", "basis", "leader", "sec")  # g: cell_ix (MERGED, LEADER) or unit
 BUCKET_KEYS = ("unit", "metric", "basis", "leader", "sec", "delta", "measure", "bucket")
-TIMELINE_PERCENTILES = ("50", "99")
-SECOND_SHIFT = 2  # the per-second level counts coarser buckets (bucket >> 2: 32 a doubling), a smaller table
-LAG_PERCENTILE = "99.9"
 
 
 def second(column: str) -> Column:
@@ -84,11 +88,6 @@ def bucketed(samples: DataFrame) -> DataFrame:
 def bucket_table(samples: DataFrame) -> DataFrame:
     """The bucket pass: PARTIALS per BUCKET_KEYS."""
     return bucketed(samples).groupBy(*BUCKET_KEYS).agg(*partials(F.col("value_ns")))
-
-
-WHOLE, TIMED, DONE = range(3)  # the kinds of rows bucket_sums gives
-WHOLE_COLUMNS = ("unit", "metric", "basis", "leader", "bucket")
-DONE_COLUMNS = ("unit", "metric", "basis", "sec")
 
 
 def bucket_sums(samples: DataFrame) -> DataFrame:
@@ -129,20 +128,6 @@ def bucket_sums(samples: DataFrame) -> DataFrame:
     )
 
 
-def _wanted(percentile: str, rows: pd.DataFrame) -> np.ndarray:
-    """Which rows' groups state `percentile`: all percentiles at the cell and repeat levels (the lag only its
-    p99.9), p50 and p99 per second."""
-    level, lag = rows["level"].to_numpy(), rows["metric"].to_numpy() == LAG
-    wanted = np.zeros(len(rows), dtype=bool)
-    if percentile in PERCENTILES:
-        wanted |= (level <= LEADER) | ((level == REPEAT) & ~lag)
-    if percentile == LAG_PERCENTILE:
-        wanted |= (level == REPEAT) & lag
-    if percentile in TIMELINE_PERCENTILES:
-        wanted |= level == SECOND
-    return wanted
-
-
 def _key(level: int, where: Column, g: str, leader: Column, sec: Column, bucket: Column) -> Column:
     none = F.lit(-1)
     key = F.struct(
@@ -171,35 +156,6 @@ def at_levels(rows: DataFrame, whole: Column, timed: Column) -> DataFrame:
     values = [c for c in rows.columns if c not in skip and not c.startswith("_")]
     exploded = rows.select(F.explode(F.filter(keys, lambda k: k.isNotNull())).alias("_k"), "metric", "basis", *values)
     return exploded.select("_k.level", "_k.g", "metric", "basis", "_k.leader", "_k.sec", "_k.bucket", *values)
-
-
-def _level(rows: pd.DataFrame, level: int, g: str, leader: str | None, sec: str | None, bucket: str) -> pd.DataFrame:
-    none = np.full(len(rows), -1, dtype=np.int64)
-    keyed = {
-        "level": np.full(len(rows), level, dtype=np.int64),
-        "g": rows[g].to_numpy(np.int64),
-        "metric": rows["metric"].to_numpy(np.int64),
-        "basis": rows["basis"].to_numpy(np.int64),
-        "leader": none if leader is None else rows[leader].to_numpy(np.int64),
-        "sec": none if sec is None else rows[sec].to_numpy(np.int64),
-        "bucket": rows[bucket].to_numpy(np.int64),
-    }
-    return pd.DataFrame({**keyed, **{c: rows[c].to_numpy() for c in locate.SUMS}})
-
-
-def level_frame(whole: pd.DataFrame, timed: pd.DataFrame) -> pd.DataFrame:
-    """bucket_sums' WHOLE and TIMED rows (with cell_ix) at every level, keyed by LEVEL_KEYS and bucket: what
-    at_levels makes of the samples, from the sums the levels read."""
-    kept, led = whole["metric"] != LAG, whole["leader"].notna()
-    return pd.concat(
-        [
-            _level(whole[kept], MERGED, "cell_ix", None, None, "bucket"),
-            _level(whole[kept & led], LEADER, "cell_ix", "leader", None, "bucket"),
-            _level(whole, REPEAT, "unit", None, None, "bucket"),
-            _level(timed[timed["metric"] != LAG], SECOND, "unit", None, "sec", "bucket"),
-        ],
-        ignore_index=True,
-    )
 
 
 @dataclass
@@ -340,7 +296,7 @@ def _summary(samples: DataFrame, whole: pd.DataFrame, timed: pd.DataFrame, units
     def candidates(rows: pd.DataFrame) -> DataFrame:
         return _located_samples(samples, rows, units)
 
-    return summary_of(placed, LEVEL_FIELDS, candidates, "value_ns", PERCENTILES, _wanted)
+    return summary_of(placed, LEVEL_FIELDS, candidates, "value_ns", PERCENTILES, wanted_at)
 
 
 def _local(spark: SparkSession, rows: pd.DataFrame, schema: StructType, columns: Sequence[str]) -> DataFrame:

@@ -122,14 +122,14 @@ def summary_of(
     (locate.place): their ranks located on the driver, the values no bucket's min or max gives picked in Spark
     from `candidates` of the buckets that hold them."""
     spark, keys = SparkSession.active(), [f.name for f in fields]
-    located = locate.ranks(placed, keys, percentiles, wanted)
-    rows = locate.unknown(located)
-    unknown = pandas_frame(spark, rows, unknown_schema(fields))
-    with compiled(spark):
-        looked = pick(candidates(rows), unknown, keys, value).toArrow().to_pandas()
-    values = pd.concat([looked, locate.known_values(located, keys)], ignore_index=True)
+
+    def looked_up(rows: pd.DataFrame) -> pd.DataFrame:
+        unknown = pandas_frame(spark, rows, unknown_schema(fields))
+        with compiled(spark):
+            return pick(candidates(rows), unknown, keys, value).toArrow().to_pandas()
+
     columns = {p: percentile_column(p) for p in percentiles}
-    summary = locate.finish(locate.group_stats(placed, keys), values, keys, columns)
+    summary = locate.summary_rows(placed, keys, looked_up, columns, wanted)
     return pandas_frame(spark, summary, summary_schema(fields, percentiles))
 
 

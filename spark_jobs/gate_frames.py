@@ -11,8 +11,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from bench_tasks import PERCENTILES
-from spark_jobs.analysis import LAG_PERCENTILE, REPEAT, Analysis
+from spark_jobs.analysis import Analysis
 from spark_jobs.exact import percentile_column
+from spark_jobs.levels import LAG_PERCENTILE, REPEAT
 from spark_jobs.percentiles import ACCOUNTING_COLUMNS
 from spark_jobs.samples import CELL_KEYS, LAG, MERGED_KEYS
 

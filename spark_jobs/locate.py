@@ -115,3 +115,24 @@ def finish(stats: pd.DataFrame, values: pd.DataFrame, keys: Sequence[str], colum
         table.loc[short[p], name] = pd.NA
     table["unsupported"] = [[p for p in columns if short[p][i]] for i in range(len(table))]
     return table
+
+
+Picker = Callable[[pd.DataFrame], pd.DataFrame]  # unknown's rows -> keys, percentile, value of each
+
+
+def located_values(
+    placed: pd.DataFrame, keys: Sequence[str], pick: Picker, percentiles: Sequence[str], wanted: Wanted | None = None
+) -> pd.DataFrame:
+    """keys, percentile, value of every wanted, supported percentile of the groups of `placed` (place): ranks
+    located, the values no bucket's min or max gives found by `pick` (in Spark, or in a task holding the
+    samples: spark_jobs.cellpass)."""
+    located = ranks(placed, keys, percentiles, wanted)
+    return pd.concat([pick(unknown(located)), known_values(located, keys)], ignore_index=True)
+
+
+def summary_rows(
+    placed: pd.DataFrame, keys: Sequence[str], pick: Picker, columns: Mapping[str, str], wanted: Wanted | None = None
+) -> pd.DataFrame:
+    """finish's rows for the groups of `placed`, their values found by located_values."""
+    values = located_values(placed, keys, pick, list(columns), wanted)
+    return finish(group_stats(placed, keys), values, keys, columns)

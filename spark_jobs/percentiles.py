@@ -24,9 +24,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.analysis import LEADER, MERGED, REPEAT, Analysis, analyze
+from spark_jobs.analysis import Analysis, analyze
 from spark_jobs.exact import PERCENTILE_COLUMNS
 from spark_jobs.ledger import ACCOUNTING_COLUMNS
+from spark_jobs.levels import LEADER, MERGED, REPEAT
 from spark_jobs.repeats import STATISTIC_COLUMNS, spread_table, variation_column, variation_columns
 from spark_jobs.samples import CELL_KEYS, LAG, MERGED_KEYS, basis_name, metric_name
 

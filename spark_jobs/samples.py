@@ -32,10 +32,8 @@ from pyspark.sql import functions as F
 from .lakeio import DELIVERY_COLUMNS, spark_type
 from .lakeio import with_delivery as with_delivery_rows
 from .localdata import literal_array, rows_frame
+from .metrics import BASES, E2E, HOP1, HOP2, LAG, METRICS, PUBLISH, RTT
 
-BASES = ("intended", "sent")
-METRICS = ("e2e", "publish", "rtt", "hop1", "hop2", "lag")  # codes are indexes; `lag` never reaches a table
-E2E, PUBLISH, RTT, HOP1, HOP2, LAG = range(len(METRICS))
 CELL_KEYS = ("run_id", "cell_id", "repeat")  # one run of a cell (one repeat)
 MERGED_KEYS = ("run_id", "cell_id")  # a cell with all its repeats: the distributions merged, never averaged
 MESSAGE_KEYS = (*CELL_KEYS, "producer_id", "seq")

@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.analysis import NS_PER_S, SECOND, Analysis, analyze
+from spark_jobs.analysis import Analysis, analyze
+from spark_jobs.levels import NS_PER_S, SECOND
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
 from spark_jobs.samples import CELL_KEYS, LAG, basis_name, metric_name
 

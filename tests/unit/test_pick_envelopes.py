@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import itertools
 
-from spark_jobs.analysis import ENVELOPE_RANGES, SECOND_SHIFT, _envelopes
+from spark_jobs.analysis import ENVELOPE_RANGES, _envelopes
 from spark_jobs.exact import bucket_bounds
+from spark_jobs.levels import SECOND_SHIFT
 
 
 def _inside(value: int, ranges: list[tuple[int, int]]) -> bool:
