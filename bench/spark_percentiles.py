@@ -10,8 +10,10 @@ Expectations gate and publishing — and reports each step's wall time and messa
 It checks one cell's exact percentiles against numpy's `inverted_cdf`: the difference must be 0.
 
 "Per core" divides by the cores Spark runs tasks on. The host is shared, so beside the wall-clock figure it
-also reports the Spark JVM's CPU seconds (messages per CPU-second: what the work costs, whatever else ran) and
-the load average before and after. Spark runs with its default driver memory (1 GiB) unless `--driver-memory`.
+also reports the CPU seconds of Spark's JVMs and their Python workers, where spark_jobs.cellpass reads and
+summarizes the samples (messages per CPU-second: what the work costs, whatever else ran), the highest peak
+memory of a Python worker, and the load average before and after. Spark runs with its default driver memory
+(1 GiB) unless `--driver-memory`.
 
     .venv/bin/python bench/spark_percentiles.py --samples 10000000 [--samples 50000000] --cells 8 \\
         --workdir DIR [--keep] [--workers 2]
@@ -204,23 +206,48 @@ def host_facts(spark: Any, cores: int) -> dict[str, Any]:
 
 
 class SparkCpu:
-    """CPU seconds of the Spark JVMs on this host: the driver (a child of this process) and, on a local
-    standalone cluster, the executors (children of the workers)."""
+    """CPU seconds of the Spark JVMs on this host and of their Python workers (spark_jobs.cellpass runs its
+    tasks there): the driver (a child of this process) and, on a local standalone cluster, the executors
+    (children of the workers)."""
 
     def __init__(self, extra_roots: list[int] | None = None):
         self.roots = [psutil.Process(), *[psutil.Process(pid) for pid in extra_roots or []]]
 
-    def seconds(self) -> float:
-        total = 0.0
+    def _spark(self) -> list[psutil.Process]:
+        """Every JVM under the roots, and every process under those (the Python daemon and its workers)."""
+        found: list[psutil.Process] = []
         for root in self.roots:
             for proc in root.children(recursive=True):
                 try:
                     if "java" in proc.name():
-                        times = proc.cpu_times()
-                        total += times.user + times.system + times.children_user + times.children_system
+                        found += [proc, *proc.children(recursive=True)]
                 except psutil.NoSuchProcess:
                     continue
+        return found
+
+    def seconds(self) -> float:
+        """User and system seconds, with those of exited children their parents reaped."""
+        total = 0.0
+        for proc in self._spark():
+            try:
+                times = proc.cpu_times()
+                total += times.user + times.system + times.children_user + times.children_system
+            except psutil.NoSuchProcess:
+                continue
         return total
+
+    def python_peak_rss_mib(self) -> float | None:
+        """The highest peak resident memory (VmHWM) of the Spark Python workers alive now (workers are
+        reused, so those that ran the tasks)."""
+        peaks = []
+        for proc in self._spark():
+            try:
+                if "python" in proc.name():
+                    status = Path(f"/proc/{proc.pid}/status").read_text()
+                    peaks.append(int(next(ln for ln in status.splitlines() if ln.startswith("VmHWM:")).split()[1]))
+            except (psutil.NoSuchProcess, FileNotFoundError, StopIteration):
+                continue
+        return round(max(peaks) / 1024, 1) if peaks else None
 
 
 def _load() -> list[float]:
@@ -264,6 +291,7 @@ def bench_size(
         "messages_per_second_per_core_with_gate": round(landed.messages / wall_s / cores),
         "spark_cpu_seconds": round(cpu_s, 1),
         "messages_per_cpu_second": round(landed.messages / cpu_s) if cpu_s > 0 else None,
+        "python_worker_peak_rss_mib": cpu.python_peak_rss_mib(),
         "load_before": load_before,
         "load_after": _load(),
         "raw_parquet_bytes": landed.raw_bytes,
@@ -289,7 +317,9 @@ def write_results(path: Path, host: dict[str, Any], sizes: list[dict[str, Any]])
 
 
 def summary_table(sizes: list[dict[str, Any]]) -> Table:
-    table = Table("messages", "all tables s", "msg/s/core", "+gate+publish s", "msg/CPU-s", "load", "rel diff")
+    table = Table(
+        "messages", "all tables s", "msg/s/core", "+gate+publish s", "msg/CPU-s", "worker MiB", "load", "rel diff"
+    )
     for s in sizes:
         table.add_row(
             f"{s['samples']:,}",
@@ -297,6 +327,7 @@ def summary_table(sizes: list[dict[str, Any]]) -> Table:
             f"{s['messages_per_second_per_core']:,}",
             f"{s['analysis_wall_seconds']:.1f}",
             f"{s['messages_per_cpu_second'] or 0:,}",
+            f"{s.get('python_worker_peak_rss_mib') or '-'}",
             f"{s['load_before'][0]:.1f} → {s['load_after'][0]:.1f}",
             f"{s['numpy_check']['max_rel_diff']:g}",
         )

@@ -15,7 +15,7 @@ rename: a partition is written as one attempt under its folder and committed by 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -152,16 +152,19 @@ def _read_raw(
     spark: SparkSession, lake: Lake, runs: list[RunRef], pattern: str, schema: pa.Schema, units: Units | None = None
 ) -> DataFrame:
     """Rows of every committed cell (raw_files) of `runs`, with run_id, cell_id, repeat (and, given `units`, the
-    unit number as `unit`). All the files are read by one scan (one per group of distinct_sizes): each row's
-    file is known by its size (`_metadata.file_size`, a constant of the file's column batch), which one
-    broadcast join on a long maps to the file's identity. A union of a scan per cell folder instead gave
-    every cell its own generated code (its literals differed), compiled and warmed up by the JVM once per
-    cell and pass: seconds per run. The folders of cells run once and of repeats lie at different depths,
-    and on S3 inside commit attempts, which partition discovery cannot mix."""
-    with_unit = units is not None
+    unit number as `unit`)."""
+    return raw_frame(spark, raw_files(lake, runs, pattern, units), schema, units is not None)
+
+
+def raw_frame(spark: SparkSession, files: list[RawFile], schema: pa.Schema, with_unit: bool) -> DataFrame:
+    """The rows of `files` with run_id, cell_id, repeat (and `unit`). All the files are read by one scan (one
+    per group of distinct_sizes): each row's file is known by its size (`_metadata.file_size`, a constant of
+    the file's column batch), which one broadcast join on a long maps to the file's identity. A union of a
+    scan per cell folder instead gave every cell its own generated code (its literals differed), compiled and
+    warmed up by the JVM once per cell and pass: seconds per run. The folders of cells run once and of repeats
+    lie at different depths, and on S3 inside commit attempts, which partition discovery cannot mix."""
     unit_ddl = "unit long, " if with_unit else ""
     ddl = f"run_id string, cell_id string, repeat int, {unit_ddl}{spark_ddl(schema)}"
-    files = raw_files(lake, runs, pattern, units)
     if not files:
         return rows_frame(spark, [], ddl)
     frames = []
@@ -253,6 +256,8 @@ class Raw:
     sent: DataFrame
     received: DataFrame
     cells: DataFrame  # with `unit`, the number its rows carry in sent and received
+    sent_files: list[RawFile] = field(default_factory=list)  # what `sent` and `received` read (with `unit`)
+    received_files: list[RawFile] = field(default_factory=list)
 
 
 def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
@@ -267,7 +272,16 @@ def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
     numbered = spark.createDataFrame(
         table.append_column("unit", pa.array(numbers, pa.int64())), schema=cells.schema.add("unit", "long")
     )
-    return Raw(runs, read_sent(spark, lake, runs, units), read_received(spark, lake, runs, units), numbered)
+    sent = raw_files(lake, runs, "sent-p*.parquet", units)
+    received = raw_files(lake, runs, "received-c*.parquet", units)
+    return Raw(
+        runs,
+        raw_frame(spark, sent, SENT_SCHEMA, True),
+        raw_frame(spark, received, RECEIVED_SCHEMA, True),
+        numbered,
+        sent,
+        received,
+    )
 
 
 def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:

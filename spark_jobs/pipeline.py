@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs import capacity, compare, faults, histogram, jobargs, lakeio, percentiles, timeline
 from spark_jobs.analysis import Analysis, analyze
+from spark_jobs.cellpass.route import analyze_cells, readable
 from spark_jobs.codegen import interpreted
 from spark_jobs.errors import CompareError, GateError
 from spark_jobs.gate_frames import faults_frame, percentile_tables_frame, raw_cells_frame, raw_producers_frame
@@ -66,8 +67,7 @@ def gate(
     (all must pass). The frames are small; GX checks them in pandas, in `worker` when given. `tables`: the run's
     tables as just written (else they are read from the lake)."""
     if result is None:
-        raw = lakeio.read_raw(spark, lake, [run.run_id])
-        result = analyze(raw.sent, raw.received, raw.cells)
+        result = analyze_raw(spark, lakeio.read_raw(spark, lake, [run.run_id]))
     written = _table_reader(spark, lake, run, tables)
     frames = {
         "raw_samples": (raw_producers_frame(result), (thresholds.min_latency_ns,)),
@@ -177,6 +177,13 @@ def _collect_all(
         return {name: future.result() for name, future in futures.items()}
 
 
+def analyze_raw(spark: SparkSession, raw: lakeio.Raw) -> Analysis:
+    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (spark_jobs.cellpass,
+    a local lake), else by the Spark SQL passes (spark_jobs.analysis: a lake on S3). The two agree to the row
+    (tests/spark/test_cellpass.py)."""
+    return analyze_cells(spark, raw) if readable(raw) else analyze(raw.sent, raw.received, raw.cells)
+
+
 def write_all(
     spark: SparkSession,
     lake: lakeio.Lake,
@@ -188,7 +195,7 @@ def write_all(
     """Analyze `raw` once and write every table of its runs (and the comparisons of its last run). Returns the
     analysis and the tables as written (all runs' rows), for the gate and publishing."""
     with _timed(timings, "passes"):
-        result = analyze(raw.sent, raw.received, raw.cells)
+        result = analyze_raw(spark, raw)
     with _timed(timings, "write tables"):  # building the tables' plans counts too: seconds of py4j calls when cold
         built = percentiles.tables(result) | {"faults": faults.faults_table(raw.cells)}
         built |= capacity.capacity_tables(spark, lake, raw.runs)

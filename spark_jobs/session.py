@@ -14,6 +14,7 @@ context's Hadoop configuration, so they never appear on a command line.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -48,6 +49,7 @@ def get_spark(
         builder = builder.master("local[*]")  # not under spark-submit (it sets PYSPARK_GATEWAY_PORT and --master)
     settings = root.settings if isinstance(root, S3Path) else None
     lake_conf = s3a_conf(settings) if settings is not None else {}
+    _local_python(master)
     for key, value in {**DEFAULT_CONF, **submit_conf(), **lake_conf, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -57,6 +59,14 @@ def get_spark(
         for key, value in {**settings.spark_conf(), **settings.hadoop_secrets()}.items():
             hadoop.set(key.removeprefix("spark.hadoop."), value)
     return spark
+
+
+def _local_python(master: str | None) -> None:
+    """On a local master the Python workers are this interpreter (spark_jobs.cellpass runs its tasks in them,
+    with numpy and pyarrow): PySpark's default is whatever `python3` PATH finds, which in a shell without the
+    venv first has neither. PySpark reads it from the environment (PYSPARK_PYTHON) as the context starts."""
+    if (master or "local").startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 def s3a_conf(settings: S3Settings) -> dict[str, str]:

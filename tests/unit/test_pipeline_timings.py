@@ -25,7 +25,7 @@ def _slow(result: Any) -> Any:
 
 
 def test_building_the_tables_counts_in_the_write_tables_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "analyze", lambda *_: "analysis")
+    monkeypatch.setattr(pipeline, "analyze_raw", lambda *_: "analysis")
     monkeypatch.setattr(pipeline.percentiles, "tables", _slow({"percentiles": "p"}))
     monkeypatch.setattr(pipeline.faults, "faults_table", _slow("f"))
     monkeypatch.setattr(pipeline.capacity, "capacity_tables", _slow({"capacity": "c"}))

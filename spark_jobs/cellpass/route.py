@@ -1,0 +1,122 @@
+"""The driver's side of the cell pass: one task per cell over the raw files lakeio.read_raw listed, and their
+results assembled into the Analysis the tables are built from."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import SparkSession
+from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StructField, StructType
+
+from spark_jobs import ledger as ledger_pass
+from spark_jobs.analysis import LEVEL_FIELDS, Analysis
+from spark_jobs.exact import PARTIALS, summary_schema
+from spark_jobs.lakeio import Raw, RawFile
+from spark_jobs.levels import DONE, DONE_COLUMNS, WHOLE, WHOLE_COLUMNS
+from spark_jobs.localdata import pandas_frame
+from spark_jobs.samples import Units, local
+
+from .facts import UnitWork
+from .ledger import PRODUCER_COLUMNS
+from .read import NULL_PRODUCER
+from .task import CellResult, run_cell
+
+_LONG = LongType()
+SUMS_SCHEMA = StructType(
+    [
+        StructField("kind", IntegerType()),
+        StructField("unit", _LONG),
+        StructField("metric", IntegerType()),
+        StructField("basis", IntegerType()),
+        StructField("leader", IntegerType()),
+        StructField("measure", BooleanType()),
+        StructField("sec", _LONG),
+        StructField("bucket", IntegerType()),
+        *[StructField(name, _LONG) for name in PARTIALS[:-1]],
+        StructField("vsq", DoubleType()),
+        StructField("cell_ix", _LONG),
+    ]
+)
+PRODUCERS_SCHEMA = StructType(
+    [StructField(c, IntegerType() if c == "producer_id" else _LONG) for c in PRODUCER_COLUMNS]
+)
+
+
+def readable(raw: Raw) -> bool:
+    """Whether tasks can read the raw files themselves (a local lake: on S3 the Spark SQL passes read them)."""
+    return all("://" not in f.uri for f in (*raw.sent_files, *raw.received_files))
+
+
+def cell_works(units: Units, raw: Raw) -> list[list[UnitWork]]:
+    """One list of UnitWork per cell with raw files, its repeats in unit order; the largest cells first."""
+    files: dict[int, dict[str, list[RawFile]]] = defaultdict(lambda: {"sent": [], "received": []})
+    for kind, listed in (("sent", raw.sent_files), ("received", raw.received_files)):
+        for f in listed:
+            if f.unit is not None:
+                files[f.unit][kind].append(f)
+    cells: dict[int, list[UnitWork]] = defaultdict(list)
+    size: dict[int, int] = defaultdict(int)
+    for row in units.rows:
+        mine = files.get(row["unit"])
+        if mine is None:
+            continue
+        cells[row["cell_ix"]].append(_work(row, mine))
+        size[row["cell_ix"]] += sum(f.size for f in (*mine["sent"], *mine["received"]))
+    return [cells[ix] for ix in sorted(cells, key=lambda ix: -size[ix])]
+
+
+def _work(row: object, files: dict[str, list[RawFile]]) -> UnitWork:
+    return UnitWork(
+        unit=row["unit"],  # type: ignore[index]
+        cell_ix=row["cell_ix"],  # type: ignore[index]
+        t0_ns=row["t0_ns"],  # type: ignore[index]
+        measure_start_ns=row["measure_start_ns"],  # type: ignore[index]
+        measure_end_ns=row["measure_end_ns"],  # type: ignore[index]
+        acked_code=row["acked_code"],  # type: ignore[index]
+        received_measured=bool(row["received_measured"]),  # type: ignore[index]
+        sent_files=tuple(f.uri for f in files["sent"]),
+        received_files=tuple(f.uri for f in files["received"]),
+    )
+
+
+def _ledger(spark: SparkSession, producers: pd.DataFrame, units: Units) -> ledger_pass.Ledger:
+    ids = producers["producer_id"].to_numpy(np.int64)
+    missing = ids == NULL_PRODUCER
+    rows = producers.assign(producer_id=pd.arrays.IntegerArray(np.where(missing, 0, ids).astype(np.int32), missing))
+    frame = pandas_frame(spark, rows, PRODUCERS_SCHEMA)
+    checks = local(ledger_pass.producer_checks(frame, units.facts))
+    return ledger_pass.Ledger(ledger_pass.unit_accounting(checks.collect(), units), checks, None, 0)
+
+
+def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
+    """The Analysis of `raw` (readable) by one task per cell."""
+    units = Units.of(raw.cells)
+    works = cell_works(units, raw)
+    results: list[CellResult] = []
+    if works:
+        results = spark.sparkContext.parallelize(works, len(works)).map(run_cell).collect()
+    producers = pd.concat([r.producers for r in results], ignore_index=True) if results else _empty(PRODUCER_COLUMNS)
+    sums = pd.concat([r.sums for r in results], ignore_index=True) if results else _empty(SUMS_SCHEMA.names)
+    summary = pd.concat([r.summary for r in results], ignore_index=True) if results else None
+    cell_ix = np.array([row["cell_ix"] for row in units.rows], dtype=np.int64)
+    sums["cell_ix"] = cell_ix[sums["unit"].to_numpy(np.int64)] if len(sums) else pd.Series(dtype=np.int64)
+    whole = sums[(sums["kind"] == WHOLE) & (sums["measure"] == True)]  # noqa: E712 (nullable)
+    done = sums[sums["kind"] == DONE]
+    schema = summary_schema(LEVEL_FIELDS)
+    return Analysis(
+        units,
+        _ledger(spark, producers, units),
+        pandas_frame(spark, summary if summary is not None else _empty(schema.names), schema),
+        measured=_frame(spark, whole, [*WHOLE_COLUMNS, "cell_ix", *PARTIALS]),
+        done=_frame(spark, done, [*DONE_COLUMNS, "n"]),
+    )
+
+
+def _empty(columns: object) -> pd.DataFrame:
+    return pd.DataFrame({c: [] for c in columns})  # type: ignore[attr-defined]
+
+
+def _frame(spark: SparkSession, rows: pd.DataFrame, columns: list[str]) -> object:
+    return pandas_frame(spark, rows, StructType([SUMS_SCHEMA[c] for c in columns]))

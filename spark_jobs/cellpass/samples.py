@@ -1,0 +1,142 @@
+"""One unit's first receipts and sample values, one metric × basis at a time, by spark_jobs.samples' rules.
+
+A sample needs its intended time (its second on the timeline and its phase); a row without one has none, and
+the gate fails its producer for it (ledger's null_intended)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from spark_jobs.exact import BUCKET_BITS
+from spark_jobs.metrics import E2E, HOP1, HOP2, LAG
+
+from .facts import UnitWork
+from .ledger import MessageKeys
+from .read import Col, Columns
+
+RECEIPT_ORDER = ("received_ns", "intended_ns", "sent_ns", "leader", "relay_received_ns", "relay_sent_ns")
+NULLS_FIRST = np.iinfo(np.int64).min
+NS_PER_S = 1_000_000_000
+
+
+def first_receipts(received: Columns, keys: MessageKeys) -> Columns:
+    """Each message's earliest receipt: of one (producer, seq)'s receipts the least in RECEIPT_ORDER, nulls
+    first (Spark's min of that struct). Receipts without a seq stay, each its own (as the Spark pass leaves
+    them)."""
+    rows = np.flatnonzero(received["seq"].valid)
+    key = keys.of(received["producer_id"].values[rows], received["seq"].take(rows))
+    repeated = keys.repeated(key)
+    if not repeated.any():
+        return received
+    twice, key = rows[repeated], key[repeated]
+    fields = [np.where(received[f].valid[twice], received[f].values[twice], NULLS_FIRST) for f in RECEIPT_ORDER]
+    order = np.lexsort([*reversed(fields), key])
+    ordered = key[order]
+    keep = np.ones(len(received["seq"].values), bool)
+    keep[twice] = False
+    keep[twice[order[np.r_[True, ordered[1:] != ordered[:-1]]]]] = True
+    return {name: column.take(keep) for name, column in received.items()}
+
+
+@dataclass(frozen=True)
+class Values:
+    """One metric × basis of one unit's samples (every phase)."""
+
+    leader: Col
+    at_ns: np.ndarray  # the message's intended time
+    done_ns: np.ndarray
+    value_ns: np.ndarray
+    measure: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.value_ns)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric × basis: done − start of the sent rows or of the first receipts."""
+
+    metric: int
+    basis: int
+    received: bool  # of the first receipts (else of the sent rows)
+    start: str
+    done: str
+    relayed_only: bool = False  # hop2: only messages a relay passed on (the relay's receipt known)
+
+
+def unit_series(work: UnitWork, first: Columns) -> list[Series]:
+    """The series a unit measures: the send lag; acked − intended and − sent where acknowledgements are
+    measured; e2e from intended and sent where receipts are; for relayed messages (chains) hop1 to the
+    relay's receipt and hop2 from the relay's receipt and send."""
+    series = [Series(LAG, 1, False, "intended_ns", "sent_ns")]
+    if work.acked_code is not None:
+        series += [Series(work.acked_code, b, False, s, "acked_ns") for b, s in enumerate(STARTS)]
+    if work.received_measured:
+        series += [Series(E2E, b, True, s, "received_ns") for b, s in enumerate(STARTS)]
+        if first["relay_received_ns"].valid.any():
+            series += [Series(HOP1, b, True, s, "relay_received_ns") for b, s in enumerate(STARTS)]
+            series += [Series(HOP2, b, True, s, "received_ns", True) for b, s in enumerate(RELAY_STARTS)]
+    return series
+
+
+STARTS = ("intended_ns", "sent_ns")  # basis intended, basis sent
+RELAY_STARTS = ("relay_received_ns", "relay_sent_ns")  # hop2's
+
+
+def series_values(work: UnitWork, series: Series, sent: Columns, first: Columns) -> Values:
+    """The series' done − start where both (and the intended time) are known."""
+    rows = first if series.received else sent
+    intended, begin, end = rows["intended_ns"], rows[series.start], rows[series.done]
+    keep = intended.valid & begin.valid & end.valid
+    if series.relayed_only:
+        keep &= rows["relay_received_ns"].valid
+    count = int(keep.sum())
+    leader = rows["leader"].take(keep) if series.received else Col(np.zeros(count, np.int64), np.zeros(count, bool))
+    ends = end.values[keep]
+    return Values(leader, intended.values[keep], ends, ends - begin.values[keep], work.in_measure(intended)[keep])
+
+
+def log_bucket(values: np.ndarray, bits: int = BUCKET_BITS) -> np.ndarray:
+    """spark_jobs.exact.log_bucket in numpy (numpy's log2, as the tests' expected histograms): a task both
+    counts and picks with it, so its buckets only need to agree with themselves."""
+    scale, v = float(1 << bits), values.astype(np.float64)
+    bucket = np.floor(np.log2(np.maximum(v, 1.0)) * scale).astype(np.int64)
+    below = np.flatnonzero(v < 1.0)  # rare: zero or negative latencies
+    bucket[below] = -1 - np.floor(np.log2(1.0 - v[below]) * scale).astype(np.int64)
+    return bucket
+
+
+def seconds(times_ns: np.ndarray, t0_ns: int) -> np.ndarray:
+    """Whole seconds from the unit's t0 (spark_jobs.analysis.second: a double division, floored)."""
+    return np.floor((times_ns - t0_ns).astype(np.float64) / float(NS_PER_S)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Bucketed:
+    """One series of a cell (its units' Values together), each sample with its unit, seconds and log bucket."""
+
+    unit: np.ndarray
+    leader: Col
+    sec: np.ndarray  # of its intended time
+    done_sec: np.ndarray  # of when it was done (sent, acknowledged, received)
+    measure: np.ndarray
+    bucket: np.ndarray
+    value: np.ndarray
+
+    @classmethod
+    def of(cls, parts: list[tuple[UnitWork, Values]]) -> Bucketed:
+        def joined(pick: object) -> np.ndarray:
+            return np.concatenate([pick(work, values) for work, values in parts])  # type: ignore[operator]
+
+        value = joined(lambda w, v: v.value_ns)
+        return cls(
+            unit=joined(lambda w, v: np.full(len(v), w.unit, np.int64)),
+            leader=Col(joined(lambda w, v: v.leader.values), joined(lambda w, v: v.leader.valid)),
+            sec=joined(lambda w, v: seconds(v.at_ns, w.t0_ns)),
+            done_sec=joined(lambda w, v: seconds(v.done_ns, w.t0_ns)),
+            measure=joined(lambda w, v: v.measure),
+            bucket=log_bucket(value),
+            value=value,
+        )
