@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.analysis import Analysis, analyze
+from spark_jobs.analysis import Analysis
+from spark_jobs.cellpass.route import analyze_raw
 from spark_jobs.exact import BUCKET_BITS
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION, merged_facts
 from spark_jobs.samples import LAG, MERGED_KEYS, basis_name, metric_name
@@ -62,7 +63,7 @@ def histogram_table(result: Analysis) -> DataFrame:
 def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
-    table = histogram_table(analyze(raw.sent, raw.received, raw.cells))
+    table = histogram_table(analyze_raw(spark, raw))
     return lakeio.write_tables(lake, raw.runs, {"histogram": table})["histogram"]
 
 

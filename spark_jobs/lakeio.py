@@ -15,7 +15,8 @@ rename: a partition is written as one attempt under its folder and committed by 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pyarrow as pa
@@ -249,19 +250,27 @@ def with_delivery(table: pa.Table) -> pa.Table:
 
 @dataclass
 class Raw:
-    """A set of runs' raw inputs, shared by the jobs of one pipeline run. Not cached: the Parquet, about 4 bytes
-    a message and in the page cache, is cheaper to read again than any copy Spark would keep."""
+    """A set of runs' raw inputs, shared by the jobs of one pipeline run: the cells table and the raw files. Their
+    rows as Spark frames (`sent`, `received`) are planned on first use: the cell pass (spark_jobs.cellpass)
+    reads the files itself and never needs them. Not cached: the Parquet, about 4 bytes a message and in the
+    page cache, is cheaper to read again than any copy Spark would keep."""
 
     runs: list[RunRef]
-    sent: DataFrame
-    received: DataFrame
     cells: DataFrame  # with `unit`, the number its rows carry in sent and received
-    sent_files: list[RawFile] = field(default_factory=list)  # what `sent` and `received` read (with `unit`)
-    received_files: list[RawFile] = field(default_factory=list)
+    sent_files: list[RawFile]  # with `unit`
+    received_files: list[RawFile]
+
+    @cached_property
+    def sent(self) -> DataFrame:
+        return raw_frame(self.cells.sparkSession, self.sent_files, SENT_SCHEMA, True)
+
+    @cached_property
+    def received(self) -> DataFrame:
+        return raw_frame(self.cells.sparkSession, self.received_files, RECEIVED_SCHEMA, True)
 
 
 def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
-    """The runs' cells table (as local data) and raw rows, each run × cell × repeat numbered (`unit`) in key
+    """The runs' cells table (as local data) and raw files, each run × cell × repeat numbered (`unit`) in key
     order."""
     runs = [find_run(lake, r) for r in run_ids]
     cells = read_cells(spark, lake, runs)
@@ -273,15 +282,7 @@ def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
         table.append_column("unit", pa.array(numbers, pa.int64())), schema=cells.schema.add("unit", "long")
     )
     sent = raw_files(lake, runs, "sent-p*.parquet", units)
-    received = raw_files(lake, runs, "received-c*.parquet", units)
-    return Raw(
-        runs,
-        raw_frame(spark, sent, SENT_SCHEMA, True),
-        raw_frame(spark, received, RECEIVED_SCHEMA, True),
-        numbered,
-        sent,
-        received,
-    )
+    return Raw(runs, numbered, sent, raw_files(lake, runs, "received-c*.parquet", units))
 
 
 def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
 from spark_jobs.analysis import Analysis, analyze
+from spark_jobs.cellpass.route import analyze_raw
 from spark_jobs.exact import PERCENTILE_COLUMNS
 from spark_jobs.ledger import ACCOUNTING_COLUMNS
 from spark_jobs.levels import LEADER, MERGED, REPEAT
@@ -147,7 +148,7 @@ def run(
     """Compute the tables of the runs (from `raw` when the caller has read it already) and write them per
     run. Returns the written partitions by table."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
-    return lakeio.write_tables(lake, raw.runs, tables(analyze(raw.sent, raw.received, raw.cells)))
+    return lakeio.write_tables(lake, raw.runs, tables(analyze_raw(spark, raw)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

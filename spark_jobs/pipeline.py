@@ -3,10 +3,10 @@
 
 `run_analysis` serves `sixnines analyze RUN_ID`, Airflow's `analysis` task and
 `spark-submit spark_jobs/pipeline.py --lake L --run-id R [--compare AXIS[:BASELINE_RUN]]`. One analysis
-(spark_jobs.analysis: three passes over the raw Parquet) feeds six tables and the gate's frames; the faults
-table comes from the cells rows (spark_jobs.faults), and the comparison tables (spark_jobs.compare) read the
-percentile tables just written. Nothing is published unless
-every suite passes; otherwise the tables and the validation result go to quarantine and GateError names the
+(spark_jobs.cellpass: a Python task per cell; on S3 spark_jobs.analysis' passes) feeds six tables and the gate's
+frames; the faults table comes from the cells rows (spark_jobs.faults), and the comparison tables
+(spark_jobs.compare) read the percentile tables just written. Nothing is published unless every suite passes;
+otherwise the tables and the validation result go to quarantine and GateError names the
 failed expectations (non-zero exit). `timings` (when given) receives each step's wall seconds.
 """
 
@@ -25,8 +25,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs import capacity, compare, faults, histogram, jobargs, lakeio, percentiles, timeline
-from spark_jobs.analysis import Analysis, analyze
-from spark_jobs.cellpass.route import analyze_cells, readable
+from spark_jobs.analysis import Analysis
+from spark_jobs.cellpass.route import analyze_raw
 from spark_jobs.codegen import interpreted
 from spark_jobs.errors import CompareError, GateError
 from spark_jobs.gate_frames import faults_frame, percentile_tables_frame, raw_cells_frame, raw_producers_frame
@@ -175,13 +175,6 @@ def _collect_all(
     with ThreadPoolExecutor(TABLE_THREADS, thread_name_prefix="table") as pool:
         futures = {name: pool.submit(one, name, frame) for name, frame in built.items()}
         return {name: future.result() for name, future in futures.items()}
-
-
-def analyze_raw(spark: SparkSession, raw: lakeio.Raw) -> Analysis:
-    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (spark_jobs.cellpass,
-    a local lake), else by the Spark SQL passes (spark_jobs.analysis: a lake on S3). The two agree to the row
-    (tests/spark/test_cellpass.py)."""
-    return analyze_cells(spark, raw) if readable(raw) else analyze(raw.sent, raw.received, raw.cells)
 
 
 def write_all(

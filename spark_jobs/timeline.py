@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.analysis import Analysis, analyze
+from spark_jobs.analysis import Analysis
+from spark_jobs.cellpass.route import analyze_raw
 from spark_jobs.levels import NS_PER_S, SECOND
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
 from spark_jobs.samples import CELL_KEYS, LAG, basis_name, metric_name
@@ -69,7 +70,7 @@ def timeline_table(result: Analysis) -> DataFrame:
 def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
-    table = timeline_table(analyze(raw.sent, raw.received, raw.cells))
+    table = timeline_table(analyze_raw(spark, raw))
     return lakeio.write_tables(lake, raw.runs, {"timeline": table})["timeline"]
 
 

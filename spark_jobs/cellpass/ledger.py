@@ -71,10 +71,12 @@ class MessageKeys:
         return np.isin(keys, ordered[1:][ordered[1:] == ordered[:-1]])
 
 
-def _minimum(by: np.ndarray, values: np.ndarray, valid: np.ndarray, producers: np.ndarray) -> pd.Series:
-    """The lowest value per producer (null where a producer has no valid value)."""
-    frame = pd.DataFrame({"p": by[valid], "v": values[valid]})
-    return frame.groupby("p")["v"].min().reindex(producers).astype("Int64")
+def _extreme(ufunc: np.ufunc, index: np.ndarray, values: np.ndarray, valid: np.ndarray, count: int) -> pd.array:
+    """ufunc (np.minimum or np.maximum) of the valid values per producer index; null where there are none."""
+    start = np.iinfo(np.int64).max if ufunc is np.minimum else np.iinfo(np.int64).min
+    out = np.full(count, start, np.int64)
+    ufunc.at(out, index[valid], values[valid])
+    return pd.arrays.IntegerArray(out, np.bincount(index[valid], minlength=count) == 0)
 
 
 def _difference(a: Col, b: Col) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +87,9 @@ def producer_rows(work: UnitWork, sent: Columns, received: Columns) -> pd.DataFr
     """PRODUCER_COLUMNS for every producer with a sent or received row of the unit."""
     ps, pr = sent["producer_id"].values, received["producer_id"].values
     producers = np.unique(np.concatenate([ps, pr]))
+    count = len(producers)
     keys = MessageKeys(producers, [sent["seq"], received["seq"]])
+    ix_s, ix_r = np.searchsorted(producers, ps), np.searchsorted(producers, pr)
     ks, kr = keys.of(ps, sent["seq"]), keys.of(pr, received["seq"])
     has_s, has_r = sent["seq"].valid, received["seq"].valid
     measure_s, measure_r = work.in_measure(sent["intended_ns"]), work.in_measure(received["intended_ns"])
@@ -94,33 +98,31 @@ def producer_rows(work: UnitWork, sent: Columns, received: Columns) -> pd.DataFr
     got = keys.distinct(kr, measure_r & has_r)
     out = pd.DataFrame({"unit": work.unit, "producer_id": producers})
 
-    def rows(where: np.ndarray, of: np.ndarray) -> np.ndarray:
-        index = np.searchsorted(producers, of[where])
-        return np.bincount(index, minlength=len(producers)).astype(np.int64)
+    def rows(where: np.ndarray, index: np.ndarray = ix_s) -> np.ndarray:
+        return np.bincount(index[where], minlength=count).astype(np.int64)
 
-    out["scheduled"] = rows(measure_s & has_s, ps)
-    out["sent"] = rows(measure_s & sent_ok, ps)
-    out["acknowledged"] = rows(measure_s & acked_ok, ps)
+    out["scheduled"] = rows(measure_s & has_s)
+    out["sent"] = rows(measure_s & sent_ok)
+    out["acknowledged"] = rows(measure_s & acked_ok)
     out["got"] = keys.count(keys.both(scheduled, got))
     out["sent_lost"] = keys.count(keys.minus(keys.distinct(ks, measure_s & sent_ok & has_s), got))
     out["acked_lost"] = keys.count(keys.minus(keys.distinct(ks, measure_s & acked_ok & has_s), got))
-    out["dupes"] = rows(measure_r & has_r, pr) - keys.count(got)
-    out["producer_rows"] = rows(np.ones(len(ps), bool), ps)
-    seq_rows = rows(has_s, ps)
+    out["dupes"] = rows(measure_r & has_r, ix_r) - keys.count(got)
+    out["producer_rows"] = np.bincount(ix_s, minlength=count).astype(np.int64)
+    seq_rows = rows(has_s)
     out["duplicate_seqs"] = seq_rows - keys.count(keys.distinct(ks, has_s))
-    seq = pd.DataFrame({"p": ps[has_s], "s": sent["seq"].values[has_s]}).groupby("p")["s"]
-    out["min_seq"] = seq.min().reindex(producers).astype("Int64").array
-    out["max_seq"] = seq.max().reindex(producers).astype("Int64").array
+    out["min_seq"] = _extreme(np.minimum, ix_s, sent["seq"].values, has_s, count)
+    out["max_seq"] = _extreme(np.maximum, ix_s, sent["seq"].values, has_s, count)
     out["null_seq"] = out["producer_rows"] - seq_rows
-    out["null_intended"] = rows(~sent["intended_ns"].valid, ps)
-    out["null_phase"] = rows(~sent["phase"].valid, ps)
+    out["null_intended"] = rows(~sent["intended_ns"].valid)
+    out["null_phase"] = rows(~sent["phase"].valid)
     pairs = {
-        "min_lag_ns": (ps, _difference(sent["sent_ns"], sent["intended_ns"])),
-        "min_e2e_intended_ns": (pr, _difference(received["received_ns"], received["intended_ns"])),
-        "min_e2e_sent_ns": (pr, _difference(received["received_ns"], received["sent_ns"])),
-        "min_ack_intended_ns": (ps, _difference(sent["acked_ns"], sent["intended_ns"])),
-        "min_ack_sent_ns": (ps, _difference(sent["acked_ns"], sent["sent_ns"])),
+        "min_lag_ns": (ix_s, _difference(sent["sent_ns"], sent["intended_ns"])),
+        "min_e2e_intended_ns": (ix_r, _difference(received["received_ns"], received["intended_ns"])),
+        "min_e2e_sent_ns": (ix_r, _difference(received["received_ns"], received["sent_ns"])),
+        "min_ack_intended_ns": (ix_s, _difference(sent["acked_ns"], sent["intended_ns"])),
+        "min_ack_sent_ns": (ix_s, _difference(sent["acked_ns"], sent["sent_ns"])),
     }
-    for name, (by, (values, valid)) in pairs.items():
-        out[name] = _minimum(by, values, valid, producers).array
+    for name, (index, (values, valid)) in pairs.items():
+        out[name] = _extreme(np.minimum, index, values, valid, count)
     return out

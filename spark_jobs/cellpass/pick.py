@@ -18,7 +18,7 @@ def candidates(b: Bucketed, cell_ix: int, level: int, buckets: np.ndarray) -> pd
     MERGED and LEADER group a cell's measure phase (LEADER only samples that carry one), REPEAT a unit's,
     SECOND a unit's seconds at their coarse bucket."""
     bucket = b.bucket >> SECOND_SHIFT if level == SECOND else b.bucket
-    keep = np.isin(bucket, buckets)
+    keep = _member(bucket, buckets)
     if level != SECOND:
         keep &= b.measure
     if level == LEADER:
@@ -34,6 +34,17 @@ def candidates(b: Bucketed, cell_ix: int, level: int, buckets: np.ndarray) -> pd
             "value": b.value[keep],
         }
     )
+
+
+def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """np.isin for small ints: a lookup table over the wanted values' range (np.isin sorts)."""
+    low, high = int(wanted.min()), int(wanted.max())
+    table = np.zeros(high - low + 1, bool)
+    table[wanted - low] = True
+    inside = (values >= low) & (values <= high)
+    found = np.zeros(len(values), bool)
+    found[inside] = table[values[inside] - low]
+    return found
 
 
 def picked(b: Bucketed, cell_ix: int, unknown: pd.DataFrame) -> pd.DataFrame:

@@ -41,31 +41,34 @@ Columns = dict[str, Col]
 def _col(array: pa.ChunkedArray) -> Col:
     if array.type == pa.string():  # only its nulls matter (the phase: the gate counts missing ones)
         return Col(np.zeros(len(array), np.int64), array.is_valid().to_numpy(zero_copy_only=False))
-    values = pc.fill_null(array, 0).cast(pa.int64()).to_numpy()
     if array.null_count == 0:
-        return Col(values, np.ones(len(array), bool))
+        return Col(array.cast(pa.int64()).to_numpy(), np.ones(len(array), bool))
+    values = pc.fill_null(array, 0).cast(pa.int64()).to_numpy()
     return Col(values, array.is_valid().to_numpy(zero_copy_only=False))
 
 
-def _table(path: str, columns: Sequence[str]) -> pa.Table:
-    """`columns` of one file; a column its schema version lacks (relay times before version 2) as nulls."""
-    present = set(pq.read_schema(path).names)
-    table = pq.read_table(path, columns=[c for c in columns if c in present])
-    for name in columns:
-        if name not in present:
-            kind = pa.string() if name == "phase" else pa.int64()
-            table = table.append_column(name, pa.nulls(table.num_rows, kind))
-    return table.select(list(columns))
+def _column(files: Sequence[pq.ParquetFile], name: str) -> pa.ChunkedArray:
+    """One column of every file; from a file whose schema version lacks it (relay times before version 2),
+    nulls."""
+    have = [f.schema_arrow.field(name).type for f in files if name in f.schema_arrow.names]
+    kind = have[0] if have else pa.string() if name == "phase" else pa.int64()
+    chunks: list[pa.Array] = []
+    for f in files:
+        if name in f.schema_arrow.names:
+            chunks += f.read(columns=[name]).column(0).cast(kind).chunks
+        else:
+            chunks.append(pa.nulls(f.metadata.num_rows, kind))
+    return pa.chunked_array(chunks, kind)
 
 
 def read_columns(paths: Sequence[str], columns: Sequence[str]) -> Columns:
-    """The rows of `paths` (one unit's sent or received files) as Columns. The producer_id's nulls are
-    NULL_PRODUCER, so it can key groups."""
-    tables = [_table(p, columns) for p in paths]
-    if not tables:
-        return {c: Col(np.zeros(0, np.int64), np.zeros(0, bool)) for c in columns}
-    table = pa.concat_tables(tables, promote_options="permissive")
-    out = {name: _col(table.column(name)) for name in columns}
+    """The rows of `paths` (one unit's sent or received files) as Columns, read one column at a time (at most
+    one column is held twice, as Arrow and as numpy). The producer_id's nulls are NULL_PRODUCER, so it can key
+    groups."""
+    files = [pq.ParquetFile(p) for p in paths]
+    out = {name: _col(_column(files, name)) for name in columns}
     producer = out["producer_id"]
-    out["producer_id"] = Col(np.where(producer.valid, producer.values, NULL_PRODUCER), np.ones(table.num_rows, bool))
+    out["producer_id"] = Col(
+        np.where(producer.valid, producer.values, NULL_PRODUCER), np.ones(len(producer.valid), bool)
+    )
     return out

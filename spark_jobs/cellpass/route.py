@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StructField, StructType
 
 from spark_jobs import ledger as ledger_pass
-from spark_jobs.analysis import LEVEL_FIELDS, Analysis
+from spark_jobs.analysis import LEVEL_FIELDS, Analysis, analyze
 from spark_jobs.exact import PARTIALS, summary_schema
 from spark_jobs.lakeio import Raw, RawFile
 from spark_jobs.levels import DONE, DONE_COLUMNS, WHOLE, WHOLE_COLUMNS
@@ -120,3 +120,10 @@ def _empty(columns: object) -> pd.DataFrame:
 
 def _frame(spark: SparkSession, rows: pd.DataFrame, columns: list[str]) -> object:
     return pandas_frame(spark, rows, StructType([SUMS_SCHEMA[c] for c in columns]))
+
+
+def analyze_raw(spark: SparkSession, raw: Raw) -> Analysis:
+    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (a local lake),
+    else by the Spark SQL passes (spark_jobs.analysis: a lake on S3). The two agree to the row
+    (tests/spark/test_cellpass.py)."""
+    return analyze_cells(spark, raw) if readable(raw) else analyze(raw.sent, raw.received, raw.cells)

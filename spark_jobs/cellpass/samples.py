@@ -21,23 +21,23 @@ NULLS_FIRST = np.iinfo(np.int64).min
 NS_PER_S = 1_000_000_000
 
 
-def first_receipts(received: Columns, keys: MessageKeys) -> Columns:
-    """Each message's earliest receipt: of one (producer, seq)'s receipts the least in RECEIPT_ORDER, nulls
-    first (Spark's min of that struct). Receipts without a seq stay, each its own (as the Spark pass leaves
-    them)."""
+def first_receipts(received: Columns, keys: MessageKeys) -> np.ndarray | None:
+    """Which receipts are their message's earliest (None: all, no message arrived twice): of one (producer,
+    seq)'s receipts the least in RECEIPT_ORDER, nulls first (Spark's min of that struct). Receipts without a seq
+    stay, each its own (as the Spark pass leaves them)."""
     rows = np.flatnonzero(received["seq"].valid)
     key = keys.of(received["producer_id"].values[rows], received["seq"].take(rows))
     repeated = keys.repeated(key)
     if not repeated.any():
-        return received
+        return None
     twice, key = rows[repeated], key[repeated]
     fields = [np.where(received[f].valid[twice], received[f].values[twice], NULLS_FIRST) for f in RECEIPT_ORDER]
     order = np.lexsort([*reversed(fields), key])
     ordered = key[order]
-    keep = np.ones(len(received["seq"].values), bool)
-    keep[twice] = False
-    keep[twice[order[np.r_[True, ordered[1:] != ordered[:-1]]]]] = True
-    return {name: column.take(keep) for name, column in received.items()}
+    first = np.ones(len(received["seq"].values), bool)
+    first[twice] = False
+    first[twice[order[np.r_[True, ordered[1:] != ordered[:-1]]]]] = True
+    return first
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Series:
     relayed_only: bool = False  # hop2: only messages a relay passed on (the relay's receipt known)
 
 
-def unit_series(work: UnitWork, first: Columns) -> list[Series]:
+def unit_series(work: UnitWork, received: Columns) -> list[Series]:
     """The series a unit measures: the send lag; acked − intended and − sent where acknowledgements are
     measured; e2e from intended and sent where receipts are; for relayed messages (chains) hop1 to the
     relay's receipt and hop2 from the relay's receipt and send."""
@@ -75,7 +75,7 @@ def unit_series(work: UnitWork, first: Columns) -> list[Series]:
         series += [Series(work.acked_code, b, False, s, "acked_ns") for b, s in enumerate(STARTS)]
     if work.received_measured:
         series += [Series(E2E, b, True, s, "received_ns") for b, s in enumerate(STARTS)]
-        if first["relay_received_ns"].valid.any():
+        if received["relay_received_ns"].valid.any():
             series += [Series(HOP1, b, True, s, "relay_received_ns") for b, s in enumerate(STARTS)]
             series += [Series(HOP2, b, True, s, "received_ns", True) for b, s in enumerate(RELAY_STARTS)]
     return series
@@ -85,11 +85,14 @@ STARTS = ("intended_ns", "sent_ns")  # basis intended, basis sent
 RELAY_STARTS = ("relay_received_ns", "relay_sent_ns")  # hop2's
 
 
-def series_values(work: UnitWork, series: Series, sent: Columns, first: Columns) -> Values:
-    """The series' done − start where both (and the intended time) are known."""
-    rows = first if series.received else sent
+def series_values(work: UnitWork, series: Series, sent: Columns, received: Columns, first: np.ndarray | None) -> Values:
+    """The series' done − start where both (and the intended time) are known; of receipts, first ones only
+    (`first`: first_receipts')."""
+    rows = received if series.received else sent
     intended, begin, end = rows["intended_ns"], rows[series.start], rows[series.done]
     keep = intended.valid & begin.valid & end.valid
+    if series.received and first is not None:
+        keep &= first
     if series.relayed_only:
         keep &= rows["relay_received_ns"].valid
     count = int(keep.sum())
@@ -109,8 +112,10 @@ def log_bucket(values: np.ndarray, bits: int = BUCKET_BITS) -> np.ndarray:
 
 
 def seconds(times_ns: np.ndarray, t0_ns: int) -> np.ndarray:
-    """Whole seconds from the unit's t0 (spark_jobs.analysis.second: a double division, floored)."""
-    return np.floor((times_ns - t0_ns).astype(np.float64) / float(NS_PER_S)).astype(np.int64)
+    """Whole seconds from the unit's t0: spark_jobs.analysis.second's floor of a double division, computed as
+    an integer floor division (the same for every time within 2^53 ns, 104 days, of t0: the double quotient of
+    an integer never rounds across a whole second there)."""
+    return np.floor_divide(times_ns - t0_ns, NS_PER_S)
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,11 @@ def _dense(slot: np.ndarray, values: np.ndarray, slots: int) -> dict[str, np.nda
     n = np.bincount(slot, minlength=slots)
     used = np.flatnonzero(n)
     vmin, vmax = np.full(slots, np.iinfo(np.int64).max), np.full(slots, np.iinfo(np.int64).min)
-    vsum, vsq = np.zeros(slots, np.int64), np.zeros(slots, np.float64)
+    vsum = np.zeros(slots, np.int64)
     np.minimum.at(vmin, slot, values)
     np.maximum.at(vmax, slot, values)
-    np.add.at(vsum, slot, values)
-    np.add.at(vsq, slot, values.astype(np.float64) ** 2)
+    np.add.at(vsum, slot, values)  # exact in int64 (bincount's weights are doubles)
+    vsq = np.bincount(slot, weights=values.astype(np.float64) ** 2, minlength=slots)
     return {"slot": used, "n": n[used], "vmin": vmin[used], "vmax": vmax[used], "vsum": vsum[used], "vsq": vsq[used]}
 
 

@@ -17,7 +17,7 @@ from .facts import UnitWork
 from .ledger import MessageKeys, producer_rows
 from .pick import picked
 from .read import RECEIVED_COLUMNS, SENT_COLUMNS, Columns, read_columns
-from .samples import Bucketed, Values, first_receipts, series_values, unit_series
+from .samples import RELAY_STARTS, Bucketed, Values, first_receipts, series_values, unit_series
 from .sums import series_sums
 
 COLUMNS = {p: percentile_column(p) for p in PERCENTILES}
@@ -36,15 +36,24 @@ class CellResult:
 class _Unit:
     work: UnitWork
     sent: Columns
-    first: Columns
+    received: Columns
+    first: np.ndarray | None  # which receipts are their message's first (samples.first_receipts)
+
+
+SAMPLE_COLUMNS = frozenset({"intended_ns", "sent_ns", "acked_ns", "received_ns", "leader", *RELAY_STARTS})
 
 
 def _read(work: UnitWork) -> tuple[_Unit, pd.DataFrame]:
+    """The unit's ledger rows, and of its raw columns what its samples need."""
     sent = read_columns(work.sent_files, SENT_COLUMNS)
     received = read_columns(work.received_files, RECEIVED_COLUMNS)
     producers = producer_rows(work, sent, received)
     first = first_receipts(received, MessageKeys(np.unique(received["producer_id"].values), [received["seq"]]))
-    return _Unit(work, sent, first), producers
+
+    def kept(columns: Columns) -> Columns:
+        return {name: column for name, column in columns.items() if name in SAMPLE_COLUMNS}
+
+    return _Unit(work, kept(sent), kept(received), first), producers
 
 
 def _located(sums: pd.DataFrame, b: Bucketed, cell_ix: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -57,9 +66,9 @@ def _located(sums: pd.DataFrame, b: Bucketed, cell_ix: int) -> tuple[pd.DataFram
 
 def _series_parts(units: list[_Unit], metric: int, basis: int) -> list[tuple[UnitWork, Values]]:
     return [
-        (u.work, series_values(u.work, s, u.sent, u.first))
+        (u.work, series_values(u.work, s, u.sent, u.received, u.first))
         for u in units
-        for s in unit_series(u.work, u.first)
+        for s in unit_series(u.work, u.received)
         if (s.metric, s.basis) == (metric, basis)
     ]
 
@@ -69,7 +78,7 @@ def run_cell(works: list[UnitWork]) -> CellResult:
     which only its bucket sums and picked values are kept. The summary is finished once, over all series."""
     read = [_read(work) for work in works]
     units = [unit for unit, _ in read]
-    series = sorted({(s.metric, s.basis) for u in units for s in unit_series(u.work, u.first)})
+    series = sorted({(s.metric, s.basis) for u in units for s in unit_series(u.work, u.received)})
     sums, placed, values = [], [], []
     for metric, basis in series:
         b = Bucketed.of(_series_parts(units, metric, basis))
