@@ -215,15 +215,15 @@ class SparkCpu:
 
     def _spark(self) -> list[psutil.Process]:
         """Every JVM under the roots, and every process under those (the Python daemon and its workers)."""
-        found: list[psutil.Process] = []
+        found: dict[int, psutil.Process] = {}  # by pid: a cluster's executor JVM is also under its worker's
         for root in self.roots:
             for proc in root.children(recursive=True):
                 try:
                     if "java" in proc.name():
-                        found += [proc, *proc.children(recursive=True)]
+                        found |= {p.pid: p for p in (proc, *proc.children(recursive=True))}
                 except psutil.NoSuchProcess:
                     continue
-        return found
+        return list(found.values())
 
     def seconds(self) -> float:
         """User and system seconds, with those of exited children their parents reaped."""
