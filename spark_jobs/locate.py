@@ -113,7 +113,8 @@ def finish(stats: pd.DataFrame, values: pd.DataFrame, keys: Sequence[str], colum
     short = {p: count < required_samples(p) for p in columns}
     for p, name in columns.items():
         table.loc[short[p], name] = pd.NA
-    table["unsupported"] = [[p for p in columns if short[p][i]] for i in range(len(table))]
+    unsupported = [[p for p in columns if short[p][i]] for i in range(len(table))]
+    table["unsupported"] = pd.Series(unsupported, index=table.index, dtype=object)  # lists, even with no rows
     return table
 
 

@@ -4,10 +4,11 @@ results assembled into the Analysis the tables are built from."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StructField, StructType
 
 from spark_jobs import ledger as ledger_pass
@@ -67,15 +68,16 @@ def cell_works(units: Units, raw: Raw) -> list[list[UnitWork]]:
     return [cells[ix] for ix in sorted(cells, key=lambda ix: -size[ix])]
 
 
-def _work(row: object, files: dict[str, list[RawFile]]) -> UnitWork:
+def _work(row: Row, files: dict[str, list[RawFile]]) -> UnitWork:
+    """A unit's facts (samples.Units' row) as plain values for its task."""
     return UnitWork(
-        unit=row["unit"],  # type: ignore[index]
-        cell_ix=row["cell_ix"],  # type: ignore[index]
-        t0_ns=row["t0_ns"],  # type: ignore[index]
-        measure_start_ns=row["measure_start_ns"],  # type: ignore[index]
-        measure_end_ns=row["measure_end_ns"],  # type: ignore[index]
-        acked_code=row["acked_code"],  # type: ignore[index]
-        received_measured=bool(row["received_measured"]),  # type: ignore[index]
+        unit=row["unit"],
+        cell_ix=row["cell_ix"],
+        t0_ns=row["t0_ns"],
+        measure_start_ns=row["measure_start_ns"],
+        measure_end_ns=row["measure_end_ns"],
+        acked_code=row["acked_code"],
+        received_measured=bool(row["received_measured"]),
         sent_files=tuple(f.uri for f in files["sent"]),
         received_files=tuple(f.uri for f in files["received"]),
     )
@@ -114,11 +116,12 @@ def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
     )
 
 
-def _empty(columns: object) -> pd.DataFrame:
-    return pd.DataFrame({c: [] for c in columns})  # type: ignore[attr-defined]
+def _empty(columns: Sequence[str]) -> pd.DataFrame:
+    """No rows (a run without raw files); object columns, which Arrow converts to any type, lists included."""
+    return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
 
 
-def _frame(spark: SparkSession, rows: pd.DataFrame, columns: list[str]) -> object:
+def _frame(spark: SparkSession, rows: pd.DataFrame, columns: list[str]) -> DataFrame:
     return pandas_frame(spark, rows, StructType([SUMS_SCHEMA[c] for c in columns]))
 
 

@@ -138,3 +138,24 @@ def test_the_summary_holds_every_level_and_metric(both: tuple[Analysis, Analysis
     summary = _sorted(both[0].summary, FRAMES["summary"])
     assert set(summary["level"]) == {0, 1, 2, 3}
     assert {0, 1, 2, 3, 4, 5} <= set(summary["metric"])  # e2e, publish, rtt, hop1, hop2, lag
+
+
+def test_a_run_without_raw_files_gives_the_same_empty_analysis(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A run whose cells left no raw Parquet (each failed before sending): no task runs, and both routes give no
+    statistics and an accounting row of zeros per cell."""
+    lake = tmp_path_factory.mktemp("cellpass-empty")
+    run = RunInfo("cellpass-empty", "2026-01-05")
+    for name in ("a", "b"):
+        write_cell(lake, run, SynthCell(name, rate_per_s=1000, seed=7))
+    for parquet in (lake / "raw").rglob("*.parquet"):
+        parquet.unlink()
+    raw = lakeio.read_raw(spark, lake, [run.run_id])
+    assert not raw.sent_files and not raw.received_files
+    cells, spark_sql = analyze_cells(spark, raw), analyze(raw.sent, raw.received, raw.cells)
+    for name in FRAMES:
+        assert _frame(cells, name).count() == _frame(spark_sql, name).count() == 0, name
+    mine, theirs = (_sorted(r.ledger.accounting, ["unit"]) for r in (cells, spark_sql))
+    assert mine.astype(str).to_dict("records") == theirs.astype(str).to_dict("records")
+    assert len(mine) == 2 and (mine["scheduled"] == 0).all()
