@@ -5,6 +5,7 @@ the gate fails its producer for it (ledger's null_intended)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,8 +133,10 @@ class Bucketed:
 
     @classmethod
     def of(cls, parts: list[tuple[UnitWork, Values]]) -> Bucketed:
-        def joined(pick: object) -> np.ndarray:
-            return np.concatenate([pick(work, values) for work, values in parts])  # type: ignore[operator]
+        """The parts' samples end to end; seconds count from each unit's own t0."""
+
+        def joined(pick: Callable[[UnitWork, Values], np.ndarray]) -> np.ndarray:
+            return np.concatenate([pick(work, values) for work, values in parts])
 
         value = joined(lambda w, v: v.value_ns)
         return cls(
