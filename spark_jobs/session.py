@@ -64,7 +64,10 @@ def get_spark(
 def _local_python(master: str | None) -> None:
     """On a local master the Python workers are this interpreter (spark_jobs.cellpass runs its tasks in them,
     with numpy and pyarrow): PySpark's default is whatever `python3` PATH finds, which in a shell without the
-    venv first has neither. PySpark reads it from the environment (PYSPARK_PYTHON) as the context starts."""
+    venv first has neither. PySpark reads it from the environment (PYSPARK_PYTHON) as the context starts.
+    Under spark-submit no master is named here, and the same holds: the deployment's Spark workers run the
+    image the driver runs (docker-compose.yaml), so the interpreter's path is theirs too. A PYSPARK_PYTHON
+    already set wins."""
     if (master or "local").startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
