@@ -99,8 +99,9 @@ def series_sums(metric: int, basis: int, b: Bucketed) -> pd.DataFrame:
     timed = timed.assign(kind=TIMED, leader=pd.NA, measure=pd.NA)
     done = grouped({"unit": b.unit, "sec": b.done_sec}, b.value)
     done = done.assign(kind=DONE, leader=pd.NA, measure=pd.NA, bucket=pd.NA)
-    frame = pd.concat([whole, timed, done], ignore_index=True).assign(metric=metric, basis=basis)
-    return frame[list(SUM_COLUMNS)].astype(NULLABLE)
+    parts = [part.astype(NULLABLE) for part in (whole, timed, done)]  # typed first: no all-null object column
+    frame = pd.concat(parts, ignore_index=True).assign(metric=metric, basis=basis)
+    return frame[list(SUM_COLUMNS)]
 
 
 NULLABLE = {"leader": "Int32", "measure": "boolean", "sec": "Int64", "bucket": "Int64"}
