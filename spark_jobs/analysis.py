@@ -29,7 +29,7 @@ from functools import reduce
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
@@ -43,6 +43,7 @@ from spark_jobs.exact import (
     log_bucket,
     partials,
     summary_of,
+    summary_schema,
 )
 from spark_jobs.levels import (
     DONE,
@@ -60,7 +61,7 @@ from spark_jobs.levels import (
     level_frame,
     wanted_at,
 )
-from spark_jobs.localdata import literal_array, pandas_frame, rows_frame
+from spark_jobs.localdata import literal_array, rows_frame, typed
 from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, sample_rows, with_unit
 
 BUCKET_KEYS = ("unit", "metric", "basis", "leader", "sec", "delta", "measure", "bucket")
@@ -162,17 +163,18 @@ def at_levels(rows: DataFrame, whole: Column, timed: Column) -> DataFrame:
 
 @dataclass
 class Analysis:
-    """The small results every table is assembled from, all on the driver (local data)."""
+    """The small results every table is assembled from, all on the driver as pandas frames (spark_jobs.tables
+    builds the tables from them without a Spark job)."""
 
     units: Units
     ledger: ledger_pass.Ledger
-    summary: DataFrame  # LEVEL_KEYS, count, min_ns, max_ns, mean_ns, stddev_ns, p…_ns, unsupported
-    measured: DataFrame  # bucket_sums' WHOLE rows with cell_ix: WHOLE_COLUMNS, cell_ix, PARTIALS
-    done: DataFrame  # bucket_sums' DONE rows: DONE_COLUMNS, n
+    summary: pd.DataFrame  # SUMMARY_SCHEMA: LEVEL_KEYS, count, min_ns, max_ns, mean_ns, stddev_ns, p…_ns, unsupported
+    measured: pd.DataFrame  # bucket_sums' WHOLE rows with cell_ix: WHOLE_COLUMNS, cell_ix, PARTIALS
+    done: pd.DataFrame  # bucket_sums' DONE rows: DONE_COLUMNS, n
 
     @property
-    def facts(self) -> DataFrame:
-        return self.units.facts
+    def facts(self) -> pd.DataFrame:
+        return self.units.frame
 
 
 WHOLE_KEYS = ("unit", "metric", "basis", "bucket")  # a located bucket of a measure-phase level, per unit
@@ -288,9 +290,10 @@ def _located_samples(samples: DataFrame, wanted: pd.DataFrame, units: Units) -> 
 
 
 LEVEL_FIELDS = [StructField(k, LongType() if k in ("g", "sec") else IntegerType()) for k in LEVEL_KEYS]
+SUMMARY_SCHEMA = summary_schema(LEVEL_FIELDS)
 
 
-def _summary(samples: DataFrame, whole: pd.DataFrame, timed: pd.DataFrame, units: Units) -> DataFrame:
+def _summary(samples: DataFrame, whole: pd.DataFrame, timed: pd.DataFrame, units: Units) -> pd.DataFrame:
     """Every level's statistics and percentiles (local data): located in bucket_sums' rows on the driver
     (spark_jobs.locate), the few values not known from them picked from the samples."""
     placed = locate.place(level_frame(whole, timed), LEVEL_KEYS)
@@ -301,8 +304,8 @@ def _summary(samples: DataFrame, whole: pd.DataFrame, timed: pd.DataFrame, units
     return summary_of(placed, LEVEL_FIELDS, candidates, "value_ns", PERCENTILES, wanted_at)
 
 
-def _local(spark: SparkSession, rows: pd.DataFrame, schema: StructType, columns: Sequence[str]) -> DataFrame:
-    return pandas_frame(spark, rows, StructType([schema[c] for c in columns]))
+def _local(rows: pd.DataFrame, schema: StructType, columns: Sequence[str]) -> pd.DataFrame:
+    return typed(rows, StructType([schema[c] for c in columns]))
 
 
 def analyze(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Analysis:
@@ -327,6 +330,6 @@ def analyze(sent: DataFrame, received: DataFrame, cells: DataFrame) -> Analysis:
         units,
         books,
         _summary(samples, whole, timed, units),
-        measured=_local(spark, whole, schema, [*WHOLE_COLUMNS, "cell_ix", *PARTIALS]),
-        done=_local(spark, done, schema, [*DONE_COLUMNS, "n"]),
+        measured=_local(whole, schema, [*WHOLE_COLUMNS, "cell_ix", *PARTIALS]),
+        done=_local(done, schema, [*DONE_COLUMNS, "n"]),
     )

@@ -13,45 +13,47 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import BooleanType, DoubleType, IntegerType, StringType, StructField, StructType
+import pyarrow as pa
+from pyspark.sql import SparkSession
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.localdata import rows_frame
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
 
-_RUN = [("schema_version", IntegerType()), ("run_id", StringType()), ("run_date", StringType())]
-_CELL = [("cell_id", StringType()), ("series_key", StringType()), ("label", StringType())]
+_RUN = [("schema_version", pa.int32()), ("run_id", pa.string()), ("run_date", pa.string())]
+_CELL = [("cell_id", pa.string()), ("series_key", pa.string()), ("label", pa.string())]
 CAPACITY_FIELDS = [
     *_RUN,
     *_CELL,
-    ("system", StringType()),
-    ("version", StringType()),
-    ("objectives", StringType()),
-    ("capacity_per_s", DoubleType()),
-    ("limit", StringType()),
-    ("limit_why", StringType()),
-    ("broker_bound", BooleanType()),
-    ("steps", IntegerType()),
+    ("system", pa.string()),
+    ("version", pa.string()),
+    ("objectives", pa.string()),
+    ("capacity_per_s", pa.float64()),
+    ("limit", pa.string()),
+    ("limit_why", pa.string()),
+    ("broker_bound", pa.bool_()),
+    ("steps", pa.int32()),
 ]
 STEP_FIELDS = [
     *_RUN,
     *_CELL,
-    ("step_cell_id", StringType()),
-    ("rate_per_s", DoubleType()),
-    ("verdict", StringType()),
-    ("why", StringType()),
-    ("achieved_rate_per_s", DoubleType()),
-    ("received_rate_per_s", DoubleType()),
-    ("metric", StringType()),
-    ("p50_ms", DoubleType()),
-    ("p99_ms", DoubleType()),
-    ("p99_9_ms", DoubleType()),
+    ("step_cell_id", pa.string()),
+    ("rate_per_s", pa.float64()),
+    ("verdict", pa.string()),
+    ("why", pa.string()),
+    ("achieved_rate_per_s", pa.float64()),
+    ("received_rate_per_s", pa.float64()),
+    ("metric", pa.string()),
+    ("p50_ms", pa.float64()),
+    ("p99_ms", pa.float64()),
+    ("p99_9_ms", pa.float64()),
 ]
 
 
-def _schema(fields: list[tuple[str, Any]]) -> StructType:
-    return StructType([StructField(name, kind) for name, kind in fields])
+def _table(rows: list[tuple], fields: list[tuple[str, pa.DataType]]) -> pa.Table:
+    """Rows (tuples in `fields`' order) as a table of those columns."""
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in fields]
+    arrays = [pa.array(list(values), kind) for values, (_, kind) in zip(columns, fields, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def searches(lake: lakeio.Lake, run: lakeio.RunRef) -> list[dict[str, Any]]:
@@ -81,7 +83,8 @@ def _step(s: dict[str, Any], metric: str | None) -> tuple:
     return (s["cell_id"], *rates, float(s["received_rate_per_s"]), metric, *percentiles)
 
 
-def capacity_tables(spark: SparkSession, lake: lakeio.Lake, runs: Sequence[lakeio.RunRef]) -> dict[str, DataFrame]:
+def capacity_tables(lake: lakeio.Lake, runs: Sequence[lakeio.RunRef]) -> dict[str, pa.Table]:
+    """The two tables of the runs' searches (no rows for a run that searched nothing)."""
     cells: list[tuple] = []
     steps: list[tuple] = []
     for run in runs:
@@ -89,14 +92,14 @@ def capacity_tables(spark: SparkSession, lake: lakeio.Lake, runs: Sequence[lakei
         cells += more_cells
         steps += more_steps
     return {
-        "capacity": rows_frame(spark, cells, _schema(CAPACITY_FIELDS)),
-        "capacity_steps": rows_frame(spark, steps, _schema(STEP_FIELDS)),
+        "capacity": _table(cells, CAPACITY_FIELDS),
+        "capacity_steps": _table(steps, STEP_FIELDS),
     }
 
 
 def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str]) -> dict[str, list[Path]]:
     runs = [lakeio.find_run(lake, r) for r in run_ids]
-    return lakeio.write_tables(lake, runs, capacity_tables(spark, lake, runs))  # type: ignore[return-value]
+    return lakeio.write_collected(lake, runs, capacity_tables(lake, runs))  # type: ignore[return-value]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, Stri
 from bench_tasks import PERCENTILES
 from spark_jobs import locate
 from spark_jobs.codegen import compiled
-from spark_jobs.localdata import pandas_frame
+from spark_jobs.localdata import pandas_frame, typed
 
 BUCKET_BITS = 7  # 128 buckets per doubling: each 0.54 % wide, the second pass reads ~1 % of the samples
 PARTIALS = ("n", "vmin", "vmax", "vsum", "vsq")  # what a bucket aggregation keeps per group × bucket
@@ -117,10 +117,10 @@ def summary_of(
     value: str,
     percentiles: Sequence[str] = PERCENTILES,
     wanted: locate.Wanted | None = None,
-) -> DataFrame:
-    """The summary (local data, summary_schema) of the groups keyed by `fields` whose bucket table is `placed`
-    (locate.place): their ranks located on the driver, the values no bucket's min or max gives picked in Spark
-    from `candidates` of the buckets that hold them."""
+) -> pd.DataFrame:
+    """The summary (on the driver, typed as summary_schema) of the groups keyed by `fields` whose bucket table is
+    `placed` (locate.place): their ranks located on the driver, the values no bucket's min or max gives picked
+    in Spark from `candidates` of the buckets that hold them."""
     spark, keys = SparkSession.active(), [f.name for f in fields]
 
     def looked_up(rows: pd.DataFrame) -> pd.DataFrame:
@@ -130,7 +130,7 @@ def summary_of(
 
     columns = {p: percentile_column(p) for p in percentiles}
     summary = locate.summary_rows(placed, keys, looked_up, columns, wanted)
-    return pandas_frame(spark, summary, summary_schema(fields, percentiles))
+    return typed(summary, summary_schema(fields, percentiles))
 
 
 def summarize(
@@ -149,4 +149,5 @@ def summarize(
         buckets = pandas_frame(samples.sparkSession, rows[located.names].drop_duplicates(), located)
         return bucketed.join(F.broadcast(buckets), [*keys, "bucket"], "left_semi")
 
-    return summary_of(locate.place(table, keys), fields, candidates, "_v", percentiles)
+    summary = summary_of(locate.place(table, keys), fields, candidates, "_v", percentiles)
+    return pandas_frame(samples.sparkSession, summary, summary_schema(fields, percentiles))

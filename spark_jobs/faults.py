@@ -9,79 +9,75 @@ existed has it null. Run alone: `spark-submit spark_jobs/faults.py --lake LAKE -
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    DataType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+import pyarrow as pa
+from pyspark.sql import SparkSession
 
 from spark_jobs import jobargs, lakeio
-from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
+from spark_jobs.percentiles import TABLES_SCHEMA_VERSION, VERSION_FIELD
 
 # A fault's record as landing writes it (bench_tasks.cell.faults.FiredFault and core.faultcost), in table order.
-FAULT_FIELDS: tuple[tuple[str, DataType], ...] = (
-    ("kind", StringType()),
-    ("target", StringType()),
-    ("node", IntegerType()),
-    ("at_s", DoubleType()),
-    ("duration_s", DoubleType()),
-    ("start_ns", LongType()),
-    ("end_ns", LongType()),
-    ("fired_s", DoubleType()),
-    ("ended_s", DoubleType()),
-    ("window_end_s", DoubleType()),
-    ("leader_before", IntegerType()),
-    ("leader_after", IntegerType()),
-    ("first_arrival_after_s", DoubleType()),
-    ("max_arrival_gap_s", DoubleType()),
-    ("p99_baseline_ms", DoubleType()),
-    ("p99_recovery_s", DoubleType()),
-    ("p99_band_ms", DoubleType()),  # recovered: a rolling p99 at most this (core.recovery)
-    ("scheduled", LongType()),
-    ("sent", LongType()),
-    ("send_errors", LongType()),
-    ("lost", LongType()),
-    ("duplicated", LongType()),
-    ("acknowledged_but_lost", LongType()),
-    ("rate_mbit", DoubleType()),  # bandwidth: the squeezed link's rate
-    ("shaper_drops", LongType()),  # bandwidth: what the squeeze dropped, both ends of the node's link
-    ("shaper_overlimits", LongType()),
+FAULT_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
+    ("kind", pa.string()),
+    ("target", pa.string()),
+    ("node", pa.int32()),
+    ("at_s", pa.float64()),
+    ("duration_s", pa.float64()),
+    ("start_ns", pa.int64()),
+    ("end_ns", pa.int64()),
+    ("fired_s", pa.float64()),
+    ("ended_s", pa.float64()),
+    ("window_end_s", pa.float64()),
+    ("leader_before", pa.int32()),
+    ("leader_after", pa.int32()),
+    ("first_arrival_after_s", pa.float64()),
+    ("max_arrival_gap_s", pa.float64()),
+    ("p99_baseline_ms", pa.float64()),
+    ("p99_recovery_s", pa.float64()),
+    ("p99_band_ms", pa.float64()),  # recovered: a rolling p99 at most this (core.recovery)
+    ("scheduled", pa.int64()),
+    ("sent", pa.int64()),
+    ("send_errors", pa.int64()),
+    ("lost", pa.int64()),
+    ("duplicated", pa.int64()),
+    ("acknowledged_but_lost", pa.int64()),
+    ("rate_mbit", pa.float64()),  # bandwidth: the squeezed link's rate
+    ("shaper_drops", pa.int64()),  # bandwidth: what the squeeze dropped, both ends of the node's link
+    ("shaper_overlimits", pa.int64()),
 )
-FAULT_RECORD = ArrayType(StructType([StructField(name, kind) for name, kind in FAULT_FIELDS]))
 IDENTITY = ("run_id", "run_date", "cell_id", "repeat", "series_key", "system", "version", "measurement", "label")
+FAULTS_SCHEMA = pa.schema(
+    [
+        VERSION_FIELD,
+        *(pa.field(name, pa.int32() if name == "repeat" else pa.string()) for name in IDENTITY),
+        pa.field("status", pa.string()),
+        pa.field("durable_acks", pa.bool_(), nullable=False),
+        pa.field("fault", pa.int32(), nullable=False),
+        *(pa.field(name, kind) for name, kind in FAULT_FIELDS),
+    ]
+)
 
 
-def faults_table(cells: DataFrame) -> DataFrame:
+def faults_table(cells: pa.Table) -> pa.Table:
     """One row per fault of each cells row (`fault`: its place in firing order, from 0); cells without faults
-    give none."""
-    records = F.from_json(F.coalesce(F.col("faults_json"), F.lit("[]")), FAULT_RECORD)
-    exploded = cells.select(*IDENTITY, "status", "durable_acks", F.posexplode(records).alias("fault", "f"))
-    return exploded.select(
-        F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
-        *IDENTITY,
-        "status",
-        F.coalesce(F.col("durable_acks"), F.lit(False)).alias("durable_acks"),
-        F.col("fault").cast("int").alias("fault"),
-        *[F.col(f"f.{name}").alias(name) for name, _ in FAULT_FIELDS],
-    )
+    give none. A field a record lacks (landed before it existed) is null."""
+    rows = []
+    for cell in cells.select([*IDENTITY, "status", "durable_acks", "faults_json"]).to_pylist():
+        shared = {name: cell[name] for name in (*IDENTITY, "status")}
+        shared |= {"schema_version": TABLES_SCHEMA_VERSION, "durable_acks": bool(cell["durable_acks"])}
+        for place, record in enumerate(json.loads(cell["faults_json"] or "[]")):
+            rows.append(shared | {"fault": place} | {name: record.get(name) for name, _ in FAULT_FIELDS})
+    return pa.Table.from_pylist(rows, schema=FAULTS_SCHEMA)
 
 
 def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str]) -> list[Path]:
     """Compute the table of the runs from their cells tables and write one partition per run."""
     runs = [lakeio.find_run(lake, r) for r in run_ids]
-    table = faults_table(lakeio.read_cells(spark, lake, runs))
-    return lakeio.write_tables(lake, runs, {"faults": table})["faults"]
+    return lakeio.write_collected(lake, runs, {"faults": faults_table(lakeio.cells_table(lake, runs))})["faults"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,58 +13,64 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import SparkSession
 
 from spark_jobs import jobargs, lakeio
 from spark_jobs.analysis import Analysis
 from spark_jobs.cellpass.route import analyze_raw
 from spark_jobs.exact import BUCKET_BITS
-from spark_jobs.percentiles import TABLES_SCHEMA_VERSION, merged_facts
-from spark_jobs.samples import LAG, MERGED_KEYS, basis_name, metric_name
+from spark_jobs.localdata import arrow_table
+from spark_jobs.metrics import LAG, basis_names, metric_names
+from spark_jobs.percentiles import NAMED_FIELDS, TABLES_SCHEMA_VERSION, VERSION_FIELD, key_fields, merged_facts
+from spark_jobs.samples import MERGED_KEYS
 
 BUCKETS_PER_DOUBLING = 16
 _SHIFT = BUCKET_BITS - 4  # exact.log_bucket >> _SHIFT is floor(log2(v) · 16) (see exact.log_bucket)
+HISTOGRAM_SCHEMA = pa.schema(
+    [
+        VERSION_FIELD,
+        *key_fields(MERGED_KEYS),
+        *NAMED_FIELDS,
+        pa.field("bucket", pa.int32()),
+        pa.field("lower_ns", pa.float64()),
+        pa.field("upper_ns", pa.float64()),
+        pa.field("count", pa.int64()),
+        pa.field("cumulative_fraction", pa.float64()),
+    ]
+)
 
 
-def histogram_table(result: Analysis) -> DataFrame:
+def histogram_table(result: Analysis) -> pa.Table:
     """Counts per bucket, with each bucket's bounds and the cumulative fraction up to its upper bound: the
     analysis' bucket table summed (measure phase, a repeated cell's repeats in one histogram)."""
-    keys = [*MERGED_KEYS, "metric", "basis"]
+    measured = result.measured[result.measured["metric"] != LAG]
+    fine = measured["bucket"].to_numpy(np.int64)
+    coarse = np.where(fine < 0, -1, fine >> _SHIFT)
+    per_cell = measured.assign(bucket=coarse).groupby(["cell_ix", "metric", "basis", "bucket"])["n"].sum()
+    cells = merged_facts(result.facts)[[*MERGED_KEYS, "cell_ix"]]
+    counts = per_cell.rename("count").reset_index().merge(cells, on="cell_ix")
+    counts = counts.sort_values([*MERGED_KEYS, "metric", "basis", "bucket"], ignore_index=True)
+    group = counts.groupby([*MERGED_KEYS, "metric", "basis"], sort=False)["count"]
+    bucket = counts["bucket"].to_numpy(np.int64)
     k = float(BUCKETS_PER_DOUBLING)
-    measured = result.measured.where(F.col("metric") != LAG)
-    bucket = F.when(F.col("bucket") < 0, F.lit(-1)).otherwise(F.shiftright("bucket", _SHIFT)).alias("bucket")
-    per_cell = measured.groupBy("cell_ix", "metric", "basis", bucket).agg(F.sum("n").alias("count"))
-    cells = F.broadcast(merged_facts(result.facts).select(*MERGED_KEYS, "cell_ix"))
-    counts = per_cell.join(cells, "cell_ix").select(
-        *MERGED_KEYS,
-        metric_name(F.col("metric")).alias("metric"),
-        basis_name(F.col("basis")).alias("basis"),
-        "bucket",
-        "count",
+    table = counts.assign(
+        schema_version=TABLES_SCHEMA_VERSION,
+        metric=metric_names(counts["metric"]),
+        basis=basis_names(counts["basis"]),
+        lower_ns=np.where(bucket < 0, 0.0, np.power(2.0, bucket / k)),
+        upper_ns=np.where(bucket < 0, 1.0, np.power(2.0, (bucket + 1) / k)),
+        cumulative_fraction=group.cumsum() / group.transform("sum"),
     )
-    group = Window.partitionBy(*keys)
-    running = group.orderBy("bucket").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    return counts.select(
-        F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
-        *keys,
-        "bucket",
-        F.when(F.col("bucket") < 0, F.lit(0.0))
-        .otherwise(F.pow(F.lit(2.0), F.col("bucket") / F.lit(k)))
-        .alias("lower_ns"),
-        F.when(F.col("bucket") < 0, F.lit(1.0))
-        .otherwise(F.pow(F.lit(2.0), (F.col("bucket") + 1) / F.lit(k)))
-        .alias("upper_ns"),
-        "count",
-        (F.sum("count").over(running) / F.sum("count").over(group)).alias("cumulative_fraction"),
-    )
+    return arrow_table(table, HISTOGRAM_SCHEMA)
 
 
 def run(spark: SparkSession, lake: lakeio.Lake, run_ids: Sequence[str], raw: lakeio.Raw | None = None) -> list[Path]:
     """Compute the table of the runs (from `raw` when already read) and write one partition per run."""
     raw = raw or lakeio.read_raw(spark, lake, list(run_ids))
     table = histogram_table(analyze_raw(spark, raw))
-    return lakeio.write_tables(lake, raw.runs, {"histogram": table})["histogram"]
+    return lakeio.write_collected(lake, raw.runs, {"histogram": table})["histogram"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -199,9 +199,13 @@ _CELLS_DEFAULTS = {"repeat": 1, "repeats": 1}
 
 
 def read_cells(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame:
+    """The runs' cells tables (cells_table) handed to Spark as local data."""
+    return spark.createDataFrame(cells_table(lake, runs), schema=spark_ddl(CELLS_SCHEMA))
+
+
+def cells_table(lake: Lake, runs: list[RunRef]) -> pa.Table:
     """The runs' cells tables (one row per cell, or per repeat of a repeated cell: spec, status, phase
-    boundaries, counts, context), read by the driver (one small file per run) and handed to Spark as local
-    data."""
+    boundaries, counts, context), read by the driver (one small file per run)."""
     tables = []
     for run in runs:
         table = read_parquet(cells_path(lake, run))
@@ -213,7 +217,7 @@ def read_cells(spark: SparkSession, lake: Lake, runs: list[RunRef]) -> DataFrame
             for f in CELLS_SCHEMA
         ]
         tables.append(with_delivery(pa.Table.from_arrays(columns, schema=CELLS_SCHEMA)))
-    return spark.createDataFrame(pa.concat_tables(tables), schema=spark_ddl(CELLS_SCHEMA))
+    return pa.concat_tables(tables)
 
 
 # What the jobs ask of a system, per cells row: what an ack means, whether delivery is guaranteed, and whether a

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Row
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.codegen import compiled
-from spark_jobs.localdata import rows_frame
-from spark_jobs.samples import CELL_KEYS, Units, local, word, word_bit
+from spark_jobs.samples import CELL_KEYS, Units, word, word_bit
 
 WORD_KEYS = ("unit", "producer_id", "word")
 LATENCY_MINIMA = ("min_lag_ns", "min_e2e_intended_ns", "min_e2e_sent_ns", "min_ack_intended_ns", "min_ack_sent_ns")
@@ -120,51 +121,51 @@ def per_producer(table: DataFrame) -> DataFrame:
     )
 
 
-def unit_accounting(producers: list[Row], units: Units) -> DataFrame:
+def unit_accounting(producers: pd.DataFrame, units: Units) -> pd.DataFrame:
     """Measure-phase message accounting per unit, as bench_tasks.core.analysis.account counts it, summed on the
     driver from the per-producer rows (every unit, also one without rows). Columns: CELL_KEYS, unit,
-    ACCOUNTING_COLUMNS."""
-    totals: dict[int, dict[str, int]] = {row["unit"]: dict.fromkeys(COUNTS, 0) for row in units.rows}
-    for row in producers:
-        for name in COUNTS:
-            totals[row["unit"]][name] += row[name]
-    data = []
-    for fact in units.rows:
-        t = totals[fact["unit"]]
-        e2e = fact["measurement"] in ("e2e", "chain")
-        lost = t["sent_lost"] if e2e else t["sent"] - t["acknowledged"]
-        counts = (t["scheduled"], t["sent"], t["scheduled"] - t["sent"], t["acknowledged"])
-        receipts = (t["got"], t["dupes"], lost, t["acked_lost"]) if e2e else (0, 0, lost, 0)
-        data.append((*(fact[k] for k in CELL_KEYS), fact["unit"], *counts, *receipts))
-    schema = "run_id string, cell_id string, repeat int, unit long, " + ", ".join(
-        f"{c} long" for c in ACCOUNTING_COLUMNS
-    )
-    return rows_frame(units.facts.sparkSession, data, schema)
+    ACCOUNTING_COLUMNS (longs)."""
+    facts = units.frame
+    totals = producers.groupby("unit")[list(COUNTS)].sum().reindex(facts["unit"], fill_value=0)
+    t = {name: totals[name].to_numpy(np.int64) for name in COUNTS}
+    e2e = facts["measurement"].isin(("e2e", "chain")).to_numpy()
+    zero = np.zeros(len(facts), dtype=np.int64)
+    counts = {
+        "scheduled": t["scheduled"],
+        "sent": t["sent"],
+        "send_errors": t["scheduled"] - t["sent"],
+        "acknowledged": t["acknowledged"],
+        "received": np.where(e2e, t["got"], zero),
+        "duplicated": np.where(e2e, t["dupes"], zero),
+        "lost": np.where(e2e, t["sent_lost"], t["sent"] - t["acknowledged"]),
+        "acknowledged_but_lost": np.where(e2e, t["acked_lost"], zero),
+    }
+    return facts[[*CELL_KEYS, "unit"]].assign(**counts).reset_index(drop=True)
 
 
-def producer_checks(producers: DataFrame, facts: DataFrame) -> DataFrame:
+CHECK_COLUMNS = (
+    *CELL_KEYS,
+    "unit",
+    "producer_id",
+    *COUNTS,
+    "producer_rows",
+    "duplicate_seqs",
+    "min_seq",
+    "max_seq",
+    "null_seq",
+    "null_intended",
+    "null_phase",
+    *LATENCY_MINIMA,
+)
+ACKED_MINIMA = ("min_ack_intended_ns", "min_ack_sent_ns")
+
+
+def producer_checks(producers: pd.DataFrame, units: Units) -> pd.DataFrame:
     """Per unit × producer: rows, seq range, duplicated seqs, missing keys and the lowest latencies (acked
     latencies only where the cell measures its acknowledgements), beside the accounting's counts."""
-    acked = F.col("acked_metric").isNotNull()
-    rows = producers.join(F.broadcast(facts.select(*CELL_KEYS, "unit", "acked_metric")), "unit")
-    return rows.select(
-        *CELL_KEYS,
-        "unit",
-        "producer_id",
-        *COUNTS,
-        "producer_rows",
-        "duplicate_seqs",
-        "min_seq",
-        "max_seq",
-        "null_seq",
-        "null_intended",
-        "null_phase",
-        "min_lag_ns",
-        "min_e2e_intended_ns",
-        "min_e2e_sent_ns",
-        F.when(acked, F.col("min_ack_intended_ns")).alias("min_ack_intended_ns"),
-        F.when(acked, F.col("min_ack_sent_ns")).alias("min_ack_sent_ns"),
-    )
+    rows = producers.merge(units.frame[[*CELL_KEYS, "unit", "acked_metric"]], on="unit")
+    acked = rows["acked_metric"].notna()
+    return rows.assign(**{c: rows[c].where(acked) for c in ACKED_MINIMA})[list(CHECK_COLUMNS)]
 
 
 ROUTE_LIMIT = 100_000  # words with a duplicate that are still routed (broadcast); beyond, every receipt is grouped
@@ -175,8 +176,8 @@ class Ledger:
     """The pass's results, on the driver: per-unit accounting, per-producer checks, and the words holding a
     message received twice (`dup_words`: unit, producer_id, word; None when there are none)."""
 
-    accounting: DataFrame
-    producers: DataFrame
+    accounting: pd.DataFrame  # unit_accounting
+    producers: pd.DataFrame  # producer_checks
     dup_words: DataFrame | None
     dup_word_count: int
 
@@ -186,9 +187,9 @@ def ledger(sent: DataFrame, received: DataFrame, units: Units) -> Ledger:
     by the executors while the per-producer sums and the words with a duplicate come to the driver."""
     with compiled(sent.sparkSession):  # the word table has a row per 64 messages: millions at a sweep's scale
         table = words(sent, received, units).localCheckpoint()
-        checks = local(producer_checks(per_producer(table), units.facts))
+        checks = producer_checks(per_producer(table).toArrow().to_pandas(), units)
         dup_frame = table.where("has_duplicate").select(*WORD_KEYS)
         dup_rows = dup_frame.toArrow()  # counted on the driver: no count() job
     dup = table.sparkSession.createDataFrame(dup_rows, schema=dup_frame.schema)
     count = dup_rows.num_rows
-    return Ledger(unit_accounting(checks.collect(), units), checks, dup if count else None, count)
+    return Ledger(unit_accounting(checks, units), checks, dup if count else None, count)

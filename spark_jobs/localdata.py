@@ -39,6 +39,22 @@ def pandas_frame(spark: SparkSession, frame: pd.DataFrame, schema: StructType) -
     return spark.createDataFrame(table, schema=schema)
 
 
+def arrow_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """`frame`'s columns that `schema` names as an Arrow table of exactly that schema: the tables built on the
+    driver (spark_jobs.tables) are written as they are, so the conversion checks them (a long column holding a
+    fraction, or a null in a column declared not null, raises). Without pandas' metadata, so readers get the
+    types Spark's tables gave them (a long column with nulls as floats, not pandas' Int64)."""
+    table = pa.Table.from_pandas(frame[list(schema.names)], schema=schema, preserve_index=False)
+    return table.replace_schema_metadata(schema.metadata)
+
+
+def typed(frame: pd.DataFrame, schema: StructType) -> pd.DataFrame:
+    """`frame` with the columns of `schema`, each converted to its type and back as Spark's toPandas gives it
+    (a long column with nulls as floats): both routes of an analysis hand the tables the same dtypes, also when
+    a frame has no rows."""
+    return arrow_table(frame, to_arrow_schema(schema)).to_pandas()
+
+
 def literal_array(values: Sequence[bool | int | None], kind: DataType) -> Column:
     """An array literal of integral or boolean `values` (None: null) typed `kind`, made by one py4j call: built
     as F.array of F.lit it took two calls per element, and an analysis builds arrays of a few hundred

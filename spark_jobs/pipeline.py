@@ -4,7 +4,8 @@
 `run_analysis` serves `sixnines analyze RUN_ID`, Airflow's `analysis` task and
 `spark-submit spark_jobs/pipeline.py --lake L --run-id R [--compare AXIS[:BASELINE_RUN]]`. One analysis
 (spark_jobs.cellpass: a Python task per cell; on S3 spark_jobs.analysis' passes) feeds six tables and the gate's
-frames; the faults table comes from the cells rows (spark_jobs.faults), and the comparison tables
+frames, all built on the driver in pandas (the analysis is a few small frames there); the faults table comes from
+the cells rows (spark_jobs.faults), and the comparison tables
 (spark_jobs.compare) read the percentile tables just written. Nothing is published unless every suite passes;
 otherwise the tables and the validation result go to quarantine and GateError names the
 failed expectations (non-zero exit). `timings` (when given) receives each step's wall seconds.
@@ -15,14 +16,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from spark_jobs import capacity, compare, faults, histogram, jobargs, lakeio, percentiles, timeline
 from spark_jobs.analysis import Analysis
@@ -69,16 +70,12 @@ def gate(
     if result is None:
         result = analyze_raw(spark, lakeio.read_raw(spark, lake, [run.run_id]))
     written = _table_reader(spark, lake, run, tables)
-    frames = {
+    pandas = {
         "raw_samples": (raw_producers_frame(result), (thresholds.min_latency_ns,)),
         "raw_cells": (raw_cells_frame(result), (thresholds.measure_tolerance, thresholds.allowed_loss_ratio)),
-        "percentile_tables": (
-            percentile_tables_frame(written("percentiles"), lakeio.read_cells(spark, lake, [run])),
-            (),
-        ),
+        "percentile_tables": (percentile_tables_frame(written("percentiles"), _cells(lake, run)), ()),
         "faults": (faults_frame(written("faults")), ()),
     }
-    pandas = {name: (frame.toPandas(), args) for name, (frame, args) in frames.items()}
     outcomes = worker.validate(pandas) if worker is not None else _validate_here(pandas)
     report = GateReport(run.run_id, True)
     for name, outcome in outcomes.items():
@@ -95,16 +92,20 @@ def _validate_here(frames: dict[str, tuple[Any, tuple[Any, ...]]]) -> dict[str, 
 
 def _table_reader(
     spark: SparkSession, lake: lakeio.Lake, run: lakeio.RunRef, tables: Mapping[str, pa.Table] | None
-) -> Callable[[str], DataFrame]:
-    """A table of `run` by name: from the collected `tables` as local data (no file listing, no scan job), or
+) -> Callable[[str], pd.DataFrame]:
+    """A table of `run` by name as a pandas frame: from the written `tables` (no file listing, no scan job), or
     from the lake."""
 
-    def read(name: str) -> DataFrame:
+    def read(name: str) -> pd.DataFrame:
         if tables is None:
-            return lakeio.read_table(spark, lake, name, [run])
-        return spark.createDataFrame(lakeio.run_rows(tables[name], run))
+            return lakeio.read_table(spark, lake, name, [run]).toArrow().to_pandas()
+        return lakeio.run_rows(tables[name], run).to_pandas()
 
     return read
+
+
+def _cells(lake: lakeio.Lake, run: lakeio.RunRef) -> pd.DataFrame:
+    return lakeio.cells_table(lake, [run]).to_pandas()
 
 
 def publish_run(
@@ -156,25 +157,10 @@ def _timed(timings: dict[str, float] | None, step: str) -> Iterator[None]:
             timings[step] = round(time.perf_counter() - started, 3)
 
 
-TABLE_THREADS = 4  # tables collected at once: each is a few small jobs whose latency, not CPU, is their cost
-
-
-def _collect_all(
-    lake: lakeio.Lake, runs: list[lakeio.RunRef], built: Mapping[str, DataFrame], timings: dict[str, float] | None
-) -> dict[str, pa.Table]:
-    """Collect and write every table, several at once: each is a handful of small Spark jobs (local data, the
-    bucket table) that leave the cores idle between them, so one after another they took 2.5 s of a run. Each
-    table's own seconds (overlapping) go to `timings` under its name."""
-
-    def one(name: str, frame: DataFrame) -> pa.Table:
-        with _timed(timings, name):
-            table = frame.toArrow()
-            lakeio.write_collected(lake, runs, {name: table})
-            return table
-
-    with ThreadPoolExecutor(TABLE_THREADS, thread_name_prefix="table") as pool:
-        futures = {name: pool.submit(one, name, frame) for name, frame in built.items()}
-        return {name: future.result() for name, future in futures.items()}
+def _written(lake: lakeio.Lake, runs: list[lakeio.RunRef], built: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
+    """Write tables built on the driver; returns them as written."""
+    lakeio.write_collected(lake, runs, built)
+    return dict(built)
 
 
 def write_all(
@@ -189,12 +175,19 @@ def write_all(
     analysis and the tables as written (all runs' rows), for the gate and publishing."""
     with _timed(timings, "passes"):
         result = analyze_raw(spark, raw)
-    with _timed(timings, "write tables"):  # building the tables' plans counts too: seconds of py4j calls when cold
-        built = percentiles.tables(result) | {"faults": faults.faults_table(raw.cells)}
-        built |= capacity.capacity_tables(spark, lake, raw.runs)
-        if extra_tables:
-            built |= {"timeline": timeline.timeline_table(result), "histogram": histogram.histogram_table(result)}
-        collected = _collect_all(lake, raw.runs, built, timings)
+    builders: dict[str, Callable[[], Mapping[str, pa.Table]]] = {
+        "percentile tables": lambda: percentiles.tables(result),
+        "faults": lambda: {"faults": faults.faults_table(raw.cells.toArrow())},  # local data: no job
+        "capacity": lambda: capacity.capacity_tables(lake, raw.runs),
+    }
+    if extra_tables:
+        builders["timeline"] = lambda: {"timeline": timeline.timeline_table(result)}
+        builders["histogram"] = lambda: {"histogram": histogram.histogram_table(result)}
+    collected: dict[str, pa.Table] = {}
+    with _timed(timings, "write tables"):  # each builder's own seconds under its name, inside this step
+        for step, build in builders.items():
+            with _timed(timings, step):
+                collected |= _written(lake, raw.runs, build())
     for comparison in comparisons:
         run_id = raw.runs[-1].run_id
         with _timed(timings, f"compare {comparison.axis}"):

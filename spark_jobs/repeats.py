@@ -8,11 +8,13 @@ percentiles themselves come from all its repeats' samples merged (spark_jobs.per
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+import numpy as np
+import pandas as pd
+import pyarrow as pa
 
 from bench_tasks import PERCENTILES
 from spark_jobs.exact import percentile_column
+from spark_jobs.localdata import arrow_table
 from spark_jobs.samples import MERGED_KEYS
 
 STATISTIC_COLUMNS: tuple[str, ...] = (*(percentile_column(p) for p in PERCENTILES), "max_ns")
@@ -28,34 +30,49 @@ def variation_column(column: str) -> str:
     return f"{stat_name(column)}_variation_pct"
 
 
-def _variation(low: Column, high: Column) -> Column:
-    denominator = high + low / F.lit(2.0)
-    return F.when(denominator == 0, F.lit(0.0)).otherwise(F.lit(100.0) * (high - low) / denominator)
+def _statistic_fields(column: str) -> list[pa.Field]:
+    name = stat_name(column)
+    spread = [pa.field(f"{name}_{s}_ns", pa.float64()) for s in ("min", "median", "max")]
+    return [pa.field(f"{name}_values", pa.int64(), nullable=False), *spread]
 
 
-def spread_table(by_repeat: DataFrame) -> DataFrame:
+SPREAD_SCHEMA = pa.schema(
+    [
+        *(pa.field(k, pa.string()) for k in MERGED_KEYS),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("basis", pa.string(), nullable=False),
+        pa.field("repeats", pa.int64(), nullable=False),
+        *(f for c in STATISTIC_COLUMNS for f in _statistic_fields(c)),
+        *(pa.field(variation_column(c), pa.float64()) for c in STATISTIC_COLUMNS),
+    ]
+)
+
+
+def variation(low: pd.Series, high: pd.Series) -> pd.Series:
+    """JLBH's % variation of a statistic across repeats, from its lowest and highest value."""
+    denominator = high + low / 2.0
+    return (100.0 * (high - low) / denominator).where(denominator != 0, 0.0)
+
+
+def spread_table(by_repeat: pa.Table) -> pa.Table:
     """One row per repeated cell × metric × basis (overall rows; leader breakdowns are not repeated)."""
     keys = [*MERGED_KEYS, "metric", "basis"]
-    aggregates = [F.count(F.lit(1)).alias("repeats")]
+    rows = by_repeat.select([*keys, "leader", *STATISTIC_COLUMNS]).to_pandas()
+    rows = rows[rows["leader"].isna()].astype({c: np.float64 for c in STATISTIC_COLUMNS})
+    groups = rows.groupby(keys, sort=True)
+    columns: dict[str, pd.Series] = {"repeats": groups.size()}
     for column in STATISTIC_COLUMNS:
-        name, value = stat_name(column), F.col(column).cast("double")
-        aggregates += [
-            F.count(value).alias(f"{name}_values"),
-            F.min(value).alias(f"{name}_min_ns"),
-            F.median(value).alias(f"{name}_median_ns"),
-            F.max(value).alias(f"{name}_max_ns"),
-        ]
-    grouped = by_repeat.where(F.col("leader").isNull()).groupBy(*keys).agg(*aggregates).where(F.col("repeats") > 1)
-    variations = [
-        F.when(
-            F.col(f"{stat_name(c)}_values") >= 2,
-            _variation(F.col(f"{stat_name(c)}_min_ns"), F.col(f"{stat_name(c)}_max_ns")),
-        ).alias(variation_column(c))
-        for c in STATISTIC_COLUMNS
-    ]
-    return grouped.select("*", *variations)
-
-
-def variation_columns(spread: DataFrame) -> DataFrame:
-    """The spread reduced to what the percentile table carries: repeats and one variation per statistic."""
-    return spread.select(*MERGED_KEYS, "metric", "basis", *[variation_column(c) for c in STATISTIC_COLUMNS])
+        name, values = stat_name(column), groups[column]
+        columns |= {
+            f"{name}_values": values.count(),
+            f"{name}_min_ns": values.min(),
+            f"{name}_median_ns": values.median(),
+            f"{name}_max_ns": values.max(),
+        }
+    spread = pd.DataFrame(columns)
+    spread = spread[spread["repeats"] > 1].copy()
+    for column in STATISTIC_COLUMNS:
+        name = stat_name(column)
+        varied = variation(spread[f"{name}_min_ns"], spread[f"{name}_max_ns"])
+        spread[variation_column(column)] = varied.where(spread[f"{name}_values"] >= 2)
+    return arrow_table(spread.reset_index(), SPREAD_SCHEMA)

@@ -25,13 +25,15 @@ checks and whose count per second of sending is the timeline's `sent_per_s`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from .lakeio import DELIVERY_COLUMNS, spark_type
 from .lakeio import with_delivery as with_delivery_rows
-from .localdata import literal_array, rows_frame
+from .localdata import literal_array, rows_frame, typed
 from .metrics import BASES, E2E, HOP1, HOP2, LAG, METRICS, PUBLISH, RTT
 
 CELL_KEYS = ("run_id", "cell_id", "repeat")  # one run of a cell (one repeat)
@@ -144,6 +146,12 @@ class Units:
         data = [(*row, first[(row["run_id"], row["cell_id"])]) for row in rows]
         with_ix = rows_frame(facts.sparkSession, data, schema)
         return cls(with_ix, tuple(with_ix.collect()))
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """The facts as a pandas frame (row i: unit i), for the tables built on the driver."""
+        rows = pd.DataFrame.from_records([tuple(r) for r in self.rows], columns=self.facts.columns)
+        return typed(rows, self.facts.schema)
 
     def lookup(self, column: str) -> Column:
         """The unit's `column` for each row (an array literal indexed by `unit`)."""

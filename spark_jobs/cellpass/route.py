@@ -8,16 +8,16 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import Row, SparkSession
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StructField, StructType
 
 from spark_jobs import ledger as ledger_pass
-from spark_jobs.analysis import LEVEL_FIELDS, Analysis, analyze
-from spark_jobs.exact import PARTIALS, summary_schema
+from spark_jobs.analysis import SUMMARY_SCHEMA, Analysis, analyze
+from spark_jobs.exact import PARTIALS
 from spark_jobs.lakeio import Raw, RawFile
 from spark_jobs.levels import DONE, DONE_COLUMNS, WHOLE, WHOLE_COLUMNS
-from spark_jobs.localdata import pandas_frame
-from spark_jobs.samples import Units, local
+from spark_jobs.localdata import typed
+from spark_jobs.samples import Units
 
 from .facts import UnitWork
 from .ledger import PRODUCER_COLUMNS
@@ -83,13 +83,12 @@ def _work(row: Row, files: dict[str, list[RawFile]]) -> UnitWork:
     )
 
 
-def _ledger(spark: SparkSession, producers: pd.DataFrame, units: Units) -> ledger_pass.Ledger:
+def _ledger(producers: pd.DataFrame, units: Units) -> ledger_pass.Ledger:
     ids = producers["producer_id"].to_numpy(np.int64)
     missing = ids == NULL_PRODUCER
     rows = producers.assign(producer_id=pd.arrays.IntegerArray(np.where(missing, 0, ids).astype(np.int32), missing))
-    frame = pandas_frame(spark, rows, PRODUCERS_SCHEMA)
-    checks = local(ledger_pass.producer_checks(frame, units.facts))
-    return ledger_pass.Ledger(ledger_pass.unit_accounting(checks.collect(), units), checks, None, 0)
+    checks = ledger_pass.producer_checks(typed(rows, PRODUCERS_SCHEMA), units)
+    return ledger_pass.Ledger(ledger_pass.unit_accounting(checks, units), checks, None, 0)
 
 
 def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
@@ -106,13 +105,12 @@ def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
     sums["cell_ix"] = cell_ix[sums["unit"].to_numpy(np.int64)] if len(sums) else pd.Series(dtype=np.int64)
     whole = sums[(sums["kind"] == WHOLE) & (sums["measure"] == True)]  # noqa: E712 (nullable)
     done = sums[sums["kind"] == DONE]
-    schema = summary_schema(LEVEL_FIELDS)
     return Analysis(
         units,
-        _ledger(spark, producers, units),
-        pandas_frame(spark, summary if summary is not None else _empty(schema.names), schema),
-        measured=_frame(spark, whole, [*WHOLE_COLUMNS, "cell_ix", *PARTIALS]),
-        done=_frame(spark, done, [*DONE_COLUMNS, "n"]),
+        _ledger(producers, units),
+        typed(summary if summary is not None else _empty(SUMMARY_SCHEMA.names), SUMMARY_SCHEMA),
+        measured=_frame(whole, [*WHOLE_COLUMNS, "cell_ix", *PARTIALS]),
+        done=_frame(done, [*DONE_COLUMNS, "n"]),
     )
 
 
@@ -121,8 +119,8 @@ def _empty(columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
 
 
-def _frame(spark: SparkSession, rows: pd.DataFrame, columns: list[str]) -> DataFrame:
-    return pandas_frame(spark, rows, StructType([SUMS_SCHEMA[c] for c in columns]))
+def _frame(rows: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return typed(rows, StructType([SUMS_SCHEMA[c] for c in columns]))
 
 
 def analyze_raw(spark: SparkSession, raw: Raw) -> Analysis:

@@ -54,6 +54,6 @@ def test_a_run_s_searches_become_two_tables_and_are_published(spark: SparkSessio
 
 def test_a_run_without_searches_has_empty_capacity_tables(spark: SparkSession, tmp_path: Path) -> None:
     run = write_run(tmp_path, [SynthCell("core")], run_id="plain")
-    tables = capacity.capacity_tables(spark, tmp_path, [find_run(tmp_path, run.run_id)])
-    assert tables["capacity"].count() == tables["capacity_steps"].count() == 0
+    tables = capacity.capacity_tables(tmp_path, [find_run(tmp_path, run.run_id)])
+    assert tables["capacity"].num_rows == tables["capacity_steps"].num_rows == 0
     assert read_capacity_history(tmp_path) == []

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 from rich.console import Console
 
 from bench_tasks import PERCENTILES, Lake, RunInfo, run_cell
@@ -15,6 +16,11 @@ from spark_jobs.percentiles import compute
 from tests.integration.helpers import make_cell
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_orphans")]
+
+
+def _rows(table: pa.Table) -> list[Row]:
+    """A table's rows with attribute access, as the tests read them."""
+    return [Row(**row) for row in table.to_pylist()]
 
 
 @pytest.mark.parametrize(
@@ -36,11 +42,11 @@ def test_spark_agrees_with_bench_tasks_analysis(
 
     want_acc = report.analysis.accounting.to_dict()
     want_acc.pop("relayed")  # the relays' own receipts are the generator's, not a Spark table column
-    got_acc = acc.collect()[0].asDict()
+    got_acc = _rows(acc)[0].asDict()
     assert {k: got_acc[k] for k in want_acc} == want_acc
     assert want_acc["scheduled"] == 1000 and want_acc["received"] > 0
 
-    rows = {(r.metric, r.basis): r.asDict() for r in pct.where("leader IS NULL").collect()}
+    rows = {(r.metric, r.basis): r.asDict() for r in _rows(pct) if r.leader is None}
     assert set(rows) == {(m, b) for m in metrics for b in ("intended", "sent")}
     assert set(report.analysis.metrics) == metrics
     for metric, by_basis in report.analysis.metrics.items():
