@@ -18,15 +18,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+import pandas as pd
+import pyarrow as pa
 
 from bench_tasks import PERCENTILES
 from spark_jobs import jobargs, lakeio
 from spark_jobs.errors import CompareError
 from spark_jobs.exact import percentile_column
-from spark_jobs.localdata import rows_frame
-from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
+from spark_jobs.localdata import arrow_table
+from spark_jobs.percentiles import TABLES_SCHEMA_VERSION, VERSION_FIELD
 
 STATISTICS = (*[(f"p{p}", percentile_column(p)) for p in PERCENTILES], ("max", "max_ns"))
 CONTEXT_CHECKED = ("host", "clients", "harness_git_sha")
@@ -85,53 +85,45 @@ def context_differs(context_a: dict[str, Any], context_b: dict[str, Any]) -> lis
     return differing(*pick)
 
 
-def compare_table(pct_a: DataFrame, pct_b: DataFrame, pairs: DataFrame, axis: str) -> DataFrame:
+COMPARE_SCHEMA = pa.schema(
+    [
+        VERSION_FIELD,
+        pa.field("axis", pa.string(), nullable=False),
+        *(pa.field(f"{name}_{tag}", pa.string()) for name in ("run", "cell", "label") for tag in "ab"),
+        pa.field("metric", pa.string()),
+        pa.field("basis", pa.string()),
+        pa.field("leader", pa.int32()),
+        pa.field("statistic", pa.string(), nullable=False),
+        *(pa.field(name, pa.int64()) for name in ("count_a", "count_b", "a_ns", "b_ns")),
+        pa.field("ratio", pa.float64()),
+        pa.field("context_differs", pa.list_(pa.string())),
+    ]
+)
+PAIR_KEYS = ["metric", "basis", "_leader", "statistic"]
+
+
+def _side(pct: pd.DataFrame, tag: str) -> pd.DataFrame:
+    """One side's percentile rows long: a row per statistic, its value in `<tag>_ns` (leader -1: all)."""
+    names = {"run_id": f"run_{tag}", "cell_id": f"cell_{tag}", "label": f"label_{tag}", "count": f"count_{tag}"}
+    base = pct[[*names, "metric", "basis"]].rename(columns=names).assign(_leader=pct["leader"].fillna(-1))
+    longs = [base.assign(statistic=name, **{f"{tag}_ns": pct[column]}) for name, column in STATISTICS]
+    return pd.concat(longs, ignore_index=True)
+
+
+def compare_table(pct_a: pd.DataFrame, pct_b: pd.DataFrame, pairs: pd.DataFrame, axis: str) -> pa.Table:
     """Long table: one row per pair × metric × basis × leader × statistic with a_ns, b_ns and ratio b/a
     (null where either side is unsupported). `pairs`: cell_a, cell_b, context_differs."""
-    stats = F.explode(F.array(*[F.struct(F.lit(n).alias("statistic"), F.col(c).alias("v")) for n, c in STATISTICS]))
-
-    def side(pct: DataFrame, tag: str) -> DataFrame:
-        return (
-            pct.select(
-                F.col("run_id").alias(f"run_{tag}"),
-                F.col("cell_id").alias(f"cell_{tag}"),
-                F.col("label").alias(f"label_{tag}"),
-                F.col("count").alias(f"count_{tag}"),
-                "metric",
-                "basis",
-                F.coalesce(F.col("leader"), F.lit(-1)).alias("_leader"),
-                stats.alias("s"),
-            )
-            .select("*", F.col("s.statistic").alias("statistic"), F.col("s.v").alias(f"{tag}_ns"))
-            .drop("s")
-        )
-
-    a, b = side(pct_a, "a"), side(pct_b, "b")
-    joined = pairs.join(a, "cell_a").join(b, ["cell_b", "metric", "basis", "_leader", "statistic"])
-    return joined.select(
-        F.lit(TABLES_SCHEMA_VERSION).alias("schema_version"),
-        F.lit(axis).alias("axis"),
-        "run_a",
-        "run_b",
-        "cell_a",
-        "cell_b",
-        "label_a",
-        "label_b",
-        "metric",
-        "basis",
-        F.when(F.col("_leader") >= 0, F.col("_leader")).cast("int").alias("leader"),
-        "statistic",
-        "count_a",
-        "count_b",
-        "a_ns",
-        "b_ns",
-        (F.col("b_ns") / F.col("a_ns")).alias("ratio"),
-        "context_differs",
+    joined = pairs.merge(_side(pct_a, "a"), on="cell_a").merge(_side(pct_b, "b"), on=["cell_b", *PAIR_KEYS])
+    table = joined.assign(
+        schema_version=TABLES_SCHEMA_VERSION,
+        axis=axis,
+        leader=joined["_leader"].where(joined["_leader"] >= 0),
+        ratio=(joined["b_ns"] / joined["a_ns"]).where(joined["a_ns"] != 0),
     )
+    return arrow_table(table, COMPARE_SCHEMA)
 
 
 def run(
-    spark: SparkSession,
     lake: lakeio.Lake,
     run_a: str,
     run_b: str,
@@ -139,10 +131,11 @@ def run(
     cell_a: str | None = None,
     cell_b: str | None = None,
 ) -> Path:
-    """Compare run B against baseline run A (the same run for a configuration axis within one sweep)."""
+    """Compare run B against baseline run A (the same run for a configuration axis within one sweep): read and
+    built on the driver (the cells rows and the percentile tables are small)."""
     ref_a, ref_b = lakeio.find_run(lake, run_a), lakeio.find_run(lake, run_b)
-    rows_a = {r["cell_id"]: r for r in lakeio.read_cells(spark, lake, [ref_a]).toArrow().to_pylist()}
-    rows_b = {r["cell_id"]: r for r in lakeio.read_cells(spark, lake, [ref_b]).toArrow().to_pylist()}
+    rows_a = {r["cell_id"]: r for r in lakeio.cells_table(lake, [ref_a]).to_pylist()}
+    rows_b = {r["cell_id"]: r for r in lakeio.cells_table(lake, [ref_b]).to_pylist()}
     if cell_a or cell_b:
         if cell_a not in rows_a or cell_b not in rows_b:
             raise CompareError(f"no cell {cell_a} in run {run_a} or no cell {cell_b} in run {run_b}")
@@ -163,18 +156,14 @@ def run(
         )
         for x, y in pairs
     ]
-    pairs_df = rows_frame(spark, pair_rows, "cell_a string, cell_b string, context_differs array<string>")
-    pct_a = lakeio.read_table(spark, lake, "percentiles", [ref_a])
-    pct_b = lakeio.read_table(spark, lake, "percentiles", [ref_b])
+    pairs_frame = pd.DataFrame(pair_rows, columns=["cell_a", "cell_b", "context_differs"])
+    pct_a, pct_b = (lakeio.table_rows(lake, "percentiles", ref).to_pandas() for ref in (ref_a, ref_b))
     name = f"{axis}__{run_b}__vs__{run_a}" if cell_a is None else f"{axis}__{cell_b}__vs__{cell_a}"
-    return lakeio.write_table(
-        compare_table(pct_a, pct_b, pairs_df, axis), lake, "compare", lakeio.RunRef(name, ref_b.run_date)
-    )
+    table = compare_table(pct_a, pct_b, pairs_frame, axis)
+    return lakeio.write_arrow(table, lake, "compare", lakeio.RunRef(name, ref_b.run_date))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from spark_jobs.session import get_spark
-
     p = jobargs.parser(__doc__.splitlines()[0])
     p.add_argument("--axis", default="run", help="run | version | a dotted spec path such as broker.mode")
     p.add_argument("--cell-a", default=None)
@@ -182,15 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     run_a, run_b = args.run_ids[0], args.run_ids[-1]
     try:
-        path = run(
-            get_spark("sixnines-compare", args.master, lake=args.lake),
-            args.lake,
-            run_a,
-            run_b,
-            args.axis,
-            args.cell_a,
-            args.cell_b,
-        )
+        path = run(args.lake, run_a, run_b, args.axis, args.cell_a, args.cell_b)
     except CompareError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

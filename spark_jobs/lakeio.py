@@ -306,6 +306,14 @@ def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) 
     return spark.read.parquet(*[spark_uri(f) for f in folders.values() if f is not None])
 
 
+def table_rows(lake: Lake, table: str, run: RunRef) -> pa.Table:
+    """One run's partition of a table, read on the driver (a table is small: no Spark job)."""
+    folder = committed_folder(table_dir(lake, table, run))
+    if folder is None:
+        raise AnalyticsError(f"table {table}: not computed yet for {run.run_id}; run the {table} job first")
+    return read_parquet(folder)
+
+
 def write_arrow(table: pa.Table, lake: Lake, name: str, run: RunRef) -> LakePath:
     """Write one run's partition of table `name` from rows already on the driver (see write_table)."""
     buffer = pa.BufferOutputStream()

@@ -191,7 +191,7 @@ def write_all(
     for comparison in comparisons:
         run_id = raw.runs[-1].run_id
         with _timed(timings, f"compare {comparison.axis}"):
-            compare.run(spark, lake, comparison.baseline or run_id, run_id, comparison.axis)
+            compare.run(lake, comparison.baseline or run_id, run_id, comparison.axis)
     return result, collected
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
-from pyspark.sql import SparkSession
 
 from spark_jobs import CompareError
-from spark_jobs.compare import check_comparable, compare_table, pair_cells
+from spark_jobs.compare import COMPARE_SCHEMA, check_comparable, compare_table, pair_cells
 
 CORE = {"system": "nats", "version": "2.15.1", "broker": {"mode": "core"}, "workload": {"rate_per_s": 1000}}
 
@@ -46,22 +46,20 @@ def test_pairs_cells_along_an_axis() -> None:
     assert pair_cells(a, b, "version") == []
 
 
-def test_ratio_per_statistic(spark: SparkSession) -> None:
-    columns = "run_id string, cell_id string, label string, count long, metric string, basis string, leader int, "
-    columns += ", ".join(
-        f"{c} long"
-        for c in ("p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "p99_99_ns", "p99_999_ns", "p99_9999_ns", "max_ns")
+def test_ratio_per_statistic() -> None:
+    percentiles = ("p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "p99_99_ns", "p99_999_ns", "p99_9999_ns", "max_ns")
+    columns = ["run_id", "cell_id", "label", "count", "metric", "basis", "leader", *percentiles]
+    pct_a = pd.DataFrame(
+        [("A", "a1", "core", 200, "e2e", "intended", None, 100, 200, 400, *[None] * 4, 800)], columns=columns
     )
-    pct_a = spark.createDataFrame(
-        [("A", "a1", "core", 200, "e2e", "intended", None, 100, 200, 400, None, None, None, None, 800)], columns
+    pct_b = pd.DataFrame(
+        [("B", "b1", "js", 200, "e2e", "intended", None, 150, 200, 1000, *[None] * 4, 400)], columns=columns
     )
-    pct_b = spark.createDataFrame(
-        [("B", "b1", "js", 200, "e2e", "intended", None, 150, 200, 1000, None, None, None, None, 400)], columns
-    )
-    pairs = spark.createDataFrame(
-        [("a1", "b1", ["host.kernel"])], "cell_a string, cell_b string, context_differs array<string>"
-    )
-    rows = {r.statistic: r for r in compare_table(pct_a, pct_b, pairs, "broker.mode").collect()}
-    assert (rows["p50"].ratio, rows["p99"].ratio, rows["max"].ratio) == (1.5, 2.5, 0.5)
-    assert rows["p99.9"].ratio is None and rows["p99.9"].a_ns is None  # unsupported stays unsupported
-    assert rows["max"].context_differs == ["host.kernel"] and rows["max"].leader is None
+    pairs = pd.DataFrame([("a1", "b1", ["host.kernel"])], columns=["cell_a", "cell_b", "context_differs"])
+    table = compare_table(pct_a, pct_b, pairs, "broker.mode")
+    assert table.schema == COMPARE_SCHEMA
+    rows = {r["statistic"]: r for r in table.to_pylist()}
+    assert (rows["p50"]["ratio"], rows["p99"]["ratio"], rows["max"]["ratio"]) == (1.5, 2.5, 0.5)
+    assert rows["p99.9"]["ratio"] is None and rows["p99.9"]["a_ns"] is None  # unsupported stays unsupported
+    assert rows["max"]["context_differs"] == ["host.kernel"] and rows["max"]["leader"] is None
+    assert (rows["max"]["run_a"], rows["max"]["label_b"], rows["max"]["axis"]) == ("A", "js", "broker.mode")
