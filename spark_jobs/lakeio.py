@@ -289,14 +289,6 @@ def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
     return Raw(runs, numbered, sent, raw_files(lake, runs, "received-c*.parquet", units))
 
 
-def write_table(df: DataFrame, lake: Lake, table: str, run: RunRef) -> LakePath:
-    """Write one run's partition of `table`, replacing an earlier one atomically (bench_tasks.lake.storage.write_folder:
-    a rename into place; on S3 the marker naming the new attempt). The tables are small — a row per cell,
-    statistic, second or bucket — so the driver collects one as Arrow and writes a single Parquet file: no
-    Spark write job per table. Returns the folder holding the part file."""
-    return write_arrow(df.toArrow(), lake, table, run)
-
-
 def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) -> DataFrame:
     """A table's partitions for `runs` (as written by write_table; on S3 their committed attempts)."""
     folders = {str(table_dir(lake, table, run)): committed_folder(table_dir(lake, table, run)) for run in runs}
@@ -329,9 +321,3 @@ def run_rows(table: pa.Table, run: RunRef) -> pa.Table:
 def write_collected(lake: Lake, runs: list[RunRef], tables: dict[str, pa.Table]) -> dict[str, list[LakePath]]:
     """Write each collected table's partition of each run; the written folders by table."""
     return {name: [write_arrow(run_rows(t, run), lake, name, run) for run in runs] for name, t in tables.items()}
-
-
-def write_tables(lake: Lake, runs: list[RunRef], tables: dict[str, DataFrame]) -> dict[str, list[LakePath]]:
-    """Write each table's partition of each run (one collect per table, split by run on the driver); the
-    written folders by table."""
-    return write_collected(lake, runs, {name: frame.toArrow() for name, frame in tables.items()})

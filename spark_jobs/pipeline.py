@@ -69,7 +69,10 @@ def gate(
     tables as just written (else they are read from the lake)."""
     if result is None:
         result = analyze_raw(spark, lakeio.read_raw(spark, lake, [run.run_id]))
-    written = _table_reader(spark, lake, run, tables)
+
+    def written(name: str) -> pd.DataFrame:
+        return _run_table(lake, run, tables, name).to_pandas()
+
     pandas = {
         "raw_samples": (raw_producers_frame(result), (thresholds.min_latency_ns,)),
         "raw_cells": (raw_cells_frame(result), (thresholds.measure_tolerance, thresholds.allowed_loss_ratio)),
@@ -90,18 +93,9 @@ def _validate_here(frames: dict[str, tuple[Any, tuple[Any, ...]]]) -> dict[str, 
     return {name: validate_frame(frame, name, args) for name, (frame, args) in frames.items()}
 
 
-def _table_reader(
-    spark: SparkSession, lake: lakeio.Lake, run: lakeio.RunRef, tables: Mapping[str, pa.Table] | None
-) -> Callable[[str], pd.DataFrame]:
-    """A table of `run` by name as a pandas frame: from the written `tables` (no file listing, no scan job), or
-    from the lake."""
-
-    def read(name: str) -> pd.DataFrame:
-        if tables is None:
-            return lakeio.read_table(spark, lake, name, [run]).toArrow().to_pandas()
-        return lakeio.run_rows(tables[name], run).to_pandas()
-
-    return read
+def _run_table(lake: lakeio.Lake, run: lakeio.RunRef, tables: Mapping[str, pa.Table] | None, name: str) -> pa.Table:
+    """Table `name` of `run`: from the written `tables` (no file listing), or read from the lake."""
+    return lakeio.table_rows(lake, name, run) if tables is None else lakeio.run_rows(tables[name], run)
 
 
 def _cells(lake: lakeio.Lake, run: lakeio.RunRef) -> pd.DataFrame:
@@ -109,7 +103,6 @@ def _cells(lake: lakeio.Lake, run: lakeio.RunRef) -> pd.DataFrame:
 
 
 def publish_run(
-    spark: SparkSession,
     lake: lakeio.Lake,
     run: lakeio.RunRef,
     report: GateReport,
@@ -119,9 +112,7 @@ def publish_run(
     run's tables as just written (else they are read from the lake)."""
 
     def rows(name: str) -> pa.Table:
-        if tables is None:
-            return lakeio.read_table(spark, lake, name, [run]).toArrow()
-        return lakeio.run_rows(tables[name], run)
+        return _run_table(lake, run, tables, name)
 
     table = rows("percentiles")
     acc, spread = rows("accounting").to_pylist(), rows("repeat_spread").to_pylist()
@@ -217,7 +208,7 @@ def run_analysis(
             with _timed(timings, "gate"):
                 report = gate(spark, lake, raw.runs[0], thresholds or GateThresholds(), result, tables, worker)
             with _timed(timings, "publish"):
-                return publish_run(spark, lake, raw.runs[0], report, tables)
+                return publish_run(lake, raw.runs[0], report, tables)
         finally:
             worker.close()
 

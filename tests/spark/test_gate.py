@@ -43,7 +43,7 @@ def test_clean_run_is_published_once(spark: SparkSession, tmp_path: Path) -> Non
     history = tmp_path / "history" / "percentiles"
     first = pq.read_table(history).num_rows
     # re-publishing the (already gated) run replaces its history file, never adds to it
-    publish_run(spark, tmp_path, find_run(tmp_path, run.run_id), GateReport(run.run_id, success=True))
+    publish_run(tmp_path, find_run(tmp_path, run.run_id), GateReport(run.run_id, success=True))
     assert pq.read_table(history).num_rows == first == 6
     assert not (tmp_path / "quarantine").exists()
 
