@@ -3,6 +3,7 @@ results assembled into the Analysis the tables are built from."""
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -123,8 +124,69 @@ def _frame(rows: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return typed(rows, StructType([SUMS_SCHEMA[c] for c in columns]))
 
 
-def analyze_raw(spark: SparkSession, raw: Raw) -> Analysis:
-    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (a local lake),
-    else by the Spark SQL passes (spark_jobs.analysis: a lake on S3). The two agree to the row
-    (tests/spark/test_cellpass.py)."""
-    return analyze_cells(spark, raw) if readable(raw) else analyze(raw.sent, raw.received, raw.cells)
+# A task holds its whole cell: at peak about 75 times the cell's raw Parquet (a 6.25 M-message cell, 26 MB of raw
+# files, peaked at 1.9 GiB). A cell larger than this goes through the Spark SQL passes instead, whose memory does
+# not grow with a group (spark_jobs.analysis).
+CELL_TASK_MAX_RAW_BYTES = 32 * 2**20
+
+
+def split_raw(raw: Raw, max_cell_bytes: int) -> tuple[Raw, Raw]:
+    """`raw` as (the cells a task may hold, the cells larger than `max_cell_bytes`), each with every cells row
+    (units stay numbered as in `raw`) and only its own cells' files. A cell's size counts all its repeats."""
+    size: dict[tuple[str, str], int] = defaultdict(int)
+    for f in (*raw.sent_files, *raw.received_files):
+        size[(f.run_id, f.cell_id)] += f.size
+
+    def part(large: bool) -> Raw:
+        def mine(files: list[RawFile]) -> list[RawFile]:
+            return [f for f in files if (size[(f.run_id, f.cell_id)] > max_cell_bytes) == large]
+
+        return Raw(raw.runs, raw.cells, mine(raw.sent_files), mine(raw.received_files))
+
+    return part(False), part(True)
+
+
+def _units(raw: Raw) -> set[int]:
+    return {f.unit for f in (*raw.sent_files, *raw.received_files) if f.unit is not None}
+
+
+def merged(tasks: Analysis, passes: Analysis, passed_units: set[int]) -> Analysis:
+    """One Analysis of a run whose large cells went through the passes and the rest through tasks: each saw only
+    its own cells' rows, so their statistics are disjoint; each unit's accounting comes from its own route."""
+    owned = tasks.ledger.accounting["unit"].isin(passed_units)
+    accounting = pd.concat(
+        [tasks.ledger.accounting[~owned], passes.ledger.accounting[passes.ledger.accounting["unit"].isin(passed_units)]]
+    )
+    producers = pd.concat([tasks.ledger.producers, passes.ledger.producers], ignore_index=True)
+
+    def both(name: str) -> pd.DataFrame:
+        return pd.concat([getattr(tasks, name), getattr(passes, name)], ignore_index=True)
+
+    return Analysis(
+        tasks.units,
+        ledger_pass.Ledger(accounting.sort_values("unit", ignore_index=True), producers, None, 0),
+        both("summary"),
+        measured=both("measured"),
+        done=both("done"),
+    )
+
+
+def analyze_raw(spark: SparkSession, raw: Raw, max_cell_bytes: int = CELL_TASK_MAX_RAW_BYTES) -> Analysis:
+    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (a local lake) and
+    a cell fits a task (`max_cell_bytes` of raw Parquet), else by the Spark SQL passes (spark_jobs.analysis: a
+    lake on S3, and the cells too large for one task). The two agree to the row (tests/spark/test_cellpass.py)."""
+    if not readable(raw):
+        return analyze(raw.sent, raw.received, raw.cells)
+    fits, large = split_raw(raw, max_cell_bytes)
+    passed_units = _units(large)
+    if not passed_units:
+        return analyze_cells(spark, raw)
+    print(
+        f"analysis: {len(passed_units)} units of cells over {max_cell_bytes:,} bytes of raw Parquet go through "
+        "the Spark SQL passes",
+        file=sys.stderr,
+        flush=True,
+    )
+    if not _units(fits):
+        return analyze(raw.sent, raw.received, raw.cells)
+    return merged(analyze_cells(spark, fits), analyze(large.sent, large.received, large.cells), passed_units)

@@ -19,7 +19,7 @@ from bench_tasks import RECEIVED_SCHEMA, Lake, RunInfo
 from bench_tasks.lake.records import write_parquet
 from spark_jobs import lakeio
 from spark_jobs.analysis import Analysis, analyze
-from spark_jobs.cellpass.route import analyze_cells, readable
+from spark_jobs.cellpass.route import analyze_cells, analyze_raw, readable, split_raw
 from tests.spark.synth import SynthCell, cell_row, received_table, sent_table, write_cell
 
 RUN = RunInfo("cellpass-run", "2026-01-05")
@@ -88,12 +88,17 @@ def _land(lake: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def both(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Analysis, Analysis]:
+def landed(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> lakeio.Raw:
     lake = tmp_path_factory.mktemp("cellpass-lake")
     _land(lake)
     raw = lakeio.read_raw(spark, lake, [RUN.run_id])
     assert readable(raw)
-    return analyze_cells(spark, raw), analyze(raw.sent, raw.received, raw.cells)
+    return raw
+
+
+@pytest.fixture(scope="module")
+def both(spark: SparkSession, landed: lakeio.Raw) -> tuple[Analysis, Analysis]:
+    return analyze_cells(spark, landed), analyze(landed.sent, landed.received, landed.cells)
 
 
 def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -132,6 +137,38 @@ def test_the_ledger_equals_the_spark_pass(both: tuple[Analysis, Analysis]) -> No
     accounting = _sorted(cells.ledger.accounting, ["unit"]).set_index("cell_id")
     assert accounting.loc["core", "duplicated"] == 80  # 40 messages, each received three times
     assert accounting.loc["kafka", "lost"] > 0
+
+
+def _same(mine: pd.DataFrame, theirs: pd.DataFrame, keys: list[str]) -> None:
+    mine, theirs = _sorted(mine, keys), _sorted(theirs, keys)
+    assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs)
+    for column in mine.columns:
+        if column in ("vsq", "mean_ns", "stddev_ns"):  # float sums in another order
+            np.testing.assert_allclose(mine[column].astype(float), theirs[column].astype(float), rtol=1e-9)
+        else:
+            assert mine[column].astype(str).tolist() == theirs[column].astype(str).tolist(), column
+
+
+def test_cells_too_large_for_a_task_go_through_the_passes_and_the_whole_agrees(
+    spark: SparkSession, landed: lakeio.Raw, both: tuple[Analysis, Analysis]
+) -> None:
+    """With a limit between the cells' sizes, some cells go through the Spark SQL passes and the rest through
+    tasks (a repeated cell whole on one side); the merged analysis is the tasks' own, frame for frame."""
+    sizes = sorted(
+        {
+            sum(f.size for f in (*landed.sent_files, *landed.received_files) if f.cell_id == c)
+            for c in {f.cell_id for f in landed.sent_files}
+        }
+    )
+    limit = sizes[len(sizes) // 2]
+    fits, large = split_raw(landed, limit)
+    assert fits.sent_files and large.sent_files
+    assert len({id(part) for part in (fits, large) for f in part.sent_files if f.cell_id == "rep"}) == 1
+    split = analyze_raw(spark, landed, max_cell_bytes=limit)
+    for name, keys in FRAMES.items():
+        _same(_frame(split, name), _frame(both[0], name), keys)
+    _same(split.ledger.accounting, both[0].ledger.accounting, ["unit"])
+    _same(split.ledger.producers.astype(str), both[0].ledger.producers.astype(str), ["unit", "producer_id"])
 
 
 def test_the_summary_holds_every_level_and_metric(both: tuple[Analysis, Analysis]) -> None:
