@@ -124,9 +124,9 @@ def _frame(rows: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return typed(rows, StructType([SUMS_SCHEMA[c] for c in columns]))
 
 
-# A task holds its whole cell: at peak about 75 times the cell's raw Parquet (a 6.25 M-message cell, 26 MB of raw
-# files, peaked at 1.9 GiB). A cell larger than this goes through the Spark SQL passes instead, whose memory does
-# not grow with a group (spark_jobs.analysis).
+# A task holds its whole cell: at peak 70–90 times the cell's raw Parquet (a 6.25 M-message cell, 26 MB of raw
+# files, peaked at 1.9 GiB; a 10 M-message one just under this limit at 2.8 GiB). A cell larger than this goes
+# through the Spark SQL passes instead, whose memory does not grow with a group (spark_jobs.analysis).
 CELL_TASK_MAX_RAW_BYTES = 32 * 2**20
 
 
