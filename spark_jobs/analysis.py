@@ -63,7 +63,8 @@ from spark_jobs.levels import (
     wanted_at,
 )
 from spark_jobs.localdata import literal_array, rows_frame, typed
-from spark_jobs.samples import BASES, LAG, METRICS, Units, first_receipts, key_hash, sample_rows, with_unit
+from spark_jobs.metrics import BASES, LAG, METRICS
+from spark_jobs.samples import Units, first_receipts, key_hash, sample_rows, with_unit
 
 BUCKET_KEYS = ("unit", "metric", "basis", "leader", "sec", "delta", "measure", "bucket")
 

@@ -44,7 +44,6 @@ TABLES_SCHEMA_VERSION = 2
 
 CELL_COLUMNS = ("run_date", "series_key", "system", "version", "measurement", "label", "status")
 TABLES = ("accounting", "percentiles", "percentiles_by_repeat", "repeat_spread")
-STATISTICS = ("count", "min_ns", "max_ns", "mean_ns", "stddev_ns", *PERCENTILE_COLUMNS, "unsupported")
 
 # The tables' Arrow schemas, as written (TABLES.md).
 VERSION_FIELD = pa.field("schema_version", pa.int32(), nullable=False)

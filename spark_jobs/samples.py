@@ -34,20 +34,11 @@ from pyspark.sql import functions as F
 from .lakeio import DELIVERY_COLUMNS, spark_type
 from .lakeio import with_delivery as with_delivery_rows
 from .localdata import literal_array, rows_frame, typed
-from .metrics import BASES, E2E, HOP1, HOP2, LAG, METRICS, PUBLISH, RTT
+from .metrics import E2E, HOP1, HOP2, LAG, PUBLISH, RTT
 
 CELL_KEYS = ("run_id", "cell_id", "repeat")  # one run of a cell (one repeat)
 MERGED_KEYS = ("run_id", "cell_id")  # a cell with all its repeats: the distributions merged, never averaged
 MESSAGE_KEYS = (*CELL_KEYS, "producer_id", "seq")
-
-
-def metric_name(code: Column) -> Column:
-    """The table's name of a metric code."""
-    return F.element_at(F.array(*[F.lit(m) for m in METRICS]), code + 1)
-
-
-def basis_name(code: Column) -> Column:
-    return F.element_at(F.array(*[F.lit(b) for b in BASES]), code + 1)
 
 
 def with_repeat(df: DataFrame) -> DataFrame:
