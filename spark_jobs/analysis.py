@@ -165,8 +165,8 @@ def at_levels(rows: DataFrame, whole: Column, timed: Column) -> DataFrame:
 
 @dataclass
 class Analysis:
-    """The small results every table is assembled from, all on the driver as pandas frames (spark_jobs.tables
-    builds the tables from them without a Spark job)."""
+    """The small results every table is assembled from, all on the driver as pandas frames (the table modules
+    build the tables from them without a Spark job)."""
 
     units: Units
     ledger: ledger_pass.Ledger

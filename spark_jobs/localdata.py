@@ -41,9 +41,9 @@ def pandas_frame(spark: SparkSession, frame: pd.DataFrame, schema: StructType) -
 
 def arrow_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     """`frame`'s columns that `schema` names as an Arrow table of exactly that schema: the tables built on the
-    driver (spark_jobs.tables) are written as they are, so the conversion checks them (a long column holding a
-    fraction, or a null in a column declared not null, raises). Without pandas' metadata, so readers get the
-    types Spark's tables gave them (a long column with nulls as floats, not pandas' Int64)."""
+    driver (percentiles, timeline, histogram, …) are written as they are, so the conversion checks them (a long
+    column holding a fraction, or a null in a column declared not null, raises). Without pandas' metadata, so
+    readers get the types Spark's tables gave them (a long column with nulls as floats, not pandas' Int64)."""
     table = pa.Table.from_pandas(frame[list(schema.names)], schema=schema, preserve_index=False)
     return table.replace_schema_metadata(schema.metadata)
 

@@ -9,7 +9,7 @@ E2E, PUBLISH, RTT, HOP1, HOP2, LAG = range(len(METRICS))
 
 
 def metric_names(codes: pd.Series) -> np.ndarray:
-    """The tables' names of metric codes (the driver's tables, spark_jobs.tables)."""
+    """The tables' names of metric codes (as the tables built on the driver name them)."""
     return np.asarray(METRICS, dtype=object)[codes.to_numpy(np.int64)]
 
 
