@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from spark_jobs import jobargs, lakeio
+from spark_jobs.localdata import rows_table
 from spark_jobs.percentiles import TABLES_SCHEMA_VERSION
 
 _RUN = [("schema_version", pa.int32()), ("run_id", pa.string()), ("run_date", pa.string())]
@@ -47,13 +48,6 @@ STEP_FIELDS = [
     ("p99_ms", pa.float64()),
     ("p99_9_ms", pa.float64()),
 ]
-
-
-def _table(rows: list[tuple], fields: list[tuple[str, pa.DataType]]) -> pa.Table:
-    """Rows (tuples in `fields`' order) as a table of those columns."""
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in fields]
-    arrays = [pa.array(list(values), kind) for values, (_, kind) in zip(columns, fields, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def searches(lake: lakeio.Lake, run: lakeio.RunRef) -> list[dict[str, Any]]:
@@ -92,8 +86,8 @@ def capacity_tables(lake: lakeio.Lake, runs: Sequence[lakeio.RunRef]) -> dict[st
         cells += more_cells
         steps += more_steps
     return {
-        "capacity": _table(cells, CAPACITY_FIELDS),
-        "capacity_steps": _table(steps, STEP_FIELDS),
+        "capacity": rows_table(cells, pa.schema(CAPACITY_FIELDS)),
+        "capacity_steps": rows_table(steps, pa.schema(STEP_FIELDS)),
     }
 
 

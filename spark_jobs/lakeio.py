@@ -289,25 +289,31 @@ def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
     return Raw(runs, numbered, sent, raw_files(lake, runs, "received-c*.parquet", units))
 
 
-def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) -> DataFrame:
-    """A table's partitions for `runs` (as written by write_table; on S3 their committed attempts)."""
+def _table_folders(lake: Lake, table: str, runs: list[RunRef]) -> list[LakePath]:
+    """The folders of a table's partitions for `runs` (as write_arrow wrote them; on S3 their committed
+    attempts); AnalyticsError naming any run not computed yet."""
     folders = {str(table_dir(lake, table, run)): committed_folder(table_dir(lake, table, run)) for run in runs}
     missing = [name for name, folder in folders.items() if folder is None]
     if missing:
         raise AnalyticsError(f"table {table}: not computed yet for {missing}; run the {table} job first")
-    return spark.read.parquet(*[spark_uri(f) for f in folders.values() if f is not None])
+    return [f for f in folders.values() if f is not None]
+
+
+def read_table(spark: SparkSession, lake: Lake, table: str, runs: list[RunRef]) -> DataFrame:
+    """A table's partitions for `runs` as a Spark frame."""
+    return spark.read.parquet(*[spark_uri(f) for f in _table_folders(lake, table, runs)])
 
 
 def table_rows(lake: Lake, table: str, run: RunRef) -> pa.Table:
     """One run's partition of a table, read on the driver (a table is small: no Spark job)."""
-    folder = committed_folder(table_dir(lake, table, run))
-    if folder is None:
-        raise AnalyticsError(f"table {table}: not computed yet for {run.run_id}; run the {table} job first")
+    (folder,) = _table_folders(lake, table, [run])
     return read_parquet(folder)
 
 
 def write_arrow(table: pa.Table, lake: Lake, name: str, run: RunRef) -> LakePath:
-    """Write one run's partition of table `name` from rows already on the driver (see write_table)."""
+    """Write one run's partition of table `name`, replacing an earlier one atomically (bench_tasks.lake.storage
+    .write_folder: a rename into place; on S3 the marker naming the new attempt). The tables are small — a row per
+    cell, statistic, second or bucket — and built on the driver, so each is one Parquet file: no Spark write job."""
     buffer = pa.BufferOutputStream()
     pq.write_table(table, buffer, compression="snappy")
     return write_folder(table_dir(lake, name, run), {"part-00000.snappy.parquet": buffer.getvalue().to_pybytes()})

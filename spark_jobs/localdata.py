@@ -26,11 +26,16 @@ def rows_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str |
     struct = schema if isinstance(schema, StructType) else _parse_datatype_string(schema)
     if not isinstance(struct, StructType):
         raise TypeError(f"schema: a struct of columns expected, got {schema!r}")
-    arrow = to_arrow_schema(struct)
+    return spark.createDataFrame(rows_table(rows, to_arrow_schema(struct)), schema=struct)
+
+
+def rows_table(rows: Iterable[Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """An Arrow table of `rows` (tuples or Rows, in `schema`'s column order)."""
     data = [tuple(row) for row in rows]
-    columns = list(zip(*data, strict=True)) if data else [() for _ in arrow]
-    table = pa.Table.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow)
-    return spark.createDataFrame(table, schema=struct)
+    columns = list(zip(*data, strict=True)) if data else [() for _ in schema]
+    return pa.Table.from_arrays(
+        [pa.array(list(c), f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
+    )
 
 
 def pandas_frame(spark: SparkSession, frame: pd.DataFrame, schema: StructType) -> DataFrame:

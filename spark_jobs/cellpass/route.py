@@ -153,10 +153,8 @@ def _units(raw: Raw) -> set[int]:
 def merged(tasks: Analysis, passes: Analysis, passed_units: set[int]) -> Analysis:
     """One Analysis of a run whose large cells went through the passes and the rest through tasks: each saw only
     its own cells' rows, so their statistics are disjoint; each unit's accounting comes from its own route."""
-    owned = tasks.ledger.accounting["unit"].isin(passed_units)
-    accounting = pd.concat(
-        [tasks.ledger.accounting[~owned], passes.ledger.accounting[passes.ledger.accounting["unit"].isin(passed_units)]]
-    )
+    mine, theirs = tasks.ledger.accounting, passes.ledger.accounting
+    accounting = pd.concat([mine[~mine["unit"].isin(passed_units)], theirs[theirs["unit"].isin(passed_units)]])
     producers = pd.concat([tasks.ledger.producers, passes.ledger.producers], ignore_index=True)
 
     def both(name: str) -> pd.DataFrame:
