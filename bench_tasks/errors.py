@@ -67,3 +67,7 @@ class InteropError(SixninesError):
         lines = [p if p.startswith(f"{source}:") else f"{source}: {p}" for p in problems]
         listed = "\n".join(f"  - {line}" for line in lines)
         super().__init__(lines[0] if len(lines) == 1 else f"{source}: {len(lines)} problems\n{listed}")
+
+
+class SecretsError(SixninesError):
+    """Secret settings cannot reach where they are needed (no shared key to seal them for another host)."""

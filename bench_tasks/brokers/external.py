@@ -23,7 +23,8 @@ from ..errors import BrokerError
 from ..load.drivers import driver_for, routes
 from ..load.loop import run_precise
 from ..load.routes import Target
-from ..secrecy import without_userinfo
+from ..secrecy import remember_settings, without_userinfo
+from ..spec.kept import cell_from, cell_record
 from ..spec.matrix import Cell
 from ..systems import system_of
 from .connections import ClientAccess, get_connection
@@ -71,7 +72,7 @@ class ExternalBrokers:
     @classmethod
     def attached(cls, state: Mapping[str, Any]) -> ExternalBrokers:
         """The brokers of `state()`; the connection is resolved again when first needed."""
-        brokers = cls(Cell.model_validate(state["cell"]), state["names"], Path(state["workdir"]))
+        brokers = cls(cell_from(state), state["names"], Path(state["workdir"]))
         brokers.created = list(state["context"].get("routes", []))
         brokers._context = dict(state["context"])
         return brokers
@@ -81,6 +82,7 @@ class ExternalBrokers:
     def access(self) -> ClientAccess:
         if self._access is None:
             self._access = self.system.client_access(get_connection(self.cell.spec.connection), self.cell.spec)
+            remember_settings(self._access.client)  # the connection's password is in no record either
         return self._access
 
     @property
@@ -143,7 +145,7 @@ class ExternalBrokers:
             "schema": STATE_SCHEMA,
             "kind": "external",
             "system": self.system.name,
-            "cell": self.cell.model_dump(mode="json"),
+            **cell_record(self.cell, self.workdir / "secrets"),
             "names": self.names,
             "address": without_userinfo(self.address),
             "nodes": {},

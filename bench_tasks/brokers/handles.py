@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import BrokerError
 from ..load.routes import Target
-from ..secrecy import secret_parts, write_secret
+from ..secrecy import remember_settings, secret_parts, write_secret
 from ..topology.netns import inside
 from .cluster import stop_pids
 from .leaders import LeaderPoll, LeaderWatch
@@ -119,6 +119,7 @@ class NodeBrokers:
         self.netns = netns
         self.node_netns = dict(node_netns or {})
         self.client = dict(started.client)
+        remember_settings(self.client)  # a per-cell password reaches no record this process writes
         self.leader_ref = started.leader
         self.companions = list(started.companions)
         self._context = started.context
@@ -139,7 +140,7 @@ class NodeBrokers:
             workdir=Path(state["workdir"]),
             context=dict(state["context"]),
             logs=[Path(p) for p in state["logs"]],
-            client={**(state.get("client") or {}), **_read_secrets(state.get("client_secrets"))},
+            client=client_of(state),
             leader=state.get("leader"),
             companions=[(int(pid), str(name)) for pid, name in state.get("companions") or []],
         )
@@ -390,6 +391,11 @@ def start_again(argv: list[str], cwd: str, env: dict[str, str], log: str) -> int
         if out is not subprocess.DEVNULL:
             out.close()
     return child.pid
+
+
+def client_of(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The client settings a provisioned brokers' state names: its public part and its private file's."""
+    return {**(state.get("client") or {}), **_read_secrets(state.get("client_secrets"))}
 
 
 def _read_secrets(path: str | None) -> dict[str, Any]:

@@ -6,8 +6,9 @@ Celery workers, each serving its host's queue): each runs a generator over its o
 meet through the lake (`rendezvous`), the one place every host reaches:
 
 1. provision (default queue) starts or reaches the brokers and writes `cell.json` to the cell's hosts folder:
-   the resolved cell and its brokers' record without secrets (external brokers' credentials come from each
-   host's own Airflow connection);
+   the resolved cell and its brokers' record without secrets, and the cell's secret settings and the brokers'
+   per-cell credentials sealed under the deployment's shared key (`secrecy.seal`; external brokers'
+   credentials come from each host's own Airflow connection);
 2. each host's generate task starts its receivers and producers; the first load host creates the routes
    (topics, streams, prefill) and the others wait for it;
 3. once its workers are ready each host notes the time; t0 is the latest note plus a margin, computed alike by
@@ -38,10 +39,12 @@ from typing import Any
 
 from rich.console import Console
 
+from ..brokers.handles import client_of
 from ..brokers.provision import attach
 from ..errors import CellError
 from ..lake.storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
 from ..paths import cache_dir
+from ..secrecy import merge_secrets, seal, split_secrets, unseal
 from ..spec.matrix import Cell
 from ..topology import HOSTS_TIMEOUT_S
 from ..topology.hosts import load_hosts, queue_of
@@ -51,16 +54,21 @@ from .faults import NoFaults
 from .landing import describe
 
 CELL_FILE = "cell.json"
-_SCHEMA_VERSION = 1
+# 1: cell, brokers (without client settings); 2: the cell recorded (secrets redacted), and `sealed`: its secret
+#    settings and the brokers' client settings, sealed (secrecy.seal) for the load hosts (None: there are none)
+_SCHEMA_VERSION = 2
 
 
 def publish_cell(folder: LakePath, cell: Cell, brokers: dict[str, Any]) -> None:
     """Provision's part: start the rendezvous afresh (a retried provision) with what every host needs."""
     remove_tree(folder)
+    public, held = split_secrets(cell)
+    client = client_of(brokers) if brokers.get("kind") == "provisioned" else {}
     record = {
         "schema_version": _SCHEMA_VERSION,
-        "cell": cell.model_dump(mode="json"),
-        "brokers": {k: v for k, v in brokers.items() if k != "client"},  # secrets never reach the lake
+        "cell": public,
+        "brokers": {k: v for k, v in brokers.items() if k not in ("client", "client_secrets")},
+        "sealed": seal({"cell": held, "client": client}),  # secrets reach the lake sealed only
     }
     write_text(folder / CELL_FILE, json.dumps(record, indent=2))
 
@@ -72,7 +80,9 @@ def run_host_part(folder: LakePath, host: str, staging: Path, console: Console) 
         record = json.loads((folder / CELL_FILE).read_text())
     except FileNotFoundError:
         raise CellError("?", f"no provisioned cell in {folder / CELL_FILE}: did its provision task run?") from None
-    cell = Cell.model_validate(record["cell"])
+    sealed = unseal(record.get("sealed"))
+    cell = Cell.model_validate(merge_secrets(record["cell"], sealed.get("cell") or {}))
+    brokers = {**record["brokers"], "client": sealed.get("client") or {}}
     hosts = tuple(load_hosts(cell))
     if host not in hosts:
         raise CellError(cell.id, f"host {host!r} runs none of this cell's load; its load hosts: {', '.join(hosts)}")
@@ -81,7 +91,7 @@ def run_host_part(folder: LakePath, host: str, staging: Path, console: Console) 
     staging.mkdir(parents=True)
     console.print(f"[bold]cell {cell.instance}[/] {cell.label}: host {host} of {', '.join(hosts)}", highlight=False)
     try:
-        driven = drive(cell, attach(record["brokers"]).target(), staging, NoFaults(), console, part=part)
+        driven = drive(cell, attach(brokers).target(), staging, NoFaults(), console, part=part)
     except BaseException as exc:  # a task killed (SIGTERM, timeout) still tells the other hosts and land
         _leave(part, staging, None, "failed", describe(cell, exc))
         raise

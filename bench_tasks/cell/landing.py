@@ -24,7 +24,7 @@ from ..core.saturation import HARNESS_FACTS_VERSION, fell_behind, verdict
 from ..errors import SixninesError
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
-from ..secrecy import without_userinfo
+from ..secrecy import recorded_model, scrub_text, scrubbed
 from ..spec.leader import leader_node
 from ..spec.matrix import Cell
 from ..systems import system_of
@@ -56,7 +56,7 @@ class CellReport:
             "faults": self.faults,
             "background": self.background,
             "harness": harness_facts(self.harness),
-            "spec": self.cell.spec.model_dump(mode="json"),
+            "spec": recorded_model(self.cell.spec),
             **({"origin": self.cell.origin} if self.cell.origin else {}),
             **(self.analysis.to_dict() if self.analysis else {}),
         }
@@ -71,7 +71,7 @@ def acked_metric(cell: Cell) -> str | None:
 def describe(cell: Cell, exc: BaseException) -> str:
     """An error as one line that names the cell."""
     text = str(exc) if isinstance(exc, SixninesError) else f"{type(exc).__name__}: {exc}"
-    text = without_userinfo(text)  # a client library's message may quote a server URL with its credentials
+    text = scrub_text(text)  # a client library's message may quote a server URL, a config line, a password
     return text if cell.id in text else f"cell {cell.instance}: {text}"
 
 
@@ -148,7 +148,7 @@ def land_cell(
         },
     )
     report.path = lake.commit_cell(run, cell.id, staging, cell.lake_repeat)
-    lake.upsert_cell_row(run, _cell_row(report, run, cell_run, context, started))
+    lake.upsert_cell_row(run, scrubbed(_cell_row(report, run, cell_run, context, started)))
     return report
 
 
@@ -273,7 +273,7 @@ def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, contex
         "acked_metric": acked_metric(report.cell),
         "delivery_guaranteed": system_of(spec).delivery_guaranteed(spec.model_dump(mode="json")),
         "durable_acks": system_of(spec).promises_no_acknowledged_loss(spec.model_dump(mode="json")),
-        "spec_json": spec.model_dump_json(),
+        "spec_json": json.dumps(recorded_model(spec), separators=(",", ":"), ensure_ascii=False),
         "context_json": json.dumps(context, default=str),
         "results_json": json.dumps(
             {**report.analysis.to_dict(), "harness": harness_facts(report.harness)} if report.analysis else None

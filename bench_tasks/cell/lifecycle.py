@@ -49,7 +49,9 @@ from ..errors import BrokerError, CellError, MatrixError, SixninesError
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.storage import lake_path
 from ..paths import cache_dir
+from ..secrecy import fingerprint, split_secrets
 from ..spec.cell import cell_id, series_key
+from ..spec.kept import cell_from, cell_record
 from ..spec.matrix import CELL_ADAPTER, Cell
 from ..systems import UnknownSystem, resolve_version
 from ..topology import hosts, netns
@@ -112,7 +114,7 @@ class CellWork:
         state = self.read(self.state)
         if state is None:
             raise CellError("?", f"no provisioned cell in {self.root}")
-        return Cell.model_validate(state["cell"])
+        return cell_from(state)
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -184,11 +186,13 @@ def prepare_cell(cell: Cell, versions: Mapping[str, str] | None = None, phase_sc
 def broker_key(cell: Cell) -> str:
     """Identity of the brokers a cell needs: two cells with the same key can share a running cluster."""
     spec = cell.spec
+    broker, held = split_secrets(spec.broker)
     what = {
         "system": spec.system,
         "version": spec.version,
-        "broker": spec.broker.model_dump(mode="json"),
+        "broker": broker,
         "cpus": spec.workload.cpus.broker,
+        **({"secrets": fingerprint(held)} if held else {}),  # a matrix's password decides, unreadably
     }
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -452,7 +456,7 @@ def provision_step(
     staging = Lake(lake_root).staging_dir(run, cell.instance)
     record: dict[str, Any] = {
         "schema_version": 1,
-        "cell": cell.model_dump(mode="json"),
+        **cell_record(cell, work.root / "secrets"),
         "run": asdict(run),
         "lake": str(lake_root),
         "staging": str(staging),
@@ -543,7 +547,7 @@ def start_generator(work: CellWork) -> int:
     state = work.read(work.state)
     if state is None or state.get("brokers") is None:
         raise CellError("?", f"cannot start a generator: no provisioned brokers in {work.root}")
-    env = child_env(Cell.model_validate(state["cell"]), lake_path(state["lake"]))
+    env = child_env(cell_from(state), lake_path(state["lake"]))
     with open(work.log, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench_tasks", "cell", "drive", str(work.root)],
@@ -562,7 +566,7 @@ def start_generator(work: CellWork) -> int:
 def land_step(work: CellWork) -> dict[str, Any]:
     """Airflow's land: `land` once, returning the landed summary (a retried land returns what it landed)."""
     state = _provisioned(work)
-    run, cell = RunInfo(**state["run"]), Cell.model_validate(state["cell"])
+    run, cell = RunInfo(**state["run"]), cell_from(state)
     landed = work.read(work.landed)
     if landed is not None and Lake(state["lake"]).committed_cell_dir(run, cell.id, cell.lake_repeat) is not None:
         return landed  # a retried land: already committed, never twice
@@ -581,7 +585,7 @@ def land(work: CellWork) -> CellReport:
     to the lake in one atomic commit. The cell's status is the first failure found: provisioning, a phase
     watcher's verdict, the generator's own; then the analysis gate. The summary is kept in `landed.json`."""
     state = _provisioned(work)
-    cell = Cell.model_validate(state["cell"])
+    cell = cell_from(state)
     run = RunInfo(**state["run"])
     lake = Lake(state["lake"])
     stop_generator(work)

@@ -24,6 +24,7 @@ from ..core.hdr import new_histogram
 from ..errors import CellError
 from ..lake.layout import write_json
 from ..load.live import LiveMonitor
+from ..spec.kept import cell_from
 from ..spec.matrix import Cell
 from .brokerwatch import Finding, watch_for
 from .drive import CellRun, Fault, drive
@@ -160,7 +161,7 @@ def drive_work(work: CellWork, console: Console) -> int:
     brokers are watched throughout: one that exits, freezes or is replaced with no fault declared fails it."""
     state = work.read(work.state)
     assert state is not None and state["brokers"] is not None, f"no provisioned cell in {work.root}"
-    cell = Cell.model_validate(state["cell"])
+    cell = cell_from(state)
     brokers = attach(state["brokers"])
     writer = StatusWriter(work.status, cell)
     watch = watch_for(brokers)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..secrecy import REDACTED, is_secret, redacted
+
 
 @dataclass(frozen=True)
 class Mapped:
@@ -49,25 +51,33 @@ class Draft:
         for part in _split(rest)[:-1]:
             target = target.setdefault(part, {})
         target[_split(rest)[-1]] = new
-        self.mapped.append(Mapped(omb, value, path, new, note))
+        self.mapped.append(Mapped(omb, shown(omb, value), path, shown(path, new), note))
 
     def note(self, omb: str, value: Any, note: str) -> None:
         """A field read and understood that sets nothing (its meaning is the harness's default)."""
-        self.mapped.append(Mapped(omb, value, None, None, note))
+        self.mapped.append(Mapped(omb, shown(omb, value), None, None, note))
 
     def warn(self, omb: str, value: Any, note: str) -> None:
         """A field that cannot be carried: recorded, and shown to the user."""
-        self.mapped.append(Mapped(omb, value, None, None, f"NOT CARRIED: {note}"))
-        self.warnings.append(f"{self.where(omb)}: {value!r} — {note}")
+        self.mapped.append(Mapped(omb, shown(omb, value), None, None, f"NOT CARRIED: {note}"))
+        self.warnings.append(f"{self.where(omb)}: {shown(omb, value)!r} — {note}")
 
     def refuse(self, omb: str, value: Any, reason: str) -> None:
-        self.problems.append(f"{self.where(omb)}: {value!r} — {reason}")
+        self.problems.append(f"{self.where(omb)}: {shown(omb, value)!r} — {reason}")
 
     def where(self, omb: str) -> str:
         """The file and the field, as the user wrote them."""
         if omb.startswith("driver."):
             return f"{self.driver_source}: {omb.removeprefix('driver.')}"
         return f"{self.workload_source}: {omb}"
+
+
+def shown(field: str, value: Any) -> Any:
+    """A field's value as the import's account shows it (the matrix header, `origin.mapping`, stderr and every
+    cell's result.json): a secret (`sasl.jaas.config`, `ssl.truststore.password`) redacted by the one rule."""
+    if is_secret(field):
+        return REDACTED
+    return redacted(value)
 
 
 def _split(path: str) -> list[str]:

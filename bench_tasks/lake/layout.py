@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from ..paths import cache_dir
+from ..secrecy import scrubbed
 from .records import SCHEMA_VERSION, write_parquet
 from .storage import (
     LakePath,
@@ -213,5 +214,6 @@ def committed_cells(run_dir: LakePath) -> list[CommittedCell]:
 
 
 def write_json(path: LakePath, payload: Any) -> None:
-    """Replace a JSON file atomically (rename locally, one PUT on S3)."""
-    write_text(path, json.dumps(payload, indent=2, sort_keys=True, default=str))
+    """Replace a JSON file atomically (rename locally, one PUT on S3), without any secret this process knows
+    (`secrecy.scrubbed`: a record's strings, before they are JSON-escaped)."""
+    write_text(path, json.dumps(scrubbed(payload), indent=2, sort_keys=True, default=str))

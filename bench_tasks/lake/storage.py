@@ -43,6 +43,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ..errors import SixninesError
+from ..secrecy import scrub_text
 
 CONN_ID_ENV = "SIXNINES_LAKE_CONN_ID"
 DEFAULT_CONN_ID = "sixnines_lake_s3"
@@ -362,7 +363,8 @@ def write_bytes(path: LakePath, data: bytes) -> LakePath:
 
 
 def write_text(path: LakePath, text: str) -> LakePath:
-    return write_bytes(path, text.encode("utf-8"))
+    """Write a text record atomically, without any secret this process knows (`secrecy.scrub_text`)."""
+    return write_bytes(path, scrub_text(text).encode("utf-8"))
 
 
 def remove_tree(path: LakePath) -> None:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from ..core.header import RELAYED_MIN_SIZE
+from ..secrecy import recorded_model
 from .background import Background
 from .base import MessageSizeBytes, StrictModel
 from .faults import FaultSpec, FaultSupport, check_fault_links, check_fault_nodes, check_faults
@@ -282,13 +283,14 @@ class CellBase(StrictModel):
 
 
 def cell_id(cell: CellBase) -> str:
-    """Stable short hash of the full spec; equal specs give equal ids on every machine."""
-    return _digest(cell.model_dump(mode="json"))
+    """Stable short hash of the full spec as it is recorded (secrets redacted: `secrecy.recorded_model`); equal
+    specs give equal ids on every machine, and neither an id nor a series key is a function of a password."""
+    return _digest(recorded_model(cell, scrub=False))
 
 
 def series_key(cell: CellBase) -> str:
     """The cell id with the version left out: follows one cell across releases."""
-    spec = cell.model_dump(mode="json")
+    spec = recorded_model(cell, scrub=False)
     spec.pop("version")
     return _digest(spec)
 

@@ -19,6 +19,7 @@ import yaml
 from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
 from ..errors import MatrixError
+from ..secrecy import REDACTED, is_secret, recorded_model, remember_model
 from ..systems import SYSTEMS, system_of
 from .base import StrictModel
 from .capacity import CapacitySpec
@@ -132,6 +133,15 @@ class Cell(StrictModel):
     repeat: int = Field(1, ge=1)
     repeats: int = Field(1, ge=1)
     origin: dict[str, Any] | None = None  # the matrix's `origin:`; not part of the spec, so never of the id
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Every process that holds a cell knows its secrets, so no record it writes can carry one
+        (`secrecy.remember_model`)."""
+        remember_model(self.spec)
+
+    def recorded(self) -> dict[str, Any]:
+        """The cell's JSON dump as records hold it: its spec's secrets redacted (`secrecy.recorded_model`)."""
+        return recorded_model(self)
 
     @property
     def instance(self) -> str:
@@ -568,6 +578,8 @@ def _input(err: dict[str, Any]) -> str:
         return ""
     if isinstance(value, list) and "faults" in err["loc"]:  # the message names the fault and its field
         return ""
+    if any(is_secret(part) for part in err["loc"] if isinstance(part, str)):
+        return f"{REDACTED!r} — "  # an error names a secret setting, never quotes it
     return f"{value!r} — "
 
 

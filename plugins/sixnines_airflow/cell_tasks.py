@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 from airflow.sdk import get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
-from bench_tasks import HOSTS_TIMEOUT_S, Cell
+from bench_tasks import HOSTS_TIMEOUT_S, Cell, cell_from_matrix, scrub_text
 
 from .notifier import CellFailureNotifier
 from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info, work_for
@@ -45,8 +45,10 @@ def _skipped(work: Any) -> bool:
 
 @setup
 @task(pool=POOL, retries=1, retry_delay=timedelta(seconds=10), trigger_rule="all_done")
-def provision(cell: dict[str, Any]) -> dict[str, Any]:
-    """Start this cell's brokers (detached) or reuse identical running ones, per the run's params.
+def provision(cell: dict[str, Any], source: str | None = None) -> dict[str, Any]:
+    """Start this cell's brokers (detached) or reuse identical running ones, per the run's params. `cell` is the
+    cell as recorded (what the UI shows of the task's arguments: its secret settings redacted), which takes them
+    back from its matrix file `source`.
 
     Runs whatever the previous cell's outcome (trigger rule all_done): a failed cell never stops the sweep.
     While another cell (of any DAG or run) holds the host, the task is rescheduled, which frees its pool
@@ -56,12 +58,12 @@ def provision(cell: dict[str, Any]) -> dict[str, Any]:
     context = get_current_context()
     params = context["params"]
     work = work_for(context)
-    base = Cell.model_validate(cell)
     try:
+        base = cell_from_matrix(cell, source)
         prepared = prepare_cell(base, params["versions"], params["phase_scale"])
     except Exception as exc:
         work.root.mkdir(parents=True, exist_ok=True)
-        (work.root / "failure.json").write_text(json.dumps({"reason": f"provision: {exc}"}))
+        (work.root / "failure.json").write_text(json.dumps({"reason": scrub_text(f"provision: {exc}")}))
         raise
     wanted = set(params["cells"])
     if wanted and not wanted & {work.root.name, base.id, prepared.id}:

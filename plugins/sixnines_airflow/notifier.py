@@ -118,7 +118,9 @@ class RegressionAlertNotifier(BaseNotifier):
 
 def publish(path: sixnines.LakePath, record: dict[str, Any], conn_id: str, text: str) -> None:
     """Write `record` to the lake, deliver it, and write it again with the failure when delivery failed (the
-    run's verdict reads it): the record exists before any delivery is tried, and a failure is never lost."""
+    run's verdict reads it): the record exists before any delivery is tried, and a failure is never lost. What
+    is written and sent holds no secret this process knows (a reason may quote a client's error)."""
+    record, text = sixnines.scrubbed(record), sixnines.scrub_text(text)
     sixnines.write_json(path, record)
     failed = deliver(conn_id, text, record)
     if failed is not None:
@@ -171,6 +173,8 @@ def failure_record(context: Any) -> dict[str, Any]:
     landed = work.read(work.landed) or {}
     state = work.read(work.state) or {}
     cell = state.get("cell") or {}
+    if cell:
+        work.cell()  # the cell's secret settings are known to this process, so the record cannot carry them
     failure = work.read(work.root / "failure.json") or {}
     return {
         "schema_version": RECORD_SCHEMA_VERSION,

@@ -31,6 +31,7 @@ from bench_tasks import (
     load_matrix,
     per_host,
     queue_of,
+    scrub_text,
     system_of,
 )
 
@@ -122,7 +123,7 @@ def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
     def sweep() -> None:
         previous = None
         for group, cell in cell_groups(matrix):
-            previous = _cell_group(group, cell, previous)
+            previous = _cell_group(group, cell, previous, source)
         released = release_brokers()
         if previous is not None:
             previous >> released
@@ -133,12 +134,12 @@ def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
     return sweep()
 
 
-def _cell_group(group: str, cell: Cell, previous: Any) -> Any:
+def _cell_group(group: str, cell: Cell, previous: Any, source: Path) -> Any:
     """One cell's (repeat's) TaskGroup; returns its teardown, which the next cell's provision waits for."""
     w = cell.spec.workload
     repeat = f" (repeat {cell.repeat} of {cell.repeats})" if cell.repeats > 1 else ""
     with TaskGroup(group_id=group, tooltip=cell.label + repeat):
-        provisioned = cell_tasks.provision(cell.model_dump(mode="json"))
+        provisioned = cell_tasks.provision(cell.recorded(), str(source))  # secrets: read again from the matrix file
         landed = cell_tasks.land()
         stopped = cell_tasks.stop.override(task_id="teardown")()  # a fresh copy: teardown decorators mutate
         if per_host(cell):  # one generator per real host, each on its host's worker, all at once
@@ -200,7 +201,7 @@ def _doc(matrix: Matrix, source: Path) -> str:
         f"Cells run one at a time, each a TaskGroup provision → warmup → measure → cooldown → land → teardown; "
         f"the lake gets one row per cell under the run's logical date.\n\n"
         f"| group | cell id (before `latest` resolves) | cell |\n|---|---|---|\n{rows}\n\n"
-        f"Matrix file `{source.name}`:\n\n```yaml\n{source.read_text()}```\n"
+        f"Matrix file `{source.name}`:\n\n```yaml\n{scrub_text(source.read_text())}```\n"
     )
 
 

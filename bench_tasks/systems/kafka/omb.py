@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...interop.omb_draft import Draft
+from ...interop.omb_draft import Draft, shown
+from ...secrecy import is_secret
 from .omb_props import Role, parse_properties, translate
 
 DRIVER_CLASSES = ("io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver",)
@@ -78,6 +79,9 @@ def _map_client_property(omb: str, name: str, value: Any, role: Role | None, dra
     if name == "sasl.mechanism":
         draft.put(omb, value, "client.sasl_mechanism", str(value).upper())
         return
+    if is_secret(name):  # whatever the rules say of it: a matrix file never holds a credential
+        draft.warn(omb, value, "a secret: credentials come from the cell's connection (brokers: external)")
+        return
     roles: tuple[Role, ...] = (role,) if role else ("producer", "consumer")
     try:
         translated = [(r, translate(name, value, r)) for r in roles]
@@ -93,7 +97,7 @@ def _map_client_property(omb: str, name: str, value: Any, role: Role | None, dra
             continue
         draft.put(omb, value, f"client.{r}.{t.target}", t.value, t.note)
         if t.warning:
-            draft.warnings.append(f"{draft.where(omb)}: {value!r} — {t.note}")
+            draft.warnings.append(f"{draft.where(omb)}: {shown(omb, value)!r} — {t.note}")
 
 
 def _properties(driver: Mapping[str, Any], key: str, draft: Draft) -> dict[str, Any]:
