@@ -340,7 +340,7 @@ def main() -> int:
         print(f"not installed, skipped: {missing}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as workdir, RabbitCluster("latest", RabbitmqBroker(), workdir) as cluster:
         assert cluster.endpoint is not None
-        url = amqp_urls(cluster.endpoint.url)[0]
+        url = cluster.user.url(amqp_urls(cluster.endpoint.url)[0])
         print(f"RabbitMQ {cluster.endpoint.version} (Erlang {cluster.endpoint.erlang}), load {host_load()['uptime']}")
         results = {name: measure(name, url, args) for name in available}
         broker = {"version": cluster.endpoint.version, "erlang": cluster.endpoint.erlang}

@@ -38,6 +38,7 @@ from typing import Any
 import hiredis
 import redis
 import redis.asyncio
+from redis.asyncio.connection import parse_url
 
 from bench_tasks.systems.redis import client as rc
 from bench_tasks.systems.redis.nodes import RedisServers
@@ -138,10 +139,17 @@ async def redis_py_pipeline(url: str, command: rc.Command, messages: int, batch:
     return out
 
 
-def native(port: int, command: rc.Command, messages: int, pipeline: int) -> dict[str, Any]:
+def tool_args(url: str) -> list[str]:
+    """redis-benchmark's address and password for the server at `url` (the cell's password: every provisioned
+    server asks for one; `-a` shows it in the process table while the benchmark runs, a throw-away password)."""
+    where = parse_url(url)
+    return ["-h", where["host"], "-p", str(where["port"]), "-a", where["password"], "--no-auth-warning"]
+
+
+def native(url: str, command: rc.Command, messages: int, pipeline: int) -> dict[str, Any]:
     """redis-benchmark (C, hiredis) with one connection on the same server: the ceiling of one client."""
     args = [a.decode() if isinstance(a, bytes) else str(a) for a in command]
-    cmd = ["redis-benchmark", "-p", str(port), "-c", "1", "-n", str(messages), "-P", str(pipeline), "--csv", *args]
+    cmd = ["redis-benchmark", *tool_args(url), "-c", "1", "-n", str(messages), "-P", str(pipeline), "--csv", *args]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
     header, row = (line.replace('"', "").split(",") for line in out.strip().splitlines()[-2:])
     figures = dict(zip(header, row, strict=True))
@@ -152,7 +160,7 @@ def native(port: int, command: rc.Command, messages: int, pipeline: int) -> dict
     return result
 
 
-async def send_side(url: str, port: int, kind: str, size: int, messages: int) -> dict[str, Any]:
+async def send_side(url: str, kind: str, size: int, messages: int) -> dict[str, Any]:
     command = command_for(kind, random_text(size))
     runs: dict[str, Any] = {"load_before": host_load()}
     runs["await_each"] = await await_each(url, command, messages // 5)
@@ -160,16 +168,16 @@ async def send_side(url: str, port: int, kind: str, size: int, messages: int) ->
     runs["pipe_each_timeout_5s"] = await pipe(url, command, messages, 1, 5.0)
     runs["pipe_batch"] = await pipe(url, command, messages, BATCH, None)
     runs["redis_py_pipeline"] = await redis_py_pipeline(url, command, messages, BATCH)
-    runs["native_unpipelined"] = native(port, command, messages, 1)
-    runs["native_pipelined"] = native(port, command, messages, BATCH)
+    runs["native_unpipelined"] = native(url, command, messages, 1)
+    runs["native_pipelined"] = native(url, command, messages, BATCH)
     runs["load_after"] = host_load()
     return runs
 
 
-def flood(port: int, command: rc.Command, messages: int) -> subprocess.Popen:
+def flood(url: str, command: rc.Command, messages: int) -> subprocess.Popen:
     """redis-benchmark sending `command` `messages` times, pipelined, from its own process."""
     args = [a.decode() if isinstance(a, bytes) else str(a) for a in command]
-    cmd = ["redis-benchmark", "-p", str(port), "-c", "1", "-n", str(messages), "-P", str(BATCH), "-q", *args]
+    cmd = ["redis-benchmark", *tool_args(url), "-c", "1", "-n", str(messages), "-P", str(BATCH), "-q", *args]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -213,12 +221,12 @@ async def subscribed_reader(url: str, how: str, on_message: Counter) -> tuple[Co
     return _pubsub_loop(pubsub, on_message), client.aclose
 
 
-async def subscriber(url: str, port: int, size: int, messages: int, how: str) -> dict[str, Any]:
+async def subscriber(url: str, size: int, messages: int, how: str) -> dict[str, Any]:
     """A subscriber draining a PUBLISH flood that redis-benchmark (pipelined, another process) already sent: the
     server holds it in the subscriber's output buffer (unlimited here) until the reader starts."""
     counter, tasks = Counter(), []
     reader, close = await subscribed_reader(url, how, counter)
-    flood(port, rc.publish_command(CHANNEL, random_text(size)), messages).wait(timeout=120)
+    flood(url, rc.publish_command(CHANNEL, random_text(size)), messages).wait(timeout=120)
     out = await receive_rate(messages, lambda: tasks.append(asyncio.create_task(reader)), lambda: counter.count)
     tasks[0].cancel()
     await close()
@@ -231,11 +239,11 @@ async def _pubsub_loop(pubsub: Any, on_message: Callable[[bytes, bytes | None], 
             on_message(message["data"], None)
 
 
-async def group_reader(url: str, port: int, size: int, messages: int) -> dict[str, Any]:
+async def group_reader(url: str, size: int, messages: int) -> dict[str, Any]:
     """A consumer-group reader (XREADGROUP COUNT 128, XACK per batch) draining a stream pre-filled natively."""
     admin = redis.Redis.from_url(url, protocol=2)
     admin.delete(STREAM)
-    filler = flood(port, rc.xadd_command(STREAM, random_text(size), None), messages)
+    filler = flood(url, rc.xadd_command(STREAM, random_text(size), None), messages)
     filler.wait(timeout=120)
     admin.xgroup_create(STREAM, GROUP, id="0")
     counter, tasks = Counter(), []
@@ -274,16 +282,16 @@ def start_times(runs: int) -> dict[str, Any]:
     return result
 
 
-async def measure(url: str, port: int, sizes: Sequence[int], messages: int) -> dict[str, Any]:
+async def measure(url: str, sizes: Sequence[int], messages: int) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for size in sizes:
-        result[f"publish_{size}B"] = await send_side(url, port, "publish", size, messages)
-        result[f"xadd_{size}B"] = await send_side(url, port, "xadd", size, messages)
+        result[f"publish_{size}B"] = await send_side(url, "publish", size, messages)
+        result[f"xadd_{size}B"] = await send_side(url, "xadd", size, messages)
         result[f"receive_{size}B"] = {
             "load_before": host_load(),
-            "subscriber_harness_loop": await subscriber(url, port, size, messages, "harness_loop"),
-            "subscriber_redis_py_pubsub": await subscriber(url, port, size, messages, "redis_py_pubsub"),
-            "group_reader": await group_reader(url, port, size, messages),
+            "subscriber_harness_loop": await subscriber(url, size, messages, "harness_loop"),
+            "subscriber_redis_py_pubsub": await subscriber(url, size, messages, "redis_py_pubsub"),
+            "group_reader": await group_reader(url, size, messages),
             "load_after": host_load(),
         }
     return result
@@ -306,8 +314,7 @@ def main() -> None:
     broker = RedisBroker(server=UNLIMITED_PUBSUB)
     with tempfile.TemporaryDirectory() as folder, RedisServers(args.version, broker, Path(folder)) as servers:
         result["server"] = {"version": servers.endpoint.version, "config": servers.endpoint.nodes[0].config}
-        port = servers.ports[1]
-        result["runs"] = asyncio.run(measure(servers.endpoint.url, port, SIZES, args.messages))
+        result["runs"] = asyncio.run(measure(servers.login_url(), SIZES, args.messages))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -35,6 +35,7 @@ from typing import Any
 import nats
 
 from bench_tasks.paths import cache_dir
+from bench_tasks.secrecy import login_url, without_userinfo
 from bench_tasks.systems.stan import client as stan
 from bench_tasks.systems.stan import protocol as pb
 from bench_tasks.systems.stan.provision import start_server
@@ -200,7 +201,7 @@ def native(url: str, cluster_id: str, size: int, count: int) -> dict[str, Any]:
         if done.returncode != 0:
             raise SystemExit(f"stan-bench failed: {done.stderr.strip()[-500:]}")
         rows = list(csv.DictReader(report.open()))
-    return {"command": " ".join(cmd[1:]), "report": done.stdout.strip().splitlines(), "csv": rows}
+    return {"command": without_userinfo(" ".join(cmd[1:])), "report": done.stdout.strip().splitlines(), "csv": rows}
 
 
 async def client_side(url: str, cluster_id: str, sizes: list[int], count: int) -> dict[str, Any]:
@@ -236,7 +237,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as workdir:
         started = start_server(STAN_VERSIONS[0], StanBroker(store="memory"), Path(workdir), "stan-client-bench")
         try:
-            url, cluster_id = started.address, started.client["cluster_id"]
+            cluster_id = started.client["cluster_id"]
+            url = login_url(started.address, started.client["user"], started.client["password"])  # never recorded
             result["server"] = {k: started.context[k] for k in ("version", "nats_server", "go", "store")}
             rounds = [asyncio.run(client_side(url, cluster_id, args.sizes, args.messages)) for _ in range(args.repeats)]
             result["client_rounds"] = rounds

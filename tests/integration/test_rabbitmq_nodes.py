@@ -118,7 +118,7 @@ def test_one_node_answers_and_reports_its_versions(tmp_path: Path) -> None:
             f"listeners.tcp.default = 127.0.0.1:{endpoint.nodes[0].amqp_port}"
         )
         assert_boots_the_server_apps_only(cluster, context["server_apps"])
-        connection, ch = channel(amqp_urls(endpoint.url)[0])
+        connection, ch = channel(cluster.user.url(amqp_urls(endpoint.url)[0]))
         ch.queue_declare("answers", durable=False)
         ch.basic_publish("", "answers", b"sixnines")
         assert wait_for("the message", lambda: ch.basic_get("answers", auto_ack=True)[2]) == b"sixnines"
@@ -143,7 +143,7 @@ def test_three_nodes_replicate_a_quorum_queue_and_follow_its_leader(tmp_path: Pa
         assert endpoint is not None
         print(f"\n3 RabbitMQ nodes ready in {endpoint.ready_after_s:.3f} s (load {os.getloadavg()[0]:.2f})")
         assert [n.name for n in endpoint.nodes] == ["n1@127.0.0.1", "n2@127.0.0.1", "n3@127.0.0.1"]
-        connection, ch = channel(amqp_urls(endpoint.url)[0])
+        connection, ch = channel(cluster.user.url(amqp_urls(endpoint.url)[0]))
         ch.queue_declare("q3", durable=True, arguments={"x-queue-type": "quorum"})
         ch.queue_declare("s3", durable=True, arguments={"x-queue-type": "stream"})
         connection.close()
@@ -170,7 +170,7 @@ def test_three_nodes_replicate_a_quorum_queue_and_follow_its_leader(tmp_path: Pa
         assert all(cluster.alive().values())
         assert cluster.members("q3") == [1, 2, 3]
         survivor = next(i for i in (1, 2, 3) if i != leader)
-        connection, ch = channel(amqp_urls(endpoint.url)[survivor - 1])
+        connection, ch = channel(cluster.user.url(amqp_urls(endpoint.url)[survivor - 1]))
         assert ch.queue_declare("q3", passive=True).method.message_count == 0
         connection.close()
         pids = cell_processes(cluster)

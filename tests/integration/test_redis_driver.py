@@ -41,7 +41,7 @@ def test_pubsub_sender_and_subscriber_come_back_after_a_restart(tmp_path: Path) 
         assert servers.endpoint is not None
 
         async def scenario() -> None:
-            driver = RedisDriver(servers.endpoint.url, _cell(), "restart")
+            driver = RedisDriver(servers.endpoint.url, _cell(), "restart", client={"password": servers.password})
             got: list[bytes] = []
             await driver.open_consumer("c0", lambda batch: got.extend(batch.payloads()))
             (sender,) = await driver.open_producer("p0", 1)

@@ -24,9 +24,13 @@ pytestmark = pytest.mark.usefixtures("no_orphans")
 
 def test_external_server_via_a_connection(tmp_path: Path, console: Console, monkeypatch: pytest.MonkeyPatch) -> None:
     admin, password = secrets.token_urlsafe(12), secrets.token_urlsafe(12)
-    broker = RedisBroker(server={"requirepass": admin, "user": f"bench on >{password} ~* &* +@all"})
+    broker = RedisBroker(server={"requirepass": admin})
     with RedisServers("latest", broker, tmp_path / "server") as servers:
         assert servers.endpoint is not None
+        with redis.Redis(port=servers.ports[1], password=admin, protocol=2) as setup:  # an ACL user of its own
+            setup.acl_setuser(
+                "bench", enabled=True, passwords=[f"+{password}"], keys="*", channels="*", commands=["+@all"]
+            )
         conn = {
             "conn_type": "redis",
             "host": "127.0.0.1",

@@ -31,7 +31,7 @@ def gone(pid: int) -> bool:
 
 
 def control(servers: RedisServers, node: int = 1, timeout_s: float = 2.0) -> redis.Redis:
-    return redis.Redis.from_url(servers.url(node), socket_timeout=timeout_s, protocol=2)
+    return redis.Redis.from_url(servers.login_url(node), socket_timeout=timeout_s, protocol=2)
 
 
 async def send_all(url: str, commands: list[rc.Command]) -> list[tuple[Any, str | None]]:
@@ -74,7 +74,7 @@ def test_pubsub_round_trip(tmp_path: Path) -> None:
         return received, replies
 
     with RedisServers("latest", RedisBroker(), tmp_path) as servers:
-        received, replies = asyncio.run(asyncio.wait_for(run(servers.endpoint.url), 20))
+        received, replies = asyncio.run(asyncio.wait_for(run(servers.login_url()), 20))
     assert received == [b"m%d" % i for i in range(200)]
     assert replies == [(1, None)] * 200  # each PUBLISH reached the one subscriber
 
@@ -99,7 +99,7 @@ def test_streams_xadd_xreadgroup_xack(version: str, tmp_path: Path) -> None:
         return got, replies, [r for r, _ in trimmed]
 
     with RedisServers(version, broker, tmp_path) as servers:
-        got, replies, _ = asyncio.run(asyncio.wait_for(run(servers.endpoint.url), 20))
+        got, replies, _ = asyncio.run(asyncio.wait_for(run(servers.login_url()), 20))
         admin = control(servers)
         deadline = time.monotonic() + 5
         while admin.xpending("s", "sixnines")["pending"] and time.monotonic() < deadline:
@@ -117,12 +117,12 @@ def test_primary_with_a_replica_in_sync(tmp_path: Path) -> None:
         assert [n["role"] for n in context["nodes"]] == ["primary", "replica"]
         assert f"replicaof 127.0.0.1 {servers.ports[1]}" in context["nodes"][1]["config"]
         assert servers.leader() == 1 and servers.alive() == {1: True, 2: True}
-        replies = asyncio.run(send_all(servers.endpoint.url, [rc.xadd_command("s", b"x", None) for _ in range(100)]))
+        replies = asyncio.run(send_all(servers.login_url(), [rc.xadd_command("s", b"x", None) for _ in range(100)]))
         assert all(error is None for _, error in replies)
         assert control(servers).wait(1, 2000) == 1
         replica = control(servers, 2)
         assert replica.xlen("s") == 100 and replica.info("replication")["master_link_status"] == "up"
-        (refused,) = asyncio.run(send_all(servers.url(2), [rc.xadd_command("s", b"x", None)]))
+        (refused,) = asyncio.run(send_all(servers.login_url(2), [rc.xadd_command("s", b"x", None)]))
         assert refused[0] is None and str(refused[1]).startswith("ReadOnlyError")
 
 
@@ -148,7 +148,7 @@ def test_pause_resume_kill_restart(tmp_path: Path) -> None:
             await pipe.close()
             return replies
 
-        replies = asyncio.run(send_to_killed(servers.endpoint.url))
+        replies = asyncio.run(send_to_killed(servers.login_url()))
         assert len(replies) == 3 and all(reply is None and error for reply, error in replies)
         assert servers.alive() == {1: False, 2: True} and servers.leader() is None
         node = servers.restart(1)

@@ -28,10 +28,11 @@ class Server:
         self.started = started
         self.url = started.address
         self.cluster_id = started.client["cluster_id"]
+        self.login = {k: v for k, v in started.client.items() if k in ("user", "password")}  # the cell's own user
         self.monitor_url = started.context["monitor_url"]
 
     async def connect(self, client_id: str, **options: Any) -> stan.StanConnection:
-        nc = await nats.connect(self.url)
+        nc = await nats.connect(self.url, **self.login)
         return await stan.connect(nc, self.cluster_id, client_id, owns_nc=True, **options)
 
 
@@ -217,7 +218,7 @@ def test_a_second_client_with_the_same_id_is_refused_by_the_server(server: Serve
 
 def test_an_unknown_cluster_does_not_answer(server: Server) -> None:
     async def scenario() -> None:
-        nc = await nats.connect(server.url)
+        nc = await nats.connect(server.url, **server.login)
         try:
             with pytest.raises(stan.StanError, match="connect to cluster 'nobody': no answer"):
                 await stan.connect(nc, "nobody", "c", connect_timeout_s=0.5)
@@ -229,7 +230,7 @@ def test_an_unknown_cluster_does_not_answer(server: Server) -> None:
 
 def test_a_client_id_the_server_would_refuse_is_named_first(server: Server) -> None:
     async def scenario() -> None:
-        nc = await nats.connect(server.url)
+        nc = await nats.connect(server.url, **server.login)
         try:
             with pytest.raises(stan.StanError, match=r"client id 'a b': use letters, digits"):
                 await stan.connect(nc, server.cluster_id, "a b")

@@ -45,9 +45,14 @@ def start(broker: dict[str, Any], workdir: Path, size: int = 256) -> NodeBrokers
     )
 
 
+def login(handle: NodeBrokers) -> dict[str, Any]:
+    """The cell's user and password (every server asks for them)."""
+    return {k: v for k, v in handle.client.items() if k in ("user", "password")}
+
+
 async def publish(handle: NodeBrokers, count: int, size: int = 64, client_id: str = "pub") -> list[str | None]:
     """Publish `count` messages and wait for their PubAcks; returns each one's outcome (None: acknowledged)."""
-    nc = await nats.connect(handle.address)
+    nc = await nats.connect(handle.address, **login(handle))
     conn = await stan.connect(nc, handle.client["cluster_id"], client_id, owns_nc=True)
     outcomes: list[str | None] = []
     for i in range(count):
@@ -59,7 +64,7 @@ async def publish(handle: NodeBrokers, count: int, size: int = 64, client_id: st
 
 async def read_all(handle: NodeBrokers, expected: int) -> list[int]:
     """Every stored message of the channel from the first, by sequence."""
-    nc = await nats.connect(handle.address)
+    nc = await nats.connect(handle.address, **login(handle))
     conn = await stan.connect(nc, handle.client["cluster_id"], "reader", owns_nc=True)
     got: list[int] = []
     await conn.subscribe(SUBJECT, lambda m: got.append(m.sequence), stan.SubscriptionOptions(start_position="first"))
@@ -104,7 +109,7 @@ def test_a_frozen_server_acknowledges_nothing_until_thawed(tmp_path: Path, no_or
     handle = start({"store": "memory"}, tmp_path)
 
     async def scenario() -> tuple[int, int, list[str | None]]:
-        nc = await nats.connect(handle.address)
+        nc = await nats.connect(handle.address, **login(handle))
         conn = await stan.connect(nc, handle.client["cluster_id"], "frozen", owns_nc=True)
         outcomes: list[str | None] = []
         handle.pause()

@@ -12,7 +12,15 @@ from bench_tasks.errors import BrokerError
 from bench_tasks.spec.matrix import MatrixError, parse_matrix
 from bench_tasks.systems import system, system_of
 from bench_tasks.systems.rabbitmq import erl, release
-from bench_tasks.systems.rabbitmq.nodefiles import NodePlan, erl_tuple, node_argv, node_env, node_settings, render_conf
+from bench_tasks.systems.rabbitmq.nodefiles import (
+    Credentials,
+    NodePlan,
+    erl_tuple,
+    node_argv,
+    node_env,
+    node_settings,
+    render_conf,
+)
 from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker, RabbitmqClient, check_pair, flatten_conf
 
 
@@ -92,9 +100,12 @@ def plan(index: int = 2) -> NodePlan:
 
 def test_a_joining_node_seeds_from_node_one_and_the_matrix_comes_last() -> None:
     broker = RabbitmqBroker(server={"collect_statistics_interval": 60000, "heartbeat": False})
-    text = render_conf(node_settings(plan(), "n1@10.0.0.2", broker))
+    user = Credentials("sixnines", "pw")
+    text = render_conf(node_settings(plan(), "n1@10.0.0.2", broker, user))
     assert text.splitlines() == [
         "listeners.tcp.default = 10.0.0.2:40001",
+        "default_user = sixnines",
+        "default_pass = pw",
         "loopback_users = none",
         "cluster_formation.peer_discovery_backend = classic_config",
         "cluster_formation.classic_config.nodes.1 = n1@10.0.0.2",
@@ -103,7 +114,7 @@ def test_a_joining_node_seeds_from_node_one_and_the_matrix_comes_last() -> None:
         "collect_statistics_interval = 60000",
         "heartbeat = false",
     ]
-    assert "cluster_formation" not in render_conf(node_settings(plan(1), None, broker))
+    assert "cluster_formation" not in render_conf(node_settings(plan(1), None, broker, user))
 
 
 def test_the_node_environment_points_everything_into_its_folder() -> None:

@@ -18,14 +18,14 @@ from bench_tasks.systems.redis.client import (
     xadd_command,
     xreadgroup_command,
 )
-from bench_tasks.systems.redis.nodes import node_directives, render_config
+from bench_tasks.systems.redis.nodes import cell_password, node_directives, render_config
 from bench_tasks.systems.redis.release import VERSIONS, resolve, server_binary
 from bench_tasks.systems.redis.settings import RedisBroker, RedisClient, RedisStream, measurement_problem
 
 
 def test_primary_config_is_harness_owned_then_defaults_then_native() -> None:
     broker = RedisBroker(appendonly=True, server={"maxmemory": "1gb", "save": "60 1000"})
-    text = render_config(node_directives(broker, "127.0.0.1", 7001, Path("/w/n1"), None))
+    text = render_config(node_directives(broker, "127.0.0.1", 7001, Path("/w/n1"), None, "pw"))
     assert text.splitlines() == [
         "bind 127.0.0.1",
         "port 7001",
@@ -34,16 +34,19 @@ def test_primary_config_is_harness_owned_then_defaults_then_native() -> None:
         "dir /w/n1",
         'logfile ""',
         "appendonly yes",
+        "requirepass pw",
         "appendfsync everysec",
         "save 60 1000",
         "repl-diskless-sync-delay 0",
         "maxmemory 1gb",
+        'rename-command MODULE ""',
+        'rename-command DEBUG ""',
     ]
 
 
 def test_replica_follows_the_primary_and_a_namespace_host_is_not_protected() -> None:
     broker = RedisBroker(replicas=1, server={"requirepass": "s3cret", "rename-command": ["FLUSHALL x1", "KEYS x2"]})
-    directives = node_directives(broker, "10.88.0.2", 7002, Path("/w/n2"), 7001)
+    directives = node_directives(broker, "10.88.0.2", 7002, Path("/w/n2"), 7001, cell_password(broker))
     assert directives["replicaof"] == "10.88.0.2 7001"
     assert directives["protected-mode"] is False
     assert directives["masterauth"] == "s3cret"
@@ -51,6 +54,7 @@ def test_replica_follows_the_primary_and_a_namespace_host_is_not_protected() -> 
     assert "appendfsync" not in directives
     lines = render_config(directives).splitlines()
     assert "rename-command FLUSHALL x1" in lines and "rename-command KEYS x2" in lines
+    assert 'rename-command MODULE ""' in lines and "requirepass s3cret" in lines  # the matrix's password is the cell's
     assert 'save ""' in lines and "appendonly no" in lines
 
 
@@ -62,6 +66,11 @@ def test_replica_follows_the_primary_and_a_namespace_host_is_not_protected() -> 
         ({"server": {"replicaof": "h 1"}}, "use broker.replicas"),
         ({"server": {"appendfsync": "always"}}, "use broker.appendfsync"),
         ({"server": {"max memory": 1}}, "not a redis.conf directive name"),
+        ({"server": {"masterauth": "x"}}, "server.masterauth: set by the harness"),
+        ({"server": {"user": "alice on >pw ~* +@all"}}, "server.user: set by the harness"),
+        ({"server": {"enable-module-command": "yes"}}, "server.enable-module-command: set by the harness"),
+        ({"server": {"loadmodule": "/tmp/evil.so"}}, "server.loadmodule: set by the harness"),
+        ({"server": {"rename-command": ["module MODULE"]}}, "server.rename-command: module is renamed away"),
         ({"appendfsync": "always"}, "appendfsync 'always' needs appendonly: true"),
         ({"appendonly": True, "appendfsync": "sometimes"}, "appendfsync"),
         ({"stream": {"maxlen": 10}}, "stream: settings of mode 'streams'"),

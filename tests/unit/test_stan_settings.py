@@ -171,12 +171,15 @@ def test_the_file_store_config_names_its_directory_and_sync_policy(tmp_path: Pat
 
 
 def test_the_memory_store_config_has_no_directory(tmp_path: Path) -> None:
-    settings = StanServer("0.25.6", StanBroker(), tmp_path, "c1", host="10.0.0.2").settings(1, 2)
+    server = StanServer("0.25.6", StanBroker(), tmp_path, "c1", host="10.0.0.2")
+    settings = server.settings(1, 2)
     assert settings == {
         "listen": "10.0.0.2:1",
         "http": "10.0.0.2:2",
+        "authorization": {"user": "sixnines", "password": server.client["password"]},
         "streaming": {"cluster_id": "c1", "store": "memory"},
     }
+    assert len(server.client["password"]) >= 24  # a random one per server: nobody else's client gets in
 
 
 def test_config_text_is_what_the_nats_parser_reads() -> None:

@@ -14,6 +14,7 @@ from ...brokers.handles import StartedBrokers
 from ...brokers.leaders import LeaderPoll
 from ...load.routes import final_route
 from ...topology.netns import inside
+from .auth import client_credentials
 from .settings import NatsBroker, NatsCell
 
 PROCESS_NAME = "nats-server"
@@ -77,6 +78,7 @@ def start_server(version: str, broker: NatsBroker, workdir: Path, tie_to_parent:
         workdir=workdir,
         context={"version": e.version, "mode": e.mode, "config": e.config, "pid": e.pid, "monitor_url": e.monitor_url},
         logs=[workdir / "nats-server.log"],
+        client=client_credentials(broker.server.get("authorization")),  # a matrix's own user: clients log in
     )
 
 
@@ -116,6 +118,7 @@ def start_cluster(
         context={**{k: v for k, v in asdict(e).items() if k != "workdir"}, "servers": len(e.nodes)},
         logs=sorted(workdir.rglob("*.log")),
         leader={"monitors": {str(n.index): n.monitor_url for n in e.nodes}},
+        client=client_credentials(broker.server.get("authorization")),
     )
 
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import BrokerError
+from ...secrecy import login_url, private_dir, redacted, write_secret
 from .settings import RabbitmqBroker, flatten_conf
 
 # Peer discovery of a joining node: it retries until node 1 answers (the nodes are started together).
@@ -27,6 +29,32 @@ DISCOVERY_RETRY_INTERVAL_MS = 250
 DISCOVERY_RETRY_LIMIT = 480  # 2 minutes
 
 _KEPT_ENV = ("PATH", "TZ")
+DEFAULT_USER = "sixnines"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The one user of a cell's nodes: the matrix's (`server: {default_user, default_pass}`), else `sixnines` with
+    a random password per start. The harness's clients log in with it; no record shows the password."""
+
+    username: str
+    password: str = field(repr=False)
+
+    @classmethod
+    def of(cls, broker: RabbitmqBroker) -> Credentials:
+        conf = flatten_conf(broker.server)
+        return cls(
+            str(conf.get("default_user", DEFAULT_USER)), str(conf.get("default_pass", secrets.token_urlsafe(24)))
+        )
+
+    def client(self) -> dict[str, str]:
+        """The brokers' client settings (`access.client_access`'s shape): what the driver logs in with."""
+        return {"username": self.username, "password": self.password}
+
+    def url(self, amqp_url: str) -> str:
+        """`amqp_url` with this user's credentials, for a client outside the harness (a benchmark's own); never
+        recorded."""
+        return login_url(amqp_url, self.username, self.password)
 
 
 @dataclass(frozen=True)
@@ -55,18 +83,24 @@ class NodePlan:
     def data_dir(self) -> Path:
         return self.folder / "data"
 
+    @property
+    def crash_dir(self) -> Path:
+        return self.folder / "crash"
+
 
 def conf_value(value: Any) -> str:
     """rabbitmq.conf values are bare words: booleans lower-case, everything else as written."""
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def node_settings(plan: NodePlan, seed: str | None, broker: RabbitmqBroker) -> dict[str, Any]:
-    """rabbitmq.conf of one node: its listener, its user (guest, allowed beyond loopback because the listener is
-    bound to the cell's address only), peer discovery of node 1 (`seed`) for joining nodes, then the matrix's
-    `broker.server` verbatim."""
+def node_settings(plan: NodePlan, seed: str | None, broker: RabbitmqBroker, user: Credentials) -> dict[str, Any]:
+    """rabbitmq.conf of one node: its listener, the cell's one user (made at first boot instead of `guest`, and
+    allowed beyond loopback because the listener is bound to the cell's address only), peer discovery of node 1
+    (`seed`) for joining nodes, then the matrix's `broker.server` verbatim."""
     settings: dict[str, Any] = {
         "listeners.tcp.default": f"{plan.host}:{plan.amqp_port}",
+        "default_user": user.username,
+        "default_pass": user.password,
         "loopback_users": "none",
     }
     if seed is not None:
@@ -105,7 +139,7 @@ def node_env(plan: NodePlan, broker: RabbitmqBroker) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "ERL_EPMD_PORT": str(plan.epmd_port),
-        "ERL_CRASH_DUMP": str(plan.folder / "erl_crash.dump"),
+        "ERL_CRASH_DUMP": str(plan.crash_dir / "erl_crash.dump"),  # a dump holds the cookie and the password
         "RABBITMQ_SCRIPTS_DIR": str(plan.server_home / "sbin"),  # RABBITMQ_HOME and ERL_LIBS follow from it
         "RABBITMQ_NODENAME": plan.name,
         "RABBITMQ_USE_LONGNAME": "true",
@@ -124,14 +158,16 @@ def node_env(plan: NodePlan, broker: RabbitmqBroker) -> dict[str, str]:
 
 
 def write_node_files(plan: NodePlan, settings: dict[str, Any]) -> str:
-    """Create the node's folder and files; returns the rabbitmq.conf text (recorded in the context)."""
+    """Create the node's folder and files; returns the rabbitmq.conf text as recorded in the context (the
+    password redacted). The config itself holds the password, so it and the folder are private from the start;
+    so is the folder an Erlang crash dump would go to."""
+    write_secret(plan.config_path, render_conf(settings))
     (plan.folder / "log").mkdir(parents=True, exist_ok=True)
     plan.data_dir.mkdir(parents=True, exist_ok=True)
-    config = render_conf(settings)
-    plan.config_path.write_text(config)
+    private_dir(plan.crash_dir)
     (plan.folder / "rabbitmq-env.conf").write_text("")  # instead of /etc/rabbitmq/rabbitmq-env.conf
     (plan.folder / "enabled_plugins").write_text("[].\n")  # AMQP 0-9-1 and all queue types are in the core
-    return config
+    return render_conf(redacted(settings))
 
 
 def node_argv(script: Path, env: dict[str, str]) -> list[str]:
@@ -140,10 +176,6 @@ def node_argv(script: Path, env: dict[str, str]) -> list[str]:
 
 
 def write_cookie(home: Path, cookie: str) -> None:
-    """The cell's Erlang cookie, readable by its owner only (Erlang refuses a cookie file others can read)."""
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / ".erlang.cookie"
-    if path.exists():
-        path.chmod(0o600)
-    path.write_text(cookie)
-    path.chmod(0o400)
+    """The cell's Erlang cookie, readable by its owner only from its first byte (Erlang refuses a cookie file
+    others can read; whoever reads it controls every node)."""
+    write_secret(home / ".erlang.cookie", cookie, mode=0o400)

@@ -34,7 +34,7 @@ from ...brokers.process import BrokerProcess
 from ...errors import BrokerError
 from . import erl, release
 from .home import write_home
-from .nodefiles import NodePlan, node_argv, node_env, node_settings, write_cookie, write_node_files
+from .nodefiles import Credentials, NodePlan, node_argv, node_env, node_settings, write_cookie, write_node_files
 from .settings import RabbitmqBroker
 
 _SCHEMA_RACE = "schema_integrity_check_failed"  # a joining node copied a schema the seed was still upgrading
@@ -104,6 +104,7 @@ class RabbitCluster(NodeCluster):
         self.helpers: dict[int, list[int]] = {}
         self.rejoined: set[int] = set()
         self.endpoint: RabbitEndpoint | None = None
+        self.user = Credentials.of(broker)  # the cell's one user; clients get it through the client settings
         self.script: Path | None = None
         self.server_apps: list[str] = []
 
@@ -161,7 +162,7 @@ class RabbitCluster(NodeCluster):
                 server_home=self.server_home,
             )
             self.plans[index] = plan
-            settings = node_settings(plan, None if index == 1 else seed, self.broker)
+            settings = node_settings(plan, None if index == 1 else seed, self.broker, self.user)
             self.configs[index] = write_node_files(plan, settings)
 
     def _start_epmd(self, deadline: float) -> None:
@@ -251,7 +252,7 @@ class RabbitCluster(NodeCluster):
                 index=i,
                 name=plan.name,
                 pid=self.processes[i].pid,
-                amqp_url=f"amqp://guest:guest@{plan.host}:{plan.amqp_port}/",
+                amqp_url=f"amqp://{plan.host}:{plan.amqp_port}/",
                 amqp_port=plan.amqp_port,
                 dist_port=plan.dist_port,
                 config=self.configs[i],

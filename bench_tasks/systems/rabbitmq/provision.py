@@ -55,6 +55,7 @@ def start_brokers(spec: RabbitmqCell, names: str, workdir: Path, tie_to_parent: 
         logs=[Path(node.log_path) for node in e.nodes],
         leader=_leader_ref(e, measured_queue(spec, names)) if len(e.nodes) > 1 else None,
         companions=cluster.companions(),
+        client=cluster.user.client(),  # the cell's user: the harness's clients log in with it
     )
 
 

@@ -33,8 +33,6 @@ HARNESS_CONF_PREFIXES: tuple[str, ...] = (
     "cluster_formation.",
     "cluster_nodes",
     "loopback_users",
-    "default_user",
-    "default_pass",
     "log.file",
     "log.dir",
 )

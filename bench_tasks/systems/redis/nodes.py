@@ -4,8 +4,11 @@ Each node listens on a free port of the cell's host address, has its own folder 
 data) under the workdir the caller gives, and runs in the foreground under the harness (`daemonize no`, never the
 system service). A node is ready when PING answers (not while it loads its append-only file), a replica only when
 it also reports `master_link_status:up`, and the primary when it sees every replica online. The time from start to
-ready is recorded. `protected-mode` is on for a loopback address (nothing else can reach it anyway) and off for a
-network-namespace address, where clients in other namespaces connect from the harness's own private network.
+ready is recorded. Every node asks for the cell's password (`requirepass`: the matrix's, or a random one), its
+replicas give it to their primary (`masterauth`), and MODULE and DEBUG are renamed away, so no other user of the
+host can reach the data or run code as the harness's user. The config file holds the password, so it is private
+(`secrecy.write_secret`); the context records it redacted. `protected-mode` is on for a loopback address and off for
+a network-namespace address, where clients in other namespaces connect from the harness's own private network.
 
 Redis replication has no election here (no Sentinel, no Cluster): node 1 is the primary while its process lives;
 after it is killed no node leads (replicas keep their data but refuse writes) until it is restarted.
@@ -14,6 +17,7 @@ after it is killed no node leads (replicas keep their data but refuse writes) un
 from __future__ import annotations
 
 import ipaddress
+import secrets
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -27,11 +31,13 @@ import redis
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, kill_and_wait
 from ...errors import BrokerError
+from ...secrecy import login_url, redacted, write_secret
 from .release import resolve, server_binary
-from .settings import RedisBroker, ServerValue
+from .settings import DISABLED_COMMANDS, RedisBroker, ServerValue, directive_values
 
 PRIMARY = 1
 PROCESS_NAME = "redis-server"
+CONFIG_NAME = "redis.conf"
 # INFO server fields that say which server this is; the context keeps them as the server reported them.
 INFO_SERVER_FIELDS = ("redis_version", "redis_git_sha1", "redis_build_id", "redis_mode", "arch_bits", "gcc_version")
 # Effective settings that change what a reply or a loss means, read back with CONFIG GET after start.
@@ -66,11 +72,13 @@ def _conf_value(value: ServerValue) -> str:
 
 
 def node_directives(
-    broker: RedisBroker, host: str, port: int, folder: Path, primary_port: int | None
+    broker: RedisBroker, host: str, port: int, folder: Path, primary_port: int | None, password: str
 ) -> dict[str, ServerValue]:
     """The config of one node: harness-owned directives, defaults a matrix may override, then `broker.server`.
 
-    `primary_port` is None for the primary (or the single server), else the port this replica follows."""
+    `primary_port` is None for the primary (or the single server), else the port this replica follows.
+    `password`: what every client must AUTH with (`requirepass`), and what a replica gives its primary
+    (`masterauth`); the commands that load code into the server or poke its memory are renamed away."""
     owned: dict[str, ServerValue] = {
         "bind": host,
         "port": port,
@@ -79,18 +87,26 @@ def node_directives(
         "dir": str(folder),
         "logfile": "",
         "appendonly": broker.appendonly,
+        "requirepass": password,
     }
     if broker.appendonly:
         owned["appendfsync"] = broker.fsync
     if primary_port is not None:
         owned["replicaof"] = f"{host} {primary_port}"
+        owned["masterauth"] = password
     # No RDB snapshots unless asked (`server: {save: …}`); a replica starts syncing at once instead of waiting
     # 5 s for more replicas to share the transfer.
     defaults: dict[str, ServerValue] = {"save": "", "repl-diskless-sync-delay": 0}
-    password = broker.server.get("requirepass")
-    if password is not None and primary_port is not None:
-        defaults["masterauth"] = password
-    return {**owned, **defaults, **broker.server}
+    renamed = [f'{command} ""' for command in DISABLED_COMMANDS] + directive_values(
+        broker.server.get("rename-command", [])
+    )
+    return {**owned, **defaults, **broker.server, "rename-command": renamed}
+
+
+def cell_password(broker: RedisBroker) -> str:
+    """The password of a cell's servers: the matrix's own `requirepass`, else a random one for this start."""
+    given = broker.server.get("requirepass")
+    return str(given) if given is not None else secrets.token_urlsafe(24)
 
 
 @dataclass(frozen=True)
@@ -152,7 +168,8 @@ class RedisServers(NodeCluster):
         self.broker = broker
         self.ports: dict[int, int] = {}
         self.endpoint: RedisEndpoint | None = None
-        self._password = broker.server.get("requirepass")
+        self.password = cell_password(broker)  # clients get it through the brokers' client settings (secret)
+        self._configs: dict[int, str] = {}  # each node's config as recorded (the password redacted)
 
     def start(self, timeout_s: float = 30.0) -> RedisEndpoint:
         """Start every node and return once all are ready. Call it from a thread that outlives the servers:
@@ -187,6 +204,11 @@ class RedisServers(NodeCluster):
     def url(self, index: int) -> str:
         return f"redis://{self.host}:{self.ports[index]}"
 
+    def login_url(self, index: int = PRIMARY) -> str:
+        """Node `index`'s URL with the cell's password, for a client outside the harness (a benchmark's own);
+        never recorded."""
+        return login_url(self.url(index), None, self.password)
+
     def folder(self, index: int) -> Path:
         return self.workdir / f"n{index}"
 
@@ -196,10 +218,11 @@ class RedisServers(NodeCluster):
         shutil.rmtree(folder, ignore_errors=True)  # a stale AOF or RDB would load another run's data
         folder.mkdir(parents=True)
         primary_port = None if index == PRIMARY else self.ports[PRIMARY]
-        directives = node_directives(self.broker, self.host, self.ports[index], folder, primary_port)
-        (folder / "redis.conf").write_text(render_config(directives))
+        directives = node_directives(self.broker, self.host, self.ports[index], folder, primary_port, self.password)
+        write_secret(folder / CONFIG_NAME, render_config(directives))  # it holds the password
+        self._configs[index] = render_config(redacted(directives))
         started = time.monotonic()
-        argv = [str(binary), str(folder / "redis.conf")]
+        argv = [str(binary), str(folder / CONFIG_NAME)]
         self.processes[index] = BrokerProcess(argv, folder / "redis.log", self.tie_to_parent)
         return started
 
@@ -208,7 +231,7 @@ class RedisServers(NodeCluster):
 
     def _await_node(self, index: int, started: float, deadline: float) -> RedisNode:
         """Wait until node `index` is ready, then describe it."""
-        client = control_client(self.host, self.ports[index], self._password)
+        client = control_client(self.host, self.ports[index], self.password)
         try:
             self._wait(index, deadline, lambda: _answers(client), "PING")
             if index != PRIMARY and self.leader() is not None:  # a replica of a killed primary cannot link
@@ -232,7 +255,7 @@ class RedisServers(NodeCluster):
         """The primary sees every replica online (its side of the link, after the replicas' own `up`)."""
         if not self.broker.replicas:
             return
-        client = control_client(self.host, self.ports[PRIMARY], self._password)
+        client = control_client(self.host, self.ports[PRIMARY], self.password)
         try:
             self._wait(PRIMARY, deadline, lambda: _online_replicas(client) >= self.broker.replicas, "replicas online")
         finally:
@@ -251,7 +274,7 @@ class RedisServers(NodeCluster):
             pid=proc.pid,
             port=self.ports[index],
             url=self.url(index),
-            config=(self.folder(index) / "redis.conf").read_text(),
+            config=self._configs[index],
             log_path=str(proc.log_path),
             started_after_s=ready_s,
             server=facts,

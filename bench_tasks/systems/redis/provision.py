@@ -48,6 +48,7 @@ def start_brokers(spec: RedisCell, names: str, workdir: Path, tie_to_parent: boo
         workdir=workdir,
         context=servers.context() | {"route": route_name(spec, names)},
         logs=servers.logs(),
+        client={"password": servers.password},  # the harness's clients AUTH with the cell's password
     )
 
 

@@ -6,7 +6,9 @@ stream trimmed with `MAXLEN ~`, read by a consumer group with XREADGROUP and XAC
 acknowledgement that `publish` measures). Persistence (`appendonly`, `appendfsync`) is recorded with every cell
 because it changes what that reply means: with `appendfsync always` an entry is on disk before the reply, with
 `everysec` up to a second of replies can be lost on a crash, without the append-only file everything is.
-`server:` lines go into the generated redis.conf, `connect:` into redis-py's connection kwargs, untouched.
+`server:` lines go into the generated redis.conf, `connect:` into redis-py's connection kwargs, untouched. Every
+provisioned server asks for a password: `server: {requirepass: …}` when the matrix sets one, else a random one per
+cell; the harness's clients get it through the brokers' client settings, and no record shows it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ Mode = Literal["pubsub", "streams"]
 Fsync = Literal["always", "everysec", "no"]
 ServerValue = str | int | float | bool | list[str | int]
 MAX_REPLICAS = 4
+# Commands a client could use to run code as the harness's user (MODULE LOAD) or read and corrupt the server's
+# memory (DEBUG): renamed to nothing in every node. Redis 7 disables both by default; 6.2 has no such switch.
+DISABLED_COMMANDS = ("MODULE", "DEBUG")
 
 # redis.conf directives the harness writes itself, and why a matrix may not: each node's address, port and
 # folder are chosen per start, the server must stay in the foreground under the harness's process control, and
@@ -41,6 +46,12 @@ HARNESS_DIRECTIVES: dict[str, str] = {
     "slaveof": "use broker.replicas",
     "appendonly": "use broker.appendonly",
     "appendfsync": "use broker.appendfsync",
+    "masterauth": "a replica authenticates with the cell's password (requirepass)",
+    "user": "the harness's clients log in as the default user, with requirepass",
+    "aclfile": "the harness's clients log in as the default user, with requirepass",
+    "enable-module-command": "MODULE is disabled in every node (no client loads code into the server)",
+    "enable-debug-command": "DEBUG is disabled in every node",
+    "loadmodule": "the server loads no module (the harness measures Redis itself)",
 }
 
 # redis-py connection kwargs the harness sets itself: the address comes from the broker, and payloads are bytes.
@@ -87,6 +98,12 @@ class RedisBroker(BrokerSettings):
                 raise ValueError(f"server.{key}: set by the harness ({reason})")
             if not key.replace("-", "").isalnum():
                 raise ValueError(f"server.{key}: not a redis.conf directive name")
+        for entry in directive_values(value.get("rename-command", [])):
+            if str(entry).split()[0].upper() in DISABLED_COMMANDS:
+                raise ValueError(
+                    f"server.rename-command: {str(entry).split()[0]} is renamed away in every node (no client "
+                    "loads code into the server or reads its memory)"
+                )
         return value
 
     @model_validator(mode="after")
@@ -121,6 +138,11 @@ class RedisClient(ClientSettings):
             if reason is not None:
                 raise ValueError(f"connect.{key}: set by the harness ({reason})")
         return value
+
+
+def directive_values(value: ServerValue) -> list[ServerValue]:
+    """A directive's values: a list gives one config line each, anything else one line."""
+    return list(value) if isinstance(value, list) else [value]
 
 
 def measurement_problem(broker: RedisBroker, measurement: str) -> str | None:

@@ -86,7 +86,7 @@ def start_server(
         workdir=workdir,
         context=asdict(e),
         logs=[workdir / LOG_NAME],
-        client={"cluster_id": e.cluster_id},
+        client={"cluster_id": e.cluster_id, **server.client},  # the cell's user: every client logs in
     )
 
 

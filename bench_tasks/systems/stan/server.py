@@ -16,6 +16,8 @@ from typing import Any
 
 from ...brokers.process import BrokerProcess
 from ...errors import BrokerError
+from ...secrecy import redacted, write_secret
+from ..nats.auth import cell_authorization, client_credentials
 from .release import reported_version, server_binary
 from .settings import StanBroker
 
@@ -86,6 +88,13 @@ class StanServer:
         self.ports: tuple[int, int] | None = None  # client, monitor: chosen at the first start, kept on restarts
         self.process: BrokerProcess | None = None
         self.endpoint: StanEndpoint | None = None
+        self.authorization = cell_authorization(broker.server)  # every server asks for a password
+        client_credentials(self.authorization, required=True)  # a block it cannot log in with: refused now
+
+    @property
+    def client(self) -> dict[str, Any]:
+        """What the harness's clients log in with (the brokers' client settings: secret)."""
+        return client_credentials(self.authorization, required=True)
 
     @property
     def store_dir(self) -> Path:
@@ -97,6 +106,7 @@ class StanServer:
         if self.max_payload is not None:
             top["max_payload"] = self.max_payload
         top.update(self.broker.server)  # native options pass through untouched
+        top["authorization"] = self.authorization  # one user (or token): the streaming layer logs in with it too
         top["streaming"] = self.streaming_section()
         return top
 
@@ -122,9 +132,9 @@ class StanServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.ports is None:
             self.ports = (free_port(self.host), free_port(self.host))
-        config = render_config(self.settings(*self.ports))
-        config_path = self.workdir / CONFIG_NAME
-        config_path.write_text(config)
+        settings = self.settings(*self.ports)
+        config = render_config(redacted(settings))  # as recorded
+        config_path = write_secret(self.workdir / CONFIG_NAME, render_config(settings))  # it holds the password
         log = self.workdir / LOG_NAME
         offset = log.stat().st_size if log.exists() else 0  # a restart appends: only its own lines count
         self.process = BrokerProcess([str(binary), "-c", str(config_path)], log, self.tie_to_parent)
@@ -177,8 +187,8 @@ class StanServer:
     def _passed_through(self) -> str:
         """The matrix's native settings, named as a matrix writes them (the server's own message may not say which
         key it refused)."""
-        given = [f"server.{k}={v!r}" for k, v in self.broker.server.items()]
-        given += [f"streaming.{k}={v!r}" for k, v in self.broker.streaming.items()]
+        given = [f"server.{k}={v!r}" for k, v in redacted(self.broker.server).items()]
+        given += [f"streaming.{k}={v!r}" for k, v in redacted(self.broker.streaming).items()]
         return f" (settings passed through: {', '.join(given)})" if given else ""
 
     def restart(self, timeout_s: float = 30.0) -> StanEndpoint:

@@ -15,8 +15,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from ...errors import BrokerError
 from ...spec.base import StrictModel
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from ..nats.auth import client_credentials
 
 # Releases of github.com/nats-io/nats-streaming-server (tags on the Go module proxy), newest first. The project
 # is end of life; v0.25.6 is its last release. Built with the machine's Go on first use (release.py).
@@ -112,6 +114,11 @@ class StanBroker(BrokerSettings):
         for key in self.server:
             if key.lower() in _OWNED_SERVER_KEYS:
                 raise ValueError(f"server.{key}: the harness chooses where the server listens (free ports)")
+        if "authorization" in self.server:
+            try:
+                client_credentials(self.server["authorization"], required=True)
+            except BrokerError as exc:
+                raise ValueError(str(exc)) from None
         return self
 
 
