@@ -44,6 +44,7 @@ from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet, write_pa
 from ..spec.matrix import CELL_ADAPTER, CellSpec
 from .driver import Driver, Outgoing, Received
 from .drivers import background_spec, driver_for
+from .failure import report_failure
 from .loop import run_precise, tighten_timer_slack
 from .owner import exit_with
 from .payload import PayloadFactory, decode_header, decode_headers, decode_relay_stamps, relay, stamp_relay_sent
@@ -111,7 +112,16 @@ class Channels:
 
 
 def worker_main(plan: WorkerPlan, channels: Channels) -> None:
-    """Process entry point."""
+    """Process entry point. A worker that fails reports it (`failure.report_failure`: one console line, the
+    traceback in the cell's log, a `failed` event) and exits 1; SystemExit makes multiprocessing print nothing."""
+    try:
+        _work(plan, channels)
+    except Exception as exc:
+        report_failure(plan, channels.events, exc)
+        sys.exit(1)
+
+
+def _work(plan: WorkerPlan, channels: Channels) -> None:
     setproctitle(f"sixnines {plan.role}-{plan.index} cell {plan.cell_id}")  # readable in ps/top
     if channels.owner_pid:
         exit_with(channels.owner_pid)
@@ -133,11 +143,7 @@ def worker_main(plan: WorkerPlan, channels: Channels) -> None:
         "background": _background,
         "bg_consumer": _count_consumer,
     }[plan.role]
-    try:
-        run_precise(role(plan, channels, plan.clock()))
-    except Exception as exc:  # reported, then the non-zero exit tells the parent too
-        channels.events.put({"kind": "failed", "role": plan.role, "index": plan.index, "error": repr(exc)})
-        raise
+    run_precise(role(plan, channels, plan.clock()))
 
 
 def _warm_arrow() -> None:

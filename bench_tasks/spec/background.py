@@ -15,13 +15,13 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from .base import MessageSizeBytes, StrictModel
+from .base import MessageSizeBytes, SettingsModel
 
 # Fields of a background route that only systems with partitioned, keyed routes (and producer configs) honour.
 PARTITIONED_FIELDS = ("keys", "partitions", "replication_factor", "topic", "producer")
 
 
-class Background(StrictModel):
+class Background(SettingsModel):
     """One named background workload of a cell; it runs for the cell's whole schedule."""
 
     message_size_bytes: MessageSizeBytes

@@ -19,7 +19,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_serializer, m
 from ..core.header import RELAYED_MIN_SIZE
 from ..secrecy import recorded_model
 from .background import Background
-from .base import MessageSizeBytes, StrictModel
+from .base import MessageSizeBytes, SettingsModel, StrictModel
 from .faults import FaultSpec, FaultSupport, check_fault_links, check_fault_nodes, check_faults
 from .leader import LeaderSupport, check_leader, refuse_unplaceable
 from .placement import Host, Network, Placement, check_node_hosts, check_placement
@@ -116,7 +116,7 @@ class Workload(StrictModel):
         return self
 
 
-class BrokerSettings(StrictModel):
+class BrokerSettings(SettingsModel):
     """What every system's broker settings have: the server's own config, passed through untouched (a system's
     model adds its own fields). External brokers keep their own config, so theirs must stay empty."""
 
@@ -129,11 +129,11 @@ class BrokerSettings(StrictModel):
         return _drop_none(handler(self), ("leader",))
 
 
-class ClientSettings(StrictModel):
+class ClientSettings(SettingsModel):
     """Every system's client settings derive from this (each adds its library's pass-through maps)."""
 
 
-class CellBase(StrictModel):
+class CellBase(SettingsModel):
     """One fully specified benchmark cell, whatever the system: each system's cell model (its package's
     settings module) adds `system`, `broker` and `client` and the checks only it knows."""
 

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import StrictModel
+from .base import SettingsModel, StrictModel
 
 HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 NETNS_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,15}$")
@@ -36,7 +36,7 @@ NETEM_MISSING = (
 )
 
 
-class Host(StrictModel):
+class Host(SettingsModel):
     """A load-generator (or broker) host: the Airflow queue its tasks run on and, on a single machine, the
     network namespace that stands in for it."""
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from ...spec.base import setting_path
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
 from ...spec.leader import leader_field
 
@@ -25,6 +26,24 @@ KAFKA_VERSIONS: tuple[str, ...] = (
     "3.9.2",
 )
 
+# server.properties keys that open a listener, or say where one listens or what address it advertises (the last
+# four are the pre-listener spellings, read by 3.x): the harness writes each node's listeners itself, on free
+# ports of the cell's host address, with the protocol `client.security` asks for.
+LISTENER_PROPERTIES = frozenset(
+    {
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "controller.listener.names",
+        "inter.broker.listener.name",
+        "control.plane.listener.name",
+        "host.name",
+        "port",
+        "advertised.host.name",
+        "advertised.port",
+    }
+)
+
 
 class KafkaBroker(BrokerSettings):
     brokers: Literal[1, 3] = 1
@@ -34,6 +53,17 @@ class KafkaBroker(BrokerSettings):
     topic: dict[str, Any] = Field(default_factory=dict, description="topic config, verbatim")
     leader: str | None = leader_field()
     server: dict[str, Any] = Field(default_factory=dict, description="server.properties, verbatim")
+
+    @field_validator("server")
+    @classmethod
+    def _no_listeners(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            if key in LISTENER_PROPERTIES:
+                raise ValueError(
+                    f"{setting_path('server', key)}: set by the harness (each node listens on free ports of the "
+                    "cell's host address only; client.security picks the protocol)"
+                )
+        return value
 
     @model_validator(mode="after")
     def _replicas_fit(self) -> KafkaBroker:

@@ -8,9 +8,11 @@ run starts, and the resolved version is what is recorded.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
 from ...spec.leader import leader_field
@@ -51,6 +53,35 @@ NATS_VERSIONS: tuple[str, ...] = (
     "2.10.25",
 )
 
+# Top-level nats-server options (read in any case) that open a listener, or say where one listens or what address
+# it announces: client, monitoring (http/https), profiling, cluster routes, gateways, leaf nodes, WebSocket, MQTT.
+# The harness writes `listen` and `http` (and a cluster's `cluster`) itself, on free ports of the cell's host
+# address; nothing else may listen. NATS Streaming embeds nats-server and reads the same options.
+LISTENER_KEYS = frozenset(
+    {
+        *("listen", "host", "net", "port", "client_advertise"),
+        *("http", "https", "http_port", "monitor_port", "https_port", "prof_port"),
+        *("cluster", "gateway", "leaf", "leafnodes", "websocket", "ws", "mqtt"),
+    }
+)
+# A config line's key ends at `:`, `=`, a blank, and its value at `;` or `,` too: a key that is not a plain name could
+# carry a second setting (`max_payload: 1; http` + `: "0.0.0.0:8222"`).
+_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def server_key_problem(keys: Iterable[str]) -> str | None:
+    """Why a key of `server:` (a nats-server config's top level) cannot pass through, or None: it must be an option
+    name, and not one that listens."""
+    for key in keys:
+        if not _OPTION_NAME.fullmatch(key):
+            return f"server[{key!r}]: not a nats-server option name (letters, digits and underscores)"
+        if key.lower() in LISTENER_KEYS:
+            return (
+                f"server.{key}: the harness chooses where the server listens (free ports on the cell's host "
+                "address); no other listener may be opened"
+            )
+    return None
+
 
 class NatsBroker(BrokerSettings):
     """nats-server settings. `sync_interval` changes what a JetStream ack means, so it is always recorded."""
@@ -68,6 +99,14 @@ class NatsBroker(BrokerSettings):
     replicas: Literal[1, 3] = Field(1, description="JetStream stream replicas (R1 or R3), at most `servers`")
     leader: str | None = leader_field()
     server: dict[str, Any] = Field(default_factory=dict, description="extra nats-server config, verbatim")
+
+    @field_validator("server")
+    @classmethod
+    def _no_listeners(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problem = server_key_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _cluster_fits(self) -> NatsBroker:

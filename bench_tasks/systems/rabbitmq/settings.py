@@ -16,6 +16,8 @@ effect would publish a number under the wrong name:
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
@@ -35,6 +37,44 @@ HARNESS_CONF_PREFIXES: tuple[str, ...] = (
     "loopback_users",
     "log.file",
     "log.dir",
+)
+
+# rabbitmq.conf keys that open a listener or say where one listens or what it advertises: the management, Prometheus,
+# STOMP, MQTT, stream and Web-STOMP/MQTT plugins' listeners, stream replication's ports, and the distribution
+# listener (the harness binds it to the cell's host address with `-kernel inet_dist_use_interface`). Each node
+# listens on its AMQP port and its distribution port of the cell's host address, and nowhere else.
+LISTENER_CONF_PREFIXES: tuple[str, ...] = (
+    "distribution.listener.",
+    "management.tcp.",
+    "management.ssl.",
+    "management.listener.",
+    "prometheus.tcp.",
+    "prometheus.ssl.",
+    "stomp.listeners.",
+    "mqtt.listeners.",
+    "stream.listeners.",
+    "stream.advertised_",
+    "stream.replication.port_range.",
+    "web_stomp.tcp.",
+    "web_stomp.ssl.",
+    "web_stomp.port",
+    "web_mqtt.tcp.",
+    "web_mqtt.ssl.",
+)
+# What cuttlefish reads as a key: dot-separated words. Anything else (a leading blank, `=`) would let a key dodge the
+# prefixes above and still be read as one of them.
+_CONF_KEY = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+
+# Erlang VM flags that run code, read another config or arguments file, or start or name a distribution service
+# (epmd, a node name, a cookie): none of it would be in the cell's record, and each can open a listener.
+_ERL_REFUSED_FLAGS = frozenset(
+    {"-eval", "-s", "-S", "-run", "-config", "-args_file", "-boot", "-start_epmd", "-epmd_module", "-proto_dist"}
+    | {"-dist_listen", "-name", "-sname", "-setcookie", "-remsh", "-detached"}
+)
+# Application settings (`-app param value`) that open or move a listener: `-rabbit tcp_listeners`, a plugin's
+# `tcp_config`/`listener`, stream advertising, and the distribution's interface and port range.
+_ERL_LISTENER_PARAM = re.compile(
+    r"\w*listeners?|(tcp|ssl)_config|advertised_\w+|inet_dist_(use_interface|listen_\w+)|dist_listen"
 )
 
 # Queue arguments that other fields own: the type is `queue_type`, the replica count `replicas`.
@@ -93,11 +133,26 @@ class RabbitmqBroker(BrokerSettings):
     @classmethod
     def _server_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
         for key in flatten_conf(value):
+            if not _CONF_KEY.fullmatch(key):
+                raise ValueError(f"broker.server[{key!r}]: not a rabbitmq.conf setting name (dot-separated words)")
             if key.startswith(HARNESS_CONF_PREFIXES):
                 raise ValueError(
                     f"broker.server[{key!r}] is written by the harness for every node (its listener, cluster "
                     "and user); it cannot be overridden"
                 )
+            if key.startswith(LISTENER_CONF_PREFIXES):
+                raise ValueError(
+                    f"broker.server[{key!r}] opens or moves a listener; each node listens on its AMQP and "
+                    "distribution ports of the cell's host address only"
+                )
+        return value
+
+    @field_validator("erl_args")
+    @classmethod
+    def _erl_args_open_nothing(cls, value: str) -> str:
+        problem = erl_args_problem(value.split())
+        if problem is not None:
+            raise ValueError(f"erl_args: {problem}")
         return value
 
     @model_validator(mode="after")
@@ -169,6 +224,21 @@ def check_pair(broker: RabbitmqBroker, client: RabbitmqClient) -> list[str]:
     if client.prefetch == 0:
         problems.append("client.prefetch must be at least 1 with broker.queue_type 'stream' (RabbitMQ needs a qos)")
     return problems
+
+
+def erl_args_problem(flags: list[str]) -> str | None:
+    """Why these Erlang VM flags cannot be added to a node's command line, or None. Emulator flags (`+sbwt none`)
+    and application settings that open nothing (`-kernel net_ticktime 60`) pass; a later flag wins over the
+    harness's own, so one that opens or moves a listener, or runs code, is refused."""
+    for flag, param in itertools.pairwise([*flags, ""]):
+        if flag in _ERL_REFUSED_FLAGS:
+            return f"{flag} runs code, reads more arguments or starts a distribution service, unrecorded by the cell"
+        if flag.startswith("-") and _ERL_LISTENER_PARAM.fullmatch(param):
+            return (
+                f"{flag} {param} opens or moves a listener; each node listens on its AMQP and distribution ports "
+                "of the cell's host address only"
+            )
+    return None
 
 
 def flatten_conf(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -29,12 +29,32 @@ MAX_REPLICAS = 4
 # memory (DEBUG): renamed to nothing in every node. Redis 7 disables both by default; 6.2 has no such switch.
 DISABLED_COMMANDS = ("MODULE", "DEBUG")
 
+_ONE_LISTENER = "each node listens on one free port of the cell's host address, and nowhere else"
+_OWN_ADDRESS = "each node is reached at, and connects from, the cell's host address"
+
 # redis.conf directives the harness writes itself, and why a matrix may not: each node's address, port and
-# folder are chosen per start, the server must stay in the foreground under the harness's process control, and
-# persistence and replication have fields of their own so that they are recorded.
+# folder are chosen per start (and no directive opens another listener or announces another address), the server
+# must stay in the foreground under the harness's process control, and persistence and replication have fields of
+# their own so that they are recorded. Redis reads directive names in any case.
 HARNESS_DIRECTIVES: dict[str, str] = {
     "bind": "each node listens on the cell's host address",
     "port": "each node gets a free port",
+    **dict.fromkeys(("tls-port", "unixsocket", "unixsocketperm", "cluster-enabled", "cluster-port"), _ONE_LISTENER),
+    **dict.fromkeys(
+        (
+            "bind-source-addr",
+            "replica-announce-ip",
+            "replica-announce-port",
+            "slave-announce-ip",
+            "slave-announce-port",
+            "cluster-announce-ip",
+            "cluster-announce-port",
+            "cluster-announce-tls-port",
+            "cluster-announce-bus-port",
+            "cluster-announce-hostname",
+        ),
+        _OWN_ADDRESS,
+    ),
     "daemonize": "the harness owns the server process (daemonize no)",
     "supervised": "the harness owns the server process",
     "pidfile": "the harness tracks the server by its process",

@@ -19,6 +19,7 @@ from ...errors import BrokerError
 from ...spec.base import StrictModel
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
 from ..nats.auth import client_credentials
+from ..nats.settings import server_key_problem
 
 # Releases of github.com/nats-io/nats-streaming-server (tags on the Go module proxy), newest first. The project
 # is end of life; v0.25.6 is its last release. Built with the machine's Go on first use (release.py).
@@ -56,8 +57,6 @@ _OWNED_STREAMING_KEYS: dict[str, str] = {
     **dict.fromkeys(("ns", "nats_server", "nats_server_url"), "nothing: each cell runs its own embedded server"),
 }
 _OWNED_FILE_KEYS = ("sync", "do_sync", "sync_on_flush")
-# Keys of the top-level (NATS) config the harness sets itself: where the server listens.
-_OWNED_SERVER_KEYS = ("listen", "host", "net", "port", "http", "http_port", "monitor_port")
 
 
 class StanLimits(StrictModel):
@@ -111,9 +110,9 @@ class StanBroker(BrokerSettings):
         for key in file_options if isinstance(file_options, dict) else ():
             if key.lower() in _OWNED_FILE_KEYS:
                 raise ValueError(f"streaming.file_options.{key}: use broker.file_sync (it is recorded with the cell)")
-        for key in self.server:
-            if key.lower() in _OWNED_SERVER_KEYS:
-                raise ValueError(f"server.{key}: the harness chooses where the server listens (free ports)")
+        problem = server_key_problem(self.server)  # the embedded nats-server's: it listens where the harness says
+        if problem is not None:
+            raise ValueError(problem)
         if "authorization" in self.server:
             try:
                 client_credentials(self.server["authorization"], required=True)
