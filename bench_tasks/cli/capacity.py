@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from ..capacity.search import MIN_RESOLUTION
 from .app import JsonOption, LakeOption, MatrixArgument, app, err, out
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def capacity(
     ] = None,
     resolution: Annotated[
         Optional[float],  # noqa: UP045 (typer needs Optional here)
-        typer.Option(help="bisect until within this ratio [default: 0.05]", min=0.001, max=1),
+        typer.Option(help="bisect until within this ratio, 0.01 at least [default: 0.05]", min=MIN_RESOLUTION, max=1),
     ] = None,
     step_s: Annotated[
         Optional[float],  # noqa: UP045 (typer needs Optional here)

@@ -3,6 +3,9 @@ by the failing step nearest above the capacity, and a harness-bound answer never
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -108,6 +111,50 @@ def test_no_search_takes_more_steps_than_the_plan_says(breaks_at: float) -> None
     search = Search(100, 100_000)
     offered = drive(search, breaks_at)
     assert len(offered) <= max_search_steps(spec, [100]) == 11 + 4
+
+
+@pytest.mark.parametrize("resolution", [0.001, 0.01])
+@pytest.mark.parametrize("breaks_at", [101.5, 1414.5, 9995, 77_777])
+def test_a_midpoint_that_rounds_onto_a_bound_ends_the_search(resolution: float, breaks_at: float) -> None:
+    """Midpoints are rounded to 3 figures: where that lands on a bound (1,410/s between 1,410 and 1,420), the
+    search has its answer and ends, at whatever resolution it was asked for, never offering a rate twice."""
+    search = Search(100, 100_000, resolution=resolution)
+    offered = drive(search, breaks_at)
+    assert len(offered) == len(set(offered))
+    low, high = search.bounds()
+    assert low is not None and high is not None and low < breaks_at <= high.rate_per_s
+
+
+@pytest.mark.parametrize("factor", [1.1, 1.5, 2.0, 3.0, 10.0])
+@pytest.mark.parametrize("start", [100, 123.4, 999, 1001, 5000])
+def test_no_search_at_the_finest_resolution_outgrows_its_plan(factor: float, start: float) -> None:
+    """The Airflow search task's timeout is `max_search_steps` steps long: at the resolution floor, wherever the
+    rate breaks, the search must end within it."""
+    from types import SimpleNamespace
+
+    from bench_tasks.capacity.search import MIN_RESOLUTION, max_search_steps
+
+    spec = SimpleNamespace(start_rate_per_s=start, max_rate_per_s=1e6, factor=factor, resolution=MIN_RESOLUTION)
+    planned = max_search_steps(spec, [start])
+    for breaks_at in [start * 1.0001**k for k in range(0, 120_000, 97)]:
+        search = Search(start, 1e6, factor, MIN_RESOLUTION)
+        assert len(drive(search, breaks_at, limit=planned + 1)) <= planned, (breaks_at, search.steps)
+
+
+def test_the_resolution_has_a_floor_named_in_the_matrix_and_on_the_command_line() -> None:
+    """Finer than 1 % a 3-figure midpoint cannot bisect (and no step's noise is that small): refused by name."""
+    from bench_tasks.capacity.search import MIN_RESOLUTION
+    from bench_tasks.errors import MatrixError
+    from bench_tasks.spec.matrix import parse_matrix
+
+    capacity = {"objectives": ["e2e p99 < 10ms"], "max_rate_per_s": 1000, "resolution": MIN_RESOLUTION / 10}
+    with pytest.raises(MatrixError, match=r"capacity\.resolution"):
+        parse_matrix({**one_cell_matrix(), "capacity": capacity}, "m.yaml")
+    parse_matrix({**one_cell_matrix(), "capacity": {**capacity, "resolution": MIN_RESOLUTION}}, "m.yaml")
+    matrix = str(Path(__file__).parents[2] / "matrices" / "quick.yaml")
+    command = [sys.executable, "-m", "bench_tasks", "capacity", matrix, "--max-rate", "1000", "--resolution", "0.001"]
+    done = subprocess.run([*command, "--slo", "e2e p99 < 10ms"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--resolution" in done.stderr, done.stderr
 
 
 def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
