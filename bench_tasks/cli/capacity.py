@@ -55,7 +55,7 @@ def capacity(
 
     Each step is a full cell (warmup, measure, cooldown) on fresh brokers, landed like any other. Exit 1 when
     a search ended on the harness's own saturation or a failed cell: that capacity is not the broker's."""
-    from ..capacity.run import search_capacity, write_capacity
+    from ..capacity.run import search_capacity
     from ..cell.runner import select_cells
     from ..lake.layout import Lake, RunInfo
     from ..spec.matrix import load_matrix
@@ -66,8 +66,8 @@ def capacity(
     cells = select_cells(loaded, only or ())
     run, store = RunInfo.new(), Lake(lake)
     progress = err if as_json else out
-    results = [search_capacity(c, objectives, bounds, store, run, progress) for c in cells]
-    where = write_capacity(store, run, results)
+    results = [search_capacity(c, objectives, bounds, store, run, progress) for c in cells]  # each recorded as it ends
+    where = store.run_dir(run) / "capacity.html"
     if as_json:
         print(json.dumps({"run_id": run.run_id, "cells": results}, indent=2, default=str))
     else:

@@ -66,7 +66,8 @@ def _search_steps(spec: CapacitySpec, cell: Cell) -> int:
 
 @task(pool=POOL, retries=0)
 def search(source: str, cell_id: str) -> dict[str, Any]:
-    """One cell's whole search (`bench_tasks.capacity`), in-process; its result."""
+    """One cell's whole search (`bench_tasks.capacity`), in-process; its result, already in the run's
+    capacity.json (a run stopped in a later search keeps it)."""
     from rich.console import Console
 
     from bench_tasks import Bounds, Lake, load_matrix, prepare_cell, search_capacity
@@ -85,8 +86,8 @@ def search(source: str, cell_id: str) -> dict[str, Any]:
 
 @task(retries=0, trigger_rule="all_done")
 def write_searches(results: list[dict[str, Any] | None]) -> dict[str, Any]:
-    """Write the run's capacity.json and capacity.html before the analysis reads them (whatever the searches'
-    outcome: a failed one is evidence too); what the verdict needs."""
+    """Write the run's capacity.json and capacity.html once more from every search task's result before the
+    analysis reads them (whatever the searches' outcome: a failed one is evidence too); what the verdict needs."""
     from bench_tasks import Lake, write_capacity
 
     done = [r for r in results if r]

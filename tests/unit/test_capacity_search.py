@@ -3,6 +3,7 @@ by the failing step nearest above the capacity, and a harness-bound answer never
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -157,7 +158,9 @@ def test_the_resolution_has_a_floor_named_in_the_matrix_and_on_the_command_line(
     assert done.returncode == 2 and "--resolution" in done.stderr, done.stderr
 
 
-def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The runner raising (a broker that would not start) is a failed step: the result keeps it and says the
     capacity is not the broker's; the search is not lost to the exception."""
     from rich.console import Console
@@ -174,10 +177,77 @@ def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(monkeyp
 
     monkeypatch.setattr(capacity_run, "run_cell", no_broker)
     bounds = capacity_run.Bounds(1000)
-    result = capacity_run.search_capacity(cell, [], bounds, Lake("unused"), RunInfo.new(), Console(quiet=True))
+    result = capacity_run.search_capacity(cell, [], bounds, Lake(tmp_path), RunInfo.new(), Console(quiet=True))
     (step,) = result["steps"]
     assert (step["verdict"], step["rate_per_s"]) == ("failed", 100) and "did not start" in step["why"]
     assert result["capacity_per_s"] is None and result["limit"] == "failed" and not result["broker_bound"]
+
+
+def two_cell_matrix(folder: Path) -> Path:
+    """A matrix file of two NATS core cells (64 B and 128 B messages)."""
+    import yaml
+
+    raw = one_cell_matrix()
+    raw["systems"][0]["axes"] = {"workload.message_size_bytes": [64, 128]}
+    path = folder / "two.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_ctrl_c_keeps_every_finished_search_in_capacity_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`sixnines capacity` records each search in the run's capacity.json as it ends: stopped with Ctrl-C in the
+    second cell's search, the run still holds the first cell's result, and so still reads as a capacity run."""
+    from typer.testing import CliRunner
+
+    from bench_tasks.capacity import run as capacity_run
+    from bench_tasks.cli import app
+    from bench_tasks.errors import CellError
+    from bench_tasks.spec.matrix import load_matrix
+
+    matrix = two_cell_matrix(tmp_path)
+    first, second = load_matrix(matrix).cells
+
+    def step(cell: Any, *_args: object) -> None:
+        if cell.spec.workload.message_size_bytes == first.spec.workload.message_size_bytes:
+            raise CellError(cell.id, "nats-server did not start")  # a failed step: the first search ends
+        raise KeyboardInterrupt  # Ctrl-C in the second search
+
+    monkeypatch.setattr(capacity_run, "run_cell", step)
+    lake = tmp_path / "lake"
+    args = ["capacity", str(matrix), "--slo", "e2e p99 < 10ms", "--max-rate", "1000", "--lake", str(lake)]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 130, done.output  # interrupted, as the shell says of Ctrl-C
+    (saved,) = lake.rglob("capacity.json")
+    (found,) = json.loads(saved.read_text())["cells"]
+    assert found["cell_id"] == first.id and found["limit"] == "failed" and found["cell_id"] != second.id
+    assert (saved.parent / "capacity.html").exists()
+    assert sorted(p.name for p in saved.parent.iterdir()) == ["capacity.html", "capacity.json"]
+
+
+def test_a_write_cut_short_leaves_the_previous_capacity_json_whole(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """capacity.json is replaced, never rewritten in place: a write that fails part-way (the disk filled up)
+    leaves the searches recorded before it readable."""
+    from bench_tasks.capacity.run import write_capacity
+    from bench_tasks.lake.layout import Lake, RunInfo
+
+    lake, run = Lake(tmp_path), RunInfo.new()
+    before = {"cell_id": "a", "steps": [], "label": "a", "capacity_per_s": 100, "limit": "max-rate"}
+    write_capacity(lake, run, [{**before, "limit_why": "held", "broker_bound": False, "objectives": []}])
+    saved = lake.run_dir(run) / "capacity.json"
+    kept = saved.read_text()
+
+    def disk_fills(path: Path, data: Any, *_args: object, **_kwargs: object) -> None:
+        with open(path, "wb") as handle:
+            handle.write((data.encode() if isinstance(data, str) else data)[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", disk_fills)
+    monkeypatch.setattr(Path, "write_bytes", disk_fills)
+    with pytest.raises(OSError, match="No space"):
+        write_capacity(lake, run, [])
+    assert saved.read_text() == kept and json.loads(kept)["cells"][0]["cell_id"] == "a"
 
 
 def test_a_step_is_the_cell_at_its_rate_measured_for_step_s() -> None:
