@@ -438,12 +438,15 @@ def _payloads(pushes: list[Any]) -> list[bytes]:
 
 
 async def _call(conn: Connection, *command: Any) -> Any:
-    """One command on a control connection, its reply awaited (never on a measured path)."""
-    await conn.send_command(*command)
-    try:
-        return await conn.read_response()
-    except ResponseError as exc:
-        raise BrokerError(f"Redis refused {' '.join(map(str, command[:2]))}: {exc}") from None
+    """One command on a control connection, its reply awaited at most `client.CONTROL_TIMEOUT_S` (never on a
+    measured path)."""
+    name = " ".join(map(str, command[:2]))
+    async with rc.answered(name):
+        await conn.send_command(*command)
+        try:
+            return await conn.read_response()
+        except ResponseError as exc:
+            raise BrokerError(f"Redis refused {name}: {exc}") from None
 
 
 def _unread_bytes(conn: Connection) -> int | None:
