@@ -99,3 +99,30 @@ def test_control_calls_to_a_frozen_server_time_out(tmp_path: Path, monkeypatch: 
                 await driver.close()
 
         asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("mode", ["pubsub", "streams"])
+def test_a_lost_connection_is_closed_and_forgotten(tmp_path: Path, mode: str) -> None:
+    """After the server is killed and started again, a consumer reads on a new connection; the lost one is
+    closed and no longer held (a driver that ran through many losses holds only what it uses)."""
+    cell = _streams_cell() if mode == "streams" else _cell()
+    with RedisServers("latest", RedisBroker(), tmp_path) as servers:
+        assert servers.endpoint is not None
+        url = servers.endpoint.url
+
+        async def scenario() -> None:
+            driver = RedisDriver(url, cell, "lost")
+            await driver.prepare()
+            await driver.open_consumer("c0", lambda _batch: None)
+            lost = driver._watched
+            assert lost is not None and driver.connections == [lost]
+            servers.kill(1)
+            await _until(lambda: driver.errors.kinds.get("connection_lost", 0) >= 1)
+            servers.restart(1)
+            await _until(lambda: driver._watched is not lost, timeout_s=10)
+            assert driver._watched is not lost, "the consumer did not connect again"
+            assert driver.connections == [driver._watched]
+            assert not lost.is_connected
+            await driver.close()
+
+        asyncio.run(scenario())
