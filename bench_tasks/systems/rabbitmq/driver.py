@@ -93,8 +93,25 @@ async def connect(
     conn = AsyncioConnection(
         params, on_open_callback=opened.set_result, on_open_error_callback=failed, custom_ioloop=loop
     )
-    await asyncio.wait_for(opened, _OPEN_TIMEOUT_S)
+    timeout_s = _OPEN_TIMEOUT_S
+    try:
+        await asyncio.wait_for(opened, timeout_s)
+    except TimeoutError:
+        _abandon(conn)  # a node that took the TCP connection and never answered: its socket is not left open
+        where = f"{params.host}:{params.port}"
+        raise BrokerError(
+            f"RabbitMQ connection to {where}: no answer within {timeout_s:g} s (is the node stalled?)"
+        ) from None
+    except BaseException:
+        _abandon(conn)
+        raise
     return conn
+
+
+def _abandon(conn: AsyncioConnection) -> None:
+    """Close a connection nobody will use, whatever state it got to (one still opening is aborted at once)."""
+    if not (conn.is_closing or conn.is_closed):
+        conn.close()
 
 
 class _Confirms:
@@ -182,7 +199,7 @@ class RabbitmqDriver:
         self.acks = cell.client.confirms and cell.measurement != "rtt"
         self.partition = QUEUE_PARTITION if cell.broker.queue_type in _REPLICATED else None
         self.properties = _properties(cell, self.queue)
-        self.connections: list[AsyncioConnection] = []
+        self.connections: list[AsyncioConnection] = []  # the open ones (a closed one is forgotten)
         self.errors = ClientErrors()  # connection and channel losses, failed reconnects: counted, never swallowed
         self._closing = False
         self._tasks: set[asyncio.Task[None]] = set()  # resubscriptions under way
@@ -195,8 +212,18 @@ class RabbitmqDriver:
         url = self.urls[(zlib.crc32(name.encode()) + attempt) % len(self.urls)]
         conn = await connect(url, name, self.cell.client.connect, self.access)
         self.connections.append(conn)
-        channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
+        conn.add_on_close_callback(self._forget)
+        try:
+            channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
+        except BaseException:
+            _abandon(conn)
+            raise
         return conn, channel
+
+    def _forget(self, conn: AsyncioConnection, _reason: Any = None) -> None:
+        """A connection that closed (the node's doing, or the driver's) is no longer held."""
+        if conn in self.connections:
+            self.connections.remove(conn)
 
     # -- routes ---------------------------------------------------------------------------------------------------
     async def prepare(self) -> None:
@@ -378,7 +405,7 @@ class RabbitmqDriver:
         self._closing = True
         for task in self._tasks:
             task.cancel()
-        for conn in self.connections:
+        for conn in list(self.connections):  # each leaves the list as it closes (`_forget`)
             if conn.is_closed or conn.is_closing:
                 continue
             closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
