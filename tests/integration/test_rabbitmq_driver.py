@@ -1,5 +1,6 @@
 """The RabbitMQ driver against a real node, without a cell: a connection the node never answers is closed when
-its open times out, and connections that closed (the broker's doing or the driver's) are no longer held."""
+its open times out; connections that closed (the broker's doing or the driver's) are no longer held; and a
+stalled node fills the publish window, past which sends are refused rather than buffered without limit."""
 
 from __future__ import annotations
 
@@ -100,6 +101,52 @@ def test_closed_connections_are_forgotten(node: RabbitCluster) -> None:
         await _until(lambda: all(c.is_closed for c in held) and len(driver.connections) == 1)
         (resubscribed,) = driver.connections  # the consumer's new connection; none of the closed ones
         assert resubscribed.is_open and resubscribed not in held
+        await driver.cleanup()
+        await driver.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("confirms", [True, False], ids=["unconfirmed", "unwritten"])
+def test_a_stalled_node_fills_the_window_and_later_sends_are_refused(node: RabbitCluster, confirms: bool) -> None:
+    """Frozen mid-send, the node takes nothing: with confirms, past `max_unconfirmed` publishes awaiting their
+    confirm each send is refused; without, past `max_unwritten_bytes` held for the socket. Nothing is buffered
+    beyond the cap, and once the node runs again sends are taken again."""
+    assert node.endpoint is not None
+    window, buffer = 2000, 1 << 20
+    cell = _cell(confirms=confirms, max_unconfirmed=window, max_unwritten_bytes=buffer if not confirms else 1 << 30)
+    driver = rabbit.RabbitmqDriver(node.endpoint.url, cell, f"stalled-{confirms}")
+    acked: list[int] = []
+
+    def on_ack(seq: int, _partition: int | None, _offset: int | None, error: str | None) -> None:
+        if error is None:
+            acked.append(seq)
+
+    async def scenario() -> None:
+        await driver.prepare()
+        (producer,) = await driver.open_producer("p0", 1)
+        node.pause(1)
+        try:
+            refused: dict[int, str] = {}
+            for batch in range(40):  # 160 MB offered: far more than the socket buffers take
+                refused |= await driver.send_batch(producer, _messages(batch * 1000, 1000), on_ack)
+                await asyncio.sleep(0.01)  # pika writes what the socket takes
+            pending = len(producer.confirms.pending) if confirms else 0
+            unwritten = producer.conn._transport.get_write_buffer_size()
+        finally:
+            node.resume(1)
+        print(f"\nrefused {len(refused)}, awaiting confirm {pending}, unwritten {unwritten} B")
+        assert set(refused.values()) == {"ConfirmWindowFull" if confirms else "WriteBufferFull"}
+        assert len(refused) > 30_000
+        if confirms:
+            assert pending == window
+        else:
+            assert unwritten <= buffer + len(PAYLOAD) + 200  # the last publish's frame may cross the cap
+        await _until(lambda: producer.conn._transport.get_write_buffer_size() == 0, 30)
+        if confirms:
+            await _until(lambda: not producer.confirms.pending, 30)
+            assert len(acked) == window
+        assert await driver.send_batch(producer, _messages(10**6, 10), on_ack) == {}
         await driver.cleanup()
         await driver.close()
 

@@ -164,6 +164,11 @@ class _Producer:
         self.attempt = 0
         self.reconnecting: asyncio.Task[None] | None = None
 
+    def unwritten(self) -> int:
+        """Bytes pika holds for the connection's socket (its transport's write buffer; pika is pinned)."""
+        transport = self.conn._transport
+        return 0 if transport is None else transport.get_write_buffer_size()
+
 
 class _One:
     """One delivery handed over; a stream's deliveries carry their offset."""
@@ -199,6 +204,7 @@ class RabbitmqDriver:
         self.acks = cell.client.confirms and cell.measurement != "rtt"
         self.partition = QUEUE_PARTITION if cell.broker.queue_type in _REPLICATED else None
         self.properties = _properties(cell, self.queue)
+        self.max_unwritten = cell.client.max_unwritten_bytes
         self.connections: list[AsyncioConnection] = []  # the open ones (a closed one is forgotten)
         self.errors = ClientErrors()  # connection and channel losses, failed reconnects: counted, never swallowed
         self._closing = False
@@ -299,7 +305,10 @@ class RabbitmqDriver:
         self._tasks.add(producer.reconnecting)
 
     async def send_batch(self, producer: _Producer, messages: Outgoing, on_ack: AckCallback) -> dict[int, str]:
-        """Frame every message into the connection's buffer; pika writes it when the generator yields."""
+        """Frame every message into the connection's buffer; pika writes it when the generator yields. A send
+        past the connection's window (`client.max_unconfirmed` publishes awaiting their confirm, or
+        `client.max_unwritten_bytes` held for the socket: a stalled node takes nothing) is refused, never
+        buffered: pika's buffer and the confirms map would grow without limit."""
         refused: dict[int, str] = {}
         if not producer.channel.is_open:
             self._reconnect(producer)
@@ -310,7 +319,14 @@ class RabbitmqDriver:
             self._reconnect(producer, pause_first=True)
         publish, confirms = producer.channel.basic_publish, producer.confirms
         exchange, key, props = self.exchange, self.queue, self.properties
+        window, unwritten, most_unwritten = self.cell.client.max_unconfirmed, producer.unwritten, self.max_unwritten
         for seq, _stream, payload in messages:
+            if confirms is not None and len(confirms.pending) >= window:
+                refused[seq] = "ConfirmWindowFull"
+                continue
+            if unwritten() >= most_unwritten:
+                refused[seq] = "WriteBufferFull"
+                continue
             try:
                 publish(exchange, key, payload, props)
             except Exception as exc:  # a closed channel or connection (a node down)
