@@ -26,7 +26,7 @@ from .runtime import POOL, lake_root, run_info
 from .sweep import cell_groups, matrix_dag_settings, tables
 
 if TYPE_CHECKING:
-    from bench_tasks.spec.capacity import CapacitySpec
+    from bench_tasks import CapacitySpec
 
 log = logging.getLogger("sixnines")
 
