@@ -41,6 +41,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_host": ("cell.hostparts", "run_host"),
     "Fault": ("cell.drive", "Fault"),
     **{name: ("capacity.run", name) for name in ("Bounds", "search_capacity", "write_capacity")},
+    "max_search_steps": ("capacity.search", "max_search_steps"),
+    "CapacitySpec": ("spec.capacity", "CapacitySpec"),
     **{name: ("core.analysis", name) for name in ("Accounting", "CellAnalysis", "analyze")},
     **{
         name: ("core.percentiles", name)

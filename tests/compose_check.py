@@ -1003,6 +1003,30 @@ def check_example_refused(compose_text: str, env_example: str) -> list[str]:
     ]
 
 
+# Variables whose names read as secrets (bench_tasks.secrecy.is_secret) but hold none.
+NOT_SECRETS = {"SIXNINES_LAKE_SPARK_CREDENTIALS": "a mode (`cluster` or empty), not a credential"}
+
+
+def check_secrets_required(compose_text: str) -> list[str]:
+    """Every secret the compose file reads is required (`${X:?…}`) wherever it is read: a secret with a default
+    (empty, or an example value) would let a deployment start without it (an empty Fernet key stores connection
+    passwords unencrypted)."""
+    from bench_tasks.secrecy import is_secret
+
+    forms: dict[str, set[str]] = {}
+    for match in _VAR.finditer(compose_text):
+        name, op = match.group(1), (match.group(2) or "")[:2]
+        if is_secret(name) and name not in NOT_SECRETS:
+            forms.setdefault(name, set()).add(op)
+    problems = []
+    for name, ops in sorted(forms.items()):
+        if ":?" not in ops:
+            problems.append(f"{name} is a secret compose starts without: write it `${{{name}:?set {name} in .env}}`")
+        elif any(op.lstrip(":").startswith("-") for op in ops):
+            problems.append(f"{name} has a default somewhere: a secret must be set, never defaulted")
+    return problems
+
+
 def _block(text: str, name: str) -> str | None:
     """The body of the first `name { … }` block of a nats-server config (nested braces included)."""
     match = re.search(rf"(?m)^\s*{re.escape(name)}\s*\{{", text)

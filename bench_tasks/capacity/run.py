@@ -14,12 +14,15 @@ from rich.markup import escape
 
 from ..cell.runner import run_cell
 from ..errors import SixninesError
-from ..lake.layout import Lake, RunInfo
+from ..lake.layout import Lake, RunInfo, write_json
+from ..lake.storage import write_text
 from ..spec.capacity import CapacitySpec, Objective
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import Cell
 from .judge import judge
 from .search import Search, Step
+
+CAPACITY_FILE = "capacity.json"
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,8 @@ def at_rate(cell: Cell, rate_per_s: float, step_s: float | None = None) -> Cell:
 def search_capacity(
     cell: Cell, objectives: Sequence[Objective], bounds: Bounds, lake: Lake, run: RunInfo, console: Console
 ) -> dict[str, Any]:
-    """One cell's search, each step printed as it ends; the result (`Search.result`) with the cell named."""
+    """One cell's search, each step printed as it ends; the result (`Search.result`) with the cell named, also
+    recorded in the run's capacity.json as soon as the search ends (`record_search`)."""
     start = bounds.start_rate_per_s or cell.spec.workload.rate_per_s
     search = Search(start, bounds.max_rate_per_s, bounds.factor, bounds.resolution)
     while (rate := search.next_rate()) is not None:
@@ -63,7 +67,7 @@ def search_capacity(
         search.record(step)
         colour = "green" if step.passed else "red"
         console.print(f"[{colour}]{step.verdict}[/] at {rate:,.0f}/s: {escape(step.why)}", highlight=False)
-    return {
+    result = {
         "cell_id": cell.id,
         "series_key": cell.series_key,
         "label": cell.label,
@@ -73,6 +77,8 @@ def search_capacity(
         "bounds": asdict(bounds),
         **search.result(),
     }
+    record_search(lake, run, result)
+    return result
 
 
 def _run_step(cell: Cell, objectives: Sequence[Objective], lake: Lake, run: RunInfo, console: Console) -> Step:
@@ -85,12 +91,21 @@ def _run_step(cell: Cell, objectives: Sequence[Objective], lake: Lake, run: RunI
     return judge(report, objectives)
 
 
+def record_search(lake: Lake, run: RunInfo, result: dict[str, Any]) -> str:
+    """Add one finished search to the run's capacity results (in place of an earlier one of the same cell): a
+    run stopped later (Ctrl-C, a task's timeout) keeps every search that ended, and still reads as a capacity
+    run. Where the page is."""
+    path = lake.run_dir(run) / CAPACITY_FILE
+    earlier = json.loads(path.read_text()).get("cells") or [] if path.exists() else []
+    return write_capacity(lake, run, [r for r in earlier if r["cell_id"] != result["cell_id"]] + [result])
+
+
 def write_capacity(lake: Lake, run: RunInfo, results: list[dict[str, Any]]) -> str:
-    """The run's capacity results beside its cells: `capacity.json`, and `capacity.html` (the charts); where."""
+    """The run's capacity results beside its cells: `capacity.json`, and `capacity.html` (the charts), each
+    replaced atomically (a reader, or a write cut short, never leaves half a file); where the page is."""
     from ..report.capacity_view import capacity_page
 
     folder = lake.run_dir(run)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "capacity.json").write_text(json.dumps({"run_id": run.run_id, "cells": results}, indent=2, default=str))
-    (folder / "capacity.html").write_text(capacity_page(run.run_id, results))
+    write_json(folder / CAPACITY_FILE, {"run_id": run.run_id, "cells": results})
+    write_text(folder / "capacity.html", capacity_page(run.run_id, results))
     return str(folder / "capacity.html")

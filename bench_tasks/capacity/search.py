@@ -14,6 +14,9 @@ from typing import Any, Literal
 
 Verdict = Literal["pass", "objective", "loss", "backlog", "harness", "failed"]
 BROKER_LIMITS = ("objective", "loss", "backlog")
+# The finest resolution a search takes (1 %): a midpoint is rounded to 3 significant figures, which moves it by up
+# to 1 % (100 -> 101), so a finer bisection could not place its next rate; nor is a step's own noise that small.
+MIN_RESOLUTION = 0.01
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,9 @@ class Step:
 @dataclass
 class Search:
     """Geometric steps (`factor`) from `start_rate_per_s` up to `max_rate_per_s`, then bisection (in log space:
-    rates are judged by ratio) until the failing rate is within `resolution` of the passing one."""
+    rates are judged by ratio) until the failing rate is within `resolution` of the passing one. It always ends:
+    a midpoint that rounds onto a bound ends it, and so does the planned number of bisections (`max_bisections`),
+    which a midpoint rounded to 3 figures may otherwise exceed by one."""
 
     start_rate_per_s: float
     max_rate_per_s: float
@@ -55,7 +60,14 @@ class Search:
             return min(low * self.factor, self.max_rate_per_s)
         if low is None or high.rate_per_s <= low * (1 + self.resolution):
             return None
-        return float(f"{math.sqrt(low * high.rate_per_s):.3g}")  # the geometric midpoint, to 3 figures
+        if self._bisections() >= max_bisections(self.factor, self.resolution):
+            return None  # rounded midpoints halve the interval only roughly: the plan's count is the limit
+        return _between(low, high.rate_per_s)
+
+    def _bisections(self) -> int:
+        """Steps run since the first one that failed (the steps are recorded in the order they ran)."""
+        first = next((i for i, s in enumerate(self.steps) if not s.passed), len(self.steps))
+        return max(len(self.steps) - first - 1, 0)
 
     def record(self, step: Step) -> None:
         self.steps.append(step)
@@ -84,10 +96,22 @@ class Search:
         }
 
 
+def _between(low: float, high: float) -> float | None:
+    """The geometric midpoint of two rates, to 3 figures; None where rounding puts it on (or past) either bound:
+    no rate between them can be offered, so the search has its answer (run again, it would only repeat a step)."""
+    middle = float(f"{math.sqrt(low * high):.3g}")
+    return middle if low < middle < high else None
+
+
 def max_search_steps(spec: Any, cell_rates: Sequence[float]) -> int:
     """The most steps a search of these cells can take (`spec`: the matrix's `capacity:`): geometric steps from
     the start rate up to the maximum, then bisections of the last factor down to the resolution."""
     starts = [spec.start_rate_per_s or rate for rate in cell_rates]
     rising = max(math.ceil(math.log(max(spec.max_rate_per_s / s, 1.0), spec.factor)) + 1 for s in starts)
-    bisections = math.ceil(math.log2(math.log(spec.factor) / math.log1p(spec.resolution)))
-    return rising + max(bisections, 0)
+    return rising + max_bisections(spec.factor, spec.resolution)
+
+
+def max_bisections(factor: float, resolution: float) -> int:
+    """How many halvings (in log space) take one geometric step of `factor` down to `resolution`: the most
+    bisection steps a search takes, which is also where it stops (`Search.next_rate`)."""
+    return max(math.ceil(math.log2(math.log(factor) / math.log1p(resolution))), 0)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from ..capacity.search import MIN_RESOLUTION
 from .app import JsonOption, LakeOption, MatrixArgument, app, err, out
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def capacity(
     ] = None,
     resolution: Annotated[
         Optional[float],  # noqa: UP045 (typer needs Optional here)
-        typer.Option(help="bisect until within this ratio [default: 0.05]", min=0.001, max=1),
+        typer.Option(help="bisect until within this ratio, 0.01 at least [default: 0.05]", min=MIN_RESOLUTION, max=1),
     ] = None,
     step_s: Annotated[
         Optional[float],  # noqa: UP045 (typer needs Optional here)
@@ -54,7 +55,7 @@ def capacity(
 
     Each step is a full cell (warmup, measure, cooldown) on fresh brokers, landed like any other. Exit 1 when
     a search ended on the harness's own saturation or a failed cell: that capacity is not the broker's."""
-    from ..capacity.run import search_capacity, write_capacity
+    from ..capacity.run import search_capacity
     from ..cell.runner import select_cells
     from ..lake.layout import Lake, RunInfo
     from ..spec.matrix import load_matrix
@@ -65,8 +66,8 @@ def capacity(
     cells = select_cells(loaded, only or ())
     run, store = RunInfo.new(), Lake(lake)
     progress = err if as_json else out
-    results = [search_capacity(c, objectives, bounds, store, run, progress) for c in cells]
-    where = write_capacity(store, run, results)
+    results = [search_capacity(c, objectives, bounds, store, run, progress) for c in cells]  # each recorded as it ends
+    where = store.run_dir(run) / "capacity.html"
     if as_json:
         print(json.dumps({"run_id": run.run_id, "cells": results}, indent=2, default=str))
     else:

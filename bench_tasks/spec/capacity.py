@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
+from ..capacity.search import MIN_RESOLUTION
 from ..core.percentile_keys import PERCENTILES
 from ..errors import ObjectiveError
 from .base import StrictModel
@@ -72,7 +73,9 @@ class CapacitySpec(StrictModel):
     max_rate_per_s: float = Field(gt=0, description="the highest rate offered")
     start_rate_per_s: float | None = Field(None, gt=0, description="the first rate offered (default: the cell's)")
     factor: float = Field(2.0, ge=1.1, description="geometric step until a rate fails")
-    resolution: float = Field(0.05, gt=0, le=1, description="bisect until the failing rate is within this ratio")
+    resolution: float = Field(
+        0.05, ge=MIN_RESOLUTION, le=1, description="bisect until the failing rate is within this ratio (0.01 at least)"
+    )
     step_s: float | None = Field(None, gt=0, description="measure seconds of each step (default: the cell's)")
 
     @field_validator("objectives")

@@ -12,39 +12,62 @@ to the summary task as XCom (a few kilobytes each)."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import DAG, dag, get_current_context, task
 
-from bench_tasks import Matrix
+from bench_tasks import Cell, Matrix, max_search_steps
 
 from . import tail
+from .cell_tasks import cell_seconds, cell_timeout
 from .runtime import POOL, lake_root, run_info
 from .sweep import cell_groups, matrix_dag_settings, tables
+
+if TYPE_CHECKING:
+    from bench_tasks import CapacitySpec
 
 log = logging.getLogger("sixnines")
 
 
 def build_capacity_dag(matrix: Matrix, source: Path) -> DAG:
+    spec = matrix.capacity
+    assert spec is not None  # only capacity matrices build this DAG
+
     @dag(**matrix_dag_settings(matrix, "capacity", _doc(matrix, source)))
     def capacity_search() -> None:
         previous, results = None, []
         for group, cell in cell_groups(matrix):
-            searched = search.override(task_id=f"search_{group}")(str(source), cell.id)
+            timeout = search_timeout(spec, cell)
+            searched = search.override(task_id=f"search_{group}", execution_timeout=timeout)(str(source), cell.id)
             if previous is not None:
                 previous >> searched
             previous = searched
             results.append(searched)
         written = write_searches(results)
-        written >> tables() >> tail.analysis() >> tail.regressions() >> tail.report() >> verdict(written)
+        planned_s = sum(_search_steps(spec, c) * cell_seconds(c, spec.step_s) for _, c in cell_groups(matrix))
+        first, last = tail.analysis_tail(planned_s)
+        written >> tables.override(execution_timeout=tail.tail_timeout(planned_s))() >> first
+        last >> verdict(written)
 
     return capacity_search()
 
 
+def search_timeout(spec: CapacitySpec, cell: Cell) -> timedelta:
+    """A search task's execution timeout: the most steps its search can take (`max_search_steps`: the search
+    ends there), each a whole cell measured for `capacity.step_s`."""
+    return _search_steps(spec, cell) * cell_timeout(cell, spec.step_s)
+
+
+def _search_steps(spec: CapacitySpec, cell: Cell) -> int:
+    return max_search_steps(spec, [cell.spec.workload.rate_per_s])
+
+
 @task(pool=POOL, retries=0)
 def search(source: str, cell_id: str) -> dict[str, Any]:
-    """One cell's whole search (`bench_tasks.capacity`), in-process; its result."""
+    """One cell's whole search (`bench_tasks.capacity`), in-process; its result, already in the run's
+    capacity.json (a run stopped in a later search keeps it)."""
     from rich.console import Console
 
     from bench_tasks import Bounds, Lake, load_matrix, prepare_cell, search_capacity
@@ -63,8 +86,8 @@ def search(source: str, cell_id: str) -> dict[str, Any]:
 
 @task(retries=0, trigger_rule="all_done")
 def write_searches(results: list[dict[str, Any] | None]) -> dict[str, Any]:
-    """Write the run's capacity.json and capacity.html before the analysis reads them (whatever the searches'
-    outcome: a failed one is evidence too); what the verdict needs."""
+    """Write the run's capacity.json and capacity.html once more from every search task's result before the
+    analysis reads them (whatever the searches' outcome: a failed one is evidence too); what the verdict needs."""
     from bench_tasks import Lake, write_capacity
 
     done = [r for r in results if r]

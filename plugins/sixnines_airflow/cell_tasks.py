@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 from airflow.sdk import get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
-from bench_tasks import HOSTS_TIMEOUT_S, Cell, cell_from_matrix, scrub_text
+from bench_tasks import HOSTS_TIMEOUT_S, Cell, cell_from_matrix, scrub_text, system_of
 
 from .notifier import CellFailureNotifier
 from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info, work_for
@@ -35,6 +35,7 @@ from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info,
 log = logging.getLogger("sixnines")
 MAX_PHASE_SCALE = 10.0
 _STARTUP_S = 300  # worker start, topic creation, drain: on top of a phase's scheduled length
+RELEASE_FETCH = timedelta(minutes=30)  # provision may first download and assemble a release not yet cached
 HOST_WAIT = timedelta(hours=6)  # how long a cell waits for another DAG's cell to leave the host
 HOST_POLL = timedelta(seconds=15)  # unless SIXNINES_HOST_POLL_S says otherwise
 
@@ -199,3 +200,18 @@ def stop() -> dict[str, Any]:
 def phase_timeout(seconds: float) -> timedelta:
     """A phase task's execution timeout: its longest scaled length plus start-up and drain."""
     return timedelta(seconds=seconds * MAX_PHASE_SCALE + _STARTUP_S)
+
+
+def cell_seconds(cell: Cell, measure_s: float | None = None) -> float:
+    """A cell's planned time: its schedule (measured `measure_s` seconds when given, as a capacity step is), its
+    drain and its system's typical set-up and tear-down."""
+    w = cell.spec.workload
+    schedule = w.warmup_s + (measure_s or w.measure_s) + w.cooldown_s + w.drain_timeout_s
+    return schedule + system_of(cell.spec).setup_estimate_s
+
+
+def cell_timeout(cell: Cell, measure_s: float | None = None) -> timedelta:
+    """The execution timeout of a cell task whose own length nothing predicts better (provision, land, teardown,
+    a capacity step): the cell's whole planned time at the longest phase scale, plus start-up. None of them may
+    take longer than the cell they serve, and a hung one must not hold the host and the pool."""
+    return phase_timeout(cell_seconds(cell, measure_s))

@@ -10,14 +10,15 @@ reads both by date and by version order.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG, Param, dag, get_current_context, task
 
-from bench_tasks import SYSTEMS, load_matrix
+from bench_tasks import SYSTEMS, SixninesError, load_matrix
 
-from .cell_tasks import MAX_PHASE_SCALE
+from .cell_tasks import MAX_PHASE_SCALE, cell_timeout
 from .runtime import POOL, lake_root, run_info
 from .sweep import DEFAULT_ARGS, START_DATE
 
@@ -54,10 +55,25 @@ def build_compare_dag(matrices: Path) -> DAG:
     )
     def compare_versions() -> None:
         folder = str(matrices)
-        ran = run_version.partial(matrices=folder).expand(version=plan(folder))
+        longest = version_run_timeout(matrices)
+        ran = run_version.override(execution_timeout=longest).partial(matrices=folder).expand(version=plan(folder))
         compare(ran)
 
     return compare_versions()
+
+
+def version_run_timeout(matrices: Path) -> timedelta:
+    """A version's task runs the cells of one matrix, chosen when the run starts: time for every cell of the
+    longest matrix file, each its cell's timeout (`cell_timeout`). A file that does not load is left out (the
+    sweep DAGs' file reports it; `plan` refuses it)."""
+    longest = timedelta(0)
+    for path in sorted(matrices.glob("*.yaml")):
+        try:
+            cells = load_matrix(path).cells
+        except SixninesError:
+            continue
+        longest = max(longest, sum((cell_timeout(c) for c in cells), timedelta(0)))
+    return longest or timedelta(hours=1)
 
 
 @task(retries=0)

@@ -41,7 +41,14 @@ from .runtime import POOL, clusters_for, lake_root, run_dir, run_info
 log = logging.getLogger("sixnines")
 APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", "capacity", *SYSTEMS})
 START_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-DEFAULT_ARGS: dict[str, Any] = {"owner": "sixnines", "retries": 1, "retry_delay": dt.timedelta(seconds=30)}
+# Every task ends: one whose length nothing here predicts (a verdict, a comparison) within the hour; tasks that
+# serve a cell or read a run's data get timeouts from its planned time instead (cell_tasks, tail).
+DEFAULT_ARGS: dict[str, Any] = {
+    "owner": "sixnines",
+    "retries": 1,
+    "retry_delay": dt.timedelta(seconds=30),
+    "execution_timeout": dt.timedelta(hours=1),
+}
 
 
 def build_sweep_dags(folder: Path, only: str | None = None) -> dict[str, DAG]:
@@ -124,12 +131,16 @@ def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
         previous = None
         for group, cell in cell_groups(matrix):
             previous = _cell_group(group, cell, previous, source)
-        released = release_brokers()
+        longest = max(cell_tasks.cell_timeout(c) for c in matrix.cells)  # a release stops what a teardown would
+        released = release_brokers.override(execution_timeout=longest)()
         if previous is not None:
             previous >> released
         groups = [group for group, _ in cell_groups(matrix)]
-        landed = tables.override(outlets=[asset])()
-        released >> landed >> tail.analysis() >> tail.regressions() >> tail.report() >> verdict(groups)
+        planned_s = sum(cell_tasks.cell_seconds(c) for _, c in cell_groups(matrix))
+        landed = tables.override(outlets=[asset], execution_timeout=tail.tail_timeout(planned_s))()
+        first, last = tail.analysis_tail(planned_s)
+        released >> landed >> first
+        last >> verdict(groups)
 
     return sweep()
 
@@ -138,10 +149,15 @@ def _cell_group(group: str, cell: Cell, previous: Any, source: Path) -> Any:
     """One cell's (repeat's) TaskGroup; returns its teardown, which the next cell's provision waits for."""
     w = cell.spec.workload
     repeat = f" (repeat {cell.repeat} of {cell.repeats})" if cell.repeats > 1 else ""
+    bounded = cell_tasks.cell_timeout(cell)
     with TaskGroup(group_id=group, tooltip=cell.label + repeat):
-        provisioned = cell_tasks.provision(cell.recorded(), str(source))  # secrets: read again from the matrix file
-        landed = cell_tasks.land()
-        stopped = cell_tasks.stop.override(task_id="teardown")()  # a fresh copy: teardown decorators mutate
+        provisioned = cell_tasks.provision.override(execution_timeout=bounded + cell_tasks.RELEASE_FETCH)(
+            cell.recorded(),
+            str(source),  # its secrets redacted: provision reads them again from the matrix file
+        )
+        landed = cell_tasks.land.override(execution_timeout=bounded)()
+        # a fresh copy: teardown decorators mutate
+        stopped = cell_tasks.stop.override(task_id="teardown", execution_timeout=bounded)()
         if per_host(cell):  # one generator per real host, each on its host's worker, all at once
             timeout = cell_tasks.generate_timeout(cell)
             for host in load_hosts(cell):

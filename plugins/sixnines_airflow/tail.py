@@ -9,18 +9,37 @@ regression check (of what history it has) and its report, which shows the failed
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import get_current_context, task
 
 from spark_jobs.launch import SUBMIT_CONF, submit_conf
 
+from .cell_tasks import phase_timeout
 from .lake_spark import LakeSparkSubmitOperator
 from .notifier import AnalysisFailureNotifier, RegressionAlertNotifier
 from .runtime import REPO, lake_root, run_info
 
 log = logging.getLogger("sixnines")
 SPARK_CONN_ID = "spark_default"  # master local[*] by default (tools/airflow); any cluster through the connection
+TAIL_FLOOR = timedelta(hours=1)
+
+
+def tail_timeout(planned_s: float) -> timedelta:
+    """The execution timeout of a task that reads what a run's cells wrote (tables, analysis, regressions,
+    report): that grows with how long the cells ran (`planned_s`, their planned seconds, at the longest phase
+    scale), and never less than an hour."""
+    return max(TAIL_FLOOR, phase_timeout(planned_s))
+
+
+def analysis_tail(planned_s: float) -> tuple[Any, Any]:
+    """analysis → regressions → report, chained, each timed out for a run of `planned_s` planned seconds; the
+    first and the last task."""
+    timeout = tail_timeout(planned_s)
+    first = analysis(timeout)
+    last = first >> regressions.override(execution_timeout=timeout)() >> report.override(execution_timeout=timeout)()
+    return first, last
 
 
 class AnalysisSubmitOperator(LakeSparkSubmitOperator):
@@ -39,7 +58,7 @@ class AnalysisSubmitOperator(LakeSparkSubmitOperator):
         self.log.info("run of %s messages: driver JVM options %s", messages, self.conf["spark.driver.extraJavaOptions"])
 
 
-def analysis() -> LakeSparkSubmitOperator:
+def analysis(timeout: timedelta = TAIL_FLOOR) -> LakeSparkSubmitOperator:
     """Every table (accounting, percentiles, repeats, timeline, histogram, faults) → Great Expectations gate → publish
     (or quarantine), for this run, as one Spark application (on an S3 lake with the s3a jars, settings and
     credentials: lake_spark.py)."""
@@ -53,6 +72,7 @@ def analysis() -> LakeSparkSubmitOperator:
         conf=dict(SUBMIT_CONF),
         retries=0,
         trigger_rule="all_done",
+        execution_timeout=timeout,
         on_failure_callback=AnalysisFailureNotifier(),
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,48 @@ def test_a_capacity_matrix_searches_each_cell_one_at_a_time(dagbag: Any, path: P
     assert {"report", "write_searches"} <= verdict.upstream_task_ids
     # published capacities join the history: the run is checked (and alerts notified) like a sweep
     assert "regressions" in dag.get_task("analysis").downstream_task_ids
+
+
+def test_every_task_has_an_execution_timeout(dagbag: Any) -> None:
+    """A task that hangs holds the host, the benchmark pool and the run: every one ends by a timeout."""
+    for dag in dagbag.dags.values():
+        unbounded = [t.task_id for t in dag.tasks if t.execution_timeout is None]
+        assert not unbounded, f"{dag.dag_id}: no execution_timeout on {unbounded}"
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
+def test_a_cells_tasks_time_out_by_its_planned_time(dagbag: Any, path: Path) -> None:
+    """Land and teardown get the cell's whole planned time (at the longest phase scale) to finish, and no more
+    than that plus start-up; provision that, and the time to fetch a release."""
+    from sixnines_airflow.cell_tasks import MAX_PHASE_SCALE, RELEASE_FETCH
+    from sixnines_airflow.sweep import cell_groups
+
+    dag = sweep(dagbag, path)
+    for group, cell in cell_groups(load_matrix(path)):
+        w = cell.spec.workload
+        planned = (
+            w.warmup_s + w.measure_s + w.cooldown_s + w.drain_timeout_s + SYSTEMS[cell.spec.system].setup_estimate_s
+        )
+        for name, extra in (("provision", RELEASE_FETCH), ("land", timedelta(0)), ("teardown", timedelta(0))):
+            limit = dag.get_task(f"{group}.{name}").execution_timeout
+            assert limit is not None, f"{group}.{name}"
+            seconds = (limit - extra).total_seconds()
+            assert planned * MAX_PHASE_SCALE <= seconds <= planned * MAX_PHASE_SCALE + 600, name
+
+
+@pytest.mark.parametrize("path", SEARCHES, ids=lambda p: p.name)
+def test_a_search_task_has_time_for_its_most_steps(dagbag: Any, path: Path) -> None:
+    """A search ends within `max_search_steps` steps, each a whole cell: its task's timeout allows that many
+    cells measured for `step_s`, and is not unbounded."""
+    from sixnines_airflow.sweep import cell_groups
+
+    from bench_tasks.capacity.search import max_search_steps
+
+    matrix, dag = load_matrix(path), sweep(dagbag, path)
+    assert matrix.capacity is not None
+    for group, cell in cell_groups(matrix):
+        w = cell.spec.workload
+        steps = max_search_steps(matrix.capacity, [w.rate_per_s])
+        step_s = w.warmup_s + (matrix.capacity.step_s or w.measure_s) + w.cooldown_s + w.drain_timeout_s
+        limit = dag.get_task(f"search_{group}").execution_timeout
+        assert limit is not None and steps * step_s < limit.total_seconds() < float("inf")

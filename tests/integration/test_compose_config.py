@@ -76,18 +76,19 @@ def test_docker_compose_config_accepts_the_file(compose_config: Path, filled_env
 
 
 def test_it_rejects_what_docker_compose_rejects(compose_config: Path, tmp_path: Path, filled_env: Path) -> None:
-    """A misspelt healthcheck key, a required secret left unset, and .env.example copied as it is (its secrets
-    are empty on purpose) fail with messages naming them."""
+    """A misspelt healthcheck key, a required secret left unset (the Fernet key among them), and .env.example
+    copied as it is (its secrets are empty on purpose) fail with messages naming them."""
     text = (REPO / "docker-compose.yaml").read_text()
     broken = tmp_path / "docker-compose.yaml"
     broken.write_text(text.replace("      start_period: 5s\n", "      start_periode: 5s\n", 1))
     done = _config(compose_config, broken, filled_env)
     assert done.returncode == 1 and "start_periode" in done.stderr, done.stderr
 
-    env = tmp_path / "no-password.env"
-    env.write_text(filled_env.read_text().replace("POSTGRES_PASSWORD=", "# POSTGRES_PASSWORD="))
-    done = _config(compose_config, REPO / "docker-compose.yaml", env)
-    assert done.returncode == 1 and "required variable POSTGRES_PASSWORD is missing" in done.stderr, done.stderr
+    for secret in ("POSTGRES_PASSWORD", "AIRFLOW_FERNET_KEY"):
+        env = tmp_path / f"no-{secret}.env"
+        env.write_text(filled_env.read_text().replace(f"{secret}=", f"# {secret}="))
+        done = _config(compose_config, REPO / "docker-compose.yaml", env)
+        assert done.returncode == 1 and f"required variable {secret} is missing" in done.stderr, done.stderr
 
     done = _config(compose_config, REPO / "docker-compose.yaml", REPO / ".env.example")
     assert done.returncode == 1 and "set" in done.stderr and "in .env" in done.stderr, done.stderr

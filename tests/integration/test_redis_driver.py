@@ -61,3 +61,68 @@ def test_pubsub_sender_and_subscriber_come_back_after_a_restart(tmp_path: Path) 
             assert got == [b"m%d" % s for s in (*range(10), *range(20, 30))]
 
         asyncio.run(scenario())
+
+
+def _streams_cell() -> RedisCell:
+    return RedisCell.model_validate({**_cell().model_dump(mode="json"), "broker": {"mode": "streams"}})
+
+
+@pytest.mark.parametrize("mode", ["pubsub", "streams"])
+def test_control_calls_to_a_frozen_server_time_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """A frozen server (SIGSTOP) still takes connections (the kernel completes them) and answers nothing: the
+    driver's control calls (prepare's DEL and XGROUP, a subscriber's SUBSCRIBE, a group reader's PING, cleanup)
+    must give up after the control timeout, naming it, rather than hold the cell forever."""
+    from bench_tasks.errors import BrokerError
+    from bench_tasks.systems.redis import client
+
+    monkeypatch.setattr(client, "CONTROL_TIMEOUT_S", 1.0)
+    cell = _streams_cell() if mode == "streams" else _cell()
+    with RedisServers("latest", RedisBroker(), tmp_path) as servers:
+        assert servers.endpoint is not None
+        url = servers.endpoint.url
+
+        async def scenario() -> None:
+            driver = RedisDriver(url, cell, "frozen")
+            calls = [lambda: driver.open_consumer("c0", lambda _batch: None)]
+            if mode == "streams":
+                calls.insert(0, driver.prepare)
+            servers.pause(1)
+            try:
+                for call in calls:
+                    began = asyncio.get_running_loop().time()
+                    with pytest.raises(BrokerError, match="no answer within 1 s"):
+                        await asyncio.wait_for(call(), 10)
+                    assert asyncio.get_running_loop().time() - began < 5
+                await asyncio.wait_for(driver.cleanup(), 10)  # gives up too (a teardown goes on)
+            finally:
+                servers.resume(1)
+                await driver.close()
+
+        asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("mode", ["pubsub", "streams"])
+def test_a_lost_connection_is_closed_and_forgotten(tmp_path: Path, mode: str) -> None:
+    """After the server is killed and started again, a consumer reads on a new connection; the lost one is
+    closed and no longer held (a driver that ran through many losses holds only what it uses)."""
+    cell = _streams_cell() if mode == "streams" else _cell()
+    with RedisServers("latest", RedisBroker(), tmp_path) as servers:
+        assert servers.endpoint is not None
+        url = servers.endpoint.url
+
+        async def scenario() -> None:
+            driver = RedisDriver(url, cell, "lost")
+            await driver.prepare()
+            await driver.open_consumer("c0", lambda _batch: None)
+            lost = driver._watched
+            assert lost is not None and driver.connections == [lost]
+            servers.kill(1)
+            await _until(lambda: driver.errors.kinds.get("connection_lost", 0) >= 1)
+            servers.restart(1)
+            await _until(lambda: driver._watched is not lost, timeout_s=10)
+            assert driver._watched is not lost, "the consumer did not connect again"
+            assert driver.connections == [driver._watched]
+            assert not lost.is_connected
+            await driver.close()
+
+        asyncio.run(scenario())

@@ -3,6 +3,10 @@ by the failing step nearest above the capacity, and a harness-bound answer never
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,7 +114,53 @@ def test_no_search_takes_more_steps_than_the_plan_says(breaks_at: float) -> None
     assert len(offered) <= max_search_steps(spec, [100]) == 11 + 4
 
 
-def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("resolution", [0.001, 0.01])
+@pytest.mark.parametrize("breaks_at", [101.5, 1414.5, 9995, 77_777])
+def test_a_midpoint_that_rounds_onto_a_bound_ends_the_search(resolution: float, breaks_at: float) -> None:
+    """Midpoints are rounded to 3 figures: where that lands on a bound (1,410/s between 1,410 and 1,420), the
+    search has its answer and ends, at whatever resolution it was asked for, never offering a rate twice."""
+    search = Search(100, 100_000, resolution=resolution)
+    offered = drive(search, breaks_at)
+    assert len(offered) == len(set(offered))
+    low, high = search.bounds()
+    assert low is not None and high is not None and low < breaks_at <= high.rate_per_s
+
+
+@pytest.mark.parametrize("factor", [1.1, 1.5, 2.0, 3.0, 10.0])
+@pytest.mark.parametrize("start", [100, 123.4, 999, 1001, 5000])
+def test_no_search_at_the_finest_resolution_outgrows_its_plan(factor: float, start: float) -> None:
+    """The Airflow search task's timeout is `max_search_steps` steps long: at the resolution floor, wherever the
+    rate breaks, the search must end within it."""
+    from types import SimpleNamespace
+
+    from bench_tasks.capacity.search import MIN_RESOLUTION, max_search_steps
+
+    spec = SimpleNamespace(start_rate_per_s=start, max_rate_per_s=1e6, factor=factor, resolution=MIN_RESOLUTION)
+    planned = max_search_steps(spec, [start])
+    for breaks_at in [start * 1.0001**k for k in range(0, 120_000, 97)]:
+        search = Search(start, 1e6, factor, MIN_RESOLUTION)
+        assert len(drive(search, breaks_at, limit=planned + 1)) <= planned, (breaks_at, search.steps)
+
+
+def test_the_resolution_has_a_floor_named_in_the_matrix_and_on_the_command_line() -> None:
+    """Finer than 1 % a 3-figure midpoint cannot bisect (and no step's noise is that small): refused by name."""
+    from bench_tasks.capacity.search import MIN_RESOLUTION
+    from bench_tasks.errors import MatrixError
+    from bench_tasks.spec.matrix import parse_matrix
+
+    capacity = {"objectives": ["e2e p99 < 10ms"], "max_rate_per_s": 1000, "resolution": MIN_RESOLUTION / 10}
+    with pytest.raises(MatrixError, match=r"capacity\.resolution"):
+        parse_matrix({**one_cell_matrix(), "capacity": capacity}, "m.yaml")
+    parse_matrix({**one_cell_matrix(), "capacity": {**capacity, "resolution": MIN_RESOLUTION}}, "m.yaml")
+    matrix = str(Path(__file__).parents[2] / "matrices" / "quick.yaml")
+    command = [sys.executable, "-m", "bench_tasks", "capacity", matrix, "--max-rate", "1000", "--resolution", "0.001"]
+    done = subprocess.run([*command, "--slo", "e2e p99 < 10ms"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--resolution" in done.stderr, done.stderr
+
+
+def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The runner raising (a broker that would not start) is a failed step: the result keeps it and says the
     capacity is not the broker's; the search is not lost to the exception."""
     from rich.console import Console
@@ -127,10 +177,77 @@ def test_a_step_that_cannot_start_ends_the_search_as_failed_and_keeps_it(monkeyp
 
     monkeypatch.setattr(capacity_run, "run_cell", no_broker)
     bounds = capacity_run.Bounds(1000)
-    result = capacity_run.search_capacity(cell, [], bounds, Lake("unused"), RunInfo.new(), Console(quiet=True))
+    result = capacity_run.search_capacity(cell, [], bounds, Lake(tmp_path), RunInfo.new(), Console(quiet=True))
     (step,) = result["steps"]
     assert (step["verdict"], step["rate_per_s"]) == ("failed", 100) and "did not start" in step["why"]
     assert result["capacity_per_s"] is None and result["limit"] == "failed" and not result["broker_bound"]
+
+
+def two_cell_matrix(folder: Path) -> Path:
+    """A matrix file of two NATS core cells (64 B and 128 B messages)."""
+    import yaml
+
+    raw = one_cell_matrix()
+    raw["systems"][0]["axes"] = {"workload.message_size_bytes": [64, 128]}
+    path = folder / "two.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_ctrl_c_keeps_every_finished_search_in_capacity_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`sixnines capacity` records each search in the run's capacity.json as it ends: stopped with Ctrl-C in the
+    second cell's search, the run still holds the first cell's result, and so still reads as a capacity run."""
+    from typer.testing import CliRunner
+
+    from bench_tasks.capacity import run as capacity_run
+    from bench_tasks.cli import app
+    from bench_tasks.errors import CellError
+    from bench_tasks.spec.matrix import load_matrix
+
+    matrix = two_cell_matrix(tmp_path)
+    first, second = load_matrix(matrix).cells
+
+    def step(cell: Any, *_args: object) -> None:
+        if cell.spec.workload.message_size_bytes == first.spec.workload.message_size_bytes:
+            raise CellError(cell.id, "nats-server did not start")  # a failed step: the first search ends
+        raise KeyboardInterrupt  # Ctrl-C in the second search
+
+    monkeypatch.setattr(capacity_run, "run_cell", step)
+    lake = tmp_path / "lake"
+    args = ["capacity", str(matrix), "--slo", "e2e p99 < 10ms", "--max-rate", "1000", "--lake", str(lake)]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 130, done.output  # interrupted, as the shell says of Ctrl-C
+    (saved,) = lake.rglob("capacity.json")
+    (found,) = json.loads(saved.read_text())["cells"]
+    assert found["cell_id"] == first.id and found["limit"] == "failed" and found["cell_id"] != second.id
+    assert (saved.parent / "capacity.html").exists()
+    assert sorted(p.name for p in saved.parent.iterdir()) == ["capacity.html", "capacity.json"]
+
+
+def test_a_write_cut_short_leaves_the_previous_capacity_json_whole(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """capacity.json is replaced, never rewritten in place: a write that fails part-way (the disk filled up)
+    leaves the searches recorded before it readable."""
+    from bench_tasks.capacity.run import write_capacity
+    from bench_tasks.lake.layout import Lake, RunInfo
+
+    lake, run = Lake(tmp_path), RunInfo.new()
+    before = {"cell_id": "a", "steps": [], "label": "a", "capacity_per_s": 100, "limit": "max-rate"}
+    write_capacity(lake, run, [{**before, "limit_why": "held", "broker_bound": False, "objectives": []}])
+    saved = lake.run_dir(run) / "capacity.json"
+    kept = saved.read_text()
+
+    def disk_fills(path: Path, data: Any, *_args: object, **_kwargs: object) -> None:
+        with open(path, "wb") as handle:
+            handle.write((data.encode() if isinstance(data, str) else data)[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", disk_fills)
+    monkeypatch.setattr(Path, "write_bytes", disk_fills)
+    with pytest.raises(OSError, match="No space"):
+        write_capacity(lake, run, [])
+    assert saved.read_text() == kept and json.loads(kept)["cells"][0]["cell_id"] == "a"
 
 
 def test_a_step_is_the_cell_at_its_rate_measured_for_step_s() -> None:

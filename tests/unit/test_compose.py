@@ -528,6 +528,18 @@ def test_the_example_env_is_refused_until_its_secrets_are_set() -> None:
         )
 
 
+def test_every_secret_is_required_before_compose_starts() -> None:
+    """No secret has a default: compose refuses to start until each is set (the Fernet key too: without it the
+    connections defined in the UI are stored unencrypted)."""
+    assert cc.check_secrets_required(COMPOSE_TEXT) == []
+    assert "AIRFLOW_FERNET_KEY" in cc.compose_variables(COMPOSE_TEXT)
+    assert cc.env_file(ENV_EXAMPLE)["AIRFLOW_FERNET_KEY"] == ""  # listed with the secrets to set, empty
+    defaulted = COMPOSE_TEXT.replace("${NATS_PASSWORD:?set NATS_PASSWORD in .env}", "${NATS_PASSWORD:-}")
+    assert cc.check_secrets_required(defaulted) == [
+        "NATS_PASSWORD is a secret compose starts without: write it `${NATS_PASSWORD:?set NATS_PASSWORD in .env}`"
+    ]
+
+
 def test_nats_routes_need_a_certificate_of_the_deployments_ca(compose: dict[str, Any]) -> None:
     assert cc.check_nats_routes(compose) == []
     content = compose["configs"]["nats-server"]["content"]

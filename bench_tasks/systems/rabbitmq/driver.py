@@ -93,8 +93,25 @@ async def connect(
     conn = AsyncioConnection(
         params, on_open_callback=opened.set_result, on_open_error_callback=failed, custom_ioloop=loop
     )
-    await asyncio.wait_for(opened, _OPEN_TIMEOUT_S)
+    timeout_s = _OPEN_TIMEOUT_S
+    try:
+        await asyncio.wait_for(opened, timeout_s)
+    except TimeoutError:
+        _abandon(conn)  # a node that took the TCP connection and never answered: its socket is not left open
+        where = f"{params.host}:{params.port}"
+        raise BrokerError(
+            f"RabbitMQ connection to {where}: no answer within {timeout_s:g} s (is the node stalled?)"
+        ) from None
+    except BaseException:
+        _abandon(conn)
+        raise
     return conn
+
+
+def _abandon(conn: AsyncioConnection) -> None:
+    """Close a connection nobody will use, whatever state it got to (one still opening is aborted at once)."""
+    if not (conn.is_closing or conn.is_closed):
+        conn.close()
 
 
 class _Confirms:
@@ -147,6 +164,11 @@ class _Producer:
         self.attempt = 0
         self.reconnecting: asyncio.Task[None] | None = None
 
+    def unwritten(self) -> int:
+        """Bytes pika holds for the connection's socket (its transport's write buffer; pika is pinned)."""
+        transport = self.conn._transport
+        return 0 if transport is None else transport.get_write_buffer_size()
+
 
 class _One:
     """One delivery handed over; a stream's deliveries carry their offset."""
@@ -182,7 +204,8 @@ class RabbitmqDriver:
         self.acks = cell.client.confirms and cell.measurement != "rtt"
         self.partition = QUEUE_PARTITION if cell.broker.queue_type in _REPLICATED else None
         self.properties = _properties(cell, self.queue)
-        self.connections: list[AsyncioConnection] = []
+        self.max_unwritten = cell.client.max_unwritten_bytes
+        self.connections: list[AsyncioConnection] = []  # the open ones (a closed one is forgotten)
         self.errors = ClientErrors()  # connection and channel losses, failed reconnects: counted, never swallowed
         self._closing = False
         self._tasks: set[asyncio.Task[None]] = set()  # resubscriptions under way
@@ -195,8 +218,18 @@ class RabbitmqDriver:
         url = self.urls[(zlib.crc32(name.encode()) + attempt) % len(self.urls)]
         conn = await connect(url, name, self.cell.client.connect, self.access)
         self.connections.append(conn)
-        channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
+        conn.add_on_close_callback(self._forget)
+        try:
+            channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
+        except BaseException:
+            _abandon(conn)
+            raise
         return conn, channel
+
+    def _forget(self, conn: AsyncioConnection, _reason: Any = None) -> None:
+        """A connection that closed (the node's doing, or the driver's) is no longer held."""
+        if conn in self.connections:
+            self.connections.remove(conn)
 
     # -- routes ---------------------------------------------------------------------------------------------------
     async def prepare(self) -> None:
@@ -272,7 +305,10 @@ class RabbitmqDriver:
         self._tasks.add(producer.reconnecting)
 
     async def send_batch(self, producer: _Producer, messages: Outgoing, on_ack: AckCallback) -> dict[int, str]:
-        """Frame every message into the connection's buffer; pika writes it when the generator yields."""
+        """Frame every message into the connection's buffer; pika writes it when the generator yields. A send
+        past the connection's window (`client.max_unconfirmed` publishes awaiting their confirm, or
+        `client.max_unwritten_bytes` held for the socket: a stalled node takes nothing) is refused, never
+        buffered: pika's buffer and the confirms map would grow without limit."""
         refused: dict[int, str] = {}
         if not producer.channel.is_open:
             self._reconnect(producer)
@@ -283,7 +319,14 @@ class RabbitmqDriver:
             self._reconnect(producer, pause_first=True)
         publish, confirms = producer.channel.basic_publish, producer.confirms
         exchange, key, props = self.exchange, self.queue, self.properties
+        window, unwritten, most_unwritten = self.cell.client.max_unconfirmed, producer.unwritten, self.max_unwritten
         for seq, _stream, payload in messages:
+            if confirms is not None and len(confirms.pending) >= window:
+                refused[seq] = "ConfirmWindowFull"
+                continue
+            if unwritten() >= most_unwritten:
+                refused[seq] = "WriteBufferFull"
+                continue
             try:
                 publish(exchange, key, payload, props)
             except Exception as exc:  # a closed channel or connection (a node down)
@@ -378,7 +421,7 @@ class RabbitmqDriver:
         self._closing = True
         for task in self._tasks:
             task.cancel()
-        for conn in self.connections:
+        for conn in list(self.connections):  # each leaves the list as it closes (`_forget`)
             if conn.is_closed or conn.is_closing:
                 continue
             closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -202,6 +202,12 @@ class RabbitmqClient(ClientSettings):
         0, ge=0, le=65535, description="basic.qos prefetch_count per consumer (0: unlimited); only with acks manual"
     )
     connect: dict[str, Any] = Field(default_factory=dict, description="kwargs of the client's connect(), verbatim")
+    max_unconfirmed: int = Field(
+        100_000, ge=1, description="publishes per connection awaiting their confirm; beyond it a send is refused"
+    )
+    max_unwritten_bytes: int = Field(
+        64 * 2**20, ge=1, description="bytes pika holds for a connection's socket; beyond it a send is refused"
+    )
 
     @model_validator(mode="after")
     def _prefetch_needs_acks(self) -> RabbitmqClient:

@@ -84,7 +84,9 @@ def delete_routes(address: str, client: Mapping[str, Any], spec: RedisCell, name
     streams = route_names(spec, names)
     if not streams:
         return []
-    server = redis.Redis.from_url(address, **client, socket_timeout=VERSION_TIMEOUT_S, protocol=2)
+    server = redis.Redis.from_url(
+        address, **client, socket_timeout=VERSION_TIMEOUT_S, socket_connect_timeout=VERSION_TIMEOUT_S, protocol=2
+    )
     try:
         return [stream for stream in streams if server.delete(stream)]
     finally:

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import math
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from redis._parsers.hiredis import NOT_ENOUGH_DATA
@@ -44,6 +44,10 @@ CONNECT_DEFAULTS: dict[str, Any] = {"socket_timeout": None, "socket_connect_time
 # RESP2, whatever redis-py's default (RESP3 since 8.0): subscription messages and XREADGROUP replies are read as
 # plain arrays here, and RESP2 is what both servers speak to a client that does not ask.
 PROTOCOL = 2
+# How long a control call waits for the server: the connection's handshake, a route's set-up and removal, a
+# subscription's confirmation, a reader's first PING. Never on the measured path (no socket timeout there, above):
+# a stalled server must fail a cell's set-up or teardown, naming the call, rather than hold it for ever.
+CONTROL_TIMEOUT_S = 10.0
 
 
 def connection_kwargs(url: str, client: RedisClient, name: str, access: Mapping[str, Any] | None = None) -> dict:
@@ -65,10 +69,26 @@ async def connect(url: str, client: RedisClient, name: str, access: Mapping[str,
     connection_class = kwargs.pop("connection_class", Connection)
     conn = connection_class(**kwargs)
     try:
-        await conn.connect()
+        async with answered(f"connect to {url}"):  # the handshake (CLIENT SETNAME, AUTH) waits for replies
+            await conn.connect()
     except (OSError, RedisConnectionError) as exc:
+        await conn.disconnect()
         raise BrokerError(f"cannot connect to Redis at {url}: {exc}") from None
+    except BrokerError:
+        await conn.disconnect()  # connected but never answered: the socket is not left open
+        raise
     return conn
+
+
+@contextlib.asynccontextmanager
+async def answered(what: str) -> AsyncIterator[None]:
+    """Wait for a control call's answer at most `CONTROL_TIMEOUT_S`; a BrokerError naming `what` if none came."""
+    timeout_s = CONTROL_TIMEOUT_S
+    try:
+        async with asyncio.timeout(timeout_s):
+            yield
+    except TimeoutError:
+        raise BrokerError(f"Redis {what}: no answer within {timeout_s:g} s (is the server stalled?)") from None
 
 
 def publish_command(channel: str, payload: bytes) -> Command:
@@ -169,11 +189,12 @@ async def subscribe(conn: Connection, channels: Sequence[str], pattern: bool = F
     """SUBSCRIBE (PSUBSCRIBE to patterns) and return once the server confirmed every channel (from then on, nothing
     published is missed)."""
     command, confirmed = ("PSUBSCRIBE", b"psubscribe") if pattern else ("SUBSCRIBE", b"subscribe")
-    await conn.send_command(command, *channels)
-    for _ in channels:
-        reply = await conn.read_response(timeout=math.inf)
-        if isinstance(reply, ResponseError) or reply[0] != confirmed:
-            raise BrokerError(f"{command} answered {reply!r}")
+    async with answered(command):
+        await conn.send_command(command, *channels)
+        for _ in channels:
+            reply = await conn.read_response(timeout=math.inf)
+            if isinstance(reply, ResponseError) or reply[0] != confirmed:
+                raise BrokerError(f"{command} answered {reply!r}")
 
 
 async def read_replies(conn: Connection, on_arrival: Callable[[], None] | None = None) -> list[Any]:

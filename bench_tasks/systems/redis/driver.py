@@ -11,9 +11,9 @@ stamps each payload uniquely), so a late reply to a request that timed out is dr
 Both directions work in batches (STYLE 1): `send_batch` packs every command of a batch into one write, and every
 read from a socket hands over all it completed at once (`client.read_replies`). Nothing here reads a clock.
 
-A lost connection is counted (`ClientErrors`): a sender refuses every send until it is connected again (a new
-connection is tried at most every `RECONNECT_PAUSE_S`), a subscriber subscribes again once the server answers, and
-what was published meanwhile is lost, as pub/sub loses it.
+A lost connection is counted (`ClientErrors`), closed on this side and forgotten: a sender refuses every send
+until it is connected again (a new connection is tried at most every `RECONNECT_PAUSE_S`), a subscriber subscribes
+again once the server answers, and what was published meanwhile is lost, as pub/sub loses it.
 """
 
 from __future__ import annotations
@@ -129,13 +129,15 @@ class _Sender:
         return None
 
     async def _read(self) -> None:
-        assert self.conn is not None
+        conn = self.conn
+        assert conn is not None
         try:
             while True:
-                for reply in await rc.read_replies(self.conn):
+                for reply in await rc.read_replies(conn):
                     self._settle(reply)
         except (ConnectionError, OSError, RedisConnectionError) as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
+            await conn.disconnect()  # the lost connection's socket, closed on our side at once
 
     def _settle(self, reply: Any) -> None:
         error = f"{type(reply).__name__}: {reply}" if isinstance(reply, Exception) else None
@@ -347,6 +349,7 @@ class RedisDriver:
                     if self.closing:
                         return
                     self.errors.error("connection_lost", f"{type(exc).__name__}: {exc}")
+                await self._forget(conn)
                 conn = await self._again(lambda: self._subscribed(name, channels, pattern))
                 if watched:
                     self._watched = conn
@@ -354,17 +357,25 @@ class RedisDriver:
         self._spawn(loop(conn))
 
     async def _subscribed(self, name: str, channels: Sequence[str], pattern: bool) -> Connection:
+        """A new connection subscribed to `channels`, held by the driver; closed if the server did not confirm."""
         conn = await self.connect(name)
+        await _held_if(conn, rc.subscribe(conn, channels, pattern))
         self.connections.append(conn)
-        await rc.subscribe(conn, channels, pattern)
         return conn
+
+    async def _forget(self, conn: Connection) -> None:
+        """A lost connection: closed on our side too (its socket, hiredis's buffer) and no longer held."""
+        if conn in self.connections:
+            self.connections.remove(conn)
+        with contextlib.suppress(Exception):
+            await conn.disconnect()
 
     async def _read_group(self, name: str, on_messages: MessagesCallback) -> None:
         """Streams: read the cell's group as consumer `name`, each batch acknowledged with the next read."""
         conn = await self.connect(name)
+        await _held_if(conn, _call(conn, "PING"))  # connected and answering before the producers start
         self.connections.append(conn)
         self._watched = conn
-        await _call(conn, "PING")  # connected and answering before the producers start
 
         def hand_over(entries: list[tuple[bytes, bytes]]) -> None:
             on_messages(_Batch([p for _, p in entries], [entry_offset(i) for i, _ in entries]))
@@ -383,6 +394,7 @@ class RedisDriver:
                     self.errors.error("reply_error", f"{type(exc).__name__}: {exc}")
                     await asyncio.sleep(RECONNECT_PAUSE_S)
                     continue
+                await self._forget(conn)
                 conn = await self._again(lambda: self.connect(name))
                 self.connections.append(conn)
                 self._watched = conn
@@ -437,13 +449,27 @@ def _payloads(pushes: list[Any]) -> list[bytes]:
     return [push[2] for push in pushes if push[0] == b"message"]
 
 
-async def _call(conn: Connection, *command: Any) -> Any:
-    """One command on a control connection, its reply awaited (never on a measured path)."""
-    await conn.send_command(*command)
+async def _held_if(conn: Connection, answered: Any) -> None:
+    """Await a connection's first control call (`answered`); if it fails, the connection is closed before the
+    error goes on, so a connection nobody will hold is never left open."""
     try:
-        return await conn.read_response()
-    except ResponseError as exc:
-        raise BrokerError(f"Redis refused {' '.join(map(str, command[:2]))}: {exc}") from None
+        await answered
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await conn.disconnect()
+        raise
+
+
+async def _call(conn: Connection, *command: Any) -> Any:
+    """One command on a control connection, its reply awaited at most `client.CONTROL_TIMEOUT_S` (never on a
+    measured path)."""
+    name = " ".join(map(str, command[:2]))
+    async with rc.answered(name):
+        await conn.send_command(*command)
+        try:
+            return await conn.read_response()
+        except ResponseError as exc:
+            raise BrokerError(f"Redis refused {name}: {exc}") from None
 
 
 def _unread_bytes(conn: Connection) -> int | None:
