@@ -35,7 +35,7 @@ def refusal(model: type, **fields: Any) -> str:
 
 # -- the attacks are real: rendered as they are, each adds a line the harness did not write ------------------------
 def test_a_line_break_in_a_redis_value_would_bind_every_interface() -> None:
-    directives = node_directives(RedisBroker.model_construct(server={}), "127.0.0.1", 7001, Path("/w"), None)
+    directives = node_directives(RedisBroker.model_construct(server={}), "127.0.0.1", 7001, Path("/w"), None, "pw")
     text = render_redis({**directives, "maxmemory": "1gb\nbind 0.0.0.0\nprotected-mode no"})
     assert "bind 0.0.0.0" in text.splitlines() and "protected-mode no" in text.splitlines()
 
