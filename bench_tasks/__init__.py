@@ -70,7 +70,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         name: ("lake.records", name)
         for name in ("RECEIVED_SCHEMA", "SCHEMA_VERSION", "SENT_SCHEMA", "read_schema_version")
     },
-    **{name: ("secrecy", name) for name in ("redacted", "scrub_text", "scrubbed")},
+    **{name: ("secrecy", name) for name in ("on_remember", "redacted", "scrub_exception", "scrub_text", "scrubbed")},
     "cell_from_matrix": ("spec.kept", "cell_from_matrix"),
     "RegressionError": ("regressions", "RegressionError"),
     "detect_regressions": ("regressions", "detect"),

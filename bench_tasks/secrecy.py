@@ -32,7 +32,7 @@ import os
 import re
 import secrets
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -54,6 +54,7 @@ _SECRET_PARTS = frozenset({"pass", "pwd", "seed", "auth"})
 # part only: elsewhere `key` names something else, `key.serializer`, a TLS `key_file` path).
 _SECRET_ENDINGS = ("pass", "auth")
 _known: set[str] = set()
+_listeners: list[Callable[[str], None]] = []
 
 
 def is_secret(key: object) -> bool:
@@ -116,8 +117,37 @@ def _forms(value: str) -> set[str]:
 
 
 def remember(values: Iterable[Any]) -> None:
-    """Add secret values to the ones every record of this process is scrubbed of (`scrubbed`, `scrub_text`)."""
-    _known.update(v for v in (str(value) for value in values if value is not None) if len(v) >= MIN_SCRUBBED)
+    """Add secret values to the ones every record of this process is scrubbed of (`scrubbed`, `scrub_text`), and
+    hand each new one to the listeners (`on_remember`)."""
+    new = {v for v in (str(value) for value in values if value is not None) if len(v) >= MIN_SCRUBBED} - _known
+    _known.update(new)
+    for value in sorted(new):
+        for listener in _listeners:
+            listener(value)
+
+
+def on_remember(listener: Callable[[str], None]) -> None:
+    """Call `listener` with every secret value this process knows and will learn: a host's own masker (Airflow's
+    `mask_secret`, so a task log or traceback it prints shows none either)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+        for value in sorted(_known):
+            listener(value)
+
+
+def scrub_exception(exc: BaseException) -> BaseException:
+    """`exc` (and the exceptions it was raised from) with every remembered secret removed from its message, in
+    place, so it can be raised on with its type and traceback: a broker's start error quotes its log, and what
+    runs a task (Airflow, the CLI) prints what it raised."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.args = tuple(scrub_text(a) if isinstance(a, str) else a for a in current.args)
+        if isinstance(current, OSError) and isinstance(current.strerror, str):
+            current.strerror = scrub_text(current.strerror)
+        current = current.__cause__ or current.__context__
+    return exc
 
 
 def remember_settings(settings: Any) -> None:

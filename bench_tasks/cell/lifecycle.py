@@ -49,7 +49,7 @@ from ..errors import BrokerError, CellError, MatrixError, SixninesError
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.storage import lake_path
 from ..paths import cache_dir
-from ..secrecy import fingerprint, split_secrets
+from ..secrecy import fingerprint, scrub_exception, split_secrets
 from ..spec.cell import cell_id, series_key
 from ..spec.kept import cell_from, cell_record
 from ..spec.matrix import CELL_ADAPTER, Cell
@@ -489,6 +489,7 @@ def provision_step(
     except Exception as exc:
         record["failure"] = f"provision: {describe(cell, exc)}"
         write_json(work.state, record)
+        scrub_exception(exc)  # its message may quote a broker's config or log, and Airflow prints it
         raise
     write_json(work.state, record)
     return {

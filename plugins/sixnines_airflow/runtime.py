@@ -21,6 +21,19 @@ MATRICES = REPO / "matrices"
 POOL = "sixnines_bench"
 
 
+def _mask_in_task_logs() -> None:
+    """Every secret sixnines learns in a task (a matrix's password, a cell's credential, a connection's) is also
+    masked by Airflow in the task's log, whatever prints it (a traceback, a library's message)."""
+    from airflow.sdk.log import mask_secret
+
+    from bench_tasks import on_remember
+
+    on_remember(mask_secret)
+
+
+_mask_in_task_logs()
+
+
 def lake_root() -> LakePath:
     """`SIXNINES_LAKE` (a folder, or `s3://bucket/prefix` reached through the connection named by
     `SIXNINES_LAKE_CONN_ID`), or `lake/` beside the DAGs (the Makefile sets it)."""

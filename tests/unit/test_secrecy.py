@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import html
 import json
+import stat
+from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
-from bench_tasks.errors import BrokerError
-from bench_tasks.secrecy import REDACTED, is_secret, redacted, userinfo, without_userinfo
+from bench_tasks.errors import BrokerError, MatrixError, SecretsError
+from bench_tasks.interop.omb_workload import import_omb, matrix_yaml
+from bench_tasks.lake.layout import write_json
+from bench_tasks.secrecy import (
+    REDACTED,
+    is_secret,
+    redacted,
+    remember,
+    scrub_exception,
+    scrub_text,
+    seal,
+    unseal,
+    userinfo,
+    without_userinfo,
+)
+from bench_tasks.spec.kept import cell_from, cell_record
+from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.systems.kafka.security import ListenerSecurity, jaas_config
 
 
@@ -99,3 +118,109 @@ def test_nats_credentials_in_a_server_url_move_into_the_client_settings() -> Non
     assert own.client == {"user": "al", "password": "x"} and own.address == "nats://h1:4222,nats://h2:4222"
     with pytest.raises(BrokerError, match="different credentials"):
         nats_access(BrokerConnection("n", "nats", extra={"servers": "nats://a:1@h1,nats://b:2@h2"}))
+
+
+# -- every system's secret keys, one rule ----------------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["requirepass", "masterauth", "auth", "default_pass", "erlang.cookie", "AUTH"])
+def test_every_systems_secret_keys_are_known(key: str) -> None:
+    assert is_secret(key)
+
+
+@pytest.mark.parametrize("key", ["ssl.client.auth", "default_user", "authorization_timeout", "maxmemory"])
+def test_names_that_only_look_like_secrets_are_not(key: str) -> None:
+    assert not is_secret(key)
+
+
+def redis_matrix(password: str, **workload: object) -> dict:
+    return {
+        "name": "pw",
+        "systems": [{"system": "redis", "versions": ["7.0.15"], "broker": {"server": {"requirepass": password}}}],
+        "workload": {"message_size_bytes": 256, "rate_per_s": 500, "measure_s": 2, **workload},
+        "measurements": ["e2e"],
+    }
+
+
+def test_a_cells_record_redacts_its_settings_maps_not_its_own_fields() -> None:
+    """`workload.seed` is a schedule's seed, not a secret; `server.requirepass` is one. The id is the same for any
+    password (it is hashed from the record), so neither an id nor a series key is a function of a password."""
+    (cell,) = parse_matrix(redis_matrix("s3cret-one", seed=7), "pw").cells
+    (other,) = parse_matrix(redis_matrix("s3cret-two", seed=7), "pw").cells
+    recorded = cell.recorded()
+    assert recorded["spec"]["broker"]["server"] == {"requirepass": REDACTED}
+    assert recorded["spec"]["workload"]["seed"] == 7 and "s3cret" not in json.dumps(recorded)
+    assert (cell.id, cell.series_key) == (other.id, other.series_key) and recorded["id"] == cell.id
+
+
+def test_a_state_keeps_a_cells_secrets_in_a_private_file_and_gets_them_back(tmp_path: Path) -> None:
+    (cell,) = parse_matrix(redis_matrix("s3cret-kept"), "pw").cells
+    record = cell_record(cell, tmp_path / "work" / "secrets")
+    assert "s3cret-kept" not in json.dumps(record["cell"])
+    secrets_file = Path(record["cell_secrets"])
+    assert (
+        stat.S_IMODE(secrets_file.stat().st_mode) == 0o600 and stat.S_IMODE(secrets_file.parent.stat().st_mode) == 0o700
+    )
+    assert cell_from(json.loads(json.dumps(record))) == cell  # through a JSON state file and back
+    secrets_file.unlink()  # its folder went at teardown: the recorded cell still validates, to be cleaned up
+    assert cell_from(record).spec.broker.server["requirepass"] == REDACTED
+
+
+def test_a_remembered_secret_is_scrubbed_from_every_record_form(tmp_path: Path) -> None:
+    """As written, JSON-escaped (a quote in it), HTML-escaped (a report page), in a URL, in a nested record."""
+    secret = 'qu"o<te>-' + "x" * 8
+    remember([secret, "abc"])  # too short to search for in free text: redacted by key only
+    text = f"AUTH {secret} {json.dumps(secret)} {html.escape(secret)} redis://:{secret}@h:1 abc"
+    assert secret not in scrub_text(text) and json.dumps(secret)[1:-1] not in scrub_text(text)
+    assert scrub_text(text).endswith(" abc") and "redis://h:1" in scrub_text(text)
+    write_json(tmp_path / "r.json", {"reason": f"refused {secret}", "nested": [{"quoted": secret}]})
+    assert "x" * 8 not in (tmp_path / "r.json").read_text()
+
+
+def test_secrets_sealed_for_another_host_open_with_the_shared_key_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AIRFLOW__CORE__FERNET_KEY", raising=False)
+    monkeypatch.delenv("SIXNINES_SECRETS_KEY", raising=False)
+    assert seal({"cell": {}, "client": {}}) is None  # nothing to seal, no key needed
+    token = seal({"client": {"password": "s3cret-sealed"}})
+    assert token is not None and "s3cret" not in token
+    assert unseal(token) == {"client": {"password": "s3cret-sealed"}}  # the key this process made itself
+    monkeypatch.setenv("SIXNINES_SECRETS_KEY", Fernet.generate_key().decode())
+    with pytest.raises(SecretsError, match="SIXNINES_SECRETS_KEY"):
+        unseal(token)
+
+
+def test_an_exception_is_scrubbed_in_place_with_its_causes() -> None:
+    remember(["s3cret-raised"])
+    try:
+        try:
+            raise OSError(13, "denied s3cret-raised")
+        except OSError as inner:
+            raise BrokerError("start failed: line 'requirepass s3cret-raised'") from inner
+    except BrokerError as exc:
+        raised = exc
+    assert scrub_exception(raised) is raised
+    assert "s3cret" not in str(raised) and "s3cret" not in str(raised.__cause__)
+
+
+def test_an_omb_driver_files_secrets_are_never_shown_nor_carried() -> None:
+    """A JAAS line and a truststore password in an OMB Kafka driver file: the import warns that they are not
+    carried, and neither the matrix, its mapping nor a warning holds them."""
+    workload = {"name": "w", "topics": 1, "partitionsPerTopic": 1, "messageSize": 256, "producerRate": 100,
+                "subscriptionsPerTopic": 1, "consumerPerSubscription": 1, "producersPerTopic": 1,
+                "consumerBacklogSizeGB": 0, "testDurationMinutes": 1}  # fmt: skip
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="s3cret-jaas";'
+    driver = {
+        "name": "Kafka",
+        "driverClass": "io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver",
+        "commonConfig": f"sasl.jaas.config={jaas}\nssl.truststore.password=s3cret-trust",
+        "producerConfig": "acks=all\nsasl.password=s3cret-prod",
+    }
+    imported = import_omb(workload, "w.yaml", driver, "kafka.yaml")
+    shown = matrix_yaml(imported) + json.dumps([m.to_dict() for m in imported.mapped]) + "\n".join(imported.warnings)
+    assert "s3cret" not in shown
+    assert sum("a secret" in w for w in imported.warnings) == 3
+    assert "sasl.password" not in json.dumps(imported.raw["systems"])  # not carried into the matrix
+
+
+def test_a_matrix_error_names_a_secret_setting_without_quoting_it() -> None:
+    with pytest.raises(MatrixError) as raised:
+        parse_matrix(redis_matrix(["x", {"nested": "s3cret-err"}]), "pw")  # type: ignore[arg-type]
+    assert "requirepass" in str(raised.value) and "s3cret" not in str(raised.value)
