@@ -17,7 +17,7 @@ from bench_tasks.errors import BrokerError
 from bench_tasks.systems.stan import STAN
 from bench_tasks.systems.stan import client as stan
 from bench_tasks.systems.stan.release import reported_version
-from bench_tasks.systems.stan.server import monitor
+from bench_tasks.systems.stan.server import StanServer, monitor
 from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanCell
 
 pytestmark = pytest.mark.alongside
@@ -198,3 +198,17 @@ def test_fetch_release_gives_the_verified_binary() -> None:
     path = STAN.fetch_release(STAN_VERSIONS[0])
     assert (path.name, path.parent.name) == ("nats-streaming-server", STAN_VERSIONS[0])
     assert reported_version(path)["version"] == STAN_VERSIONS[0]
+
+
+class _MonitorFails(StanServer):
+    """A real server whose start fails after its process exists: its monitoring pages cannot be read."""
+
+    def _endpoint(self, monitor_url: str, config: str, nats_server: str) -> Any:
+        raise BrokerError(f"{monitor_url} did not answer")
+
+
+def test_a_start_that_fails_after_launch_leaves_no_server_running(tmp_path: Path, no_orphans: None) -> None:
+    server = _MonitorFails(STAN_VERSIONS[0], spec({}).broker, tmp_path, "failing")
+    with pytest.raises(BrokerError, match="did not answer"):
+        server.start()
+    assert server.process is not None and not server.process.alive()  # stopped, not left detached and unrecorded

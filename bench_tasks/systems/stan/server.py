@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ...brokers.process import BrokerProcess
+from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
 from ..nats.auth import cell_authorization, client_credentials
@@ -138,9 +138,10 @@ class StanServer:
         log = self.workdir / LOG_NAME
         offset = log.stat().st_size if log.exists() else 0  # a restart appends: only its own lines count
         self.process = BrokerProcess([str(binary), "-c", str(config_path)], log, self.tie_to_parent)
-        self._wait_ready(log, offset, timeout_s)
-        monitor_url = f"http://{self.host}:{self.ports[1]}"
-        self.endpoint = self._endpoint(monitor_url, config, reported["nats_server"])
+        with stopped_on_failure(self.stop, f"nats-streaming-server {self.process.pid}"):  # nothing left running
+            self._wait_ready(log, offset, timeout_s)
+            monitor_url = f"http://{self.host}:{self.ports[1]}"
+            self.endpoint = self._endpoint(monitor_url, config, reported["nats_server"])
         return self.endpoint
 
     def _endpoint(self, monitor_url: str, config: str, nats_server: str) -> StanEndpoint:
