@@ -82,7 +82,7 @@ def test_control_calls_to_a_frozen_server_time_out(tmp_path: Path, monkeypatch: 
         url = servers.endpoint.url
 
         async def scenario() -> None:
-            driver = RedisDriver(url, cell, "frozen")
+            driver = RedisDriver(url, cell, "frozen", client={"password": servers.password})
             calls = [lambda: driver.open_consumer("c0", lambda _batch: None)]
             if mode == "streams":
                 calls.insert(0, driver.prepare)
@@ -111,7 +111,7 @@ def test_a_lost_connection_is_closed_and_forgotten(tmp_path: Path, mode: str) ->
         url = servers.endpoint.url
 
         async def scenario() -> None:
-            driver = RedisDriver(url, cell, "lost")
+            driver = RedisDriver(url, cell, "lost", client={"password": servers.password})
             await driver.prepare()
             await driver.open_consumer("c0", lambda _batch: None)
             lost = driver._watched

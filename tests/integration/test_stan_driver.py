@@ -151,6 +151,7 @@ def test_an_external_server_says_what_it_runs(server: StartedBrokers) -> None:
             "measurement": "e2e",
         }
     )
-    info = system("stan").ask_version(server.address, {}, external)
+    login = {k: server.client[k] for k in ("user", "password")}  # what its connection would give
+    info = system("stan").ask_version(server.address, login, external)
     assert info["nats_server"] == server.context["nats_server"].lstrip("v")
     assert (info["cluster_id"], info["streaming_protocol"]) == ("driver-itest", 1)

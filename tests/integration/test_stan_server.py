@@ -6,6 +6,7 @@ message across a restart, a setting the server refuses is named, and nothing is 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +185,8 @@ def test_another_process_controls_the_server_from_its_state(tmp_path: Path, no_o
     try:
         attached = NodeBrokers.attached(handle.state(), STAN)
         assert attached.alive() == {0: True} and attached.context()["version"] == STAN_VERSIONS[0]
-        assert attached.client == {"cluster_id": "sixnines-itest"}
+        assert attached.client == handle.client and attached.client["cluster_id"] == "sixnines-itest"
+        assert handle.client["password"] not in json.dumps(handle.state())  # in the private file it names
         attached.pause()
         attached.resume()
         assert asyncio.run(publish(handle, 3)) == [None] * 3
