@@ -63,8 +63,17 @@ def brokers_up(
         handle = NodeBrokers(chosen, started)
         state.save(chosen.name, handle.state())
     out.print(f"{chosen.name} {spec.version} up: {handle.address}  nodes {handle.pids()}", soft_wrap=True)
-    for line in chosen.describe_running(handle.state()):
+    for line in [*chosen.describe_running(handle.state()), *_login(handle.state())]:
         out.print(f"  {line}", soft_wrap=True)
+
+
+def _login(current: dict[str, Any]) -> list[str]:
+    """Where a user finds what to log in with: the brokers ask for a password, which is never printed."""
+    if not current.get("client_secrets"):
+        return []
+    user = current["client"].get("user") or current["client"].get("username")
+    who = f"user {user}, " if user else ""
+    return [f"log in with {who}the password in {current['client_secrets']} (readable by you only)"]
 
 
 def _spec(chosen: Any, version: str, broker: dict[str, Any]) -> Any:
@@ -124,7 +133,7 @@ def brokers_status(system_name: SystemArgument) -> None:
     version = current["context"].get("version") or "?"
     alive = f"nodes alive {len(running)}/{len(current['nodes'])}"
     out.print(f"{chosen.name}: up  {current['address']}  version {version}  {alive}", soft_wrap=True)
-    for line in chosen.describe_running(current):
+    for line in [*chosen.describe_running(current), *_login(current)]:
         out.print(f"  {line}", soft_wrap=True)
 
 
