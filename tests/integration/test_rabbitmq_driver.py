@@ -70,7 +70,7 @@ def test_an_open_that_times_out_closes_its_connection(node: RabbitCluster, monke
         node.pause(1)
         try:
             with pytest.raises(BrokerError, match="no answer within 1 s"):
-                await asyncio.wait_for(rabbit.connect(node.endpoint.url, "frozen", {}), 10)
+                await asyncio.wait_for(rabbit.connect(node.endpoint.url, "frozen", {}, node.user.client()), 10)
             await _until(lambda: not _sockets_to(port), 2.0)
             assert not _sockets_to(port), _sockets_to(port)
         finally:
@@ -83,7 +83,7 @@ def test_closed_connections_are_forgotten(node: RabbitCluster) -> None:
     """The node closes a consumer's connection (it subscribes again on a new one) and a producer's channel (it
     reconnects and closes the old connection): the driver then holds only connections that are open."""
     assert node.endpoint is not None
-    driver = rabbit.RabbitmqDriver(node.endpoint.url, _cell(), "forget")
+    driver = rabbit.RabbitmqDriver(node.endpoint.url, _cell(), "forget", client=node.user.client())
 
     async def scenario() -> None:
         await driver.prepare()
@@ -115,7 +115,7 @@ def test_a_stalled_node_fills_the_window_and_later_sends_are_refused(node: Rabbi
     assert node.endpoint is not None
     window, buffer = 2000, 1 << 20
     cell = _cell(confirms=confirms, max_unconfirmed=window, max_unwritten_bytes=buffer if not confirms else 1 << 30)
-    driver = rabbit.RabbitmqDriver(node.endpoint.url, cell, f"stalled-{confirms}")
+    driver = rabbit.RabbitmqDriver(node.endpoint.url, cell, f"stalled-{confirms}", client=node.user.client())
     acked: list[int] = []
 
     def on_ack(seq: int, _partition: int | None, _offset: int | None, error: str | None) -> None:
