@@ -8,9 +8,10 @@ channel (`sixnines.<cell>[.<route>]`), created by the server on first use: there
 The cell's consumers form one queue group (`sixnines`, durable when `client.durable`), so each message reaches one
 of them, as NATS core and Kafka consumer groups do. Their deliveries go from the parser into a batch that is handed
 to the generator once the parser has finished the bytes it read (one call per read, not per message); the driver
-then acknowledges the batch itself (the subscription's manual acks), all Acks written in one call. What a consumer
-has not acknowledged within `client.ack_wait_s` the server delivers again (marked redelivered; the harness counts
-a second receipt as a duplicate). The driver never reads a clock (STYLE 1).
+then acknowledges the batch itself (the subscription's manual acks), all Acks written in one call; Acks that cannot
+be sent (the connection closed) are counted as client errors (`ack_failed`). What a consumer has not acknowledged
+within `client.ack_wait_s` the server delivers again (marked redelivered; the harness counts a second receipt as a
+duplicate). The driver never reads a clock (STYLE 1).
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class BatchedSubscription(stan.StanSubscription):
         self._sequences: list[int] = []
         self._acks: list[bytes] = []
         self._scheduled = False
+        self._publishing: set[asyncio.Task[None]] = set()  # Acks handed to a reconnecting client, one task a batch
         self.handed = 0
 
     async def open_inbox(self) -> Any:
@@ -129,18 +131,27 @@ class BatchedSubscription(stan.StanSubscription):
         self._send_acks(acks)
 
     def _send_acks(self, acks: list[bytes]) -> None:
+        """Connected: the batch's Acks written in one call. Otherwise nats-py takes them (buffered while it
+        reconnects); those it refuses (closed, its buffer full) are told to the connection as not sent."""
         nc, inbox = self.conn.nc, self.ack_inbox
         write = getattr(nc, "write_publishes", None)
         if write is not None and nc.is_connected:
             write([(inbox, "", ack) for ack in acks])
             return
+        task = asyncio.get_running_loop().create_task(self._publish_acks(acks))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
 
-        async def buffered() -> None:  # reconnecting: nats-py buffers them until it is back
-            with contextlib.suppress(Exception):
-                for ack in acks:
-                    await nc.publish(inbox, ack)
-
-        asyncio.get_running_loop().create_task(buffered())
+    async def _publish_acks(self, acks: list[bytes]) -> None:
+        nc, inbox = self.conn.nc, self.ack_inbox
+        for sent, ack in enumerate(acks):
+            try:
+                await nc.publish(inbox, ack)
+            except Exception as exc:
+                unsent = len(acks) - sent
+                why = f"{unsent} of {len(acks)} Acks on {self.subject} not sent: {type(exc).__name__}: {exc}"
+                self.conn.acks_not_sent(unsent, why)
+                return
 
 
 class StanDriver:
@@ -181,6 +192,7 @@ class StanDriver:
                 max_pub_acks_in_flight=c.max_pub_acks_in_flight,
                 pub_ack_wait_s=c.pub_ack_wait_s,
                 on_lost=lambda reason: self.errors.error("connection_lost", reason),
+                on_acks_not_sent=lambda reason: self.errors.error("ack_failed", reason),
             )
         except BaseException:
             await nc.close()
