@@ -151,7 +151,8 @@ def test_an_external_server_says_what_it_runs(server: StartedBrokers) -> None:
             "measurement": "e2e",
         }
     )
-    info = system("stan").ask_version(server.address, {}, external)
+    login = {k: v for k, v in server.client.items() if k in ("user", "password")}  # the server's own user
+    info = system("stan").ask_version(server.address, login, external)
     assert info["nats_server"] == server.context["nats_server"].lstrip("v")
     assert (info["cluster_id"], info["streaming_protocol"]) == ("driver-itest", 1)
 
