@@ -290,7 +290,7 @@ class StanConnection:
         """Send one message; `on_ack(None)` once stored, `on_ack(reason)` on an error, a timeout or a lost
         connection. Returns the message's guid. Never waits for the server."""
         if self.closed or self.lost is not None:
-            raise StanError(f"the streaming connection is {'closed' if self.closed else f'lost: {self.lost}'}")
+            raise StanError(f"the streaming connection is {'closed' if self.lost is None else f'lost: {self.lost}'}")
         if len(self._pending) >= self.max_pub_acks_in_flight:
             raise PublishWindowFull(f"{len(self._pending)} publishes wait for their PubAck (max_pub_acks_in_flight)")
         guid = f"{self._guid_prefix}{next(self._sent)}"
@@ -313,7 +313,7 @@ class StanConnection:
         Returns the messages not sent at all, {key: why}: a lost or closed connection, a full PubAck window,
         a message over the server's max_payload. Never waits for the server."""
         if self.closed or self.lost is not None:
-            why = "StreamingConnectionClosed" if self.closed else "StreamingConnectionLost"
+            why = "StreamingConnectionClosed" if self.lost is None else "StreamingConnectionLost"
             return {key: why for key, _data in messages}
         nc, refused = self.nc, {}
         write = getattr(nc, "write_publishes", None) if nc.is_connected else None
@@ -436,6 +436,12 @@ class StanConnection:
                 self._lose(error)  # e.g. the server no longer knows this client (a restarted memory store)
                 return
         self._pings_out = 0
+
+    def nats_closed(self) -> None:
+        """Its NATS connection closed for good (nats-py gave up reconnecting, or it was closed under this one): the
+        streaming connection is lost, unless it was being closed itself."""
+        if not self.closed:
+            self._lose("its NATS connection closed")
 
     def _lose(self, reason: str) -> None:
         if self.lost is None:
