@@ -214,14 +214,15 @@ class StanDriver:
         task.add_done_callback(self._forgetting.discard)
 
     async def _forget_lost(self) -> None:
-        """Drop every lost connection from the driver (a consumer's batch read before the loss is handed over
-        first), then close it."""
-        for conn in [c for c in self.connections if c.lost is not None]:
-            self.connections.remove(conn)
-            sub = self._subscription
-            if sub is not None and sub.conn is conn:
-                sub.hand_over()
-                self._subscription = None
+        """Drop every lost connection from the driver at once (a consumer's batch read before the loss is handed
+        over first), then close each: a second loss meanwhile finds only the ones not dropped yet."""
+        lost = [c for c in self.connections if c.lost is not None]
+        self.connections = [c for c in self.connections if c.lost is None]
+        sub = self._subscription
+        if sub is not None and sub.conn in lost:
+            sub.hand_over()
+            self._subscription = None
+        for conn in lost:
             await self._close(conn)
 
     # -- routes: a channel exists once used ---------------------------------------------------------------------
