@@ -34,6 +34,18 @@ class BrokerError(SixninesError):
     """A broker could not be fetched, started, reached or stopped."""
 
 
+class RoutesNotDeleted(BrokerError):
+    """Some of a cell's routes (queues, topics, streams) were not deleted. `deleted` names those the broker
+    confirmed deleted and `failed` each one it did not, with why: teardown records both (a route left behind on
+    an external broker is the operator's to remove), never a deletion the broker did not confirm."""
+
+    def __init__(self, where: str, deleted: list[str], failed: dict[str, str]):
+        self.deleted = deleted
+        self.failed = failed
+        reasons = "; ".join(f"{name!r}: {why}" for name, why in failed.items())
+        super().__init__(f"{where}: {len(failed)} route(s) not deleted: {reasons}")
+
+
 class PayloadError(SixninesError):
     """A received message does not carry a sixnines header (wrong magic, version or length)."""
 

@@ -116,7 +116,8 @@ class ExternalBrokers:
                 await driver.close()
 
     def delete_routes(self) -> list[str]:
-        """Delete every route of this cell that exists; returns the names that were deleted."""
+        """Delete every route of this cell that exists; returns the names the brokers confirmed deleted (raises
+        RoutesNotDeleted, with those, when they refused one)."""
         return self.system.delete_routes(self.address, self.access.client, self.cell.spec, self.names)
 
     def stop(self) -> list[int]:

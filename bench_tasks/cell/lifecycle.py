@@ -45,7 +45,7 @@ from ..brokers.external import ExternalBrokers, refuse_faults
 from ..brokers.handles import BrokerHandle, PidNodes, reap_if_child
 from ..brokers.process import kill_and_wait, stopped_on_failure
 from ..brokers.provision import attach, provision, reuse_for
-from ..errors import BrokerError, CellError, MatrixError, SixninesError
+from ..errors import BrokerError, CellError, MatrixError, RoutesNotDeleted, SixninesError
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.storage import lake_path
 from ..paths import cache_dir
@@ -676,16 +676,18 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
 
     Safe to call any number of times. With policy `reuse` the brokers are kept for the next cell with the same
     broker spec (the run's last step releases them); everything else must be gone. External brokers keep running:
-    their teardown deletes the cell's topics/streams (whatever happened before), listed as `deleted_routes`."""
+    their teardown deletes the cell's topics/streams (whatever happened before), listed as `deleted_routes`; a
+    route the broker did not delete is listed with why (`routes_not_deleted`) and fails teardown once it is done."""
     stopped = stop_generator(work)
     state = work.read(work.state) or {}
     kept: list[int] = []
     brokers = attach(state["brokers"]) if state.get("brokers") else None
     external = isinstance(brokers, ExternalBrokers)
     deleted: list[str] = []
+    not_deleted: RoutesNotDeleted | None = None
     if brokers is not None:
         if isinstance(brokers, ExternalBrokers):
-            deleted = brokers.delete_routes()
+            deleted, not_deleted = _delete_routes(brokers)
         elif keep_reused and state["provisioning"]["policy"] == "reuse":
             kept = brokers.pids()
         else:
@@ -711,10 +713,23 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
     }
     if external:
         report["deleted_routes"] = deleted
+        if not_deleted is not None:
+            report["routes_not_deleted"] = not_deleted.failed
     if work.root.exists():
         write_json(work.root / "teardown.json", report)
     release_host(work)
+    if not_deleted is not None:
+        raise not_deleted
     return report
+
+
+def _delete_routes(brokers: ExternalBrokers) -> tuple[list[str], RoutesNotDeleted | None]:
+    """An external cell's routes deleted: those the broker confirmed, and its refusal of any others, which
+    teardown raises only after it stopped everything else, recorded both and gave the host back."""
+    try:
+        return brokers.delete_routes(), None
+    except RoutesNotDeleted as refused:
+        return refused.deleted, refused
 
 
 def release_clusters(clusters: Path) -> list[int]:

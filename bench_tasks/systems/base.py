@@ -228,7 +228,8 @@ class System:
         return named(spec, names) if named else []
 
     def delete_routes(self, address: str, client: Mapping[str, Any], spec: Any, names: str) -> list[str]:
-        """Delete what `route_names` names, where it exists; returns what was deleted."""
+        """Delete what `route_names` names, where it exists; returns what the brokers confirmed deleted. A system
+        that can tell a refusal apart raises RoutesNotDeleted (what was deleted, and why each other was not)."""
         delete = self.part("access", "delete_routes")
         return delete(address, client, spec, names) if delete else []
 

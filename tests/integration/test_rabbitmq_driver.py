@@ -1,6 +1,7 @@
 """The RabbitMQ driver against a real node, without a cell: a connection the node never answers is closed when
-its open times out; connections that closed (the broker's doing or the driver's) are no longer held; and a
-stalled node fills the publish window, past which sends are refused rather than buffered without limit."""
+its open times out; connections that closed (the broker's doing or the driver's) are no longer held; a stalled
+node fills the publish window, past which sends are refused rather than buffered without limit; and a queue the
+node refuses to delete is never reported deleted."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pika
 import psutil
 import pytest
 
-from bench_tasks.errors import BrokerError
+from bench_tasks.errors import BrokerError, RoutesNotDeleted
+from bench_tasks.systems.rabbitmq import access
 from bench_tasks.systems.rabbitmq import driver as rabbit
 from bench_tasks.systems.rabbitmq.nodes import RabbitCluster
 from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker, RabbitmqCell
@@ -21,13 +24,13 @@ pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]
 PAYLOAD = b"x" * 4096
 
 
-def _cell(**client: Any) -> RabbitmqCell:
+def _cell(measurement: str = "e2e", **client: Any) -> RabbitmqCell:
     return RabbitmqCell.model_validate(
         {
             "system": "rabbitmq",
             "version": "latest",
             "workload": {"message_size_bytes": len(PAYLOAD), "rate_per_s": 10, "measure_s": 1},
-            "measurement": "e2e",
+            "measurement": measurement,
             "client": client,
         }
     )
@@ -70,7 +73,7 @@ def test_an_open_that_times_out_closes_its_connection(node: RabbitCluster, monke
         node.pause(1)
         try:
             with pytest.raises(BrokerError, match="no answer within 1 s"):
-                await asyncio.wait_for(rabbit.connect(node.endpoint.url, "frozen", {}), 10)
+                await asyncio.wait_for(rabbit.connect(node.endpoint.url, "frozen", {}, node.user.client()), 10)
             await _until(lambda: not _sockets_to(port), 2.0)
             assert not _sockets_to(port), _sockets_to(port)
         finally:
@@ -151,3 +154,24 @@ def test_a_stalled_node_fills_the_window_and_later_sends_are_refused(node: Rabbi
         await driver.close()
 
     asyncio.run(scenario())
+
+
+def test_a_queue_the_node_will_not_delete_is_not_reported_deleted(node: RabbitCluster) -> None:
+    """A chain cell's two queues; another connection holds the second one exclusively and stays open, so the node
+    refuses to delete it (405 RESOURCE_LOCKED, closing the deleting channel). Only the queue the node confirmed
+    deleted is reported; the other is named with the node's reason, and is still there."""
+    assert node.endpoint is not None
+    cell, names = _cell("chain"), "locked"
+    first, locked = access.route_names(cell, names)
+    holder = pika.BlockingConnection(pika.URLParameters(node.user.url(node.endpoint.nodes[0].amqp_url)))
+    try:
+        channel = holder.channel()
+        channel.queue_declare(first)
+        channel.queue_declare(locked, exclusive=True)
+        with pytest.raises(RoutesNotDeleted) as refused:
+            access.delete_routes(node.endpoint.url, node.user.client(), cell, names)
+        assert refused.value.deleted == [first]
+        assert list(refused.value.failed) == [locked] and "RESOURCE_LOCKED" in refused.value.failed[locked]
+        assert channel.queue_declare(locked, passive=True).method.queue == locked  # still the holder's
+    finally:
+        holder.close()

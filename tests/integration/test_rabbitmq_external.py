@@ -1,6 +1,7 @@
 """External RabbitMQ: a node the cell does not own (started here, then reached only through an
 `AIRFLOW_CONN_…` variable with its own user and vhost) serves a cell whose queue is made and deleted by the cell,
-with the server's version recorded and the password nowhere in the lake."""
+with the server's version recorded and the password nowhere in the lake; a queue the node will not delete is
+named at teardown, never listed as deleted."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import json
 import secrets
 from pathlib import Path
 
+import pika
 import pytest
 from rich.console import Console
 
+from bench_tasks.cell.lifecycle import CellWork, provision_when_free, teardown_step
 from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.errors import RoutesNotDeleted
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.systems.rabbitmq import release
@@ -74,3 +78,46 @@ def test_external_node_through_a_connection(tmp_path: Path, console: Console, mo
     assert password not in "".join(
         p.read_text(errors="replace") for p in lake.rglob("*") if p.suffix in (".json", ".log")
     )
+
+
+def test_a_queue_the_node_will_not_delete_is_named_at_teardown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between provision and teardown another connection takes the cell's queue (deletes it, declares it again
+    exclusive, and stays open), so the node refuses teardown's delete (405 RESOURCE_LOCKED). Teardown finishes all
+    the same, records no queue as deleted and the refused one with the node's reason, then fails saying so."""
+    with RabbitCluster("latest", RabbitmqBroker(), tmp_path / "node") as cluster:
+        assert cluster.endpoint is not None
+        node = cluster.endpoint.nodes[0]
+        conn = {
+            "conn_type": "amqp",
+            "host": "127.0.0.1",
+            "port": node.amqp_port,
+            "login": cluster.user.username,
+            "password": cluster.user.password,
+        }
+        monkeypatch.setenv("AIRFLOW_CONN_SIXNINES_RABBITMQ_LOCKED", json.dumps(conn))
+        raw = {
+            "name": "locked",
+            "systems": [{"system": "rabbitmq", "brokers": "external", "connection": "sixnines_rabbitmq_locked"}],
+            "workload": {"message_size_bytes": 256, "rate_per_s": 200, "measure_s": 1},
+            "measurements": ["e2e"],
+        }
+        (cell,) = select_cells(parse_matrix(raw, "locked"))
+        work = CellWork(tmp_path / "work")
+        provision_when_free(cell, RunInfo.new(), tmp_path / "lake", work)
+        state = work.read(work.state)
+        assert state is not None
+        (queue,) = state["brokers"]["context"]["routes"]
+        holder = pika.BlockingConnection(pika.URLParameters(cluster.user.url(node.amqp_url)))
+        try:
+            channel = holder.channel()
+            channel.queue_delete(queue)
+            channel.queue_declare(queue, exclusive=True)
+            with pytest.raises(RoutesNotDeleted, match="RESOURCE_LOCKED"):
+                teardown_step(work)
+        finally:
+            holder.close()
+        report = json.loads((work.root / "teardown.json").read_text())
+        assert report["deleted_routes"] == []
+        assert (
+            list(report["routes_not_deleted"]) == [queue] and "RESOURCE_LOCKED" in report["routes_not_deleted"][queue]
+        )

@@ -132,6 +132,25 @@ def test_a_durable_resumes_at_the_first_unacknowledged_message_after_the_client_
     assert run(scenario) == [(s, True) for s in range(6, 11)] + [(s, False) for s in range(11, 16)]
 
 
+def test_a_manual_ack_the_connection_cannot_send_fails_naming_the_delivery(server: Server) -> None:
+    """Its NATS connection closed, a subscriber's Ack cannot leave: `ack` raises the client's own error, naming
+    the delivery, rather than passing nats-py's on or dropping the Ack."""
+    opts = stan.SubscriptionOptions(manual_acks=True)
+
+    async def scenario() -> None:
+        conn = await server.connect("ack-closed")
+        delivered: list[Any] = []
+        sub = await conn.subscribe(SUBJECT, delivered.append, opts)
+        await publish_all(conn, [b"unacked"])
+        await until(lambda: len(delivered) == 1)
+        await conn.nc.close()
+        with pytest.raises(stan.StanError, match=f"Ack of {SUBJECT} #1 not sent: ConnectionClosedError"):
+            await sub.ack(delivered[0])
+        await conn.close()
+
+    run(scenario)
+
+
 def test_unsubscribe_forgets_a_durable_and_close_keeps_it(server: Server) -> None:
     async def durables() -> list[str]:
         channels = await asyncio.to_thread(monitor, server.monitor_url, "channelsz?subs=1")

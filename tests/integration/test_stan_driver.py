@@ -1,6 +1,7 @@
 """The NATS Streaming driver against a real server, without a cell: batched publishes and their PubAcks, deliveries
-handed over in batches with their channel sequences, and a durable queue group that resumes where the driver that
-closed left off (the cell's consumers, restarted)."""
+handed over in batches with their channel sequences, a durable queue group that resumes where the driver that
+closed left off (the cell's consumers, restarted), Acks a closed connection could not send, counted, and
+connections lost with their server, closed and forgotten."""
 
 from __future__ import annotations
 
@@ -155,3 +156,62 @@ def test_an_external_server_says_what_it_runs(server: StartedBrokers) -> None:
     info = system("stan").ask_version(server.address, login, external)
     assert info["nats_server"] == server.context["nats_server"].lstrip("v")
     assert (info["cluster_id"], info["streaming_protocol"]) == ("driver-itest", 1)
+
+
+def test_acks_a_closed_connection_could_not_send_are_counted(
+    server: StartedBrokers, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The consumer's NATS connection closes while a read's deliveries wait for their Acks: its close starts one
+    turn of the event loop after their bytes arrived, once nats-py parsed them and before the batch is handed over
+    and acknowledged. The batch still reaches the harness; its Acks cannot be sent, and that is counted as a client
+    error (the server delivers those messages again after ack_wait_s)."""
+
+    async def scenario() -> tuple[Received, dict[str, Any]]:
+        consumer, producer = driver(server, spec()), driver(server, spec())
+        loop = asyncio.get_running_loop()
+        closing: list[asyncio.Task[None]] = []
+        armed = [False]
+
+        def arrived() -> None:
+            if armed[0] and not closing:
+                nc = consumer.connections[0].nc
+                loop.call_soon(lambda: closing.append(loop.create_task(nc.close())))
+
+        consumer.watch_arrivals(arrived)
+        got = Received()
+        await consumer.open_consumer("c", got)
+        (conn,) = await producer.open_producer("p", 1)
+        armed[0] = True
+        assert await producer.send_batch(conn, ((s, 0, b"m%03d" % s) for s in range(20)), lambda *_: None) == {}
+        await until(lambda: bool(got.sequences) and bool(closing) and closing[0].done())
+        errors = consumer.errors.summary()
+        await producer.close()
+        await consumer.close()
+        return got, errors
+
+    got, errors = asyncio.run(scenario())
+    assert got.sequences, "no delivery reached the consumer before its connection closed"
+    assert errors["kinds"].get("ack_failed", 0) >= 1, errors
+    assert "Acks on sixnines.itest not sent: ConnectionClosedError" in caplog.text  # the first of a kind is logged
+
+
+def test_connections_lost_with_the_server_are_closed_and_forgotten(server: StartedBrokers) -> None:
+    """The server is killed: once nats-py gave up reconnecting (5 tries, 0.5 s apart), the consumer's and the
+    producer's streaming connections are counted lost, closed, and no longer held by the driver; a send on the
+    lost producer is refused as lost, and the consumer has no backlog to report."""
+
+    async def scenario() -> None:
+        d = driver(server, spec())
+        await d.open_consumer("c", Received())
+        (producer,) = await d.open_producer("p", 1)
+        held = list(d.connections)
+        assert len(held) == 2
+        server.nodes.kill(0)
+        await until(lambda: not d.connections and all(c.closed for c in held), 15)
+        assert d.connections == [] and all(c.closed and c.nc.is_closed for c in held)
+        assert d.errors.kinds.get("connection_lost") == 2, d.errors.summary()
+        assert await d.send_batch(producer, iter([(0, 0, b"late")]), lambda *_: None) == {0: "StreamingConnectionLost"}
+        assert d.backlog() is None
+        await d.close()
+
+    asyncio.run(scenario())

@@ -104,8 +104,15 @@ async def connect(
     ca_file = access.pop("tls_ca_file", None)
     if ca_file:
         access["tls"] = ssl.create_default_context(cafile=ca_file)
-    options = {**_CONNECT_DEFAULTS, "name": name, "error_cb": count, **access, **cell.client.connect}
     nc = _Client()
+    options = {
+        **_CONNECT_DEFAULTS,
+        "name": name,
+        "error_cb": count,
+        "closed_cb": nc.report_closed,
+        **access,
+        **cell.client.connect,
+    }
     # A cluster's address lists every node comma-separated; nats-py takes a list (it refuses a joined string).
     await nc.connect(servers_of(url), **options)
     nc.on_arrival = on_arrival
@@ -130,7 +137,14 @@ class _Client(Client):
         super().__init__()
         self.direct: dict[int, Direct] = {}
         self.on_arrival: Callable[[], None] | None = None
+        self.on_closed: Callable[[], None] | None = None
         self._watched: Any = None  # the stream reader whose reads call on_arrival
+
+    async def report_closed(self) -> None:
+        """nats-py's closed_cb: the connection closed for good (its owner closed it, or nats-py gave up
+        reconnecting); told to `on_closed`, so a protocol on top (NATS Streaming) can drop what it built on it."""
+        if self.on_closed is not None:
+            self.on_closed()
 
     def watch_arrivals(self) -> None:
         """Call `on_arrival` each time the transport hands the stream reader bytes (before nats-py parses

@@ -8,13 +8,12 @@ virtual host (default `/`); login/password -> PLAIN credentials; extra `tls_ca_f
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 from ...brokers.connections import BrokerConnection, ClientAccess
-from ...errors import BrokerError
+from ...errors import BrokerError, RoutesNotDeleted
 from ...load.loop import run_precise
 from ...load.routes import route_keys
 from .settings import RabbitmqCell
@@ -77,19 +76,31 @@ def route_names(spec: RabbitmqCell, names: str) -> list[str]:
 
 
 def delete_routes(address: str, client: Mapping[str, Any], spec: RabbitmqCell, names: str) -> list[str]:
-    return run_precise(_delete_queues(address, client, spec, names))
+    """Delete the cell's queues (and exchanges); returns the queues the node confirmed deleted. Raises
+    RoutesNotDeleted when it refused one or did not answer, naming each such queue and why."""
+    gone, failed = run_precise(_delete_queues(address, client, spec, names))
+    if failed:
+        raise RoutesNotDeleted(f"RabbitMQ at {address}", gone, failed)
+    return gone
 
 
-async def _delete_queues(address: str, client: Mapping[str, Any], spec: RabbitmqCell, names: str) -> list[str]:
+async def _delete_queues(
+    address: str, client: Mapping[str, Any], spec: RabbitmqCell, names: str
+) -> tuple[list[str], dict[str, str]]:
+    """Each route's queue deleted on a connection of its own (a refusal closes the channel it came on): the
+    queues deleted, and {queue: why} for the others."""
     from .driver import RabbitmqDriver
 
-    gone = []
+    gone: list[str] = []
+    failed: dict[str, str] = {}
     for route in route_keys(spec):
         driver = RabbitmqDriver(address, spec, names, route, client)
         try:
-            with contextlib.suppress(Exception):
-                await driver.cleanup()
-                gone.append(driver.queue)
+            await driver.cleanup()
+        except Exception as exc:
+            failed[driver.queue] = str(exc) if isinstance(exc, BrokerError) else f"{type(exc).__name__}: {exc}"
+        else:
+            gone.append(driver.queue)
         finally:
             await driver.close()
-    return gone
+    return gone, failed

@@ -66,6 +66,25 @@ async def _call(start: Callable[[Callable[[Any], None]], Any], timeout_s: float 
     return await asyncio.wait_for(done, timeout_s)
 
 
+async def _reply(channel: Any, start: Callable[[Callable[[Any], None]], Any], what: str) -> Any:
+    """A control call on `channel` (declare, bind, delete) and the broker's reply to it. A refusal closes the
+    channel instead of replying (e.g. 405 RESOURCE_LOCKED: another connection holds the queue exclusively), so the
+    channel closing fails the call at once with the broker's reason, as does no reply within the open timeout."""
+    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    def closed(_channel: Any, reason: BaseException) -> None:
+        if not done.done():
+            done.set_exception(BrokerError(f"{what}: refused, the node closed the channel: {reason}"))
+
+    channel.add_on_close_callback(closed)
+    start(lambda result=None: done.done() or done.set_result(result))
+    timeout_s = _OPEN_TIMEOUT_S
+    try:
+        return await asyncio.wait_for(done, timeout_s)
+    except TimeoutError:
+        raise BrokerError(f"{what}: no reply from the node within {timeout_s:g} s") from None
+
+
 async def connect(
     url: str, name: str, connect_kwargs: Mapping[str, Any], access: Mapping[str, Any] | None = None
 ) -> AsyncioConnection:
@@ -235,25 +254,37 @@ class RabbitmqDriver:
     async def prepare(self) -> None:
         """A fresh queue (an old one of the same name is deleted first) behind the cell's exchange."""
         _conn, channel = await self.open_channel("admin")
-        b = self.cell.broker
-        await _call(lambda cb: channel.queue_delete(self.queue, callback=cb))
-        await _call(
+        b, queue, exchange = self.cell.broker, self.queue, self.exchange
+        await _reply(channel, lambda cb: channel.queue_delete(queue, callback=cb), f"delete queue {queue!r}")
+        await _reply(
+            channel,
             lambda cb: channel.queue_declare(
-                self.queue, durable=b.durable, arguments=queue_arguments(self.cell), callback=cb
-            )
+                queue, durable=b.durable, arguments=queue_arguments(self.cell), callback=cb
+            ),
+            f"declare queue {queue!r}",
         )
-        if self.exchange:
-            await _call(lambda cb: channel.exchange_declare(self.exchange, b.exchange, durable=b.durable, callback=cb))
-            await _call(
-                lambda cb: channel.queue_bind(self.queue, self.exchange, **_binding(self.cell, self.queue), callback=cb)
+        if exchange:
+            await _reply(
+                channel,
+                lambda cb: channel.exchange_declare(exchange, b.exchange, durable=b.durable, callback=cb),
+                f"declare exchange {exchange!r}",
+            )
+            await _reply(
+                channel,
+                lambda cb: channel.queue_bind(queue, exchange, **_binding(self.cell, queue), callback=cb),
+                f"bind queue {queue!r} to {exchange!r}",
             )
 
     async def cleanup(self) -> None:
+        """Delete the cell's queue, then its exchange. Returns once the node confirmed each deletion
+        (Queue.DeleteOk, Exchange.DeleteOk); raises BrokerError naming what it refused or never answered."""
         _conn, channel = await self.open_channel("admin")
-        with contextlib.suppress(Exception):
-            await _call(lambda cb: channel.queue_delete(self.queue, callback=cb))
-            if self.exchange:
-                await _call(lambda cb: channel.exchange_delete(self.exchange, callback=cb))
+        queue, exchange = self.queue, self.exchange
+        await _reply(channel, lambda cb: channel.queue_delete(queue, callback=cb), f"delete queue {queue!r}")
+        if exchange:
+            await _reply(
+                channel, lambda cb: channel.exchange_delete(exchange, callback=cb), f"delete exchange {exchange!r}"
+            )
 
     # -- producers ------------------------------------------------------------------------------------------------
     async def open_producer(self, name: str, connections: int) -> list[_Producer]:

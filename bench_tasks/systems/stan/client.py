@@ -45,6 +45,7 @@ START_POSITIONS = {
 AckCallback = Callable[[str | None], None]  # None: acknowledged; otherwise why not
 MessageCallback = Callable[[Any], None]  # a decoded pb.MsgProto: sequence, subject, data, timestamp, redelivered
 LostCallback = Callable[[str], None]
+AcksNotSentCallback = Callable[[str], None]  # why a subscription's Acks could not be sent to the server
 
 
 class StanError(BrokerError):
@@ -193,11 +194,19 @@ class StanSubscription:
         m = pb.MsgProto.FromString(msg.data)
         self.on_message(m)
         if not self.opts.manual_acks:
-            await self.ack(m)
+            try:
+                await self.ack(m)
+            except StanError as exc:
+                self.conn.acks_not_sent(1, str(exc))
 
     async def ack(self, m: Any) -> None:
-        """Acknowledge one delivery (manual acks; automatic ones are sent after `on_message`)."""
-        await self.conn.nc.publish(self.ack_inbox, pb.Ack(subject=m.subject, sequence=m.sequence).SerializeToString())
+        """Acknowledge one delivery (manual acks; automatic ones are sent after `on_message`). Raises StanError
+        when the Ack cannot be handed to the NATS connection (closed, or its reconnect buffer full)."""
+        ack = pb.Ack(subject=m.subject, sequence=m.sequence).SerializeToString()
+        try:
+            await self.conn.nc.publish(self.ack_inbox, ack)
+        except Exception as exc:
+            raise StanError(f"Ack of {m.subject} #{m.sequence} not sent: {type(exc).__name__}: {exc}") from None
 
     async def unsubscribe(self) -> None:
         """End the subscription; a durable one is forgotten by the server."""
@@ -208,11 +217,14 @@ class StanSubscription:
         await self._end(self.conn.subjects.sub_close_requests, "close subscription")
 
     async def stop_deliveries(self) -> None:
-        """Stop reading the inbox (the server is told separately, or not at all when the connection closes)."""
+        """Stop reading the inbox (the server is told separately, or not at all when the connection closes). A
+        closed NATS connection reads nothing any more: there is nothing to unsubscribe."""
         if self._inbox_sub is not None:
             sub, self._inbox_sub = self._inbox_sub, None
-            getattr(self.conn.nc, "direct", {}).pop(getattr(sub, "_id", None), None)
-            await sub.unsubscribe()
+            nc = self.conn.nc
+            getattr(nc, "direct", {}).pop(getattr(sub, "_id", None), None)
+            if not nc.is_closed:
+                await sub.unsubscribe()
 
     async def _end(self, subject: str, what: str) -> None:
         c = self.conn
@@ -240,6 +252,7 @@ class StanConnection:
         pub_ack_wait_s: float,
         request_timeout_s: float,
         on_lost: LostCallback | None,
+        on_acks_not_sent: AcksNotSentCallback | None = None,
         clock: Callable[[], float],
     ):
         self.nc = nc
@@ -251,6 +264,8 @@ class StanConnection:
         self.pub_ack_wait_s = pub_ack_wait_s
         self.request_timeout_s = request_timeout_s
         self.on_lost = on_lost
+        self.on_acks_not_sent = on_acks_not_sent
+        self.acks_not_sent_count = 0  # deliveries whose Ack never left: the server delivers them again
         self.clock = clock
         self.ack_inbox = f"{ACK_PREFIX}.{NUID().next().decode()}"
         self.subscriptions: set[StanSubscription] = set()
@@ -275,7 +290,7 @@ class StanConnection:
         """Send one message; `on_ack(None)` once stored, `on_ack(reason)` on an error, a timeout or a lost
         connection. Returns the message's guid. Never waits for the server."""
         if self.closed or self.lost is not None:
-            raise StanError(f"the streaming connection is {'closed' if self.closed else f'lost: {self.lost}'}")
+            raise StanError(f"the streaming connection is {'closed' if self.lost is None else f'lost: {self.lost}'}")
         if len(self._pending) >= self.max_pub_acks_in_flight:
             raise PublishWindowFull(f"{len(self._pending)} publishes wait for their PubAck (max_pub_acks_in_flight)")
         guid = f"{self._guid_prefix}{next(self._sent)}"
@@ -298,7 +313,7 @@ class StanConnection:
         Returns the messages not sent at all, {key: why}: a lost or closed connection, a full PubAck window,
         a message over the server's max_payload. Never waits for the server."""
         if self.closed or self.lost is not None:
-            why = "StreamingConnectionClosed" if self.closed else "StreamingConnectionLost"
+            why = "StreamingConnectionClosed" if self.lost is None else "StreamingConnectionLost"
             return {key: why for key, _data in messages}
         nc, refused = self.nc, {}
         write = getattr(nc, "write_publishes", None) if nc.is_connected else None
@@ -390,6 +405,13 @@ class StanConnection:
         self.subscriptions.add(sub)
         return sub
 
+    def acks_not_sent(self, count: int, why: str) -> None:
+        """`count` Acks of this connection's subscriptions could not be sent: counted, and told to
+        `on_acks_not_sent` (those messages come again once their ack wait is over, as redeliveries)."""
+        self.acks_not_sent_count += count
+        if self.on_acks_not_sent is not None:
+            self.on_acks_not_sent(why)
+
     # -- liveness ---------------------------------------------------------------------------------------------------
     async def _on_heartbeat(self, msg: Msg) -> None:
         if msg.reply:
@@ -414,6 +436,12 @@ class StanConnection:
                 self._lose(error)  # e.g. the server no longer knows this client (a restarted memory store)
                 return
         self._pings_out = 0
+
+    def nats_closed(self) -> None:
+        """Its NATS connection closed for good (nats-py gave up reconnecting, or it was closed under this one): the
+        streaming connection is lost, unless it was being closed itself."""
+        if not self.closed:
+            self._lose("its NATS connection closed")
 
     def _lose(self, reason: str) -> None:
         if self.lost is None:
@@ -469,9 +497,12 @@ async def connect(
     ping_interval_s: int = 5,
     ping_max_out: int = 88,
     on_lost: LostCallback | None = None,
+    on_acks_not_sent: AcksNotSentCallback | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> StanConnection:
-    """Open a streaming connection as `client_id` on a connected nats-py client (defaults are stan.go's)."""
+    """Open a streaming connection as `client_id` on a connected nats-py client (defaults are stan.go's).
+    `on_lost(why)`: the connection was lost; `on_acks_not_sent(why)`: Acks of its subscriptions could not be
+    sent (automatic ones; a manual `ack` raises instead)."""
     if not _CLIENT_ID.match(client_id):
         raise StanError(f"client id {client_id!r}: use letters, digits, '-' and '_' only (the server's rule)")
     heartbeat_inbox, ping_inbox = nc.new_inbox(), nc.new_inbox()
@@ -497,6 +528,7 @@ async def connect(
         pub_ack_wait_s=pub_ack_wait_s,
         request_timeout_s=connect_timeout_s,
         on_lost=on_lost,
+        on_acks_not_sent=on_acks_not_sent,
         clock=clock,
     )
     await conn.start(heartbeat_inbox, ping_inbox)

@@ -8,9 +8,11 @@ channel (`sixnines.<cell>[.<route>]`), created by the server on first use: there
 The cell's consumers form one queue group (`sixnines`, durable when `client.durable`), so each message reaches one
 of them, as NATS core and Kafka consumer groups do. Their deliveries go from the parser into a batch that is handed
 to the generator once the parser has finished the bytes it read (one call per read, not per message); the driver
-then acknowledges the batch itself (the subscription's manual acks), all Acks written in one call. What a consumer
-has not acknowledged within `client.ack_wait_s` the server delivers again (marked redelivered; the harness counts
-a second receipt as a duplicate). The driver never reads a clock (STYLE 1).
+then acknowledges the batch itself (the subscription's manual acks), all Acks written in one call; Acks that cannot
+be sent (the connection closed) are counted as client errors (`ack_failed`). What a consumer has not acknowledged
+within `client.ack_wait_s` the server delivers again (marked redelivered; the harness counts a second receipt as a
+duplicate). A lost connection (nats-py gave up reconnecting, or the server stopped answering PINGs or forgot the
+client) is counted, closed and forgotten; nothing reconnects it. The driver never reads a clock (STYLE 1).
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ class BatchedSubscription(stan.StanSubscription):
         self._sequences: list[int] = []
         self._acks: list[bytes] = []
         self._scheduled = False
+        self._publishing: set[asyncio.Task[None]] = set()  # Acks handed to a reconnecting client, one task a batch
         self.handed = 0
 
     async def open_inbox(self) -> Any:
@@ -129,18 +132,27 @@ class BatchedSubscription(stan.StanSubscription):
         self._send_acks(acks)
 
     def _send_acks(self, acks: list[bytes]) -> None:
+        """Connected: the batch's Acks written in one call. Otherwise nats-py takes them (buffered while it
+        reconnects); those it refuses (closed, its buffer full) are told to the connection as not sent."""
         nc, inbox = self.conn.nc, self.ack_inbox
         write = getattr(nc, "write_publishes", None)
         if write is not None and nc.is_connected:
             write([(inbox, "", ack) for ack in acks])
             return
+        task = asyncio.get_running_loop().create_task(self._publish_acks(acks))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
 
-        async def buffered() -> None:  # reconnecting: nats-py buffers them until it is back
-            with contextlib.suppress(Exception):
-                for ack in acks:
-                    await nc.publish(inbox, ack)
-
-        asyncio.get_running_loop().create_task(buffered())
+    async def _publish_acks(self, acks: list[bytes]) -> None:
+        nc, inbox = self.conn.nc, self.ack_inbox
+        for sent, ack in enumerate(acks):
+            try:
+                await nc.publish(inbox, ack)
+            except Exception as exc:
+                unsent = len(acks) - sent
+                why = f"{unsent} of {len(acks)} Acks on {self.subject} not sent: {type(exc).__name__}: {exc}"
+                self.conn.acks_not_sent(unsent, why)
+                return
 
 
 class StanDriver:
@@ -158,10 +170,11 @@ class StanDriver:
             raise BrokerError("NATS Streaming: no cluster id to connect to (the broker's client settings have none)")
         self.url, self.cell, self.access, self.cluster_id = url, cell, access, cluster_id
         self.subject = subject_for(cell_id, route)
-        self.connections: list[stan.StanConnection] = []
+        self.connections: list[stan.StanConnection] = []  # the live ones: a lost one is closed and forgotten
         self.errors = ClientErrors()
         self._subscription: BatchedSubscription | None = None
         self._on_arrival: Callable[[], None] | None = None
+        self._forgetting: set[asyncio.Task[None]] = set()  # closes of lost connections under way
 
     def watch_arrivals(self, on_arrival: Callable[[], None]) -> None:
         """Every connection opened from now on calls `on_arrival` when the server's bytes reach it."""
@@ -180,13 +193,37 @@ class StanDriver:
                 owns_nc=True,
                 max_pub_acks_in_flight=c.max_pub_acks_in_flight,
                 pub_ack_wait_s=c.pub_ack_wait_s,
-                on_lost=lambda reason: self.errors.error("connection_lost", reason),
+                on_lost=self._lost,
+                on_acks_not_sent=lambda reason: self.errors.error("ack_failed", reason),
             )
         except BaseException:
             await nc.close()
             raise
+        if isinstance(nc, _Client):  # nats-py gave up reconnecting: the streaming connection is lost
+            nc.on_closed = conn.nats_closed
         self.connections.append(conn)
         return conn
+
+    def _lost(self, reason: str) -> None:
+        """A streaming connection was lost (its NATS connection closed for good, or the server stopped answering
+        PINGs or forgot the client): counted, then closed and forgotten. Nothing reconnects it: a lost producer
+        refuses every later send, a lost consumer receives no more."""
+        self.errors.error("connection_lost", reason)
+        task = asyncio.get_running_loop().create_task(self._forget_lost())
+        self._forgetting.add(task)
+        task.add_done_callback(self._forgetting.discard)
+
+    async def _forget_lost(self) -> None:
+        """Drop every lost connection from the driver at once (a consumer's batch read before the loss is handed
+        over first), then close each: a second loss meanwhile finds only the ones not dropped yet."""
+        lost = [c for c in self.connections if c.lost is not None]
+        self.connections = [c for c in self.connections if c.lost is None]
+        sub = self._subscription
+        if sub is not None and sub.conn in lost:
+            sub.hand_over()
+            self._subscription = None
+        for conn in lost:
+            await self._close(conn)
 
     # -- routes: a channel exists once used ---------------------------------------------------------------------
     async def prepare(self) -> None:
@@ -237,17 +274,24 @@ class StanDriver:
         return sub.held + unread // (self.cell.workload.message_size_bytes + DELIVERY_OVERHEAD_BYTES)
 
     async def close(self) -> None:
-        """Close every streaming connection (a durable subscription stays on the server, suspended); a server that
-        no longer answers (killed) is left after `CLOSE_TIMEOUT_S` and the nats-py connection closed anyway."""
+        """Close every streaming connection (a durable subscription stays on the server, suspended), and wait for
+        the closes of lost ones under way."""
         if self._subscription is not None:
             self._subscription.hand_over()  # what was read is handed over before the client goes
             self._subscription = None
-        for conn in self.connections:
-            try:
-                await asyncio.wait_for(conn.close(), CLOSE_TIMEOUT_S)
-            except Exception as exc:
-                if conn.lost is None and conn.nc.is_connected:  # a loss was counted when it happened
-                    self.errors.error("close_failed", str(exc) or type(exc).__name__)
-                with contextlib.suppress(Exception):
-                    await conn.nc.close()
-        self.connections.clear()
+        connections, self.connections = self.connections, []
+        for conn in connections:
+            await self._close(conn)
+        if self._forgetting:
+            await asyncio.gather(*self._forgetting, return_exceptions=True)
+
+    async def _close(self, conn: stan.StanConnection) -> None:
+        """Close one streaming connection; a server that no longer answers (killed) is left after
+        `CLOSE_TIMEOUT_S` and the nats-py connection closed anyway."""
+        try:
+            await asyncio.wait_for(conn.close(), CLOSE_TIMEOUT_S)
+        except Exception as exc:
+            if conn.lost is None and conn.nc.is_connected:  # a loss was counted when it happened
+                self.errors.error("close_failed", str(exc) or type(exc).__name__)
+            with contextlib.suppress(Exception):
+                await conn.nc.close()
