@@ -124,6 +124,7 @@ def land_cell(
         **harness_context(),
         "broker": broker_context,
         "cpu_placement": spec.workload.cpus.model_dump(),
+        **({"release": cell.release} if cell.release else {}),  # how `latest` or a line became this release
     }
     if hosts is not None:  # only cells placed on hosts: other cells' context stays as it was
         context["hosts"] = hosts

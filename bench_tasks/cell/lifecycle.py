@@ -53,7 +53,7 @@ from ..secrecy import fingerprint, scrub_exception, split_secrets
 from ..spec.cell import cell_id, series_key
 from ..spec.kept import cell_from, cell_record
 from ..spec.matrix import CELL_ADAPTER, Cell
-from ..systems import UnknownSystem, resolve_version
+from ..systems import UnknownSystem, resolve_release
 from ..topology import hosts, netns
 from ..topology.hosts import broker_site
 from ..topology.netns import Topology, inside
@@ -160,8 +160,7 @@ def prepare_cell(cell: Cell, versions: Mapping[str, str] | None = None, phase_sc
     external = spec["brokers"] == "external"  # external brokers report their version; nothing to override
     if versions and spec["system"] in versions and not external:
         spec["version"] = versions[spec["system"]]
-    if spec["version"] == "latest":
-        spec["version"] = resolve_version(spec["system"], "latest")
+    spec["version"], release = resolve_release(spec["system"], spec["version"])
     if phase_scale <= 0:
         raise MatrixError(cell.matrix, [f"phase_scale: {phase_scale} — must be greater than 0"])
     if phase_scale != 1.0:
@@ -180,6 +179,7 @@ def prepare_cell(cell: Cell, versions: Mapping[str, str] | None = None, phase_sc
         repeat=cell.repeat,
         repeats=cell.repeats,
         origin=cell.origin,
+        release=release or cell.release,
     )
 
 

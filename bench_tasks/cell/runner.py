@@ -20,7 +20,7 @@ from ..paths import cache_dir
 from ..secrecy import without_userinfo
 from ..spec.cell import cell_id, series_key
 from ..spec.matrix import Cell, Matrix, expand_repeats
-from ..systems import resolve_version, system
+from ..systems import resolve_release, resolve_version, system
 from .drive import Fault
 from .hostparts import run_hosts
 from .landing import CellReport, acked_metric
@@ -42,13 +42,14 @@ HOST_POLL_S = 5.0  # how often a cell waiting for the host (another run's cell h
 
 
 def resolve_cells(matrix: Matrix) -> list[Cell]:
-    """Resolve `version: latest` now; the resolved version is what the cell id and records carry.
+    """Resolve `latest` and lines (`4.3.x`) now; the resolved version is what the cell id and records carry.
     `[latest, X]` where X is the latest release gives one cell, not two."""
     resolved: dict[str, Cell] = {}
     for cell in matrix.cells:
-        version = resolve_version(cell.spec.system, cell.spec.version)
+        version, release = resolve_release(cell.spec.system, cell.spec.version)
         spec = cell.spec.model_copy(update={"version": version})
-        new = cell.model_copy(update={"spec": spec, "id": cell_id(spec), "series_key": series_key(spec)})
+        update = {"spec": spec, "id": cell_id(spec), "series_key": series_key(spec), "release": release}
+        new = cell.model_copy(update=update)
         resolved.setdefault(new.id, new)
     return list(resolved.values())
 

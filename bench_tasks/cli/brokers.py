@@ -14,6 +14,7 @@ import typer
 from pydantic import ValidationError
 
 from ..errors import BrokerError
+from ..releases.order import stable
 from ..systems import SYSTEMS
 from .app import brokers_app, out
 
@@ -186,13 +187,19 @@ def brokers_fetch(
 
     chosen = system(system_name)
     if list_versions or version is None:
-        supported = set(chosen.versions)
-        for release in chosen.releases():
-            out.print(f"{release}{'  (supported)' if release in supported else ''}")
+        listed = chosen.release_list(refresh=True)  # the registry, asked now; the cache matrices validate against
+        for release in listed.releases:
+            out.print(f"{release.version}  {release.source}{_release_note(release)}", soft_wrap=True)
         return
     version = chosen.resolve_version(version)
-    if version not in chosen.versions:
-        raise BrokerError(
-            f"unknown {chosen.name} version {version!r}; see 'sixnines brokers fetch {chosen.name} --list'"
-        )
+    problem = chosen.release_list().problem(version)
+    if problem is not None:
+        raise BrokerError(problem)
     out.print(str(chosen.fetch_release(version)), soft_wrap=True)
+
+
+def _release_note(release: Any) -> str:
+    """What `--list` says beside a release that `latest` would not choose."""
+    if release.missing is not None:
+        return f"  (cannot be assembled: {release.missing})"
+    return "" if stable(release.version) else "  (pre-release)"

@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from ..core.header import RELAYED_MIN_SIZE
+from ..releases import release_problem
 from ..secrecy import recorded_model
 from .background import Background
 from .base import MessageSizeBytes, SettingsModel, StrictModel
@@ -196,8 +197,10 @@ class CellBase(SettingsModel):
     @field_validator("version")
     @classmethod
     def _known_version(cls, value: str) -> str:
-        if value not in ("latest", EXTERNAL_VERSION) and value not in cls.VERSIONS:
-            raise ValueError(f"unknown {cls.SYSTEM} version; known: latest, {', '.join(cls.VERSIONS)}")
+        """Checked against the system's cached release list (matrices validate without the network)."""
+        problem = None if value == EXTERNAL_VERSION else release_problem(cls.SYSTEM, value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

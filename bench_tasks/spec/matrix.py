@@ -32,6 +32,7 @@ from .cell import (
     series_key,
 )
 from .placement import HOST_NAME, Host
+from .versions import VersionEntry, VersionRange, expanded
 
 AXIS_ROOTS = ("version", "measurement", "workload", "broker", "client", "background", "network", "faults")
 WHOLE_VALUE_AXES = ("version", "measurement", "faults")  # axes whose values replace the key whole
@@ -56,7 +57,9 @@ _BACKGROUND_PASSTHROUGH = re.compile(r"^background\.([^.]+)\.(producer|topic)\.(
 
 class SystemBlock(StrictModel):
     system: str
-    versions: list[str] | None = Field(None, min_length=1, description="required unless brokers is 'external'")
+    versions: list[VersionEntry] | VersionRange | None = Field(
+        None, description="releases, lines (4.3.x), latest or ranges ({from, to, every}); required unless external"
+    )
     brokers: BrokerSource = "provisioned"
     connection: str | None = None
     broker: dict[str, Any] = Field(default_factory=dict)
@@ -133,6 +136,7 @@ class Cell(StrictModel):
     repeat: int = Field(1, ge=1)
     repeats: int = Field(1, ge=1)
     origin: dict[str, Any] | None = None  # the matrix's `origin:`; not part of the spec, so never of the id
+    release: dict[str, Any] | None = None  # how a run chose the version of `latest` or a line (recorded)
 
     def model_post_init(self, context: Any, /) -> None:
         """Every process that holds a cell knows its secrets, so no record it writes can carry one
@@ -331,7 +335,10 @@ def _expand_block(file: MatrixFile, block: SystemBlock, where: str) -> tuple[lis
     problems = _check_block(block, where)
     if problems:
         return problems, []
-    versions = block.versions or [EXTERNAL_VERSION]
+    entries = block.versions if isinstance(block.versions, list) else [block.versions] if block.versions else []
+    versions, problems = expanded(block.system, entries, where) if entries else ([EXTERNAL_VERSION], [])
+    if problems:
+        return problems, []
     axes = {"version": versions, "measurement": list(file.measurements), **file.axes, **block.axes}
     problems = _check_axes(axes, where, file.axes.keys())
     if problems:
@@ -408,6 +415,8 @@ def _check_block(block: SystemBlock, where: str) -> list[str]:
         problems.append(f"{where}.connection: {block.connection!r} — only for brokers 'external'")
     if block.versions is None:
         problems.append(f"{where}.versions: Field required")
+    elif block.versions == []:
+        problems.append(f"{where}.versions: [] — give at least one release, line (4.3.x), range or latest")
     return problems
 
 

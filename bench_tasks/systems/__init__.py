@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SixninesError
+from ..releases import is_pattern
 from .base import System
 from .kafka import KAFKA
 from .nats import NATS
@@ -37,8 +38,21 @@ def system_of(spec: Any) -> System:
 
 
 def resolve_version(name: str, version: str) -> str:
-    """`latest` → the system's newest known release; a concrete version is returned unchanged."""
-    return system(name).resolve_version(version)
+    """`latest` or a line → the newest release of it that can be assembled now; an exact version unchanged."""
+    return resolve_release(name, version)[0]
 
 
-__all__ = ["SYSTEMS", "System", "UnknownSystem", "resolve_version", "system", "system_of"]
+def resolve_release(name: str, wanted: str) -> tuple[str, dict[str, Any] | None]:
+    """The release a run measures for `wanted`, and how it was chosen when `wanted` was `latest` or a line (what
+    the cell records: asked, chosen, the list it was chosen from, and whether the registry could be reached)."""
+    if not is_pattern(wanted):
+        return wanted, None
+    listed = system(name).releases_for_run()
+    version = listed.resolve(wanted)
+    record: dict[str, Any] = {"requested": wanted, "resolved": version, "list_fetched_at": listed.fetched_at}
+    if listed.offline is not None:
+        record["offline"] = listed.offline
+    return version, record
+
+
+__all__ = ["SYSTEMS", "System", "UnknownSystem", "resolve_release", "resolve_version", "system", "system_of"]

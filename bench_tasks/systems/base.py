@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .. import releases
+from ..releases import Release, ReleaseList
 from ..spec.cell import CellBase, Measurement
 from ..spec.faults import FaultSupport
 from ..spec.leader import LeaderSupport
@@ -88,12 +90,32 @@ class System:
 
     @property
     def versions(self) -> tuple[str, ...]:
-        """Known releases, newest first."""
-        return self.cell_model.VERSIONS
+        """Releases a cell can run, newest first: the stable ones the cached list says can be assembled (the
+        registry is asked when there is no list yet)."""
+        return tuple(self.release_list().candidates())
+
+    def list_releases(self) -> list[Release]:
+        """Every release the system's registry serves (network), each saying what is missing where it cannot be
+        assembled here: the package's `release.list_releases()`."""
+        lister = self.part("release", "list_releases")
+        if lister is None:
+            return [Release(v, "the harness's own list") for v in self.cell_model.VERSIONS]
+        return list(lister())
+
+    def release_list(self, refresh: bool = False) -> ReleaseList:
+        """The cached release list; the registry is asked when `refresh` or when nothing is cached."""
+        known = None if refresh else releases.cached(self.name)
+        return known if known is not None else releases.refresh(self.name, self.list_releases)
+
+    def releases_for_run(self) -> ReleaseList:
+        """The list a run resolves against: refreshed when the run starts (unless fresh), the cache when the
+        registry cannot be reached (`offline` says so)."""
+        return releases.current(self.name, self.list_releases)
 
     def resolve_version(self, version: str) -> str:
-        """`latest` → the newest known release; a concrete version is returned unchanged."""
-        return self.versions[0] if version == "latest" else version
+        """`latest` or a line (`4.3.x`) → the newest release of it that can be assembled; an exact version is
+        returned unchanged (fetching it says what is missing, if anything)."""
+        return self.releases_for_run().resolve(version) if releases.is_pattern(version) else version
 
     def label(self, spec: Any) -> str:
         """The system's part of a cell's label (`kafka b3 p1 rf3 acks=all`)."""
@@ -130,10 +152,6 @@ class System:
         return "publish" if self.sends_acknowledged(spec.get("broker") or {}) else None
 
     # -- releases ---------------------------------------------------------------------------------------------------
-    def releases(self) -> list[str]:
-        """Every release that could be fetched (the known ones are marked supported by the CLI)."""
-        return list(self.versions)
-
     def fetch_release(self, version: str) -> Path:
         """Fetch (once, verified) and return where a release lives in the cache."""
         raise NotImplementedError(f"{self.name} has no releases to fetch")

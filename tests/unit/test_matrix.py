@@ -252,7 +252,7 @@ ERROR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         lambda r: r["systems"][0].update(versions=["2.15.1", "9.9.9"]),
         ["systems[0].versions[1]", "'9.9.9'", "unknown nats version"],
     ),
-    ("empty versions", lambda r: r["systems"][0].update(versions=[]), ["systems[0].versions", "at least 1"]),
+    ("empty versions", lambda r: r["systems"][0].update(versions=[]), ["systems[0].versions", "at least one release"]),
     (
         "empty axis",
         lambda r: r.update(axes={"workload.rate_per_s": []}),

@@ -73,11 +73,6 @@ class Kafka(System):
     def group_tag(self, spec: Any) -> str:
         return f"b{spec.broker.brokers}"
 
-    def releases(self) -> list[str]:
-        from .release import available_versions
-
-        return available_versions()
-
     def fetch_release(self, version: str) -> Path:
         from .release import kafka_classpath
 
