@@ -4,13 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test test-fast lint lock venv tools stan-server class-data clean airflow-init airflow airflow-stop
+.PHONY: bench test test-fast lint lock venv tools release-lists stan-server class-data clean airflow-init airflow airflow-stop
 
 # Airflow with its embedded defaults kept inside the clone (tools/airflow: .airflow/ home with SQLite, this
 # checkout's DAGs and plugins, lake/, the venv first on PATH).
 AIRFLOW := tools/airflow
 
-venv: $(STAMP) tools stan-server class-data
+venv: $(STAMP) tools release-lists stan-server class-data
 
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing. Go builds
 # NATS Streaming's server (stan-server below).
@@ -34,6 +34,12 @@ tools:
 		{ echo "installing redis-tools (apt)"; $(APT_INSTALL) redis-tools $(APT_DONE); }
 	@test -x $(RABBITMQ_SBIN)/rabbitmq-server || \
 		{ echo "installing rabbitmq-server (apt)"; $(APT_INSTALL) rabbitmq-server $(APT_DONE); }
+
+# Every system's release list, from its registry, into the cache (.cache/releases/): matrices name releases by line
+# (4.3.x), `latest` or range and validate against it without the network. A registry that cannot be reached keeps
+# the list already cached.
+release-lists: $(STAMP)
+	@$(BIN)/python -m bench_tasks.releases >/dev/null
 
 # NATS Streaming's server is built from the Go module proxy with the machine's Go into the cache (.cache/stan/,
 # or $$SIXNINES_CACHE), newest release first; once built, this only checks that it reports its version.
@@ -83,7 +89,7 @@ $(AIRFLOW_DB): $(STAMP)
 	touch $@
 
 # The default sweep through Airflow (in-process `airflow dags test`); exits non-zero if any cell failed.
-bench: $(STAMP) tools class-data airflow-init
+bench: $(STAMP) tools release-lists class-data airflow-init
 	@$(AIRFLOW) dags test sixnines_quick; code=$$?; \
 		case "$${SIXNINES_LAKE:-}" in s3://*) echo "lake $$SIXNINES_LAKE: the cells table, raw samples and report are" \
 			"the s3:// URIs in the logs of tasks 'tables' and 'report' above"; exit $$code;; esac; \
@@ -134,7 +140,7 @@ BESIDE_OK = $(shell $(BIN)/python -m tests.cell_priority --check && echo yes)
 CELL_PART = $(if $(filter 0,$(CELL_TEST_WORKERS)),-n 0,$(if $(BESIDE_OK),-n $(shell echo $$(($(CELL_TEST_WORKERS) + 1))) \
 	--beside-cells,-n $(CELL_TEST_WORKERS)))
 test test-fast: export PYTHONDONTWRITEBYTECODE =
-test: $(STAMP) tools stan-server class-data
+test: $(STAMP) tools release-lists stan-server class-data
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra $(CELL_PART) --dist loadfile \
@@ -142,7 +148,7 @@ test: $(STAMP) tools stan-server class-data
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n 0 -m "serial and host_alone" --durations=15
 
 # The inner loop: unit tests, DAG integrity and matrix validation, no brokers (under 2 minutes).
-test-fast: $(STAMP)
+test-fast: $(STAMP) release-lists
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/unit tests/dags
 

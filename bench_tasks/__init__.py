@@ -73,6 +73,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{name: ("secrecy", name) for name in ("on_remember", "redacted", "scrub_exception", "scrub_text", "scrubbed")},
     "cell_from_matrix": ("spec.kept", "cell_from_matrix"),
     "RegressionError": ("regressions", "RegressionError"),
+    "published_run": ("regressions.history", "published_run"),
     "detect_regressions": ("regressions", "detect"),
     "write_regression_results": ("regressions", "write_results"),
     **{name: ("report", name) for name in ("build_run_report", "find_report", "tables_folder_name")},

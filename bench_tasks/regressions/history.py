@@ -8,11 +8,14 @@ file and the column rather than a KeyError deep in the analysis.
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..core.percentiles import PERCENTILES
-from ..lake.layout import CAPACITY_HISTORY_DIR, HISTORY_DIR
+from ..lake.layout import CAPACITY_HISTORY_DIR, HISTORY_DIR, PUBLISHED_AREA, committed_run_file
 from ..lake.layout import history_files as lake_history_files
 from ..lake.storage import LakePath, lake_path, read_parquet, read_parquet_schema
 from .model import RegressionError
@@ -118,3 +121,30 @@ def read_capacity_history(lake_root: str | Path | LakePath) -> list[dict[str, An
         _column_names(path, CAPACITY_COLUMNS)
         rows += read_parquet(path, columns=list(CAPACITY_COLUMNS)).to_pylist()
     return rows
+
+
+def read_repeat_spreads(lake_root: str | Path | LakePath, runs: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The published `repeats.csv` rows of each (run_date, run_id): per repeated cell × metric × basis the min,
+    median and max of every statistic across its repeats (ns, as floats). A run without repeats has none."""
+    rows: list[dict[str, Any]] = []
+    for run_date, run_id in sorted(set(runs)):
+        found = committed_run_file(lake_root, PUBLISHED_AREA, run_date, run_id, "repeats.csv")
+        if found is not None:
+            rows += [_typed_spread(row) for row in csv.DictReader(io.StringIO(found.read_text()))]
+    return rows
+
+
+def _typed_spread(row: dict[str, str]) -> dict[str, Any]:
+    return {k: (float(v) if v and k.endswith("_ns") else (v or None)) for k, v in row.items()}
+
+
+def published_run(lake_root: str | Path | LakePath, cell_id: str) -> tuple[str, str] | None:
+    """(run_date, run_id) of the newest published run that measured cell `cell_id` (its spec and release), or
+    None: what a matrix with `reuse_published` takes instead of measuring the cell again."""
+    found = None
+    for path in history_files(lake_root):
+        table = read_parquet(path, columns=["cell_id", "run_date", "run_id"])
+        for row in table.to_pylist():
+            if row["cell_id"] == cell_id:
+                found = max(found or ("", ""), (str(row["run_date"]), str(row["run_id"])))
+    return found

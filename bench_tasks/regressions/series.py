@@ -52,7 +52,7 @@ def _noise(row: dict[str, Any], column: str) -> float | None:
     return None if value is None else float(value) / 100.0
 
 
-def _points(rows: Iterable[dict[str, Any]], column: str, noise_column: str) -> tuple[Point, ...]:
+def points_of(rows: Iterable[dict[str, Any]], column: str, noise_column: str) -> tuple[Point, ...]:
     return tuple(
         Point(
             run_date=str(r["run_date"]),
@@ -105,7 +105,7 @@ def build_series(rows: Iterable[dict[str, Any]]) -> tuple[list[Series], int]:
     for (series_key, metric, basis), members in sorted(groups.items()):
         for view, ordered in _views(members):
             for percentile in SERIES_PERCENTILES:
-                points = _points(ordered, VALUE_COLUMNS[percentile], NOISE_COLUMNS[percentile])
+                points = points_of(ordered, VALUE_COLUMNS[percentile], NOISE_COLUMNS[percentile])
                 if not points:
                     unsupported += 1
                     continue
@@ -125,7 +125,7 @@ def build_capacity_series(rows: Iterable[dict[str, Any]]) -> list[Series]:
         if counted_capacity(r):
             groups[(str(r["series_key"]), str(r["objectives"]))].append(r)
     return [
-        Series(key, CAPACITY_METRIC, objectives, "", view, _points(ordered, "capacity_per_s", ""), CAPACITY)
+        Series(key, CAPACITY_METRIC, objectives, "", view, points_of(ordered, "capacity_per_s", ""), CAPACITY)
         for (key, objectives), members in sorted(groups.items())
         for view, ordered in _views(members)
     ]

@@ -341,3 +341,40 @@ def history_chart(
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return to_svg(fig)
+
+
+@dataclass(frozen=True)
+class ReleaseLine:
+    """One percentile across releases (ms; None where unsupported) and the band of each release's repeats."""
+
+    label: str
+    gid: str
+    values: Sequence[float | None]
+    bands: Sequence[tuple[float, float] | None]
+    color: str
+
+
+def release_chart(title: str, releases: Sequence[str], lines: Sequence[ReleaseLine], moved: int | None) -> str:
+    """Every percentile against release (release order, log latency), each release's run-to-run band shaded,
+    and the first release whose tail moved beyond the noise marked: which release moved the tail, at a glance."""
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.add_subplot()
+    x = np.arange(len(releases))
+    for line in lines:
+        ys = np.array([np.nan if v is None else v for v in line.values], dtype=float)
+        ax.plot(x, ys, marker="o", ms=4, lw=1.4, color=line.color, label=line.label, gid=line.gid)
+        low = np.array([np.nan if b is None else b[0] for b in line.bands], dtype=float)
+        high = np.array([np.nan if b is None else b[1] for b in line.bands], dtype=float)
+        if not np.all(np.isnan(low)):
+            ax.fill_between(x, low, high, color=line.color, alpha=0.15, lw=0, gid=f"{line.gid}-band")
+    if moved is not None:
+        ax.axvline(moved - 0.5, color="#333", lw=1.5, ls="--", label=f"tail moved at {releases[moved]}")
+    ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
+    ax.set_xticks(x, releases, rotation=30, fontsize=8)
+    ax.set_xlabel("release (release order; shaded: min–max across the repeats of each release)")
+    ax.set_ylabel("latency (ms, log)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize=7.5, ncol=2)
+    return to_svg(fig)

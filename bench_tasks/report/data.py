@@ -65,6 +65,7 @@ class RunData:
     validation: Any = None
     regressions: Any = None
     history_series: list[Any] = field(default_factory=list)  # bench_tasks.regressions Series, when alerts exist
+    release_histories: list[Any] = field(default_factory=list)  # its cells across releases (regressions.releases)
     notes: list[str] = field(default_factory=list)  # files that exist but could not be read
     capacity: list[dict[str, Any]] = field(default_factory=list)  # the run's capacity searches (capacity.json)
 
@@ -194,6 +195,24 @@ def _load_pipeline_outputs(run: RunData) -> None:
             run.history_series = history_series(run.lake_root)
         except Exception as exc:
             run.notes.append(f"history could not be read for the regression plots: {exc}")
+    try:
+        run.release_histories = release_histories_of(run)
+    except Exception as exc:
+        run.notes.append(f"history could not be read for the release history: {exc}")
+
+
+def release_histories_of(run: RunData) -> list[Any]:
+    """The run's cells across every release the published history holds them on (none before a publication)."""
+    from ..lake.layout import history_files
+    from ..regressions.history import read_history, read_repeat_spreads
+    from ..regressions.releases import release_histories
+
+    if not history_files(run.lake_root):
+        return []
+    keys = {c.result.get("series_key") for c in run.cells}
+    rows = [r for r in read_history(run.lake_root) if r["series_key"] in keys]
+    spreads = read_repeat_spreads(run.lake_root, {(str(r["run_date"]), str(r["run_id"])) for r in rows})
+    return release_histories(rows, spreads)
 
 
 def gate_verdict(lake_root: LakePath, run_date: str, run_id: str) -> str:

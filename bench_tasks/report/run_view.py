@@ -10,6 +10,7 @@ from .capacity_view import capacity_section
 from .cell_view import BASES, anchor, cell_section, measure_values
 from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_chart, spectrum_chart
 from .data import CellData, RunData
+from .history_view import release_section
 from .pairing import RATIO_KEYS, Pair, pairs_within_run, ratios
 from .spectrum import spectrum
 from .tables_view import pipeline_section
@@ -176,6 +177,7 @@ def render_run(run: RunData, tables_folder: str = TABLES_FOLDER) -> str:
         + overlay_section(cells)
         + ratios_section(cells)
         + variation_section(cells)
+        + release_section(run.release_histories)
         + regressions_section(run)
         + pipeline_section(run, tables_folder)
         + "".join(cell_section(c) for c in cells)
@@ -184,6 +186,7 @@ def render_run(run: RunData, tables_folder: str = TABLES_FOLDER) -> str:
     index += [(anchor(c), c.key.title or c.key.cell_id) for c in cells]
     index += [("ratios", "Ratios")]
     index += [("variation", "Run-to-run variation")] if any(c.key.repeats > 1 for c in cells) else []
+    index += [("releases", "Release history")] if run.release_histories else []
     index += [("regressions", "Regressions")]
     index += [("pipeline", "Pipeline tables")] if run.tables else []
     subtitle = f"run {run.run_id} · {run.run_date} · {len(cells)} cell(s) · lake {run.lake_root}"

@@ -104,6 +104,11 @@ class MatrixFile(StrictModel):
         "report then show each percentile's min/median/max across the repeats and its % variation",
     )
     hosts: dict[str, Host] = Field(default_factory=dict, description="load-generator and broker hosts by name")
+    reuse_published: bool = Field(
+        False,
+        description="a cell already published (the same cell id: spec and release) is not measured again; its "
+        "published tables stand for it (a release history's backfill measures only what is missing)",
+    )
     network: dict[str, Any] | None = Field(None, description="bandwidth cap on network-namespace links (tc tbf)")
     faults: list[Any] = Field(default_factory=list, description="faults during the measure phase (spec.faults)")
     origin: dict[str, Any] | None = Field(
@@ -191,6 +196,7 @@ class Matrix(StrictModel):
     schedule: str | None
     cells: list[Cell]
     capacity: CapacitySpec | None = None
+    reuse_published: bool = False
 
 
 def load_matrix(path: str | Path) -> Matrix:
@@ -268,6 +274,7 @@ def _parse_matrix(raw: dict[str, Any], source: str) -> Matrix:
         schedule=file.schedule,
         cells=list(cells.values()),
         capacity=file.capacity,
+        reuse_published=file.reuse_published,
     )
 
 

@@ -54,7 +54,7 @@ def provision(cell: dict[str, Any], source: str | None = None) -> dict[str, Any]
     Runs whatever the previous cell's outcome (trigger rule all_done): a failed cell never stops the sweep.
     While another cell (of any DAG or run) holds the host, the task is rescheduled, which frees its pool
     slot and worker for the cell that is running."""
-    from bench_tasks import HostBusy, prepare_cell, provision_step  # the cell's steps load in tasks only
+    from bench_tasks import HostBusy, prepare_cell, provision_step, published_run  # load in tasks only
 
     context = get_current_context()
     params = context["params"]
@@ -68,9 +68,13 @@ def provision(cell: dict[str, Any], source: str | None = None) -> dict[str, Any]
         raise
     wanted = set(params["cells"])
     if wanted and not wanted & {work.root.name, base.id, prepared.id}:
-        work.root.mkdir(parents=True, exist_ok=True)
-        (work.root / "skipped.json").write_text(json.dumps({"selected": sorted(wanted)}))
-        raise AirflowSkipException(f"cell {prepared.id} ({work.root.name}) is not among the selected cells")
+        _skip(
+            work, {"selected": sorted(wanted)}, f"cell {prepared.id} ({work.root.name}) is not among the selected cells"
+        )
+    if params.get("reuse_published") and (published := published_run(lake_root(), prepared.id)) is not None:
+        _skip(work, {"published": list(published)}, f"cell {prepared.id} is published by run {published[1]}: reused")
+    if prepared.release and prepared.release.get("offline"):
+        log.warning("%s: %s", prepared.release["requested"], prepared.release["offline"])
     try:
         info = provision_step(
             prepared,
@@ -85,6 +89,13 @@ def provision(cell: dict[str, Any], source: str | None = None) -> dict[str, Any]
         _wait_for_host(work, str(busy))
     log.info("provisioned %s", json.dumps(info))
     return info
+
+
+def _skip(work: Any, record: dict[str, Any], why: str) -> NoReturn:
+    """Skip this cell's tasks (land and the verdict read `skipped.json`)."""
+    work.root.mkdir(parents=True, exist_ok=True)
+    (work.root / "skipped.json").write_text(json.dumps(record))
+    raise AirflowSkipException(why)
 
 
 def _wait_for_host(work: Any, why: str) -> NoReturn:

@@ -126,7 +126,7 @@ def matrix_dag_settings(matrix: Matrix, kind: str, doc: str) -> dict[str, Any]:
 def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
     asset = Asset(name=f"sixnines_{matrix.name}_landed", uri=f"sixnines://lake/runs/{matrix.name}")
 
-    @dag(**matrix_dag_settings(matrix, "sweep", _doc(matrix, source)), params=_params())
+    @dag(**matrix_dag_settings(matrix, "sweep", _doc(matrix, source)), params=_params(matrix))
     def sweep() -> None:
         previous = None
         for group, cell in cell_groups(matrix):
@@ -179,8 +179,14 @@ def _cell_group(group: str, cell: Cell, previous: Any, source: Path) -> Any:
     return stopped
 
 
-def _params() -> dict[str, Param]:
+def _params(matrix: Matrix) -> dict[str, Param]:
     return {
+        "reuse_published": Param(
+            matrix.reuse_published,
+            type="boolean",
+            description="Skip a cell whose exact spec and release is already published (its tables stand for it): "
+            "a backfill of a release history measures only the releases that are missing.",
+        ),
         "versions": Param(
             {},
             type="object",

@@ -56,7 +56,8 @@ def test_sweep_follows_the_matrix(dagbag: Any, path: Path) -> None:
     assert dag.timetable.expression == matrix.schedule
     assert len(groups(dag)) == sum(c.repeats for c in matrix.cells)
     assert path.read_text() in dag.doc_md
-    assert set(dag.params) == {"versions", "phase_scale", "cells", "broker_policy"}
+    assert set(dag.params) == {"versions", "phase_scale", "cells", "broker_policy", "reuse_published"}
+    assert dag.params["reuse_published"] is matrix.reuse_published
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)

@@ -1,0 +1,29 @@
+"""`python -m bench_tasks.releases`: refresh every system's cached release list (what `make` runs at set-up, so a
+fresh clone validates matrices that name releases by line or range). A registry that cannot be reached keeps the
+list already cached, with a note; with none cached the command fails, naming the system."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import BrokerError
+from ..systems import SYSTEMS
+from .catalog import cached, refresh
+
+
+def main() -> int:
+    failed = []
+    for name, chosen in sorted(SYSTEMS.items()):
+        try:
+            listed = refresh(name, chosen.list_releases)
+        except (BrokerError, OSError) as exc:
+            if cached(name) is None:
+                failed.append(name)
+            print(f"{name}: the registry could not be reached ({exc}); the cached list stays", file=sys.stderr)
+            continue
+        print(f"{name}: {len(listed.releases)} releases listed, latest {listed.resolve('latest')}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
