@@ -45,8 +45,9 @@ def unavailable() -> str | None:
     return None
 
 
-def confine(name: str, cpus: float) -> Path:
-    """Move the calling process into cgroup `sixnines/<name>`, limited to `cpus` CPUs of time; its folder."""
+def confine(name: str, cpus: float, pid: int | None = None) -> Path:
+    """Move process `pid` (the calling one by default) into cgroup `sixnines/<name>`, limited to `cpus` CPUs of
+    time; its folder."""
     found = controller_root()
     if found is None:
         raise OSError(unavailable())
@@ -63,7 +64,7 @@ def confine(name: str, cpus: float) -> Path:
         for level in (root, parent):  # v2 hands a controller down only when each level enables it
             (level / "cgroup.subtree_control").write_text("+cpu")
         (group / "cpu.max").write_text(f"{quota_us} {PERIOD_US}")
-    (group / "cgroup.procs").write_text(str(os.getpid()))
+    (group / "cgroup.procs").write_text(str(os.getpid() if pid is None else pid))
     return group
 
 
