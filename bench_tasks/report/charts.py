@@ -360,19 +360,20 @@ def release_chart(title: str, releases: Sequence[str], lines: Sequence[ReleaseLi
     fig = Figure(figsize=(9, 4.2))
     ax = fig.add_subplot()
     x = np.arange(len(releases))
-    for line in lines:
+    for k, line in enumerate(lines):
         ys = np.array([np.nan if v is None else v for v in line.values], dtype=float)
-        ax.plot(x, ys, marker="o", ms=4, lw=1.4, color=line.color, label=line.label, gid=line.gid)
-        low = np.array([np.nan if b is None else b[0] for b in line.bands], dtype=float)
-        high = np.array([np.nan if b is None else b[1] for b in line.bands], dtype=float)
-        if not np.all(np.isnan(low)):
-            ax.fill_between(x, low, high, color=line.color, alpha=0.15, lw=0, gid=f"{line.gid}-band")
+        ax.plot(x, ys, marker="o", ms=4, lw=1.2, color=line.color, label=line.label, gid=line.gid)
+        banded = [(i, b) for i, b in enumerate(line.bands) if b is not None]
+        if banded:  # each release's own band, drawn where it was measured (a band is not a trend), side by side
+            at = np.array([i for i, _ in banded], dtype=float) + 0.035 * (k - (len(lines) - 1) / 2)
+            ax.vlines(at, [b[0] for _, b in banded], [b[1] for _, b in banded], color=line.color, lw=6, alpha=0.25,
+                      gid=f"{line.gid}-band")  # fmt: skip
     if moved is not None:
         ax.axvline(moved - 0.5, color="#333", lw=1.5, ls="--", label=f"tail moved at {releases[moved]}")
     ax.set_yscale("log")
     plain_log_ticks(ax.yaxis)
     ax.set_xticks(x, releases, rotation=30, fontsize=8)
-    ax.set_xlabel("release (release order; shaded: min–max across the repeats of each release)")
+    ax.set_xlabel("release (release order; bars: min–max across the repeats of each release)")
     ax.set_ylabel("latency (ms, log)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)

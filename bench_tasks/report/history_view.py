@@ -23,7 +23,7 @@ def release_section(histories: Sequence[ReleaseHistory]) -> str:
         return ""
     body = page.note(
         "Each percentile of a cell against release, in release order; a release measured in several runs stands by "
-        "its newest. Shaded: the min–max across that release's repeats. A move counts when it exceeds the "
+        "its newest. Bars: the min–max across that release's repeats. A move counts when it exceeds the "
         "regression detector's bar (10 %, or the repeats' own variation when larger) and leaves the band of the "
         "release before it."
     )
@@ -35,7 +35,8 @@ def _history(history: ReleaseHistory, index: int) -> str:
     found = moves(history)
     verdict = tail_verdict(found)
     releases = history.releases
-    title = f"{history.label} · {history.metric} {BASES[history.basis]}"
+    cell = history.label.replace(f" {releases[-1]} ", " ")  # the label of the newest release, without it
+    title = f"{cell} · {history.metric} {BASES[history.basis]}"
     chart = release_chart(
         title[:140],
         releases,
