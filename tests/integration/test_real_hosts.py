@@ -130,3 +130,28 @@ def test_a_failing_host_fails_the_cell_naming_it(tmp_path: Path, console: Consol
     assert "status" not in collected.generators["b"]  # never reported
     record = json.loads((folder / "cell.json").read_text())
     assert "client" not in record["brokers"]  # no broker secrets in the lake
+
+
+def test_a_cell_whose_broker_asks_for_a_password_runs_on_real_hosts(tmp_path: Path, console: Console) -> None:
+    """A provisioned Redis asks for the cell's password: the hosts get it sealed through the lake, log in, and no
+    file of the lake ever holds it."""
+    workload = {
+        "message_size_bytes": 256,
+        "rate_per_s": 500,
+        "warmup_s": 1,
+        "measure_s": 1,
+        "cooldown_s": 0.5,
+        "max_schedule_lag_ms": 1000,
+        "placement": {"producers": ["a"], "consumers": ["b"]},
+    }
+    raw = {
+        "name": "itest_real_hosts_redis",
+        "hosts": HOSTS,
+        "systems": [{"system": "redis", "versions": ["latest"], "broker": {"server": {"requirepass": "h0sts-pw-1"}}}],
+        "workload": workload,
+        "measurements": ["e2e"],
+    }
+    (cell,) = select_cells(parse_matrix(raw, "itest_real_hosts_redis"))
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+    assert report.status == "ok", report.reason
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and b"h0sts-pw-1" in p.read_bytes()] == []
