@@ -224,3 +224,22 @@ def test_a_matrix_error_names_a_secret_setting_without_quoting_it() -> None:
     with pytest.raises(MatrixError) as raised:
         parse_matrix(redis_matrix(["x", {"nested": "s3cret-err"}]), "pw")  # type: ignore[arg-type]
     assert "requirepass" in str(raised.value) and "s3cret" not in str(raised.value)
+
+
+def test_a_cells_hosts_folder_holds_its_secrets_sealed_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What provision publishes for the load hosts (the lake): the recorded cell, the brokers without their client
+    settings, and both secrets sealed under the deployment's key."""
+    from bench_tasks.cell.hostparts import CELL_FILE, publish_cell
+
+    monkeypatch.setenv("SIXNINES_SECRETS_KEY", Fernet.generate_key().decode())
+    (cell,) = parse_matrix(redis_matrix("s3cret-matrix"), "pw").cells
+    secrets_file = tmp_path / "brokers" / "secrets" / "client.json"
+    secrets_file.parent.mkdir(parents=True)
+    secrets_file.write_text(json.dumps({"password": "s3cret-cell"}))
+    brokers = {"kind": "provisioned", "client": {"user": "u"}, "client_secrets": str(secrets_file), "nodes": {}}
+    publish_cell(tmp_path / "hosts", cell, brokers)
+    record = json.loads((tmp_path / "hosts" / CELL_FILE).read_text())
+    assert "s3cret" not in json.dumps(record) and "client" not in record["brokers"]
+    opened = unseal(record["sealed"])
+    assert opened["client"] == {"user": "u", "password": "s3cret-cell"}
+    assert opened["cell"] == {"/spec/broker/server/requirepass": "s3cret-matrix"}
