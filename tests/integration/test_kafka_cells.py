@@ -14,12 +14,11 @@ from rich.console import Console
 from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
-from .helpers import make_cell
+from .helpers import make_cell, newest_kafka
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
-NEWEST = KAFKA_VERSIONS[0]
+NEWEST = newest_kafka()
 PHASES = {"warmup_s": 2, "measure_s": 1, "cooldown_s": 1, "drain_timeout_s": 5}
 # The node on one CPU, the clients on the other, as hosts of their own would have them. These tests judge acks,
 # keys and accounting, not latency; unpinned, a clean-clone run failed the acks=all cell as harness saturated
