@@ -17,7 +17,9 @@ from bench_tasks.errors import MatrixError
 from bench_tasks.releases import Release, refresh
 from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.systems.kafka import central, release
+from bench_tasks.systems.kafka.cluster import KafkaCluster
 from bench_tasks.systems.kafka.modes import mode_of
+from bench_tasks.systems.kafka.security import ListenerSecurity
 
 CENTRAL = central.MAVEN_CENTRAL + "/org/apache/kafka"
 
@@ -122,6 +124,26 @@ def test_releases_from_3_3_run_in_kraft_mode_older_ones_with_zookeeper(version: 
     assert mode_of(version) == mode
 
 
+def test_a_zookeeper_era_broker_is_a_broker_of_its_zookeeper() -> None:
+    three = KafkaCluster("2.8.2", 3, {"x.y": "z"}, "w").settings(2, 9092, None, Path("/data"), "127.0.0.1:2181")
+    assert three["broker.id"] == 2 and three["zookeeper.connect"] == "127.0.0.1:2181"
+    assert three["listeners"] == "PLAINTEXT://127.0.0.1:9092" and three["x.y"] == "z"
+    assert three["controlled.shutdown.enable"] is False  # every node stops at once: nobody to hand leaders to
+    assert not {"process.roles", "node.id", "controller.quorum.voters", "controller.listener.names"} & set(three)
+    secured = KafkaCluster("2.8.2", 1, {}, "w", security="sasl_plaintext", sasl_mechanism="PLAIN")
+    settings = secured.settings(1, 9092, None, Path("/data"), "127.0.0.1:2181")
+    assert settings["listeners"] == "CLIENT://127.0.0.1:9092"
+    assert settings["listener.security.protocol.map"] == "CLIENT:SASL_PLAINTEXT"
+
+
+def test_scram_users_of_a_zookeeper_era_cluster_are_written_to_its_zookeeper() -> None:
+    security = ListenerSecurity.of("sasl_plaintext", "SCRAM-SHA-256")
+    admin, client = security.zookeeper_scram_args("127.0.0.1:2181")
+    assert admin[:2] == ["--zookeeper", "127.0.0.1:2181"] and admin[admin.index("--entity-name") + 1] == "admin"
+    assert client[-1] == f"SCRAM-SHA-256=[password={security.client_password}]"
+    assert ListenerSecurity.of("sasl_plaintext", "PLAIN").zookeeper_scram_args("127.0.0.1:2181") == []
+
+
 def kafka_matrix(version: str, client: dict | None = None, **workload: object) -> dict:
     return {
         "name": "releases",
@@ -135,15 +157,23 @@ def kafka_matrix(version: str, client: dict | None = None, **workload: object) -
     ("version", "client", "refusal"),
     [
         ("3.4.1", {"security": "sasl_plaintext", "sasl_mechanism": "SCRAM-SHA-256"}, "which has SCRAM users from 3.5"),
-        ("2.6.3", {"security": "ssl"}, "Kafka 2.6.3 reads no PEM keystore (KIP-651, from 2.7)"),
+        ("2.6.3", {"security": "ssl"}, "Kafka 2.6.3 reads no PEM keystore (KIP-651, from 2.7), and"),
+        ("3.2.3", {"security": "sasl_ssl"}, "Kafka 3.2.3 reads a PEM key only encrypted, and the harness makes"),
     ],
 )
 def test_what_a_release_cannot_do_is_refused_per_release(cache: Path, version: str, client: dict, refusal: str) -> None:
-    refresh("kafka", lambda: [Release(v, "Maven Central") for v in ("3.5.0", "3.4.1", "2.8.2", "2.7.0", "2.6.3")])
+    listed = ("3.5.0", "3.4.1", "3.3.0", "3.2.3", "2.6.3")
+    refresh("kafka", lambda: [Release(v, "Maven Central") for v in listed])
     with pytest.raises(MatrixError, match=re.escape(refusal)):
         parse_matrix(kafka_matrix(version, client), "releases")
-    for fits in ("3.5.0", "2.8.2", "2.7.0"):  # a later release, or ZooKeeper's own SCRAM users
-        assert parse_matrix(kafka_matrix(fits, client), "releases").cells
+    assert parse_matrix(kafka_matrix("3.5.0", client), "releases").cells  # a later release does it
+
+
+def test_a_zookeeper_era_release_has_scram_users(cache: Path) -> None:
+    """KRaft 3.3 and 3.4 have none; ZooKeeper-era brokers read them from their ZooKeeper."""
+    refresh("kafka", lambda: [Release("2.4.0", "Maven Central")])
+    client = {"security": "sasl_plaintext", "sasl_mechanism": "SCRAM-SHA-512"}
+    assert parse_matrix(kafka_matrix("2.4.0", client), "releases").cells
 
 
 def test_a_zookeeper_era_cluster_keeps_its_nodes_on_one_host(cache: Path) -> None:

@@ -8,8 +8,10 @@ security, fault and leader placement, with these exceptions, each refused with i
 
 - SCRAM under KRaft came in 3.5 (KIP-554's KRaft half; the storage tool's `--add-scram`, KIP-900): 3.3 and 3.4
   have no way to create SCRAM users, so `client.sasl_mechanism: SCRAM-*` is refused for them.
-- TLS listeners are set up with PEM keystores and truststores (`security.py`), which Kafka reads from 2.7 on
-  (KIP-651): `client.security: ssl | sasl_ssl` is refused before 2.7.
+- TLS listeners are set up with PEM keystores and truststores holding an unencrypted key (`security.py`). Kafka
+  reads PEM stores from 2.7 on (KIP-651), but until 3.2 only with an encrypted key and its password (the broker
+  refuses to start: "SSL PEM key store is specified, but key password is not specified"): `client.security: ssl |
+  sasl_ssl` is refused before 3.3.
 - A ZooKeeper-era cluster runs its nodes on one host: its ZooKeeper is a single process the brokers share, so one
   network namespace per node (`workload.placement.broker` as a list, which the `partition` and `bandwidth` faults
   need) is refused for releases before 3.3.
@@ -23,6 +25,7 @@ from typing import Literal
 KRAFT_FROM = (3, 3)
 SCRAM_IN_KRAFT_FROM = (3, 5)
 PEM_STORES_FROM = (2, 7)
+UNENCRYPTED_PEM_KEYS_FROM = (3, 3)
 Mode = Literal["kraft", "zookeeper"]
 
 
@@ -47,10 +50,11 @@ def refusals(version: str, security: str | None, sasl_mechanism: str | None, nod
             f"client.sasl_mechanism {sasl_mechanism!r}: Kafka {version} runs in KRaft mode, which has SCRAM users "
             "from 3.5 on (KIP-554); use PLAIN, or a release from 3.5"
         )
-    if (security or "").endswith("ssl") and release < PEM_STORES_FROM:
+    if (security or "").endswith("ssl") and release < UNENCRYPTED_PEM_KEYS_FROM:
+        stores = "no PEM keystore (KIP-651, from 2.7)" if release < PEM_STORES_FROM else "a PEM key only encrypted"
         problems.append(
-            f"client.security {security!r}: Kafka {version} reads no PEM keystore (KIP-651, from 2.7), and the "
-            "harness makes its TLS material as PEM; use a release from 2.7"
+            f"client.security {security!r}: Kafka {version} reads {stores}, and the harness makes its TLS material "
+            "as PEM with an unencrypted key, which Kafka reads from 3.3; use a release from 3.3"
         )
     if node_hosts and mode == "zookeeper":
         problems.append(
