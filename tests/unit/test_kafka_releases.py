@@ -169,6 +169,20 @@ def test_what_a_release_cannot_do_is_refused_per_release(cache: Path, version: s
     assert parse_matrix(kafka_matrix("3.5.0", client), "releases").cells  # a later release does it
 
 
+def test_a_zookeeper_era_broker_is_not_restarted(cache: Path) -> None:
+    """Started again at once, it would find its registration still in ZooKeeper and stop; a kill is fine."""
+    refresh("kafka", lambda: [Release(v, "Maven Central") for v in ("3.3.0", "3.2.3")])
+    raw = kafka_matrix("3.2.3", measure_s=2)
+    raw["systems"][0]["broker"] = {"brokers": 3, "replication_factor": 3}
+    raw["faults"] = [{"at_s": 1, "action": "restart"}]
+    with pytest.raises(MatrixError, match=r"faults: restart: a Kafka 3\.2\.3 broker \(ZooKeeper mode, before 3\.3\)"):
+        parse_matrix(raw, "releases")
+    raw["faults"] = [{"at_s": 1, "action": "kill"}]
+    assert parse_matrix(raw, "releases").cells
+    raw["systems"][0]["versions"], raw["faults"] = ["3.3.0"], [{"at_s": 1, "action": "restart"}]
+    assert parse_matrix(raw, "releases").cells
+
+
 def test_a_zookeeper_era_release_has_scram_users(cache: Path) -> None:
     """KRaft 3.3 and 3.4 have none; ZooKeeper-era brokers read them from their ZooKeeper."""
     refresh("kafka", lambda: [Release("2.4.0", "Maven Central")])

@@ -12,6 +12,10 @@ security, fault and leader placement, with these exceptions, each refused with i
   reads PEM stores from 2.7 on (KIP-651), but until 3.2 only with an encrypted key and its password (the broker
   refuses to start: "SSL PEM key store is specified, but key password is not specified"): `client.security: ssl |
   sasl_ssl` is refused before 3.3.
+- A `restart` fault kills a node and starts it again at once. A ZooKeeper-era broker started again while ZooKeeper
+  still holds the killed process's registration (`/brokers/ids/N`, an ephemeral node kept until its session
+  expires: `zookeeper.session.timeout.ms`, 18 s by default) stops with "node already exists and owner … does not
+  match current session": `restart` is refused before 3.3 (`kill` and `stall` are not).
 - A ZooKeeper-era cluster runs its nodes on one host: its ZooKeeper is a single process the brokers share, so one
   network namespace per node (`workload.placement.broker` as a list, which the `partition` and `bandwidth` faults
   need) is refused for releases before 3.3.
@@ -20,6 +24,7 @@ security, fault and leader placement, with these exceptions, each refused with i
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Literal
 
 KRAFT_FROM = (3, 3)
@@ -39,9 +44,12 @@ def mode_of(version: str) -> Mode:
     return "kraft" if release_key(version) >= KRAFT_FROM else "zookeeper"
 
 
-def refusals(version: str, security: str | None, sasl_mechanism: str | None, node_hosts: bool) -> list[str]:
+def refusals(
+    version: str, security: str | None, sasl_mechanism: str | None, node_hosts: bool, fault_actions: Collection[str]
+) -> list[str]:
     """Why a cell of release `version` cannot run as the matrix asks (empty: it can). `security` and
-    `sasl_mechanism`: the cell's client settings; `node_hosts`: it puts each node on a host of its own."""
+    `sasl_mechanism`: the cell's client settings; `node_hosts`: it puts each node on a host of its own;
+    `fault_actions`: what its faults do."""
     problems = []
     release, mode = release_key(version), mode_of(version)
     scram = (sasl_mechanism or "").startswith("SCRAM")
@@ -55,6 +63,12 @@ def refusals(version: str, security: str | None, sasl_mechanism: str | None, nod
         problems.append(
             f"client.security {security!r}: Kafka {version} reads {stores}, and the harness makes its TLS material "
             "as PEM with an unencrypted key, which Kafka reads from 3.3; use a release from 3.3"
+        )
+    if "restart" in fault_actions and mode == "zookeeper":
+        problems.append(
+            f"faults: restart: a Kafka {version} broker (ZooKeeper mode, before 3.3) started again at once refuses to "
+            "start while ZooKeeper still holds the killed process's registration (/brokers/ids/N, until its session "
+            "expires: zookeeper.session.timeout.ms); use kill, or a release from 3.3"
         )
     if node_hosts and mode == "zookeeper":
         problems.append(

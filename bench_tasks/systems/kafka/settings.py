@@ -141,7 +141,8 @@ class KafkaCell(CellBase):
             return self
         placement = self.workload.placement
         node_hosts = placement is not None and placement.per_node()
-        problems = refusals(self.version, self.client.security, self.client.sasl_mechanism, node_hosts)
+        actions = {fault.action for fault in self.faults}
+        problems = refusals(self.version, self.client.security, self.client.sasl_mechanism, node_hosts, actions)
         if problems:
             raise ValueError("; ".join(problems))
         return self
