@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.errors import MatrixError
-from bench_tasks.releases import Release, refresh
+from bench_tasks.errors import BrokerError, MatrixError
+from bench_tasks.releases import Release, current, refresh
 from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.systems.kafka import central, release
 from bench_tasks.systems.kafka.cluster import KafkaCluster
@@ -22,6 +22,7 @@ from bench_tasks.systems.kafka.modes import mode_of
 from bench_tasks.systems.kafka.security import ListenerSecurity
 
 CENTRAL = central.MAVEN_CENTRAL + "/org/apache/kafka"
+REAL_ASK = central._ask
 
 
 def pom(*modules: str, version: str) -> bytes:
@@ -92,6 +93,23 @@ def test_every_release_from_2_4_is_listed_and_one_that_lacks_a_module_names_it(f
     before = len(fake_central)
     release.list_releases()  # complete releases are remembered; only the incomplete one is asked again
     assert {url.split("/")[-2] for url in fake_central[before:]} == {"4.4.0"}
+
+
+def test_an_unreachable_central_is_an_error_a_run_answers_with_its_cached_list(
+    fake_central: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refresh("kafka", release.list_releases)
+
+    def refused(method: str, path: str) -> tuple[int, bytes]:
+        raise ConnectionRefusedError("Connection refused")
+
+    monkeypatch.setattr(central, "_ask", REAL_ASK)  # Central's answers come from the network again, which refuses
+    monkeypatch.setattr(central, "_request", refused)
+    monkeypatch.setattr(central, "_complete_before", lambda version: False)  # nothing remembered: Central is asked
+    with pytest.raises(BrokerError, match=r"cannot check the Kafka releases' modules on Maven Central: .*refused"):
+        release.list_releases()
+    used = current("kafka", release.list_releases, max_age_s=0)
+    assert used.resolve("latest") == "4.3.2" and "could not be reached" in (used.offline or "")
 
 
 def test_latest_is_the_newest_release_that_can_be_assembled(fake_central: list[str]) -> None:

@@ -64,7 +64,11 @@ def _first_missing(root: str, version: str) -> str | None:
         pom = _get(f"{base}.pom")
         if pom is None or not _exists(f"{base}.jar"):
             return coordinates
-        todo += [dep for dep in kafka_dependencies(pom) if dep[0] not in seen]
+        try:
+            needed = kafka_dependencies(pom)
+        except ET.ParseError as exc:
+            raise Unreachable(f"{base}.pom: Central sent an unreadable pom ({exc})") from exc
+        todo += [dep for dep in needed if dep[0] not in seen]
     return None
 
 
@@ -96,26 +100,39 @@ _local = threading.local()
 
 def _ask(method: str, url: str) -> tuple[int, bytes]:
     """(status, body) of one request on this thread's kept-alive connection to Central (a TLS handshake per
-    request made the first listing of 56 releases take a minute); 200 or 404, else Unreachable."""
-    parts = urllib.parse.urlsplit(url)
-    for attempt in (1, 2):  # a kept-alive connection the server closed meanwhile is opened again once
-        conn = getattr(_local, "conn", None)
-        if conn is None:
-            conn = _local.conn = http.client.HTTPSConnection(parts.netloc, timeout=_TIMEOUT_S)
+    request made the first listing of 56 releases take a minute); 200 or 404, else Unreachable. A connection the
+    server closed while it was kept alive is opened again once."""
+    path = urllib.parse.urlsplit(url).path
+    try:
+        status, body = _request(method, path)
+    except (OSError, http.client.HTTPException):
+        _drop_connection()
         try:
-            conn.request(method, parts.path, headers={"User-Agent": "sixnines"})
-            resp = conn.getresponse()
-            body = resp.read()
+            status, body = _request(method, path)
         except (OSError, http.client.HTTPException) as exc:
-            conn.close()
-            _local.conn = None
-            if attempt == 2:
-                raise Unreachable(f"{url}: {exc}") from exc
-            continue
-        if resp.status in (200, 404):
-            return resp.status, body
-        raise Unreachable(f"{url}: HTTP {resp.status}")
-    raise AssertionError("unreachable")
+            _drop_connection()
+            raise Unreachable(f"{url}: {exc}") from exc
+    if status not in (200, 404):
+        raise Unreachable(f"{url}: HTTP {status}")
+    return status, body
+
+
+def _request(method: str, path: str) -> tuple[int, bytes]:
+    conn = getattr(_local, "conn", None)
+    if conn is None:
+        conn = _local.conn = http.client.HTTPSConnection(
+            urllib.parse.urlsplit(MAVEN_CENTRAL).netloc, timeout=_TIMEOUT_S
+        )
+    conn.request(method, path, headers={"User-Agent": "sixnines"})
+    resp = conn.getresponse()
+    return resp.status, resp.read()
+
+
+def _drop_connection() -> None:
+    conn = getattr(_local, "conn", None)
+    if conn is not None:
+        conn.close()
+    _local.conn = None
 
 
 def _check_path(version: str) -> Path:
