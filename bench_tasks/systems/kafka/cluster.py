@@ -246,7 +246,7 @@ class KafkaCluster(NodeCluster):
         ZooKeeper at `quorum`; its plaintext listener (`client.security` replaces it)."""
         me = self.address_of(node_id)
         plaintext = {"advertised.listeners": f"PLAINTEXT://{me}:{port}", "inter.broker.listener.name": "PLAINTEXT"}
-        if controller_port is None:
+        if self.mode == "zookeeper":
             return {
                 "broker.id": node_id,
                 "zookeeper.connect": quorum,
@@ -294,8 +294,14 @@ class KafkaCluster(NodeCluster):
             for plan in plans:  # JAAS lines hold the listener's passwords
                 write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
             if self.zookeeper is None:
-                assert release.storage_tool is not None, "a KRaft release's manifest names its storage tool"
-                _format_storage(tool, release.storage_tool, plans, cluster_id, deadline, self.security.format_args())
+                _format_storage(
+                    tool,
+                    _storage_tool(release.storage_tool, release.libs),
+                    plans,
+                    cluster_id,
+                    deadline,
+                    self.security.format_args(),
+                )
             for plan in plans:  # from this thread, see the docstring; forked inside the node's own namespace
                 argv = [java, *self.jvm_opts, *jvm_common, MAIN_CLASS, str(plan.properties_path)]
                 with inside(self.sites[plan.node_id][0]):
@@ -476,6 +482,13 @@ def _format_storage(
             proc.stop(grace_s=1.0)
         for p in plans:
             (p.home / "format.args").unlink(missing_ok=True)
+
+
+def _storage_tool(tool: str | None, libs: Path) -> str:
+    """The storage tool a KRaft release formats with, as the manifest of its `libs` names it."""
+    if tool is None:
+        raise BrokerError(f"the manifest of {libs.parent} names no storage tool; delete that folder to fetch it again")
+    return tool
 
 
 def _run_tool(java: Sequence[str], main: str, args: Sequence[str], home: Path, deadline: float, what: str) -> None:
