@@ -447,9 +447,9 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
 
 def main() -> None:
     global _KAFKA
-    from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
+    from bench_tasks.systems.kafka.release import newest_release
 
-    _KAFKA = KAFKA_VERSIONS[0]
+    _KAFKA = newest_release()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows to run (default: all)")
     parser.add_argument("--measure", type=float, default=10.0, help="measure seconds of every sixnines cell")

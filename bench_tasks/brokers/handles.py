@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # 1: kind, system, address, nodes {id: pid}, process_name, netns, workdir, logs, context, client, leader
 # 2: `client` without secrets; `client_secrets`: the private file that holds them (None: there are none);
 #    companions [[pid, process name]] (optional: absent in states written before it, read as none);
-#    node_netns {id: namespace} with one host per node (optional likewise)
+#    node_netns {id: namespace} with one host per node (optional likewise); vital_companions [pid] (optional)
 STATE_SCHEMA = 2
 SECRETS_FILE = Path("secrets") / "client.json"  # under the brokers' workdir, removed with it at teardown
 COMPANION_GRACE_S = 5.0
@@ -101,6 +101,9 @@ class StartedBrokers:
     # Processes that serve the nodes without being one (a private name server, a node's port helpers): never
     # faulted, stopped by PID after the nodes (each checked to still be `name` first), whichever process stops.
     companions: list[tuple[int, str]] = field(default_factory=list)
+    # The companions (by PID) the nodes cannot serve without (a ZooKeeper-era Kafka cluster's ZooKeeper): watched
+    # like a node while a cell runs (`cell.brokerwatch`), so one that exits fails the cell with its name.
+    vital: list[int] = field(default_factory=list)
 
 
 class NodeBrokers:
@@ -122,6 +125,7 @@ class NodeBrokers:
         remember_settings(self.client)  # a per-cell password reaches no record this process writes
         self.leader_ref = started.leader
         self.companions = list(started.companions)
+        self.vital = list(started.vital)
         self._context = started.context
         self._logs = started.logs
         self.paused: int | None = None
@@ -143,6 +147,7 @@ class NodeBrokers:
             client=client_of(state),
             leader=state.get("leader"),
             companions=[(int(pid), str(name)) for pid, name in state.get("companions") or []],
+            vital=[int(pid) for pid in state.get("vital_companions") or []],
         )
         node_netns = {int(k): v for k, v in (state.get("node_netns") or {}).items()}
         return cls(system, started, state.get("netns") or "", node_netns)
@@ -262,6 +267,10 @@ class NodeBrokers:
     def node_pids(self) -> dict[int, int]:
         return dict(self.nodes.node_pids)
 
+    def vital_companions(self) -> dict[int, str]:
+        """PID -> process name of the companions the nodes cannot serve without (watched like the nodes)."""
+        return {pid: name for pid, name in self.companions if pid in self.vital}
+
     def logs(self) -> list[Path]:
         return list(self._logs)
 
@@ -288,6 +297,7 @@ class NodeBrokers:
             "client_secrets": str(secrets_file) if secrets_file else None,
             "leader": self.leader_ref,
             "companions": [[pid, name] for pid, name in self.companions],
+            "vital_companions": list(self.vital),
         }
 
     def stop(self) -> list[int]:

@@ -120,11 +120,14 @@ class _Node:
 
 
 class NodeWatch(BrokerWatch):
-    """The nodes the harness started, by PID: see the module docstring."""
+    """The nodes the harness started, by PID: see the module docstring. `companions`: PID -> name of processes the
+    nodes cannot serve without (a ZooKeeper): never a fault's target, so an exit or replacement of one is always
+    undeclared (a finding without a node)."""
 
-    def __init__(self, nodes: Mapping[int, int], process_name: str):
+    def __init__(self, nodes: Mapping[int, int], process_name: str, companions: Mapping[int, str] | None = None):
         self.process_name = process_name
         self.nodes = {node: _Node(pid) for node, pid in nodes.items()}
+        self.companions = {pid: (name, _Node(pid)) for pid, name in (companions or {}).items()}
         self._found: list[Finding] = []
         self._next_ns = 0
         self._clock: Callable[[], int] = time.monotonic_ns
@@ -135,6 +138,11 @@ class NodeWatch(BrokerWatch):
         self._next_ns = 1  # started: the first tick looks
         for node, watched in self.nodes.items():
             self._identify(node, watched)
+        for name, companion in self.companions.values():
+            stat = read_stat(companion.pid)
+            companion.start_ticks = stat.start_ticks if stat is not None and stat.state not in "ZX" else None
+            if companion.start_ticks is None:
+                self._companion_gone(name, companion, describe_exit(stat and stat.exit_status), self._clock())
 
     def _identify(self, node: int, watched: _Node) -> None:
         stat = read_stat(watched.pid)
@@ -150,6 +158,9 @@ class NodeWatch(BrokerWatch):
         for node, watched in self.nodes.items():
             if not watched.gone:
                 self._look(node, watched)
+        for name, companion in self.companions.values():
+            if not companion.gone:
+                self._look_at_companion(name, companion)
 
     def _look(self, node: int, watched: _Node) -> None:
         stat = read_stat(watched.pid)
@@ -166,6 +177,19 @@ class NodeWatch(BrokerWatch):
                 watched.gone = True  # once: a frozen node stays failed whatever it does next
         else:
             watched.stopped_since = None
+
+    def _look_at_companion(self, name: str, companion: _Node) -> None:
+        stat = read_stat(companion.pid)
+        seen_ns = self._clock()
+        if stat is None or stat.state in "ZX":
+            self._companion_gone(name, companion, describe_exit(stat and stat.exit_status), seen_ns)
+        elif stat.start_ticks != companion.start_ticks:
+            self._companion_gone(name, companion, "was replaced: its PID is now another process", seen_ns)
+
+    def _companion_gone(self, name: str, companion: _Node, what: str, at_ns: int) -> None:
+        companion.gone = True
+        kind = "undeclared-replaced" if what.startswith("was replaced") else "undeclared-exit"
+        self._found.append(Finding(at_ns, kind, None, f"{name} (pid {companion.pid}), which the nodes need, {what}"))
 
     def _stall_declared(self, watched: _Node, now_ns: int) -> bool:
         thawing = watched.thawed_ns is not None and now_ns - watched.thawed_ns < STOPPED_FOR_NS
@@ -278,5 +302,5 @@ def endpoints_of(address: str) -> list[tuple[str, int]]:
 def watch_for(brokers: Any) -> BrokerWatch:
     """The watch of a cell's brokers (a `BrokerHandle`): its nodes by PID, or an external cluster's endpoints."""
     if brokers.node_pids():
-        return NodeWatch(brokers.node_pids(), brokers.process_name)
+        return NodeWatch(brokers.node_pids(), brokers.process_name, brokers.vital_companions())
     return EndpointWatch(endpoints_of(brokers.address))

@@ -22,6 +22,28 @@ MEASURE_S = 1
 FIRST_TIER_ONLY = (*DEFAULT_GC_OPTS, "-XX:TieredStopAtLevel=1")
 
 
+def newest_kafka() -> str:
+    """The newest Kafka release that can be assembled: `latest` resolved as a run resolves it (the cached release
+    list, refreshed from Maven Central when it is older than a run allows)."""
+    from bench_tasks.systems import resolve_version
+
+    return resolve_version("kafka", "latest")
+
+
+def listed_kafka(version: str) -> str:
+    """`version`, once the cached Kafka release list (what matrix validation reads) has it: the list is refreshed
+    from Maven Central when it does not (it was cached before the release, or by a harness that listed fewer)."""
+    from bench_tasks.systems import system
+
+    kafka = system("kafka")
+    known = kafka.release_list()
+    if known.get(version) is None:
+        known = kafka.release_list(refresh=True)
+    problem = known.problem(version)
+    assert problem is None, problem
+    return version
+
+
 def make_cell(
     measurement: str = "e2e",
     broker: dict[str, Any] | None = None,

@@ -14,9 +14,8 @@ from rich.console import Console
 
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
-from .helpers import make_cell
+from .helpers import make_cell, newest_kafka
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -98,7 +97,7 @@ def test_kafka_chain_with_keyed_background(keys: str, tmp_path: Path, console: C
     cell = make_cell(
         "chain",
         system="kafka",
-        version=KAFKA_VERSIONS[0],
+        version=newest_kafka(),
         broker={"brokers": 1, "partitions": 2},
         client={"producer": {"acks": "1"}},
         background=background,

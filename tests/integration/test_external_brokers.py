@@ -23,14 +23,13 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.systems.kafka.admin import admin_client
 from bench_tasks.systems.kafka.cluster import KafkaCluster
-from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 from bench_tasks.systems.nats.server import NatsServer
 from bench_tasks.systems.nats.settings import NatsBroker
 
-from .helpers import make_cell
+from .helpers import make_cell, newest_kafka
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
-NEWEST = KAFKA_VERSIONS[0]
+NEWEST = newest_kafka()
 SHORT = {"message_size_bytes": 256, "rate_per_s": 200, "warmup_s": 1, "measure_s": 1, "cooldown_s": 0.5}
 
 

@@ -1,4 +1,5 @@
-"""Real Kafka cells (KRaft clusters from Maven Central jars): acks levels, keys, loss, leader failure."""
+"""Real Kafka cells (KRaft clusters from Maven Central jars, and a ZooKeeper-era release with its ZooKeeper): acks
+levels, keys, loss, leader failure, leader placement and the controller as a fault's target."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ from rich.console import Console
 from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
-from .helpers import make_cell
+from .helpers import listed_kafka, make_cell, newest_kafka
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
-NEWEST = KAFKA_VERSIONS[0]
+NEWEST = newest_kafka()
 PHASES = {"warmup_s": 2, "measure_s": 1, "cooldown_s": 1, "drain_timeout_s": 5}
 # The node on one CPU, the clients on the other, as hosts of their own would have them. These tests judge acks,
 # keys and accounting, not latency; unpinned, a clean-clone run failed the acks=all cell as harness saturated
@@ -150,3 +150,32 @@ def test_lagging_consumer_reads_the_backlog_while_the_measured_stream_runs(tmp_p
     assert result["lagging_consumed"] > 0  # the lagging consumer did read the backlog
     received = _table(report.path, "received-c*.parquet")
     assert set(received["producer_id"].to_pylist()) == {0}
+
+
+@pytest.mark.usefixtures("kafka_first_tier")
+def test_a_zookeeper_era_cell_places_attributes_and_stalls_its_controller(tmp_path: Path, console: Console) -> None:
+    """3.2.3, the last release before KRaft: the leader placed on node 2, every sample attributed to it, the
+    controller (the broker elected in ZooKeeper) stalled without losing anything acknowledged, and the ZooKeeper
+    recorded, kept in the broker logs and stopped with the nodes."""
+    stall = {"at_s": 0.3, "action": "stall", "target": "controller", "duration_s": 0.3}
+    cell = make_cell(
+        "e2e",
+        system="kafka",
+        version=listed_kafka("3.2.3"),
+        broker={"brokers": 3, "partitions": 1, "replication_factor": 3, "leader": "node:2"},
+        client={"producer": {"acks": "all"}},
+        rate_per_s=200,
+        faults=[stall],
+    )
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    broker = json.loads((report.path / "result.json").read_text())["context"]["broker"]
+    assert broker["mode"] == "zookeeper" and broker["zookeeper"]["version"] == "3.6.3"
+    changes = broker["leader_changes"]
+    assert [c["leader"] for c in changes if c["partition"] == 0] == [2]
+    assert set(_table(report.path, "received-c*.parquet")["leader"].to_pylist()) == {2}
+    (fault,) = report.faults
+    assert (fault["kind"], fault["target"]) == ("stall", "controller") and fault["node"] in (1, 2, 3)
+    assert report.analysis is not None and report.analysis.accounting.acknowledged_but_lost == 0
+    assert list((tmp_path / "raw").rglob("broker-zookeeper.log"))  # kept with the cell, like the nodes' logs

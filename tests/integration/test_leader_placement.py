@@ -14,7 +14,7 @@ from bench_tasks.cell.runner import run_cell
 from bench_tasks.errors import BrokerError
 from bench_tasks.lake.layout import Lake, RunInfo
 
-from .helpers import make_cell
+from .helpers import make_cell, newest_kafka
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -90,9 +90,8 @@ def test_kafka_places_every_partition_on_the_leader_and_names_another_that_leads
     from bench_tasks.systems.kafka.admin import create_topic, partition_leaders
     from bench_tasks.systems.kafka.cluster import KafkaCluster
     from bench_tasks.systems.kafka.placement import ensure_leader, leader_assignment
-    from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 
-    with KafkaCluster(KAFKA_VERSIONS[0], 3, {}, tmp_path / "kafka") as cluster:
+    with KafkaCluster(newest_kafka(), 3, {}, tmp_path / "kafka") as cluster:
         assert cluster.endpoint is not None
         bootstrap = cluster.endpoint.bootstrap_servers
         create_topic(bootstrap, "placed", 2, 3, assignment=leader_assignment(3, 2, 3, 2))

@@ -23,7 +23,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix
 from bench_tasks.topology import netns
 
-from .helpers import FIRST_TIER_ONLY
+from .helpers import FIRST_TIER_ONLY, newest_kafka
 from .test_netns_faults import window_latency_ms
 from .test_netns_hosts import NETNS_TESTS, NODE_HOSTS, ours
 
@@ -159,7 +159,6 @@ def test_a_cut_off_kraft_controller_loses_the_quorum_to_the_nodes_it_cannot_reac
     from bench_tasks.spec.placement import Host
     from bench_tasks.systems.kafka.cluster import KafkaCluster
     from bench_tasks.systems.kafka.quorum import active_controller, quorum_state_file
-    from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
     from bench_tasks.topology.links import NodeLinks
 
     before = ours()
@@ -169,9 +168,7 @@ def test_a_cut_off_kraft_controller_loses_the_quorum_to_the_nodes_it_cannot_reac
     try:
         sites = {n: (topo.netns_of(h), topo.address_of(h)) for n, h in names.items()}
         with netns.inside(topo.switch):  # the harness's side: reaches every node across the bridge
-            cluster = KafkaCluster(
-                KAFKA_VERSIONS[0], 3, FAST_FENCING, tmp_path, host=netns.CONTROL_ADDRESS, sites=sites
-            )
+            cluster = KafkaCluster(newest_kafka(), 3, FAST_FENCING, tmp_path, host=netns.CONTROL_ADDRESS, sites=sites)
             endpoint = cluster.start()
         for node in endpoint.nodes:
             assert node.pid in netns.pids_in(sites[node.node_id][0])

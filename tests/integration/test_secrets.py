@@ -37,15 +37,14 @@ from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.systems.kafka.cluster import KafkaCluster
 from bench_tasks.systems.kafka.probe import reported_version
 from bench_tasks.systems.kafka.security import ListenerSecurity
-from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS
 from bench_tasks.systems.nats.release import bundled_version
 from bench_tasks.systems.nats.server import NatsServer
 from bench_tasks.systems.nats.settings import NatsBroker
 
-from .helpers import make_cell
+from .helpers import make_cell, newest_kafka
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
-NEWEST = KAFKA_VERSIONS[0]
+NEWEST = newest_kafka()
 AWKWARD = 'pa"ss\\wo rd'  # a quote, a backslash and a space: what breaks a hand-quoted JAAS line
 
 

@@ -58,6 +58,21 @@ def test_a_node_killed_from_outside_is_reported_with_its_signal(sleepers: list[s
     assert found.at_ns >= before
 
 
+def test_a_companion_the_nodes_need_is_watched_like_a_node(sleepers: list[subprocess.Popen]) -> None:
+    """A ZooKeeper-era Kafka cluster's ZooKeeper is no fault's target: its exit is always undeclared, and named."""
+    node, companion = _sleep(sleepers), _sleep(sleepers)
+    watch = NodeWatch({1: node}, "sleep", {companion: "QuorumPeerMain"})
+    watch.start(time.monotonic_ns)
+    watch.declare_exit(1)  # a declared fault on the node does not cover its companion
+    os.kill(companion, signal.SIGKILL)
+    _until_zombie(companion)
+    watch.tick(time.monotonic_ns(), force=True)
+    watch.tick(time.monotonic_ns(), force=True)  # reported once
+    (found,) = watch.findings()
+    assert (found.kind, found.node) == ("undeclared-exit", None)
+    assert found.what == f"QuorumPeerMain (pid {companion}), which the nodes need, killed by SIGKILL"
+
+
 def test_a_tick_held_up_before_it_looks_dates_the_exit_when_it_was_seen(sleepers: list[subprocess.Popen]) -> None:
     """The tick's own time was read before the host held it up; the kill came in between. The exit is dated when
     the look saw it, never before the signal was sent (a clean-clone CI run had it 195 ms early)."""

@@ -13,7 +13,7 @@ import pytest
 from bench_tasks.errors import BrokerError
 from bench_tasks.systems.kafka import driver as kafka_driver
 from bench_tasks.systems.kafka.driver import KafkaDriver
-from bench_tasks.systems.kafka.settings import KAFKA_VERSIONS, KafkaBroker
+from bench_tasks.systems.kafka.settings import KafkaBroker
 from tests.integration.helpers import make_cell
 
 NOWHERE = "127.0.0.1:9"  # the discard port: nothing listens there
@@ -41,7 +41,7 @@ def test_refused_messages_fail_the_prefill_with_the_first_reason() -> None:
 def test_a_consumers_errors_are_counted_and_logged(caplog: pytest.LogCaptureFixture) -> None:
     """librdkafka's error events (here: no broker to connect to) reach the driver's counts and the log."""
     client = {"consumer_mode": "assigned", "start_from": "beginning"}  # assigned at once: no broker asked
-    spec = make_cell(system="kafka", version=KAFKA_VERSIONS[0], client=client).spec
+    spec = make_cell(system="kafka", client=client).spec  # `latest`, unresolved: no broker is asked
     driver = KafkaDriver(NOWHERE, spec, "c")
 
     async def scenario() -> None:

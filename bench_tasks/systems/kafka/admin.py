@@ -25,11 +25,23 @@ def admin_client(bootstrap: str, client: Mapping[str, Any] | None = None) -> Adm
 
 
 def registered_brokers(admin: AdminClient) -> set[int]:
+    """The brokers the cluster's metadata lists once it names a controller (empty before). The Metadata request,
+    not DescribeCluster: brokers before 2.8 do not answer the latter."""
     try:
-        described = admin.describe_cluster(request_timeout=2).result(timeout=3)
-    except (KafkaException, TimeoutError):  # not reachable yet, or no controller elected yet
+        metadata = admin.list_topics(timeout=2)
+    except KafkaException:  # not reachable yet
         return set()
-    return {node.id for node in described.nodes} if described.controller is not None else set()
+    return set(metadata.brokers) if metadata.controller_id >= 0 else set()
+
+
+def metadata_controller(bootstrap: str, client: Mapping[str, Any] | None = None, timeout_s: float = 5.0) -> int | None:
+    """The controller the cluster's metadata names (None: none now). Under ZooKeeper it is the broker elected in
+    ZooKeeper's `/controller`; under KRaft it is a random broker (`quorum.py` reads the real one)."""
+    try:
+        controller = admin_client(bootstrap, client).list_topics(timeout=timeout_s).controller_id
+    except KafkaException as exc:
+        raise BrokerError(f"no metadata from {bootstrap}: {exc.args[0]}") from exc
+    return controller if controller >= 0 else None
 
 
 def create_topic(

@@ -1,5 +1,6 @@
 """Make the class-data archive of a Kafka release's classpath (bench_tasks.classdata), once per release and JVM:
-`make` runs `python -m bench_tasks.systems.kafka.classdata`, for the newest supported release unless told which.
+`make` runs `python -m bench_tasks.systems.kafka.classdata`, for the newest release that can be assembled unless
+told which.
 
 The training run is a real single-node cluster started and stopped with the nodes' own flags: the node writes
 the archive as its JVM exits after a clean shutdown. Every later node and storage-tool run of that release maps
@@ -19,8 +20,7 @@ from ...classdata import dump
 from ...errors import BrokerError
 from .cluster import KafkaCluster
 from .jvm import default_jvm_opts, java_binary
-from .release import class_archive, release_of
-from .settings import KAFKA_VERSIONS
+from .release import class_archive, newest_release, release_of
 
 STOP_GRACE_S = 60.0  # a clean shutdown, then the archive written: never the SIGKILL that would lose it
 
@@ -43,8 +43,8 @@ def make_archive(version: str) -> Path | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("versions", nargs="*", default=[KAFKA_VERSIONS[0]], help="Kafka releases (default: newest)")
-    for version in parser.parse_args(argv).versions:
+    parser.add_argument("versions", nargs="*", help="Kafka releases (default: the newest that can be assembled)")
+    for version in parser.parse_args(argv).versions or [newest_release()]:
         try:
             made = make_archive(version)
         except (BrokerError, OSError) as exc:  # a speed-up only: the set-up goes on, and so do the nodes

@@ -1,11 +1,14 @@
-"""Apache Kafka in KRaft mode: one to a few combined nodes on one address (127.0.0.1, or a network-namespace host's),
-or each node on an address of its own in a network namespace of its own (`sites`).
+"""Apache Kafka clusters: one to a few nodes on one address (127.0.0.1, or a network-namespace host's), or (KRaft)
+each node on an address of its own in a network namespace of its own (`sites`).
 
-Every node is a combined broker+controller (`process.roles=broker,controller`) with its own ports and log dir, in a
-static quorum (`controller.quorum.voters`, understood by 3.9 and 4.x alike), formatted with a fresh cluster id on
-every start. Settings that matter for a single-host benchmark are defaulted (replication factors of internal topics
-fit the cluster size, no group rebalance delay, no topic auto-creation, one offsets partition on a single node);
-`server` settings pass through to server.properties untouched and override them.
+Releases from 3.3 on run in KRaft mode (`modes.py`): every node is a combined broker+controller
+(`process.roles=broker,controller`) with its own ports and log dir, in a static quorum (`controller.quorum.voters`,
+understood from 3.3 to 4.x alike), formatted with a fresh cluster id on every start. Older releases run in
+ZooKeeper mode: a ZooKeeper of the release's own (`zookeeper.py`) is started first, on a free port of the same
+address, and every node is a broker (`broker.id`, `zookeeper.connect`) that needs no format step; the ZooKeeper
+is stopped after the brokers. Settings that matter for a single-host benchmark are defaulted (replication factors
+of internal topics fit the cluster size, no group rebalance delay, no topic auto-creation, one offsets partition on
+a single node); `server` settings pass through to server.properties untouched and override them.
 
 With `sites` (node id -> (namespace, address): one host per node) every node is forked from a thread inside its own
 namespace and binds, advertises and is a quorum voter on its own address, so client, replication and KRaft
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
+from ...brokers.cluster import NodeCluster, free_ports, stop_nodes, stop_pids
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...classdata import use_flags
 from ...errors import BrokerError
@@ -37,11 +40,15 @@ from ...topology.netns import inside
 from . import Kafka
 from .admin import admin_client, registered_brokers
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
+from .modes import mode_of
 from .properties import render_properties
 from .release import class_archive, release_of, version_key
 from .security import ListenerSecurity
+from .zookeeper import MAIN_CLASS as ZOOKEEPER_CLASS
+from .zookeeper import ZooKeeper
 
 MAIN_CLASS = "kafka.Kafka"  # also what `stop_pid` looks for in a detached node's command line
+CONFIG_TOOL_CLASS = "kafka.admin.ConfigCommand"  # writes SCRAM users into a ZooKeeper-era cluster's ZooKeeper
 # One broker: the group coordinator is that broker whichever of the offsets topic's partitions a group hashes to, and
 # the harness commits no offsets (`enable.auto.commit` off), so the partition count changes nothing a cell measures.
 # Kafka's 50 are created when the first consumer looks for its coordinator; a join that reaches the broker before
@@ -76,7 +83,8 @@ logger.request.level = WARN
 """
 
 
-_STARTED_MARKER = "Kafka Server started"
+# KRaft nodes (and 3.x brokers) log the first; 2.x ZooKeeper-era brokers only the second.
+_STARTED = re.compile(r"Kafka Server started|\[KafkaServer id=\d+\] started")
 
 
 _VERSION_LINE = re.compile(r"Kafka version: (\S+)")
@@ -92,7 +100,7 @@ class KafkaNode:
     node_id: int
     pid: int
     port: int
-    controller_port: int
+    controller_port: int | None  # None: a ZooKeeper-era broker (no KRaft controller listener)
     log_dir: str
     log_path: str
     server_properties: str
@@ -114,6 +122,8 @@ class KafkaEndpoint:
     workdir: str
     security: dict[str, Any] = field(default_factory=lambda: {"protocol": "PLAINTEXT"})  # no secrets in here
     class_data: str | None = None  # the class-data archive offered at start-up (mapped if it fits the JVM)
+    mode: str = "kraft"  # or "zookeeper" (releases before 3.3)
+    zookeeper: dict[str, Any] | None = None  # ZooKeeper mode: its pid, address, version and log
 
     @property
     def pids(self) -> dict[int, int]:
@@ -128,7 +138,7 @@ class KafkaEndpoint:
 class _NodePlan:
     node_id: int
     port: int
-    controller_port: int
+    controller_port: int | None
     home: Path
 
     @property
@@ -145,8 +155,8 @@ class _NodePlan:
 
 
 class KafkaCluster(NodeCluster):
-    """A KRaft cluster of `brokers` combined nodes for one cell (or one `brokers up`), on one address or each on
-    its own (`sites`).
+    """A cluster of `brokers` nodes for one cell (or one `brokers up`): combined KRaft nodes, on one address or each
+    on its own (`sites`), or ZooKeeper-era brokers with their ZooKeeper on one address (`modes.py`).
 
     1 and 3 nodes are what the harness tests; 3 is the smallest quorum that survives losing a node. `jvm_opts`
     defaults to `default_jvm_opts()`; whatever is used is recorded in the endpoint. `host` is the address every
@@ -183,6 +193,12 @@ class KafkaCluster(NodeCluster):
         self.sites = dict(sites) if sites else {i: ("", host) for i in range(1, brokers + 1)}
         if sorted(self.sites) != list(range(1, brokers + 1)):
             raise BrokerError(f"a Kafka cluster's nodes are 1..{brokers}; sites were given for {sorted(self.sites)}")
+        self.mode = mode_of(version)
+        self.zookeeper = (
+            ZooKeeper(self.workdir / "zookeeper", host, tie_to_parent) if self.mode == "zookeeper" else None
+        )
+        if self.zookeeper is not None and len(set(self.sites.values())) > 1:
+            raise BrokerError(f"Kafka {version} runs with ZooKeeper: its nodes share one host, not one each")
         self.security = ListenerSecurity.of(security, sasl_mechanism)
         self.brokers = brokers
         self.server = dict(server or {})
@@ -200,19 +216,15 @@ class KafkaCluster(NodeCluster):
         has a site: `__init__` fills them)."""
         return self.sites[node_id][1]
 
-    def settings(self, node_id: int, port: int, controller_port: int, log_dir: Path, voters: str) -> dict[str, Any]:
-        """server.properties of one node: harness defaults, then `server` verbatim on top."""
+    def settings(
+        self, node_id: int, port: int, controller_port: int | None, log_dir: Path, quorum: str
+    ) -> dict[str, Any]:
+        """server.properties of one node: harness defaults, then `server` verbatim on top. `quorum`: the KRaft
+        voters, or the ZooKeeper a ZooKeeper-era broker connects to."""
         replicas, min_isr = min(3, self.brokers), min(2, self.brokers)
         me = self.address_of(node_id)
         settings: dict[str, Any] = {
-            "process.roles": "broker,controller",
-            "node.id": node_id,
-            "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{me}:{port},CONTROLLER://{me}:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{me}:{port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
+            **self._metadata_settings(node_id, port, controller_port, quorum),
             **self.security.server_settings(port, controller_port, self.workdir, me),
             "log.dirs": str(log_dir),
             "offsets.topic.replication.factor": replicas,
@@ -229,10 +241,36 @@ class KafkaCluster(NodeCluster):
         settings.update(self.server)  # native options pass through untouched
         return settings
 
+    def _metadata_settings(self, node_id: int, port: int, controller_port: int | None, quorum: str) -> dict[str, Any]:
+        """Who the node is and where the cluster's metadata lives: a KRaft voter of `quorum`, or a broker of the
+        ZooKeeper at `quorum`; its plaintext listener (`client.security` replaces it)."""
+        me = self.address_of(node_id)
+        plaintext = {"advertised.listeners": f"PLAINTEXT://{me}:{port}", "inter.broker.listener.name": "PLAINTEXT"}
+        if self.mode == "zookeeper":
+            return {
+                "broker.id": node_id,
+                "zookeeper.connect": quorum,
+                "listeners": f"PLAINTEXT://{me}:{port}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+                **plaintext,
+                # The harness stops every node at once: a broker moving its leaders to brokers that are stopping too
+                # waits out its retries (a 3-node 2.4.0 cluster took 9-10 s to stop instead of 2-3 s).
+                "controlled.shutdown.enable": False,
+            }
+        return {
+            "process.roles": "broker,controller",
+            "node.id": node_id,
+            "controller.quorum.voters": quorum,
+            "listeners": f"PLAINTEXT://{me}:{port},CONTROLLER://{me}:{controller_port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            **plaintext,
+        }
+
     def start(self, timeout_s: float = 90.0) -> KafkaEndpoint:
-        """Fetch (if needed) and verify the release, format fresh storage, start every node, wait until all are
-        registered brokers. Call it from a thread that outlives the cluster: PR_SET_PDEATHSIG fires when the
-        *thread* that started a process exits."""
+        """Fetch (if needed) and verify the release, start its ZooKeeper (ZooKeeper mode) or format fresh storage
+        (KRaft), start every node, wait until all are registered brokers. Call it from a thread that outlives the
+        cluster: PR_SET_PDEATHSIG fires when the *thread* that started a process exits."""
         if self.processes:
             raise BrokerError("this Kafka cluster was already started; make a new KafkaCluster")
         began = time.monotonic()
@@ -240,20 +278,30 @@ class KafkaCluster(NodeCluster):
         release = release_of(self.version)
         java = java_binary()
         plans = self._plan()
-        voters = ",".join(f"{p.node_id}@{self.address_of(p.node_id)}:{p.controller_port}" for p in plans)
         self.security.prepare(self.workdir, *dict.fromkeys(self.address_of(p.node_id) for p in plans))
-        settings = {p.node_id: self.settings(p.node_id, p.port, p.controller_port, p.log_dir, voters) for p in plans}
-        properties = {node: render_properties(redacted(values)) for node, values in settings.items()}  # recorded
-        for plan in plans:  # JAAS lines hold the listener's passwords
-            write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
         cluster_id = new_cluster_id()
         archive = class_archive(release, java)  # start-up only: see bench_tasks.classdata
         mapped = use_flags(archive)
         jvm_common = [*mapped, self._write_logging_config(release.logging), "-cp", f"{release.libs}/*"]
+        tool = [java, *TOOL_JVM_OPTS, *jvm_common]
         bootstrap = ",".join(f"{self.address_of(p.node_id)}:{p.port}" for p in plans)
         with stopped_on_failure(self.stop, f"the Kafka {self.version} cluster"):
-            tool = [java, *TOOL_JVM_OPTS, *jvm_common]
-            _format_storage(tool, release.storage_tool, plans, cluster_id, deadline, self.security.format_args())
+            quorum = self._start_quorum(java, jvm_common, tool, plans, deadline)
+            settings = {
+                p.node_id: self.settings(p.node_id, p.port, p.controller_port, p.log_dir, quorum) for p in plans
+            }
+            properties = {node: render_properties(redacted(values)) for node, values in settings.items()}  # recorded
+            for plan in plans:  # JAAS lines hold the listener's passwords
+                write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
+            if self.zookeeper is None:
+                _format_storage(
+                    tool,
+                    _storage_tool(release.storage_tool, release.libs),
+                    plans,
+                    cluster_id,
+                    deadline,
+                    self.security.format_args(),
+                )
             for plan in plans:  # from this thread, see the docstring; forked inside the node's own namespace
                 argv = [java, *self.jvm_opts, *jvm_common, MAIN_CLASS, str(plan.properties_path)]
                 with inside(self.sites[plan.node_id][0]):
@@ -270,8 +318,46 @@ class KafkaCluster(NodeCluster):
             ready_after_s=round(time.monotonic() - began, 3),
             workdir=str(self.workdir),
             security=self.security.describe(),
+            mode=self.mode,
+            zookeeper=self.zookeeper.facts() if self.zookeeper is not None else None,
         )
         return self.endpoint
+
+    def _start_quorum(
+        self, java: str, jvm_common: Sequence[str], tool: Sequence[str], plans: list[_NodePlan], deadline: float
+    ) -> str:
+        """Where the nodes keep their metadata: the KRaft voters (the nodes themselves), or a ZooKeeper started now
+        (with the SCRAM users a SASL/SCRAM listener needs written into it)."""
+        if self.zookeeper is None:
+            return ",".join(f"{p.node_id}@{self.address_of(p.node_id)}:{p.controller_port}" for p in plans)
+        connect = self.zookeeper.start(java, jvm_common, deadline)
+        for i, args in enumerate(self.security.zookeeper_scram_args(connect)):
+            _run_tool(tool, CONFIG_TOOL_CLASS, args, self.zookeeper.home / f"scram-{i}", deadline, "adding SCRAM users")
+        return connect
+
+    def companions(self) -> list[tuple[int, str]]:
+        """Processes the nodes need that are not nodes: the ZooKeeper of a ZooKeeper-era cluster."""
+        pid = self.zookeeper.pid if self.zookeeper is not None else None
+        return [(pid, ZOOKEEPER_CLASS)] if pid is not None else []
+
+    def stop(self, grace_s: float | None = None) -> list[int]:
+        """Every node at once (`NodeCluster.stop`), then the ZooKeeper they deregistered from."""
+        running = super().stop(grace_s)
+        if self.zookeeper is not None:
+            self.zookeeper.stop()
+        return running
+
+    def _check_alive(self) -> None:
+        if self.zookeeper is not None and not self.zookeeper.alive():
+            raise BrokerError(
+                f"the ZooKeeper of Kafka {self.version} exited during start:\n{self.zookeeper.log_tail(30)}"
+            )
+        for node_id, proc in self.processes.items():
+            if not proc.alive():
+                raise BrokerError(
+                    f"Kafka {self.version} node {node_id} exited with code {proc.popen.returncode} during start "
+                    f"({proc.log_path}):\n{proc.log_tail(40)}"
+                )
 
     def _node_facts(self, plan: _NodePlan, properties: str, java: str) -> KafkaNode:
         return KafkaNode(
@@ -290,7 +376,11 @@ class KafkaCluster(NodeCluster):
         """Ports (free on each node's address, in its namespace) and fresh folders per node; a node's folder from an
         earlier start is wiped (its cluster id is stale), nothing else in `workdir` is touched."""
         shared = len(set(self.sites.values())) == 1
-        if shared:  # one address: all ports drawn together, so none is handed out twice
+        ports: list[tuple[int, int | None]]
+        if self.zookeeper is not None:  # a broker has no controller listener
+            with inside(self.sites[1][0]):
+                ports = [(port, None) for port in free_ports(self.brokers, self.address_of(1))]
+        elif shared:  # one address: all ports drawn together, so none is handed out twice
             with inside(self.sites[1][0]):
                 flat = free_ports(2 * self.brokers, self.address_of(1))
             ports = [(flat[2 * i], flat[2 * i + 1]) for i in range(self.brokers)]
@@ -329,26 +419,18 @@ class KafkaCluster(NodeCluster):
             if admin is None and all(_accepts(self.address_of(p.node_id), p.port) for p in plans):
                 admin = admin_client(bootstrap, self.client_config)  # only now: librdkafka logs refused connections
             if admin is not None:
-                unstarted = [n for n, proc in self.processes.items() if _STARTED_MARKER not in _read(proc.log_path)]
+                unstarted = [n for n, proc in self.processes.items() if not _STARTED.search(_read(proc.log_path))]
                 registered = registered_brokers(admin)
                 if not unstarted and registered == expected:
                     self._check_versions()
                     return
-                waiting_for = f"nodes {unstarted} to log {_STARTED_MARKER!r}" if unstarted else "registration"
+                waiting_for = f"nodes {unstarted} to log that they started" if unstarted else "registration"
                 waiting_for += f"; registered brokers {sorted(registered)} of {sorted(expected)}"
             time.sleep(0.1)
         tails = "\n".join(f"--- node {n} ({p.log_path}):\n{p.log_tail(15)}" for n, p in self.processes.items())
         raise BrokerError(
             f"Kafka {self.version} cluster not ready after {timeout_s:.0f}s, waiting for {waiting_for}\n{tails}"
         )
-
-    def _check_alive(self) -> None:
-        for node_id, proc in self.processes.items():
-            if not proc.alive():
-                raise BrokerError(
-                    f"Kafka {self.version} node {node_id} exited with code {proc.popen.returncode} during start "
-                    f"({proc.log_path}):\n{proc.log_tail(40)}"
-                )
 
     def _check_versions(self) -> None:
         """The jars are keyed by version, but the broker's own word is what gets recorded; they must agree."""
@@ -360,9 +442,14 @@ class KafkaCluster(NodeCluster):
 
 
 def stop_detached(state: Mapping[str, Any], grace_s: float = 15.0) -> list[int]:
-    """Stop the nodes of a detached cluster (from `KafkaCluster.state()`) by PID, all at once; each PID is checked
-    to be a `kafka.Kafka` JVM before it is signalled. Returns the PIDs that were running."""
-    return stop_nodes(state, MAIN_CLASS, grace_s)
+    """Stop the nodes of a detached cluster (from `KafkaCluster.state()`) by PID, all at once, then its ZooKeeper;
+    each PID is checked to be a `kafka.Kafka` (or ZooKeeper) JVM before it is signalled. Returns the node PIDs that
+    were running."""
+    stopped = stop_nodes(state, MAIN_CLASS, grace_s)
+    zookeeper = state.get("zookeeper")
+    if zookeeper:
+        stop_pids([int(zookeeper["pid"])], ZOOKEEPER_CLASS, 5.0)
+    return stopped
 
 
 def _format_storage(
@@ -395,6 +482,30 @@ def _format_storage(
             proc.stop(grace_s=1.0)
         for p in plans:
             (p.home / "format.args").unlink(missing_ok=True)
+
+
+def _storage_tool(tool: str | None, libs: Path) -> str:
+    """The storage tool a KRaft release formats with, as the manifest of its `libs` names it."""
+    if tool is None:
+        raise BrokerError(f"the manifest of {libs.parent} names no storage tool; delete that folder to fetch it again")
+    return tool
+
+
+def _run_tool(java: Sequence[str], main: str, args: Sequence[str], home: Path, deadline: float, what: str) -> None:
+    """Run one of the release's command-line tools to its end; its arguments (passwords among them) go through a
+    private argument file, deleted once it ran."""
+    home.mkdir(parents=True, exist_ok=True)
+    argfile = write_secret(home / "tool.args", java_argfile([main, *args]))
+    proc = BrokerProcess([*java, f"@{argfile}"], home / "tool.log")
+    try:
+        code = proc.popen.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired as exc:
+        raise BrokerError(f"{what} ({main}) timed out") from exc
+    finally:
+        proc.stop(grace_s=1.0)
+        argfile.unlink(missing_ok=True)
+    if code != 0:
+        raise BrokerError(f"{what} ({main}) failed ({code}):\n{proc.log_tail(20)}")
 
 
 def java_argfile(args: Sequence[str]) -> str:

@@ -16,7 +16,7 @@ from ...errors import BrokerError
 from ...secrecy import write_secret
 from .jvm import TOOL_JVM_OPTS, java_binary
 from .properties import render_properties
-from .release import tools_classpath
+from .release import newest_release, tools_classpath
 from .security import JAAS_MODULE, jaas_config
 
 FEATURE_TOOL_CLASS = "org.apache.kafka.tools.FeatureCommand"
@@ -35,9 +35,7 @@ def reported_version(
     brokers support (SupportedMaxVersion), beside the finalized level and every feature as the tool printed it.
     `client` holds librdkafka security settings; they are translated for the Java tool into a 0600 file that
     is deleted at once. Raises BrokerError when the cluster cannot be asked."""
-    from .settings import KAFKA_VERSIONS
-
-    tool_version = KAFKA_VERSIONS[0]
+    tool_version = newest_release()
     libs = tools_classpath(tool_version)
     java = java_binary()
     with tempfile.TemporaryDirectory(prefix="sixnines-features-") as tmp:

@@ -1,8 +1,9 @@
-"""Starting a Kafka cell's brokers: a KRaft cluster of 1 or 3 nodes with the cell's client security on its
-listener. Faults hit the broker that leads partition 0 of the measured topic when they fire (a leader failure is
-what seeds 001 and 003 study); every partition's leader is watched for the whole cell. With one host per node
-(`sites`) each node runs in its own network namespace on its own address; the leader poll then leaves a node
-that is frozen or cut off out of its bootstrap list, so its metadata request never waits on a silent node."""
+"""Starting a Kafka cell's brokers: a cluster of 1 or 3 nodes (KRaft, or brokers with their ZooKeeper for releases
+before 3.3) with the cell's client security on its listener. Faults hit the broker that leads partition 0 of the
+measured topic when they fire (a leader failure is what seeds 001 and 003 study); every partition's leader is
+watched for the whole cell. With one host per node (`sites`) each node runs in its own network namespace on its
+own address; the leader poll then leaves a node that is frozen or cut off out of its bootstrap list, so its
+metadata request never waits on a silent node."""
 
 from __future__ import annotations
 
@@ -52,9 +53,11 @@ def start_brokers(
         client=cluster.client_config,  # the listener's TLS/SASL settings (a throw-away password)
         leader={
             "topic": measured_topic(spec, names),
-            "quorum_state": _quorum_state_files(e.nodes),
+            **({"quorum_state": _quorum_state_files(e.nodes)} if e.mode == "kraft" else {"controller": "metadata"}),
             "bootstrap": {str(n.node_id): f"{cluster.address_of(n.node_id)}:{n.port}" for n in e.nodes},
         },
+        companions=cluster.companions(),  # a ZooKeeper-era cluster's ZooKeeper, which its brokers cannot do without
+        vital=[pid for pid, _name in cluster.companions()],
     )
 
 
@@ -98,14 +101,28 @@ def controller_poll(
     address: str, client: Mapping[str, Any], ref: Mapping[str, Any], paused: Callable[[], int | None]
 ) -> Callable[[], int | None] | None:
     """The active KRaft controller, read from the nodes' quorum-state files (`quorum.py`: no request to a broker
-    that may be frozen)."""
+    that may be frozen); under ZooKeeper, the controller the metadata names (the broker holding ZooKeeper's
+    `/controller`), asked of the nodes that are not frozen or cut off."""
     files = ref.get("quorum_state")
-    if not files:
-        return None
-    from .quorum import active_controller
+    if files:
+        from .quorum import active_controller
 
-    paths = [Path(p) for p in files.values()]
-    return lambda: active_controller(paths)
+        paths = [Path(p) for p in files.values()]
+        return lambda: active_controller(paths)
+    if ref.get("controller") == "metadata":
+        from .admin import metadata_controller
+
+        listeners = {int(node): where for node, where in (ref.get("bootstrap") or {}).items()}
+        return lambda: metadata_controller(_bootstrap_without(address, listeners, paused()), client)
+    return None
+
+
+def describe_running(state: Mapping[str, Any]) -> list[str]:
+    """`brokers status` of a ZooKeeper-era cluster names its ZooKeeper."""
+    zookeeper = (state.get("context") or {}).get("zookeeper")
+    if not zookeeper:
+        return []
+    return [f"ZooKeeper {zookeeper['version']} at {zookeeper['connect']} (pid {zookeeper['pid']})"]
 
 
 def _quorum_state_files(nodes: Any) -> dict[str, str]:

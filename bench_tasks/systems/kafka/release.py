@@ -1,7 +1,10 @@
-"""Kafka releases from Maven Central: the runtime classpath of `org.apache.kafka:kafka_2.13:<version>` resolved by
-Maven into `<cache>/kafka/<version>/libs/`, plus the logging backend the pom leaves out (the tarball ships reload4j
-for 3.x and log4j2 for 4.x), with a manifest of jar names and sha256 digests checked before every use, so a
-truncated or tampered jar is reported by name instead of surfacing as a ClassNotFoundError mid-benchmark.
+"""Kafka releases from Maven Central: every `org.apache.kafka:kafka_2.13` release from 2.4.0 on is listed
+(`list_releases`, each marked with the module Central does not serve yet, if any: `central.py`), and any of them
+is assembled on demand: its runtime classpath resolved by Maven into `<cache>/kafka/<version>/libs/`, plus the
+logging backend the pom leaves out (the tarball ships log4j 1 for 2.x, reload4j for 3.x and log4j2 for 4.x), with a
+manifest of jar names and sha256 digests checked before every use, so a truncated or tampered jar is reported by
+name instead of surfacing as a ClassNotFoundError mid-benchmark. The same classpath holds the release's own
+ZooKeeper (its `org.apache.zookeeper` dependency), which releases before 3.3 run with (`modes.py`).
 
 Why Central and not the release tarball: Central is the artefact store the harness can always reach, and it keeps
 every release. The `kafka-tools` classpath (for the version probe) is fetched the same way.
@@ -32,13 +35,15 @@ from ...brokers.maven import copy_dependencies
 from ...classdata import java_digest
 from ...errors import BrokerError
 from ...paths import cache_dir
+from ...releases import LATEST, Release
+from .central import MAVEN_CENTRAL, Unreachable, missing_modules
+from .modes import mode_of
 
 _log = logging.getLogger(__name__)
 
-MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
-
-
 KAFKA_ARTIFACT = "org.apache.kafka:kafka_2.13"
+OLDEST = "2.4.0"  # the first kafka_2.13 release (Scala 2.13 builds began with Kafka 2.4)
+SOURCE = f"Maven Central ({KAFKA_ARTIFACT})"
 
 
 # Where each release line keeps its storage tool; the first class found in the jars is recorded in the manifest.
@@ -61,12 +66,12 @@ _METADATA_MAX_AGE_S = 24 * 3600
 _MVN_TIMEOUT_S = 1800
 
 
-def available_versions(max_age_s: float = _METADATA_MAX_AGE_S) -> list[str]:
+def available_versions(max_age_s: float = _METADATA_MAX_AGE_S, offline_ok: bool = True) -> list[str]:
     """Releases of kafka_2.13 listed on Maven Central, newest first (the answer is cached for `max_age_s`).
 
-    Listed is not the same as complete: a release can be listed before all its modules are published (4.4.0's
-    kafka-tools-api was missing when this was written), in which case `kafka_classpath` names the missing jar.
-    An unreachable Central falls back to the cached list, however old.
+    Listed is not the same as complete: a release can be listed before all its modules are published
+    (`list_releases` says which). An unreachable Central falls back to the cached list, however old, when
+    `offline_ok`; otherwise it is a BrokerError (the release catalogue then says it used its own cache).
     """
     cached = cache_dir() / "kafka" / "maven-metadata.xml"
     fresh = cached.exists() and time.time() - cached.stat().st_mtime < max_age_s
@@ -74,7 +79,7 @@ def available_versions(max_age_s: float = _METADATA_MAX_AGE_S) -> list[str]:
         try:
             _download(f"{MAVEN_CENTRAL}/{_artifact_path(KAFKA_ARTIFACT)}/maven-metadata.xml", cached)
         except OSError as exc:
-            if not cached.exists():
+            if not cached.exists() or not offline_ok:
                 raise BrokerError(f"cannot list Kafka releases on Maven Central: {exc}") from exc
             _log.warning("Maven Central unreachable (%s); using the cached release list", exc)
     try:
@@ -84,6 +89,29 @@ def available_versions(max_age_s: float = _METADATA_MAX_AGE_S) -> list[str]:
         raise BrokerError(f"Maven Central sent an unreadable maven-metadata.xml: {exc}") from exc
     versions = {v.text.strip() for v in root.iterfind("./versioning/versions/version") if v.text}
     return sorted(versions, key=version_key, reverse=True)
+
+
+def list_releases() -> list[Release]:
+    """Every kafka_2.13 release on Central from 2.4.0 on, newest first, each marked with the Kafka module Central does
+    not serve (so it cannot be assembled) if any. BrokerError when Central cannot be asked."""
+    versions = [v for v in available_versions(max_age_s=0, offline_ok=False) if version_key(v) >= version_key(OLDEST)]
+    try:
+        missing = missing_modules(versions)
+    except Unreachable as exc:
+        raise BrokerError(f"cannot check the Kafka releases' modules on Maven Central: {exc}") from exc
+    return [Release(v, SOURCE, _not_served(missing[v])) for v in versions]
+
+
+def newest_release() -> str:
+    """The newest release that can be assembled, from the cached release list (Central is asked when nothing is
+    cached): what the version probe's tools and `make`'s class-data archive default to."""
+    from . import KAFKA
+
+    return KAFKA.release_list().resolve(LATEST)
+
+
+def _not_served(coordinates: str | None) -> str | None:
+    return None if coordinates is None else f"{coordinates} is not on Maven Central"
 
 
 def kafka_classpath(version: str, refetch: bool = False) -> Path:
@@ -100,7 +128,7 @@ class _Release:
     """A verified release in the cache: what a node needs to run it."""
 
     libs: Path
-    storage_tool: str  # main class of the storage formatter
+    storage_tool: str | None  # main class of the storage formatter (None: a ZooKeeper-era release, never formatted)
     logging: str  # "log4j2" or "reload4j": which config file the JVM is pointed at
     digest: str  # sha256 of the manifest, so of the exact jar set
 
@@ -111,7 +139,7 @@ def release_of(version: str, refetch: bool = False) -> _Release:
         _fetch(version, home)
     manifest = _verify(home, version)
     digest = _sha256_bytes((home / "manifest.json").read_bytes())
-    return _Release(home / "libs", manifest["storage_tool"], manifest["logging"], digest)
+    return _Release(home / "libs", manifest.get("storage_tool"), manifest["logging"], digest)
 
 
 def class_archive(release: _Release, java: str) -> Path:
@@ -168,7 +196,9 @@ def _pom(coordinates: Iterable[str]) -> str:
 
 
 def _logging_backend(version: str) -> tuple[str, tuple[str, ...]]:
-    """Kafka 4 moved from log4j 1 (reload4j in the tarball) to log4j2; both bind slf4j 1.7, which the pom brings."""
+    """Kafka 4 moved from log4j 1 to log4j2; both bind slf4j 1.7, which the pom brings. 2.x tarballs ship log4j
+    1.2.17 itself, which Kafka's own log4j controller (an MBean every broker registers) calls directly: reload4j is
+    its drop-in successor, so 2.x and 3.x share one backend."""
     return ("log4j2", _LOG4J2) if version_key(version) >= (4,) else ("reload4j", _RELOAD4J)
 
 
@@ -183,7 +213,7 @@ def _make_manifest(version: str, libs: Path) -> dict[str, Any]:
         "artifact": f"{KAFKA_ARTIFACT}:{version}",
         "logging": logging_name,
         "logging_artifacts": list(logging_coords),
-        "storage_tool": _find_storage_tool(libs),
+        "storage_tool": _find_storage_tool(libs) if mode_of(version) == "kraft" else None,
         "jars": jars,
         "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }

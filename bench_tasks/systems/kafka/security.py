@@ -28,7 +28,8 @@ class ListenerSecurity:
     secured production cluster); the KRaft controller listener stays plaintext on loopback. TLS: a CA and a
     server certificate for 127.0.0.1/localhost are made at start (`tls.make_tls`) into the cluster's folder
     and used as PEM keystore/truststore. SASL: PLAIN users live in the listener's JAAS config; SCRAM users are
-    written into the metadata when the storage is formatted (`--add-scram`). Passwords are random per start."""
+    written into the metadata when the storage is formatted (`--add-scram`), or, for ZooKeeper-era brokers, into
+    ZooKeeper before they start (`zookeeper_scram_args`). Passwords are random per start."""
 
     protocol: str = "PLAINTEXT"
     mechanism: str | None = None
@@ -63,14 +64,18 @@ class ListenerSecurity:
             make_tls(self._tls_dir(workdir), tuple(dict.fromkeys(("localhost", "127.0.0.1", *hosts))))
 
     def server_settings(
-        self, port: int, controller_port: int, workdir: Path, host: str = "127.0.0.1"
+        self, port: int, controller_port: int | None, workdir: Path, host: str = "127.0.0.1"
     ) -> dict[str, Any]:
+        """The listener settings of one node; `controller_port` None: a ZooKeeper-era broker, which has no KRaft
+        controller listener."""
         if self.protocol == "PLAINTEXT":
             return {}
+        controller = "" if controller_port is None else f",CONTROLLER://{host}:{controller_port}"
         settings: dict[str, Any] = {
-            "listeners": f"CLIENT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+            "listeners": f"CLIENT://{host}:{port}{controller}",
             "advertised.listeners": f"CLIENT://{host}:{port}",
-            "listener.security.protocol.map": f"CLIENT:{self.protocol},CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": f"CLIENT:{self.protocol}"
+            + (",CONTROLLER:PLAINTEXT" if controller else ""),
             "inter.broker.listener.name": "CLIENT",
         }
         if self.tls:
@@ -103,6 +108,21 @@ class ListenerSecurity:
             return []
         users = (("admin", self.admin_password), (CLIENT_USER, self.client_password))
         return [arg for name, pw in users for arg in ("--add-scram", f"{self.mechanism}=[name={name},password={pw}]")]
+
+    def zookeeper_scram_args(self, zookeeper: str) -> list[list[str]]:
+        """ZooKeeper-era brokers read SCRAM credentials from ZooKeeper: Kafka's ConfigCommand writes them there before
+        the brokers start (the brokers log in to each other as `admin`), one run per user. They hold passwords: only
+        ever passed through a private argument file."""
+        if self.mechanism is None or not self.mechanism.startswith("SCRAM"):
+            return []
+        users = (("admin", self.admin_password), (CLIENT_USER, self.client_password))
+        return [
+            [
+                *("--zookeeper", zookeeper, "--alter", "--entity-type", "users", "--entity-name", name),
+                *("--add-config", f"{self.mechanism}=[password={password}]"),
+            ]
+            for name, password in users
+        ]
 
     def client_config(self, workdir: Path) -> dict[str, str]:
         if self.protocol == "PLAINTEXT":

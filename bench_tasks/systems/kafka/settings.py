@@ -13,18 +13,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ...releases import is_version
 from ...spec.base import setting_path
-from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from ...spec.cell import EXTERNAL_VERSION, BrokerSettings, CellBase, ClientSettings
 from ...spec.leader import leader_field
-
-# Releases of org.apache.kafka:kafka_2.13 on Maven Central that this harness runs and tests, newest first:
-# the newest two 4.x minors and the last 3.x line. 4.4.0 is listed on Central but not complete there (no
-# kafka-tools-api 4.4.0), so it cannot be assembled yet; `release.available_versions()` lists all.
-KAFKA_VERSIONS: tuple[str, ...] = (
-    "4.3.1",
-    "4.2.1",
-    "3.9.2",
-)
+from .modes import refusals
 
 # server.properties keys that open a listener, or say where one listens or what address it advertises (the last
 # four are the pre-listener spellings, read by 3.x): the harness writes each node's listeners itself, on free
@@ -111,8 +104,7 @@ class KafkaClient(ClientSettings):
 class KafkaCell(CellBase):
     """One fully specified Kafka benchmark cell."""
 
-    SYSTEM: ClassVar[str] = "kafka"
-    VERSIONS: ClassVar[tuple[str, ...]] = KAFKA_VERSIONS
+    SYSTEM: ClassVar[str] = "kafka"  # releases: every kafka_2.13 on Maven Central from 2.4.0 (`release.py`)
     system: Literal["kafka"]
     broker: KafkaBroker = KafkaBroker()
     client: KafkaClient = KafkaClient()
@@ -139,4 +131,18 @@ class KafkaCell(CellBase):
                     f"background.{name}.replication_factor {bg.replication_factor} exceeds broker.brokers "
                     f"{self.broker.brokers}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _release_fits(self) -> KafkaCell:
+        """What the cell's release cannot do (`modes.py`: its metadata mode and line), refused per release; a line or
+        `latest` is checked once the run resolved it (the cell is validated again then)."""
+        if self.version == EXTERNAL_VERSION or not is_version(self.version):
+            return self
+        placement = self.workload.placement
+        node_hosts = placement is not None and placement.per_node()
+        actions = {fault.action for fault in self.faults}
+        problems = refusals(self.version, self.client.security, self.client.sasl_mechanism, node_hosts, actions)
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
