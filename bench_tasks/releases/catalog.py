@@ -76,7 +76,7 @@ class ReleaseList:
             return None
         release = self.get(wanted)
         if release is None:
-            return f"unknown {self.system} version{self._listed()}"
+            return f"unknown {self.system} version {wanted!r}{self._listed()}"
         if release.missing is not None:
             return f"{self.system} {wanted} cannot be assembled: {release.missing}"
         return None

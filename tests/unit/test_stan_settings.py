@@ -97,7 +97,7 @@ def test_other_measurements_are_refused_with_the_ones_that_fit(measurement: str)
 
 def test_an_unknown_version_says_where_the_releases_are_listed() -> None:
     message = error_of(lambda: cell(version="0.3.1"))
-    assert "unknown stan version; not in the release list" in message and "brokers fetch stan --list" in message
+    assert "unknown stan version '0.3.1'; not in the release list" in message and "fetch stan --list" in message
 
 
 def test_an_external_server_needs_its_cluster_id_and_keeps_its_store() -> None:
