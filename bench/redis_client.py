@@ -40,9 +40,9 @@ import redis
 import redis.asyncio
 from redis.asyncio.connection import parse_url
 
+from bench_tasks.systems.redis import REDIS
 from bench_tasks.systems.redis import client as rc
 from bench_tasks.systems.redis.nodes import RedisServers
-from bench_tasks.systems.redis.release import VERSIONS
 from bench_tasks.systems.redis.settings import RedisBroker, RedisClient
 
 RESULTS = Path(__file__).parent / "results" / "redis_client.json"
@@ -269,7 +269,7 @@ def start_once(version: str, replicas: int) -> tuple[float, float]:
 def start_times(runs: int) -> dict[str, Any]:
     """Seconds from start() to ready, per release: a single server, and a primary with one replica."""
     result: dict[str, Any] = {"load_before": host_load()}
-    for version in VERSIONS:
+    for version in REDIS.versions:
         for replicas in (0, 1):
             whole, primary = zip(*(start_once(version, replicas) for _ in range(runs)), strict=True)
             result[f"{version}_replicas_{replicas}"] = {
@@ -299,7 +299,7 @@ async def measure(url: str, sizes: Sequence[int], messages: int) -> dict[str, An
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--version", default=VERSIONS[0], choices=VERSIONS)
+    parser.add_argument("--version", default="latest", help="a Redis release ('sixnines brokers fetch redis --list')")
     parser.add_argument("--messages", type=int, default=50_000)
     parser.add_argument("--start-runs", type=int, default=5)
     args = parser.parse_args()

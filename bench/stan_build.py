@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench_tasks.systems.stan import release
-from bench_tasks.systems.stan.settings import STAN_VERSIONS
+from bench_tasks.brokers import gobuild
+from bench_tasks.systems.stan import STAN, release
 
 RESULTS = Path(__file__).parent / "results" / "stan_build.json"
 
@@ -64,14 +64,15 @@ def cold_build(version: str) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("version", nargs="?", default=STAN_VERSIONS[0])
+    parser.add_argument("version", nargs="?", default="latest")
     parser.add_argument("--skip-cold", action="store_true", help="only the build with the machine's Go caches")
     args = parser.parse_args()
-    go = release.go_binary("the build benchmark")
-    result: dict[str, Any] = {"schema_version": 1, "version": args.version, "go": release.go_version(go)}
+    go = gobuild.go_binary("the build benchmark")
+    version = STAN.resolve_version(args.version)
+    result: dict[str, Any] = {"schema_version": 1, "version": version, "go": gobuild.go_version(go)}
     if not args.skip_cold:
-        result["cold"] = cold_build(args.version)
-    result["warm"] = timed_build(args.version, {})
+        result["cold"] = cold_build(version)
+    result["warm"] = timed_build(version, {})
     result["uptime_after"] = uptime()
     result["host"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

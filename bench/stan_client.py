@@ -34,13 +34,14 @@ from typing import Any
 
 import nats
 
+from bench_tasks.brokers.gobuild import go_binary, go_install
 from bench_tasks.paths import cache_dir
 from bench_tasks.secrecy import login_url, without_userinfo
+from bench_tasks.systems.stan import STAN
 from bench_tasks.systems.stan import client as stan
 from bench_tasks.systems.stan import protocol as pb
 from bench_tasks.systems.stan.provision import start_server
-from bench_tasks.systems.stan.release import go_binary, go_install
-from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanBroker
+from bench_tasks.systems.stan.settings import StanBroker
 
 RESULTS = Path(__file__).parent / "results" / "stan_client.json"
 STAN_GO = "github.com/nats-io/stan.go"
@@ -235,7 +236,9 @@ def main() -> int:
     result: dict[str, Any] = {"schema_version": 1, "uptime_before": uptime(), "messages": args.messages}
     result["codec_us"] = {str(size): codec_us(size) for size in CODEC_SIZES}
     with tempfile.TemporaryDirectory() as workdir:
-        started = start_server(STAN_VERSIONS[0], StanBroker(store="memory"), Path(workdir), "stan-client-bench")
+        started = start_server(
+            STAN.resolve_version("latest"), StanBroker(store="memory"), Path(workdir), "stan-client-bench"
+        )
         try:
             cluster_id = started.client["cluster_id"]
             url = login_url(started.address, started.client["user"], started.client["password"])  # never recorded

@@ -16,8 +16,9 @@ from .nats import NATS
 from .rabbitmq import RABBITMQ
 from .redis import REDIS
 from .stan import STAN
+from .valkey import VALKEY
 
-SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ, REDIS, STAN)}
+SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ, REDIS, STAN, VALKEY)}
 
 
 class UnknownSystem(SixninesError):

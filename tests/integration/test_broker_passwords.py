@@ -18,11 +18,11 @@ from nats.errors import NoServersError
 from bench_tasks.systems.rabbitmq.nodes import RabbitCluster, amqp_urls
 from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker
 from bench_tasks.systems.redis.nodes import CONFIG_NAME, RedisServers
-from bench_tasks.systems.redis.release import VERSIONS
 from bench_tasks.systems.redis.settings import RedisBroker
 from bench_tasks.systems.stan.provision import start_server
 from bench_tasks.systems.stan.server import CONFIG_NAME as STAN_CONFIG
-from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanBroker
+from bench_tasks.systems.stan.settings import StanBroker
+from tests.integration.helpers import REDIS_RELEASES, STAN_RELEASE
 
 pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]  # brokers only, no cell
 
@@ -32,7 +32,7 @@ def private(path: Path) -> bool:
     return not (stat.S_IMODE(path.stat().st_mode) & 0o077 or stat.S_IMODE(path.parent.stat().st_mode) & 0o077)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REDIS_RELEASES[:2])
 def test_redis_asks_for_the_cells_password_and_has_no_module_or_debug(tmp_path: Path, version: str) -> None:
     with RedisServers(version, RedisBroker(replicas=1), tmp_path) as servers:
         assert servers.endpoint is not None and len(servers.password) >= 24
@@ -73,7 +73,7 @@ def test_rabbitmq_has_the_cells_user_and_no_guest(tmp_path: Path) -> None:
 
 
 def test_nats_streaming_asks_for_the_cells_user(tmp_path: Path) -> None:
-    started = start_server(STAN_VERSIONS[0], StanBroker(), tmp_path, "passwords")
+    started = start_server(STAN_RELEASE, StanBroker(), tmp_path, "passwords")
     try:
         login: dict[str, Any] = {k: started.client[k] for k in ("user", "password")}
         assert len(login["password"]) >= 24

@@ -61,7 +61,8 @@ def test_jetstream_step_downs_move_an_r3_stream_leader_to_each_node(tmp_path: Pa
 
     from bench_tasks.systems.nats.cluster import NatsCluster
     from bench_tasks.systems.nats.placement import place_stream_leader
-    from bench_tasks.systems.nats.settings import NATS_VERSIONS, NatsBroker
+    from bench_tasks.systems.nats.release import bundled_version
+    from bench_tasks.systems.nats.settings import NatsBroker
 
     async def place_on_each(url: str) -> list[tuple[int, int]]:
         nc = await nats.connect(url.split(","))
@@ -75,7 +76,7 @@ def test_jetstream_step_downs_move_an_r3_stream_leader_to_each_node(tmp_path: Pa
             await nc.close()
 
     broker = NatsBroker(mode="jetstream", servers=3, replicas=3)
-    with NatsCluster(NATS_VERSIONS[0], broker, tmp_path) as cluster:
+    with NatsCluster(bundled_version(), broker, tmp_path) as cluster:
         assert cluster.endpoint is not None
         placed = asyncio.run(place_on_each(cluster.endpoint.url))
         print(f"\n(node, step-downs): {placed}")

@@ -112,3 +112,15 @@ def test_rtt_with_several_synchronous_connections(tmp_path: Path, console: Conso
     rtt = report.analysis.metrics["rtt"]
     assert rtt["intended"].count == 400
     assert rtt["sent"].percentiles["50"] <= rtt["intended"].percentiles["50"]
+
+
+def test_a_release_built_from_source_runs_a_core_cell(tmp_path: Path, console: Console) -> None:
+    """nats-server 2.1.2 has no wheel: the cell's release is built from the module proxy (cached after the first
+    build), and the harness's client and driver work against it as against the newest."""
+    cell = make_cell("e2e", version="2.1.2", rate_per_s=200)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.received == 200 and acc.lost == acc.duplicated == 0
+    context = json.loads((report.path / "result.json").read_text())["context"]["broker"]
+    assert context["version"] == "2.1.2"

@@ -21,7 +21,8 @@ from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.systems.nats.cluster import NatsCluster, meta_leader, servers_of
 from bench_tasks.systems.nats.placement import await_stream_leader
-from bench_tasks.systems.nats.settings import NATS_VERSIONS, NatsBroker
+from bench_tasks.systems.nats.release import bundled_version
+from bench_tasks.systems.nats.settings import NatsBroker
 
 from .helpers import make_cell
 
@@ -42,7 +43,7 @@ def _received(folder: Path) -> pa.Table:
 @pytest.mark.alongside  # runs no cell (brokers only): in the parallel part
 def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
     began = time.monotonic()
-    with NatsCluster(NATS_VERSIONS[0], NatsBroker(**R3_FILE), tmp_path) as cluster:
+    with NatsCluster(bundled_version(), NatsBroker(**R3_FILE), tmp_path) as cluster:
         endpoint = cluster.endpoint
         assert endpoint is not None
         print(
@@ -50,7 +51,7 @@ def test_cluster_forms_replicates_and_stops(tmp_path: Path) -> None:
             f"{time.monotonic() - began:.3f} s)"
         )
         assert [n.name for n in endpoint.nodes] == ["n1", "n2", "n3"]
-        assert {n.version for n in endpoint.nodes} == {NATS_VERSIONS[0]}
+        assert {n.version for n in endpoint.nodes} == {bundled_version()}
         assert len(servers_of(endpoint.url)) == 3
         assert len(set(cluster.node_pids.values())) == 3
         assert '"name": "sixnines"' in endpoint.nodes[0].config

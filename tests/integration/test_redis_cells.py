@@ -52,11 +52,18 @@ def test_streams_e2e_cell_reads_every_entry_once(tmp_path: Path, console: Consol
     assert len(set(offsets)) == len(offsets) == RATE * (0.5 + MEASURE_S + 0.5)  # every entry, once, over the group
 
 
-def test_streams_publish_cell_measures_the_xadd_reply(tmp_path: Path, console: Console) -> None:
-    cell = make_cell("publish", {"mode": "streams"}, "redis", rate_per_s=RATE, measure_s=MEASURE_S)
+@pytest.mark.parametrize(("system", "version"), [("redis", "latest"), ("valkey", "8.1.8")])
+def test_streams_publish_cell_measures_the_xadd_reply(
+    tmp_path: Path, console: Console, system: str, version: str
+) -> None:
+    """Redis, and Valkey (a system of its own on the same driver): the XADD reply acknowledges every send."""
+    cell = make_cell("publish", {"mode": "streams"}, system, version, rate_per_s=RATE, measure_s=MEASURE_S)
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
     assert_every_send_acknowledged(report, RATE * MEASURE_S)
+    context = json.loads((report.path / "result.json").read_text())["context"]["broker"]
+    assert context["version"] == cell.spec.version
+    assert system == "redis" or context["nodes"][0]["server"]["server_name"] == "valkey"
 
 
 @pytest.mark.parametrize("version", ["6.2.14"])  # latest runs in every other test here

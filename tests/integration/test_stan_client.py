@@ -16,7 +16,8 @@ import pytest
 from bench_tasks.systems.stan import client as stan
 from bench_tasks.systems.stan.provision import start_server
 from bench_tasks.systems.stan.server import monitor
-from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanBroker
+from bench_tasks.systems.stan.settings import StanBroker
+from tests.integration.helpers import STAN_RELEASE
 
 pytestmark = pytest.mark.alongside
 
@@ -38,7 +39,7 @@ class Server:
 
 @pytest.fixture
 def server(tmp_path: Path, no_orphans: None) -> Iterator[Server]:
-    started = start_server(STAN_VERSIONS[0], StanBroker(store="file"), tmp_path, "client-itest")
+    started = start_server(STAN_RELEASE, StanBroker(store="file"), tmp_path, "client-itest")
     try:
         yield Server(started)
     finally:

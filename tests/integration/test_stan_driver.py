@@ -16,7 +16,8 @@ from bench_tasks.brokers.handles import StartedBrokers
 from bench_tasks.systems import system
 from bench_tasks.systems.stan.driver import StanDriver
 from bench_tasks.systems.stan.provision import start_server
-from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanBroker, StanCell
+from bench_tasks.systems.stan.settings import StanBroker, StanCell
+from tests.integration.helpers import STAN_RELEASE
 
 pytestmark = pytest.mark.alongside
 
@@ -25,7 +26,7 @@ def spec(client: dict[str, Any] | None = None) -> StanCell:
     return StanCell.model_validate(
         {
             "system": "stan",
-            "version": STAN_VERSIONS[0],
+            "version": STAN_RELEASE,
             "broker": {"store": "file"},
             "client": client or {},
             "workload": {"message_size_bytes": 64, "rate_per_s": 50, "measure_s": 1},
@@ -36,7 +37,7 @@ def spec(client: dict[str, Any] | None = None) -> StanCell:
 
 @pytest.fixture
 def server(tmp_path: Path, no_orphans: None) -> Iterator[StartedBrokers]:
-    started = start_server(STAN_VERSIONS[0], StanBroker(store="file"), tmp_path, "driver-itest")
+    started = start_server(STAN_RELEASE, StanBroker(store="file"), tmp_path, "driver-itest")
     try:
         yield started
     finally:

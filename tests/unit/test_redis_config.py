@@ -10,7 +10,6 @@ import yaml
 from pydantic import ValidationError
 
 from bench_tasks.errors import BrokerError
-from bench_tasks.systems.redis import REDIS
 from bench_tasks.systems.redis.client import (
     connection_kwargs,
     entries_of,
@@ -18,8 +17,7 @@ from bench_tasks.systems.redis.client import (
     xadd_command,
     xreadgroup_command,
 )
-from bench_tasks.systems.redis.nodes import cell_password, node_directives, render_config
-from bench_tasks.systems.redis.release import VERSIONS, resolve, server_binary
+from bench_tasks.systems.redis.nodes import RedisServers, cell_password, node_directives, render_config
 from bench_tasks.systems.redis.settings import RedisBroker, RedisClient, RedisStream, measurement_problem
 
 
@@ -109,12 +107,15 @@ def test_measurements_each_mode_can_run() -> None:
     assert measurement_problem(streams, "publish") is None and measurement_problem(pubsub, "rtt") is None
 
 
-def test_releases_are_known_offline_and_latest_is_debians() -> None:
-    assert VERSIONS == ("7.0.15", "6.2.14")
-    assert resolve("latest") == "7.0.15" and resolve("6.2.14") == "6.2.14"
-    assert REDIS.versions == VERSIONS and REDIS.name == "redis"
-    with pytest.raises(BrokerError, match=r"unknown Redis version '5.0.0'; known: latest, 7.0.15, 6.2.14"):
-        server_binary("5.0.0")
+def test_an_old_release_is_configured_with_what_it_has(tmp_path: Path) -> None:
+    """Redis 3.2 has no MODULE to rename away (renaming a command it lacks stops it at start), and its replicas
+    follow with `slaveof`; 5.0 onwards renames both and says `replicaof`."""
+    old = RedisServers("3.2.9", RedisBroker(replicas=1), tmp_path)._release_config()
+    assert old == (["DEBUG"], "slaveof")
+    assert RedisServers("5.0.6", RedisBroker(), tmp_path)._release_config() == (["MODULE", "DEBUG"], "replicaof")
+    lines = render_config(node_directives(RedisBroker(), "127.0.0.1", 1, tmp_path, 2, "pw", *old)).splitlines()
+    assert "slaveof 127.0.0.1 2" in lines and 'rename-command DEBUG ""' in lines
+    assert not any("MODULE" in line or "replicaof" in line for line in lines)
 
 
 def test_stream_commands() -> None:

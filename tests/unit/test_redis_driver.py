@@ -3,6 +3,7 @@ checks, its label, and what the core asks of the registered system."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from bench_tasks.systems.redis.driver import (
     route_name,
 )
 from bench_tasks.systems.redis.settings import RedisCell
+from tests.recorded_releases import recorded
 
 
 def cell(measurement: str = "e2e", broker: dict[str, Any] | None = None, **workload: Any) -> RedisCell:
@@ -78,9 +80,10 @@ def test_a_streams_group_shares_messages_between_consumers() -> None:
     assert cell("e2e", {"mode": "streams"}, consumers=3).workload.consumers == 3
 
 
-def test_the_registered_system_labels_and_acknowledges_by_mode() -> None:
+def test_the_registered_system_labels_and_acknowledges_by_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded(monkeypatch, tmp_path, "redis", ["6.2.14", "7.0.15", "5.0.6"])
     redis = system("redis")
-    assert redis.versions == ("7.0.15", "6.2.14") and redis.resolve_version("latest") == "7.0.15"
+    assert redis.versions == ("7.0.15", "6.2.14", "5.0.6") and redis.resolve_version("latest") == "7.0.15"
     assert redis.label(cell()) == "redis/pubsub"
     streams = cell("publish", {"mode": "streams", "appendonly": True, "appendfsync": "always", "replicas": 1})
     assert redis.label(streams) == "redis/streams R2 aof=always maxlen~100000"

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 from bench_tasks.systems.stan import STAN
 from bench_tasks.systems.stan.provision import cluster_id_for, largest_message
 from bench_tasks.systems.stan.server import StanServer, max_payload_for, render_config
-from bench_tasks.systems.stan.settings import STAN_VERSIONS, StanBroker, StanCell, StanClient
+from bench_tasks.systems.stan.settings import StanBroker, StanCell, StanClient
+from tests.recorded_releases import recorded
 
 WORKLOAD = {"message_size_bytes": 256, "rate_per_s": 50, "measure_s": 30}
 
@@ -95,7 +96,8 @@ def test_other_measurements_are_refused_with_the_ones_that_fit(measurement: str)
     assert f"measurement {measurement!r}: NATS Streaming cells measure 'e2e' or 'publish'" in message
 
 
-def test_an_unknown_version_says_where_the_releases_are_listed() -> None:
+def test_an_unknown_version_says_where_the_releases_are_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded(monkeypatch, tmp_path, "stan", ["0.25.6", "0.22.1"])
     message = error_of(lambda: cell(version="0.3.1"))
     assert "unknown stan version '0.3.1'; not in the release list" in message and "fetch stan --list" in message
 
@@ -114,10 +116,9 @@ def test_prefill_is_refused_for_now() -> None:
 
 
 # -- the system -------------------------------------------------------------------------------------------------
-def test_versions_are_newest_first_and_latest_is_the_newest() -> None:
-    as_tuples = [tuple(int(p) for p in v.split(".")) for v in STAN_VERSIONS]
-    assert as_tuples == sorted(as_tuples, reverse=True)
-    assert (STAN_VERSIONS[0], STAN_VERSIONS[-1]) == ("0.25.6", "0.22.1")
+def test_versions_are_newest_first_and_latest_is_the_newest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded(monkeypatch, tmp_path, "stan", ["0.22.1", "0.25.6", "0.24.1"])
+    assert STAN.versions == ("0.25.6", "0.24.1", "0.22.1")
     assert STAN.resolve_version("latest") == "0.25.6"
     assert STAN.resolve_version("0.24.1") == "0.24.1"
 

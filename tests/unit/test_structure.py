@@ -20,7 +20,7 @@ CORE = [
     for p in sorted((REPO / folder).rglob("*.py"))
     if "systems" not in p.relative_to(REPO).parts
 ]
-SYSTEM_WORD = re.compile(r"kafka|nats|jetstream|rabbit|redis|pulsar", re.I)
+SYSTEM_WORD = re.compile(r"kafka|nats|jetstream|rabbit|redis|valkey|pulsar", re.I)
 
 
 def _parse(source: str) -> ast.Module:

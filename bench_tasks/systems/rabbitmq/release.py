@@ -1,4 +1,10 @@
-"""RabbitMQ releases: Debian's `rabbitmq-server` package, the one version this machine's Debian ships.
+"""RabbitMQ releases: Debian's `rabbitmq-server` package, whatever the machine's apt sources serve.
+
+The release list (`list_releases`) has one release per upstream version apt serves (`apt-cache madison`) or the
+machine has installed (`brokers/debian.py`). Only the installed one can run: Debian installs one version of a
+package at a time, and each Debian suite carries one RabbitMQ (bookworm: 3.10.8, security fixes as Debian
+revisions of it), so another release needs another suite in the apt sources and the package replaced. RabbitMQ's
+own apt repositories and release archives are not among the registries this project reaches.
 
 There is nothing to fetch at run time: the project's set-up (`make tools`) installs the package with apt when it
 is missing, with the Erlang it depends on. Before a node is started the installed package is checked to be the
@@ -10,16 +16,14 @@ the package's scripts through the cell's server home (`home.py`) with every path
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
+from ...brokers import debian
 from ...errors import BrokerError
+from ...releases import Release
 
 PACKAGE = "rabbitmq-server"
-
-# Newest first. Debian bookworm ships one RabbitMQ (3.10.8, security fixes as Debian revisions of it), so a
-# matrix that says `latest` gets this one; another release would need another Debian suite.
-VERSIONS: tuple[str, ...] = ("3.10.8",)
+SOURCE = f"Debian package {PACKAGE}"
 
 # Where the package puts its scripts (links into lib/rabbitmq_server-<version>/sbin).
 SCRIPTS_DIR = Path("/usr/lib/rabbitmq/bin")
@@ -28,26 +32,27 @@ LIB_DIR = Path("/usr/lib/rabbitmq/lib")
 INSTALL_HINT = "run `make tools` (it installs Debian's rabbitmq-server with apt when missing)"
 
 
+def list_releases() -> list[Release]:
+    """The releases apt serves or the machine has installed; all but the installed one say what they take."""
+    return debian.package_releases(PACKAGE, SOURCE)
+
+
 def resolve_version(version: str) -> str:
-    """`latest` is the newest known release; a concrete version is returned unchanged."""
-    return VERSIONS[0] if version == "latest" else version
+    """`latest` is the installed release (the only one that can run); a concrete version is returned unchanged."""
+    if version != "latest":
+        return version
+    installed = package_version()
+    if installed is None:
+        raise BrokerError(f"{PACKAGE} is not installed: {INSTALL_HINT}")
+    return upstream_version(installed)
 
 
-def upstream_version(debian_version: str) -> str:
-    """`3.10.8-1.1+deb12u1` → `3.10.8`; `1:25.2.3+dfsg-1+deb12u4` → `25.2.3` (epoch and Debian revision dropped)."""
-    without_epoch = debian_version.split(":", 1)[-1]
-    return without_epoch.split("-", 1)[0].split("+", 1)[0]
+upstream_version = debian.upstream_version
 
 
 def package_version(package: str = PACKAGE) -> str | None:
     """The installed Debian version of `package` (e.g. `3.10.8-1.1+deb12u1`), None when it is not installed."""
-    if shutil.which("dpkg-query") is None:
-        return None
-    done = subprocess.run(
-        ["dpkg-query", "-W", "-f", "${db:Status-Status} ${Version}", package], capture_output=True, text=True
-    )
-    status, _, version = done.stdout.partition(" ")
-    return version.strip() if done.returncode == 0 and status == "installed" else None
+    return debian.installed_version(package)
 
 
 def server_script(version: str) -> Path:
@@ -57,10 +62,9 @@ def server_script(version: str) -> Path:
     if installed is None:
         raise BrokerError(f"{PACKAGE} is not installed: {INSTALL_HINT}")
     if upstream_version(installed) != version:
-        known = ", ".join(VERSIONS)
         raise BrokerError(
             f"{PACKAGE} {upstream_version(installed)} ({installed}) is installed, the cell asks for {version} "
-            f"(known: {known})"
+            f"(one version of a Debian package is installed at a time: 'sixnines brokers fetch rabbitmq --list')"
         )
     script = LIB_DIR / f"rabbitmq_server-{version}" / "sbin" / "rabbitmq-server"
     if not script.is_file():

@@ -24,7 +24,6 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
-from .release import VERSIONS
 
 QueueType = Literal["classic", "quorum", "stream"]
 
@@ -264,7 +263,6 @@ class RabbitmqCell(CellBase):
     """One fully specified RabbitMQ cell: the route is one queue (behind the chosen exchange) per cell route."""
 
     SYSTEM: ClassVar[str] = "rabbitmq"
-    VERSIONS: ClassVar[tuple[str, ...]] = VERSIONS
     system: Literal["rabbitmq"]
     broker: RabbitmqBroker = RabbitmqBroker()
     client: RabbitmqClient = RabbitmqClient()

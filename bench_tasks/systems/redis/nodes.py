@@ -20,7 +20,7 @@ import ipaddress
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,8 +31,9 @@ import redis
 from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
 from ...brokers.process import BrokerProcess, kill_and_wait
 from ...errors import BrokerError
+from ...releases import version_key
 from ...secrecy import login_url, redacted, write_secret
-from .release import resolve, server_binary
+from .release import server_binary
 from .settings import DISABLED_COMMANDS, RedisBroker, ServerValue, directive_values
 
 PRIMARY = 1
@@ -72,13 +73,21 @@ def _conf_value(value: ServerValue) -> str:
 
 
 def node_directives(
-    broker: RedisBroker, host: str, port: int, folder: Path, primary_port: int | None, password: str
+    broker: RedisBroker,
+    host: str,
+    port: int,
+    folder: Path,
+    primary_port: int | None,
+    password: str,
+    renamed_away: Sequence[str] = DISABLED_COMMANDS,
+    follow: str = "replicaof",
 ) -> dict[str, ServerValue]:
     """The config of one node: harness-owned directives, defaults a matrix may override, then `broker.server`.
 
-    `primary_port` is None for the primary (or the single server), else the port this replica follows.
-    `password`: what every client must AUTH with (`requirepass`), and what a replica gives its primary
-    (`masterauth`); the commands that load code into the server or poke its memory are renamed away."""
+    `primary_port` is None for the primary (or the single server), else the port this replica follows (with the
+    directive `follow`: `slaveof` before Redis 5.0). `password`: what every client must AUTH with (`requirepass`),
+    and what a replica gives its primary (`masterauth`); the commands that load code into the server or poke its
+    memory are renamed away (`renamed_away`: those the release has; renaming one it lacks stops it at start)."""
     owned: dict[str, ServerValue] = {
         "bind": host,
         "port": port,
@@ -92,14 +101,12 @@ def node_directives(
     if broker.appendonly:
         owned["appendfsync"] = broker.fsync
     if primary_port is not None:
-        owned["replicaof"] = f"{host} {primary_port}"
+        owned[follow] = f"{host} {primary_port}"
         owned["masterauth"] = password
     # No RDB snapshots unless asked (`server: {save: …}`); a replica starts syncing at once instead of waiting
     # 5 s for more replicas to share the transfer.
     defaults: dict[str, ServerValue] = {"save": "", "repl-diskless-sync-delay": 0}
-    renamed = [f'{command} ""' for command in DISABLED_COMMANDS] + directive_values(
-        broker.server.get("rename-command", [])
-    )
+    renamed = [f'{command} ""' for command in renamed_away] + directive_values(broker.server.get("rename-command", []))
     return {**owned, **defaults, **broker.server, "rename-command": renamed}
 
 
@@ -140,9 +147,10 @@ class RedisEndpoint:
 
 
 def control_client(host: str, port: int, password: Any = None, timeout_s: float = 1.0) -> redis.Redis:
-    """A short-timeout synchronous client for readiness and facts (never on a measured path)."""
+    """A short-timeout synchronous client for readiness and facts (never on a measured path). RESP2, which every
+    release speaks (redis-py's default, RESP3, starts with HELLO, which Redis before 6.0 does not know)."""
     return redis.Redis(
-        host=host, port=port, password=password, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        host=host, port=port, password=password, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, protocol=2
     )
 
 
@@ -151,10 +159,31 @@ def replication_info(client: redis.Redis) -> dict[str, Any]:
 
 
 class RedisServers(NodeCluster):
-    """A redis-server, or a primary with replicas, for one cell (or one `brokers up`), on `host`."""
+    """A redis-server, or a primary with replicas, for one cell (or one `brokers up`), on `host`. A server of the
+    Redis family that speaks the same protocol and reads the same config (Valkey) subclasses it, naming its
+    binary, its process and the INFO field that carries its own version."""
 
     KIND: ClassVar[str] = "Redis"
     STOP_GRACE_S: ClassVar[float] = 10.0
+    PROCESS_NAME: ClassVar[str] = PROCESS_NAME
+    VERSION_FIELD: ClassVar[str] = "redis_version"  # the INFO server field with the release's own version
+    INFO_FIELDS: ClassVar[tuple[str, ...]] = INFO_SERVER_FIELDS
+    # The first release of what the config names: MODULE (renamed away) came in 4.0, `replicaof` in 5.0
+    # (`slaveof` before). Releases of another numbering (Valkey's) have both.
+    COMMAND_SINCE: ClassVar[Mapping[str, str]] = {"MODULE": "4.0.0"}
+    REPLICAOF_SINCE: ClassVar[str] = "5.0.0"
+
+    @staticmethod
+    def binary(version: str) -> Path:
+        """The verified server binary of `version` (fetched into the cache on first use)."""
+        return server_binary(version)
+
+    @staticmethod
+    def resolve(version: str) -> str:
+        """`latest` or a line -> the release it names now (the system's release list); a release as it is."""
+        from . import REDIS
+
+        return REDIS.resolve_version(version)
 
     def __init__(
         self,
@@ -164,7 +193,7 @@ class RedisServers(NodeCluster):
         tie_to_parent: bool = True,
         host: str = "127.0.0.1",
     ):
-        super().__init__(resolve(version), workdir, tie_to_parent, host)
+        super().__init__(self.resolve(version), workdir, tie_to_parent, host)
         self.broker = broker
         self.ports: dict[int, int] = {}
         self.endpoint: RedisEndpoint | None = None
@@ -177,7 +206,7 @@ class RedisServers(NodeCluster):
         if self.processes:
             raise BrokerError("these Redis servers were already started; make a new RedisServers")
         began = time.monotonic()
-        binary = server_binary(self.version)
+        binary = self.binary(self.version)
         count = 1 + self.broker.replicas
         self.ports = dict(enumerate(free_ports(count, self.host), start=1))
         try:
@@ -190,7 +219,7 @@ class RedisServers(NodeCluster):
             raise
         self.endpoint = RedisEndpoint(
             url=self.url(PRIMARY),
-            version=nodes[0].server["redis_version"],
+            version=nodes[0].server[self.VERSION_FIELD],
             mode=self.broker.mode,
             fsync=self.broker.fsync,
             replicas=self.broker.replicas,
@@ -218,13 +247,21 @@ class RedisServers(NodeCluster):
         shutil.rmtree(folder, ignore_errors=True)  # a stale AOF or RDB would load another run's data
         folder.mkdir(parents=True)
         primary_port = None if index == PRIMARY else self.ports[PRIMARY]
-        directives = node_directives(self.broker, self.host, self.ports[index], folder, primary_port, self.password)
+        directives = node_directives(
+            self.broker, self.host, self.ports[index], folder, primary_port, self.password, *self._release_config()
+        )
         write_secret(folder / CONFIG_NAME, render_config(directives))  # it holds the password
         self._configs[index] = render_config(redacted(directives))
         started = time.monotonic()
         argv = [str(binary), str(folder / CONFIG_NAME)]
         self.processes[index] = BrokerProcess(argv, folder / "redis.log", self.tie_to_parent)
         return started
+
+    def _release_config(self) -> tuple[list[str], str]:
+        """What this release's config names: the disabled commands it has, and how a replica follows."""
+        release = version_key(self.version)
+        renamed = [c for c in DISABLED_COMMANDS if release >= version_key(self.COMMAND_SINCE.get(c, "0"))]
+        return renamed, "replicaof" if release >= version_key(self.REPLICAOF_SINCE) else "slaveof"
 
     def _start_node(self, binary: Path, index: int, deadline: float) -> RedisNode:
         return self._await_node(index, self._launch(binary, index), deadline)
@@ -245,11 +282,11 @@ class RedisServers(NodeCluster):
         proc = self.processes[index]
         while time.monotonic() < deadline:
             if not proc.alive():
-                raise BrokerError(f"redis-server node {index} exited during start:\n{proc.log_tail()}")
+                raise BrokerError(f"{self.PROCESS_NAME} node {index} exited during start:\n{proc.log_tail()}")
             if ready():
                 return
             time.sleep(0.02)
-        raise BrokerError(f"redis-server node {index}: no {what} before the start timeout:\n{proc.log_tail()}")
+        raise BrokerError(f"{self.PROCESS_NAME} node {index}: no {what} before the start timeout:\n{proc.log_tail()}")
 
     def _await_replicas_online(self, deadline: float) -> None:
         """The primary sees every replica online (its side of the link, after the replicas' own `up`)."""
@@ -263,7 +300,7 @@ class RedisServers(NodeCluster):
 
     def _describe(self, index: int, client: redis.Redis, ready_s: float) -> RedisNode:
         info = client.info("server")
-        facts = {key: str(info.get(key, "")) for key in INFO_SERVER_FIELDS}
+        facts = {key: str(info.get(key, "")) for key in self.INFO_FIELDS}
         facts["mem_allocator"] = str(client.info("memory").get("mem_allocator", ""))
         every = client.config_get("*")  # Redis 6.2 takes one pattern per CONFIG GET
         effective = {key: _text(every.get(key, "")) for key in EFFECTIVE_CONFIG}
@@ -283,10 +320,10 @@ class RedisServers(NodeCluster):
 
     def _check_versions(self) -> None:
         assert self.endpoint is not None
-        reported = {node.index: node.server["redis_version"] for node in self.endpoint.nodes}
+        reported = {node.index: node.server[self.VERSION_FIELD] for node in self.endpoint.nodes}
         if set(reported.values()) != {self.version}:
             self.stop()
-            raise BrokerError(f"redis-server nodes report versions {reported}, expected {self.version}")
+            raise BrokerError(f"{self.PROCESS_NAME} nodes report versions {reported}, expected {self.version}")
 
     # The broker-control protocol beyond NodeCluster's pause/resume/stop.
 

@@ -9,25 +9,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...brokers.handles import StartedBrokers
 from ...errors import BrokerError
-from .nodes import PROCESS_NAME
 from .settings import RedisCell
+
+if TYPE_CHECKING:
+    from .nodes import RedisServers
 
 START_ATTEMPTS = 3
 # What redis-server logs when a port chosen free was taken by another process before it bound it.
 _PORT_TAKEN = ("Address already in use",)
 
 
-def start_servers(spec: RedisCell, workdir: Path, tie_to_parent: bool, host: str) -> Any:
-    """Start the cell's servers, on fresh free ports again (up to `START_ATTEMPTS`) when another process took a port
-    between its choice and the server's bind (a shared host's race); any other failure is raised at once."""
+def start_servers(
+    spec: RedisCell, workdir: Path, tie_to_parent: bool, host: str, kind: type[RedisServers] | None = None
+) -> Any:
+    """Start the cell's servers (`kind`: Redis's, or another server of the family), on fresh free ports again (up to
+    `START_ATTEMPTS`) when another process took a port between its choice and the server's bind (a shared host's
+    race); any other failure is raised at once."""
     from .nodes import RedisServers
 
     for attempt in range(1, START_ATTEMPTS + 1):
-        servers = RedisServers(spec.version, spec.broker, workdir, tie_to_parent, host)
+        servers = (kind or RedisServers)(spec.version, spec.broker, workdir, tie_to_parent, host)
         try:
             servers.start()
             return servers
@@ -37,14 +42,16 @@ def start_servers(spec: RedisCell, workdir: Path, tie_to_parent: bool, host: str
     raise AssertionError("unreachable")
 
 
-def start_brokers(spec: RedisCell, names: str, workdir: Path, tie_to_parent: bool, host: str) -> StartedBrokers:
+def start_brokers(
+    spec: RedisCell, names: str, workdir: Path, tie_to_parent: bool, host: str, kind: type[RedisServers] | None = None
+) -> StartedBrokers:
     from .driver import route_name
 
-    servers = start_servers(spec, workdir, tie_to_parent, host)
+    servers = start_servers(spec, workdir, tie_to_parent, host, kind)
     return StartedBrokers(
         address=servers.endpoint.url,
         nodes=servers,
-        process_name=PROCESS_NAME,
+        process_name=servers.PROCESS_NAME,
         workdir=workdir,
         context=servers.context() | {"route": route_name(spec, names)},
         logs=servers.logs(),
@@ -52,9 +59,9 @@ def start_brokers(spec: RedisCell, names: str, workdir: Path, tie_to_parent: boo
     )
 
 
-def describe_running(state: Mapping[str, Any]) -> list[str]:
+def describe_running(state: Mapping[str, Any], kind: str = "Redis") -> list[str]:
     context = state.get("context") or {}
     nodes = context.get("nodes") or []
     ports = ", ".join(str(node.get("port")) for node in nodes)
     shape = f"primary + {context.get('replicas')} replicas" if context.get("replicas") else "one server"
-    return [f"Redis {context.get('version', '?')} {context.get('mode', '?')}, {shape}, port {ports}"]
+    return [f"{kind} {context.get('version', '?')} {context.get('mode', '?')}, {shape}, port {ports}"]

@@ -19,7 +19,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ...spec.base import StrictModel
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
-from .release import VERSIONS
+from ...spec.features import predates
 
 Mode = Literal["pubsub", "streams"]
 Fsync = Literal["always", "everysec", "no"]
@@ -181,7 +181,9 @@ class RedisCell(CellBase):
     """One fully specified Redis cell: the route is one channel (pubsub) or one stream and its group (streams)."""
 
     SYSTEM: ClassVar[str] = "redis"
-    VERSIONS: ClassVar[tuple[str, ...]] = VERSIONS
+    # The first release with streams (XADD, consumer groups); a streams cell on an older one is refused. None: every
+    # release of the system has them.
+    STREAMS_SINCE: ClassVar[str | None] = "5.0.0"
     system: Literal["redis"]
     broker: RedisBroker = RedisBroker()
     client: RedisClient = RedisClient()
@@ -197,7 +199,7 @@ class RedisCell(CellBase):
 def cell_problems(cell: RedisCell) -> list[str]:
     """What Redis or the driver cannot do, refused by field rather than measured as something else."""
     b, w = cell.broker, cell.workload
-    problems = [p for p in [measurement_problem(b, cell.measurement)] if p]
+    problems = [p for p in [measurement_problem(b, cell.measurement), release_problem(cell)] if p]
     if b.mode == "pubsub":
         # Every subscriber of a channel gets every message: several would each count it (duplicates), and several
         # rtt responders would all answer one request.
@@ -219,3 +221,14 @@ def cell_problems(cell: RedisCell) -> list[str]:
         if bg.partitioned_fields_set():
             problems.append(f"background.{name}: {', '.join(bg.partitioned_fields_set())} apply to Kafka only")
     return problems
+
+
+def release_problem(cell: RedisCell) -> str | None:
+    """What the cell's release (exact, or a line all of whose releases do) lacks for its mode."""
+    first = cell.STREAMS_SINCE
+    if cell.broker.mode != "streams" or first is None or not predates(cell.version, first):
+        return None
+    return (
+        f"broker.mode 'streams': {cell.SYSTEM} {cell.version} predates streams (first in {first}); use mode "
+        "'pubsub' or a later release"
+    )

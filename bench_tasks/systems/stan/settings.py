@@ -21,29 +21,6 @@ from ...spec.cell import BrokerSettings, CellBase, ClientSettings
 from ..nats.auth import client_credentials
 from ..nats.settings import server_key_problem
 
-# Releases of github.com/nats-io/nats-streaming-server (tags on the Go module proxy), newest first. The project
-# is end of life; v0.25.6 is its last release. Built with the machine's Go on first use (release.py).
-STAN_VERSIONS: tuple[str, ...] = (
-    "0.25.6",
-    "0.25.5",
-    "0.25.4",
-    "0.25.3",
-    "0.25.2",
-    "0.25.1",
-    "0.25.0",
-    "0.24.6",
-    "0.24.5",
-    "0.24.4",
-    "0.24.3",
-    "0.24.2",
-    "0.24.1",
-    "0.24.0",
-    "0.23.2",
-    "0.23.1",
-    "0.23.0",
-    "0.22.1",
-)
-
 _DURATION = r"^\d+(ns|us|ms|s|m|h)$"  # what Go's time.ParseDuration reads, in the forms a matrix needs
 _NAME = r"^[A-Za-z0-9_-]+$"  # the server's rule for cluster and client ids
 
@@ -157,7 +134,6 @@ class StanCell(CellBase):
     """One fully specified NATS Streaming benchmark cell."""
 
     SYSTEM: ClassVar[str] = "stan"
-    VERSIONS: ClassVar[tuple[str, ...]] = STAN_VERSIONS
     system: Literal["stan"]
     broker: StanBroker = StanBroker()
     client: StanClient = StanClient()
