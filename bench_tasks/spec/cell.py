@@ -139,7 +139,6 @@ class CellBase(SettingsModel):
     settings module) adds `system`, `broker` and `client` and the checks only it knows."""
 
     SYSTEM: ClassVar[str]
-    VERSIONS: ClassVar[tuple[str, ...]]  # known releases, newest first (validation needs no network)
     FAULTS: ClassVar[FaultSupport] = FaultSupport()  # set by the model's System: what `faults:` may ask
     LEADERS: ClassVar[LeaderSupport] = LeaderSupport()  # set by the model's System: can `broker.leader` be placed
     version: str
