@@ -57,7 +57,8 @@ import numpy as np
 #       (`count`, `kinds`: count per kind, `last`); a version-1 worker has neither (read as none). A worker
 #       that sampled itself fewer than twice gives `samples` and `window_s` only (also in late version-1 facts).
 #   3 — a worker program (docs/workers.md) adds `runtime` (jvm: `busy` is its busiest message thread's share, a
-#       thread that spins by design counted by the time it spent on messages), `pauses` (moments it could not run
+#       thread that spins or yields by design counted by the time it spent on messages, and listed in
+#       `polling_threads`: always runnable, it is judged by the pauses, not by its wait for a CPU), `pauses` (moments it could not run
 #       at all: count, total_ms, max_ms, max_at_ns, max_cause; `core.pauses`) and `program`; Python workers' facts
 #       are as in version 2.
 HARNESS_FACTS_VERSION = 3
@@ -270,7 +271,12 @@ def verdict(
                 f"harness saturated: {name} thread {worst} ran {busy_threads[worst]:.0%} of the measure phase"
             )
         path = tuple(s.get("message_threads", ()))
-        starved = {t: v for t, v in s["threads"].items() if _on_message_path(t, path, s.get("role")) and _starved(v)}
+        polling = set(s.get("polling_threads", ()))  # always runnable by design: judged by their pauses instead
+        starved = {
+            t: v
+            for t, v in s["threads"].items()
+            if t not in polling and _on_message_path(t, path, s.get("role")) and _starved(v)
+        }
         if starved:
             worst = max(starved, key=lambda t: starved[t]["waiting_for_cpu"])
             v = starved[worst]

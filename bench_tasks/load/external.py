@@ -62,6 +62,7 @@ class ExternalWorker:
         self.popen: subprocess.Popen[str] | None = None
         self.watch = ProcessWatch(clock=time.monotonic_ns, read=dict, runtime=program.runtime)
         self.t0_ns = 0
+        self.polling: set[str] = set()  # threads that spin or yield on an empty route by design (`work` in samples)
         self._lock = threading.Lock()
         self._bridge: threading.Thread | None = None
 
@@ -215,6 +216,7 @@ class ExternalWorker:
         w.backlog.append(int(event.get("backlog", -1)))
         w.handled.append(int(event["handled"]))
         w.message_threads = tuple(event.get("message_threads") or self._message_threads())
+        self.polling.update(work)
 
     def _message_threads(self) -> tuple[str, ...]:
         return () if self.plan.role == "producer" else ("msg-",)
@@ -227,6 +229,7 @@ class ExternalWorker:
         limit_ms = self.plan.cell().workload.max_schedule_lag_ms
         summary: dict[str, Any] = self.watch.summary(window, limit_ms) if self.t0_ns else {"samples": 0}
         explained = self.program.pauses(self.scratch) if self.program.pauses else []
+        summary["polling_threads"] = sorted(self.polling)
         summary["pauses"] = summarize_pauses(reported.get("hiccups") or [], explained, window)
         summary["dropped"] = int(reported.get("dropped", 0))
         summary["client_errors"] = reported.get("client_errors") or {"count": 0, "kinds": {}, "last": None}

@@ -11,13 +11,14 @@ from typing import Any
 from ..errors import SixninesError
 from ..releases import is_pattern
 from .base import System
+from .chronicle import CHRONICLE
 from .kafka import KAFKA
 from .nats import NATS
 from .rabbitmq import RABBITMQ
 from .redis import REDIS
 from .stan import STAN
 
-SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ, REDIS, STAN)}
+SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ, REDIS, STAN, CHRONICLE)}
 
 
 class UnknownSystem(SixninesError):

@@ -137,7 +137,7 @@ final class ChronicleTransport implements Transport {
 
             @Override
             public boolean spins() {
-                return wait.equals("busy");
+                return true; // Pauser.busy spins; Pauser.balanced spins, then yields, and parks only when idle long
             }
 
             @Override

@@ -48,7 +48,7 @@ interface Transport extends AutoCloseable {
         /** A message arrived: the idle strategy starts over. */
         void busy();
 
-        /** Whether `idle` spins: the thread then runs all the time by design (docs/workers.md, "Self-facts"). */
+        /** Whether `idle` spins or yields: the thread is then runnable all the time by design (docs/workers.md). */
         boolean spins();
 
         @Override
