@@ -58,9 +58,9 @@ import numpy as np
 #       that sampled itself fewer than twice gives `samples` and `window_s` only (also in late version-1 facts).
 #   3 — a worker program (docs/workers.md) adds `runtime` (jvm: `busy` is its busiest message thread's share, a
 #       thread that spins or yields by design counted by the time it spent on messages, and listed in
-#       `polling_threads`: always runnable, it is judged by the pauses, not by its wait for a CPU), `pauses` (moments it could not run
-#       at all: count, total_ms, max_ms, max_at_ns, max_cause; `core.pauses`) and `program`; Python workers' facts
-#       are as in version 2.
+#       `polling_threads`: always runnable, it is judged by the pauses, not by its wait for a CPU), `pauses`
+#       (moments it could not run at all: count, total_ms, max_ms, max_at_ns, max_cause; `core.pauses`) and
+#       `program`; Python workers' facts are as in version 2.
 HARNESS_FACTS_VERSION = 3
 BUSY_LIMIT = 0.97  # runnable this share of the measure phase: the process never caught up
 # A receiving process runnable (running, or waiting for a CPU) this share of the measure phase while fewer than
