@@ -150,3 +150,37 @@ def test_a_cell_opens_no_connection_off_the_host(
     for worker in worker_programs.values():
         assert "-Dchronicle.analytics.disable=true" in worker.program.argv
     assert seen == []
+
+
+def test_two_hop_chain_cell_lands_every_message_on_both_hops(tmp_path: Path, console: Console) -> None:
+    """Seed 002's microservice: producer -> queue -> JVM relay (read, decode, write with its stamps) -> second
+    queue -> consumer, every message measured from its original intended time."""
+    cell = chronicle_cell("chain")
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.received == RATE * MEASURE_S and acc.lost == acc.duplicated == 0
+    relayed = pq.read_table(report.path / "relayed-r0.parquet")
+    final = pq.read_table(report.path / "received-c0.parquet")
+    assert set(relayed["hop"].to_pylist()) == {1} and set(final["hop"].to_pylist()) == {2}
+    assert relayed.num_rows == final.num_rows == RATE * (1.0 + MEASURE_S + 0.5)
+    rows = final.to_pylist()
+    assert all(r["sent_ns"] < r["relay_received_ns"] < r["relay_sent_ns"] < r["received_ns"] for r in rows)
+
+
+def test_a_killed_relay_fails_the_chain_cell(tmp_path: Path, console: Console, monkeypatch: pytest.MonkeyPatch) -> None:
+    cell = chronicle_cell("chain", measure_s=2)
+    original = ExternalWorker.begin
+
+    def begin(self: ExternalWorker, t0_ns: int) -> None:
+        original(self, t0_ns)
+        if self.name == "relay-0":
+            at_s = (t0_ns - time.monotonic_ns()) / 1e9 + 1.0 + 0.5
+            threading.Timer(max(0.0, at_s), os.kill, (self.pid, signal.SIGKILL)).start()
+
+    monkeypatch.setattr(ExternalWorker, "begin", begin)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "failed"
+    assert "relay-0 exited with code -9" in report.reason, report.reason

@@ -93,8 +93,8 @@ def cell_problems(cell: ChronicleCell) -> list[str]:
     problems = []
     if cell.measurement == "rtt":
         problems.append("measurement 'rtt': Chronicle Queue has no request/reply; use e2e, publish or chain")
-    if cell.measurement == "chain":
-        problems.append("measurement 'chain': the JVM relay is not built yet; use e2e or publish")
+    if cell.measurement == "chain" and w.relays > 1:
+        problems.append(f"workload.relays {w.relays}: every relay's tailer reads every message; use 1")
     if cell.brokers == "external":
         problems.append("brokers 'external': a Chronicle Queue lives on the cell's host; use provisioned")
     if w.consumers > 1 and cell.measurement != "publish":

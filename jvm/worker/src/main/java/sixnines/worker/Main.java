@@ -80,7 +80,7 @@ public final class Main {
         return switch (role) {
             case "producer" -> "msg-produce";
             case "consumer" -> Consumer.THREAD;
-            case "relay" -> "msg-relay";
+            case "relay" -> Relay.THREAD;
             default -> "msg-" + role;
         };
     }
@@ -89,6 +89,7 @@ public final class Main {
         return switch (plan.role()) {
             case "producer" -> new Producer(plan, events, control, transport);
             case "consumer" -> new Consumer(plan, events, control, transport);
+            case "relay" -> new Relay(plan, events, control, transport);
             default -> throw new IllegalArgumentException("plan: role=" + plan.role() + " is not one this worker plays");
         };
     }
