@@ -4,14 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test test-fast lint lock venv tools release-lists stan-server nats-server class-data clean airflow-init \
-	airflow airflow-stop
+.PHONY: bench test test-fast lint lock venv tools release-lists stan-server nats-server class-data jvm-worker clean \
+	airflow-init airflow airflow-stop
 
 # Airflow with its embedded defaults kept inside the clone (tools/airflow: .airflow/ home with SQLite, this
 # checkout's DAGs and plugins, lake/, the venv first on PATH).
 AIRFLOW := tools/airflow
 
-venv: $(STAMP) tools release-lists stan-server nats-server class-data
+venv: $(STAMP) tools release-lists stan-server nats-server class-data jvm-worker
 
 # Kafka brokers are JVMs whose jars Maven fetches from Maven Central; install both only if missing. Go builds
 # NATS Streaming's server (stan-server below).
@@ -28,6 +28,7 @@ APT_DONE = ; } >.cache/apt.log 2>&1 || { tail -20 .cache/apt.log; exit 1; }
 tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || \
 		{ echo "installing java and maven (apt)"; $(APT_INSTALL) default-jre-headless maven $(APT_DONE); }
+	@command -v javac >/dev/null || { echo "installing a JDK (apt)"; $(APT_INSTALL) default-jdk-headless $(APT_DONE); }
 	@command -v chromium >/dev/null || \
 		{ echo "installing chromium (apt)"; $(APT_INSTALL) chromium $(APT_DONE); }
 	@command -v go >/dev/null || { echo "installing go (apt)"; $(APT_INSTALL) golang-go $(APT_DONE); }
@@ -51,6 +52,12 @@ stan-server: $(STAMP) tools release-lists
 # the Go module proxy like NATS Streaming's (.cache/nats-server/): assembled at set-up rather than in the first cell.
 nats-server: $(STAMP) tools release-lists
 	@$(BIN)/python -m bench_tasks.systems.nats.release >/dev/null
+
+# The JVM worker (docs/workers.md: Chronicle Queue's cells, Kafka's Java client) is compiled from jvm/worker/ by
+# Maven against Maven Central's jars into the cache (.cache/jvm/worker-<sha256 of its sources>/); once built, this
+# only checks that its System.nanoTime() reads CLOCK_MONOTONIC.
+jvm-worker: $(STAMP) tools
+	@$(BIN)/python -m bench_tasks.jvm.build >/dev/null
 
 # Class-data archives (bench_tasks/classdata.py): the classes a Spark driver and a Kafka node load at start-up,
 # archived once per installed pyspark / Kafka release and JVM so that later JVMs map them instead of loading them
@@ -95,7 +102,7 @@ $(AIRFLOW_DB): $(STAMP)
 	touch $@
 
 # The default sweep through Airflow (in-process `airflow dags test`); exits non-zero if any cell failed.
-bench: $(STAMP) tools release-lists nats-server class-data airflow-init
+bench: $(STAMP) tools release-lists nats-server class-data jvm-worker airflow-init
 	@$(AIRFLOW) dags test sixnines_quick; code=$$?; \
 		case "$${SIXNINES_LAKE:-}" in s3://*) echo "lake $$SIXNINES_LAKE: the cells table, raw samples and report are" \
 			"the s3:// URIs in the logs of tasks 'tables' and 'report' above"; exit $$code;; esac; \
@@ -146,7 +153,7 @@ BESIDE_OK = $(shell $(BIN)/python -m tests.cell_priority --check && echo yes)
 CELL_PART = $(if $(filter 0,$(CELL_TEST_WORKERS)),-n 0,$(if $(BESIDE_OK),-n $(shell echo $$(($(CELL_TEST_WORKERS) + 1))) \
 	--beside-cells,-n $(CELL_TEST_WORKERS)))
 test test-fast: export PYTHONDONTWRITEBYTECODE =
-test: $(STAMP) tools release-lists stan-server nats-server class-data
+test: $(STAMP) tools release-lists stan-server nats-server class-data jvm-worker
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra $(CELL_PART) --dist loadfile \

@@ -27,6 +27,7 @@ from ..load.live import LiveMonitor
 from ..load.loop import run_precise
 from ..load.routes import MEASURED, Target, final_route
 from ..spec.matrix import Cell
+from ..systems import system_of
 from ..topology.hosts import broker_site, cell_routes, node_links, worker_netns, worker_route
 from ..topology.netns import Topology, inside
 from ..topology.rendezvous import HostPart
@@ -308,13 +309,13 @@ class CellDrive:
             cpu_share=w.cpus.share(role),
             **extra,
         )
-        return workers.process(plan)
+        return workers.process(plan, system_of(self.cell.spec).worker_program(self.cell.spec, role))
 
     # -- schedule ----------------------------------------------------------------------------------------------
     def _begin(self, workers: Workers, offsets: list[dict[str, Any]]) -> CellRun:
         """Fix t0 for every producer: the schedule starts for all of them at once."""
         t0, wall_t0_s = self.coord.start_at()
-        workers.channels.start_at_ns.value = t0
+        workers.begin(t0)
         self.run = CellRun(PhasePlan(t0, *self.phase_ns), wall_t0_s, self.staging, clock_offsets=offsets)
         self.monitor.plan = self.run.plan
         return self.run
@@ -355,7 +356,7 @@ class CellDrive:
         if receiver_role(self.cell) == "consumer":
             until = max(run.plan.end_ns, self.coord.drain_from(self.monitor)) + int(w.drain_timeout_s * NS_PER_S)
             self.coord.drain(workers, groups.listeners, until)
-        workers.channels.stop.set()
+        workers.stop()
         workers.await_roles(groups.listeners, "done", DONE_TIMEOUT_S)
 
     def _collect(self, workers: Workers, groups: Groups, run: CellRun) -> None:

@@ -227,7 +227,7 @@ def _gate(
             f"max_schedule_lag_ms={w.max_schedule_lag_ms}"
         )
     gated = [name for name, facts in harness.items() if facts.get("role") in GATED_ROLES]
-    reasons += verdict(harness, w.max_schedule_lag_ms, gated)
+    reasons += verdict(harness, w.max_schedule_lag_ms, gated, window[0])
     if not reasons and gate_lag:  # a cell that delays its schedule on purpose falls behind on purpose
         arrived = arrival_rate(analysis, cell.spec.measurement, window)
         reasons += fell_behind(harness, _receivers(cell, harness), arrived, w.rate_per_s)

@@ -13,6 +13,8 @@ from multiprocessing.context import BaseContext
 from typing import Any
 
 from ..errors import CellError
+from ..load.contract import WorkerProgram
+from ..load.external import ExternalWorker
 from ..load.generator import Channels, WorkerPlan, worker_main
 from ..load.live import LiveMonitor
 from ..systems import SYSTEMS
@@ -57,12 +59,34 @@ class Workers:
         self.done: set[str] = set()
         self.on_pump: Callable[[], None] = lambda: None  # the cell's broker watch looks whenever events are awaited
 
-    def process(self, plan: WorkerPlan) -> Any:
-        proc = self.ctx.Process(
-            target=worker_main, args=(plan, self.channels), name=f"{plan.role}-{plan.index}", daemon=True
-        )
+    def process(self, plan: WorkerPlan, program: WorkerProgram | None = None) -> Any:
+        """A worker of the cell: a Python worker process, or `program` (a worker program honouring the contract,
+        docs/workers.md) run as a child process behind the same interface."""
+        if program is not None:
+            proc: Any = ExternalWorker(plan, program, self.channels)
+        else:
+            proc = self.ctx.Process(
+                target=worker_main, args=(plan, self.channels), name=f"{plan.role}-{plan.index}", daemon=True
+            )
         self.procs.append(proc)
         return proc
+
+    @property
+    def programs(self) -> list[ExternalWorker]:
+        return [p for p in self.procs if isinstance(p, ExternalWorker)]
+
+    def begin(self, t0_ns: int) -> None:
+        """The schedule starts at `t0_ns` for every producer: Python workers read it from the shared value,
+        worker programs are told."""
+        self.channels.start_at_ns.value = t0_ns
+        for program in self.programs:
+            program.begin(t0_ns)
+
+    def stop(self) -> None:
+        """Every worker should finish: Python workers see the shared event, worker programs are told."""
+        self.channels.stop.set()
+        for program in self.programs:
+            program.stop()
 
     def start(self, group: list[Any], timeout_s: float) -> None:
         """Start a group and wait until each of them says it is ready."""
@@ -127,7 +151,7 @@ class Workers:
     def reap(self) -> None:
         """Tell every worker to stop, join them (draining the queue so none blocks on exit), then terminate,
         then kill: no worker outlives the cell."""
-        self.channels.stop.set()
+        self.stop()
         deadline = time.monotonic() + 15
         while any(p.is_alive() for p in self.procs) and time.monotonic() < deadline:
             with contextlib.suppress(queue.Empty):
@@ -139,3 +163,5 @@ class Workers:
             if proc.is_alive():
                 proc.kill()
                 proc.join(5)
+        for program in self.programs:
+            program.cleanup()

@@ -26,6 +26,9 @@ verdict per cell:
 - **receive wait**: where the client signals when bytes reach the process (nats-py), how long each message
   then waited inside the harness until it was handed over (the generator's `receive_wait_us`): the receive
   side's send lag, gated the same way (p99.9 under `max_schedule_lag_ms`).
+- **pauses** (worker programs, docs/workers.md): moments the whole worker could not run (stopped, throttled,
+  starved, a JVM safepoint), measured by the worker itself; one longer than `max_schedule_lag_ms` in the measure
+  phase held every message passing through it that long (`core.pauses`).
 - **cpu**: the process's CPU (all threads) per second of the measure phase, for the record.
 - **dropped**: messages that reached the process but were thrown away because a queue inside the harness was
   full (nats-py's slow consumer, a relay's forwarding queue). Any fails the cell: the harness lost them, and
@@ -53,7 +56,12 @@ import numpy as np
 #   2 — per worker `dropped` (messages a full queue inside the harness threw away) and `client_errors`
 #       (`count`, `kinds`: count per kind, `last`); a version-1 worker has neither (read as none). A worker
 #       that sampled itself fewer than twice gives `samples` and `window_s` only (also in late version-1 facts).
-HARNESS_FACTS_VERSION = 2
+#   3 — a worker program (docs/workers.md) adds `runtime` (jvm: `busy` is its busiest message thread's share, a
+#       thread that spins or yields by design counted by the time it spent on messages, and listed in
+#       `polling_threads`: always runnable, it is judged by the pauses, not by its wait for a CPU), `pauses`
+#       (moments it could not run at all: count, total_ms, max_ms, max_at_ns, max_cause; `core.pauses`) and
+#       `program`; Python workers' facts are as in version 2.
+HARNESS_FACTS_VERSION = 3
 BUSY_LIMIT = 0.97  # runnable this share of the measure phase: the process never caught up
 # A receiving process runnable (running, or waiting for a CPU) this share of the measure phase while fewer than
 # KEEP_UP of the offered messages per second arrived is why they did not: a broker that falls behind leaves its
@@ -141,6 +149,9 @@ class ProcessWatch:
     backlog: list[int] = field(default_factory=list)  # -1: the client could not tell
     handled: list[int] = field(default_factory=list)
     message_threads: tuple[str, ...] = ()  # name prefixes of the threads every message passes (the driver's)
+    # python: threads that run Python share one interpreter lock, so "busy" is their sum; jvm (or any runtime
+    # without such a lock): "busy" is the busiest message thread's share, each thread judged alone.
+    runtime: str = "python"
 
     def sample(self, backlog: int | None, handled: int) -> None:
         self.at_ns.append(self.clock())
@@ -163,20 +174,32 @@ def summarize(watch: ProcessWatch, window_ns: tuple[int, int], limit_ms: float) 
     first, last = int(inside[0]), int(inside[-1])
     wall_ns = int(at[last] - at[first])
     threads = _thread_busy(watch.threads[first], watch.threads[last], wall_ns)
-    python = [v for name, v in threads.items() if name == "main" or name.startswith(PYTHON_THREAD_PREFIX)]
-    waiting = sum(v["waiting_for_cpu"] for v in python)
+    busy, waiting = _busy(threads, watch)
     rate = (watch.handled[last] - watch.handled[first]) / (wall_ns / 1e9)
     return {
         "samples": int(inside.size),
         "seconds": round(wall_ns / 1e9, 3),
         "rate_per_s": round(rate, 1),
-        "busy": round(sum(v["cpu"] for v in python), 4),
+        "busy": round(busy, 4),
         "waiting_for_cpu": round(waiting, 4),
         "cpu_cores": round((watch.cpu_ns[last] - watch.cpu_ns[first]) / wall_ns, 4),
         "threads": threads,
         "message_threads": list(watch.message_threads),
         "backlog": _backlog(np.asarray(watch.backlog, dtype=np.int64)[inside], rate, limit_ms),
+        **({} if watch.runtime == "python" else {"runtime": watch.runtime}),
     }
+
+
+def _busy(threads: Mapping[str, Mapping[str, float]], watch: ProcessWatch) -> tuple[float, float]:
+    """(busy, waiting for a CPU): Python's threads added (one interpreter lock), else the busiest message thread."""
+    if watch.runtime == "python":
+        python = [v for name, v in threads.items() if name == "main" or name.startswith(PYTHON_THREAD_PREFIX)]
+        return sum(v["cpu"] for v in python), sum(v["waiting_for_cpu"] for v in python)
+    path = [v for name, v in threads.items() if watch.message_threads and name.startswith(watch.message_threads)]
+    if not path:
+        return 0.0, 0.0
+    busiest = max(path, key=lambda v: v["cpu"])
+    return busiest["cpu"], busiest["waiting_for_cpu"]
 
 
 def _thread_busy(
@@ -209,10 +232,16 @@ def _backlog(samples: np.ndarray, rate_per_s: float, limit_ms: float) -> dict[st
     }
 
 
-def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: Iterable[str]) -> list[str]:
+def verdict(
+    workers: Mapping[str, Mapping[str, Any]],
+    limit_ms: float,
+    gated: Iterable[str],
+    measure_start_ns: int | None = None,
+) -> list[str]:
     """Why the harness saturated, one line per worker that did (empty: it did not). `workers` maps a worker
     name (`producer p0`, `consumer c1`) to its summary; only names in `gated` can fail the cell (unmeasured
-    workers, such as lagging consumers whose backlog is the point, are recorded only)."""
+    workers, such as lagging consumers whose backlog is the point, are recorded only). `measure_start_ns` places
+    a worker's pause on the measure phase's clock in the reason."""
     reasons = []
     for name in gated:
         s = workers.get(name)
@@ -223,12 +252,15 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
                 f"harness dropped {s['dropped']:,} messages: {name} received them but a queue inside the harness "
                 "was full (a slow consumer), so they count as lost though the system delivered them"
             )
+        reasons += _paused(name, s, limit_ms, measure_start_ns)
         if s.get("samples", 0) < 2:
             if s.get("window_s", 0.0) >= UNWATCHED_WINDOW_S:
                 reasons.append(_unwatched(name, s))
             continue
         busy_threads = {t: v["cpu"] for t, v in s["threads"].items() if v["cpu"] >= BUSY_LIMIT and t != "main"}
-        if s["busy"] >= BUSY_LIMIT:
+        if s.get("runtime"):  # no interpreter lock: only the message path's threads matter, each on its own
+            busy_threads = {t: c for t, c in busy_threads.items() if t.startswith(tuple(s.get("message_threads", ())))}
+        if s["busy"] >= BUSY_LIMIT and not s.get("runtime"):
             reasons.append(
                 f"harness saturated: {name} ran Python {s['busy']:.0%} of the measure phase (one core is all its "
                 f"threads can share; process CPU {s['cpu_cores']:.2f} cores at {s['rate_per_s']:,.0f} msg/s)"
@@ -239,7 +271,12 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
                 f"harness saturated: {name} thread {worst} ran {busy_threads[worst]:.0%} of the measure phase"
             )
         path = tuple(s.get("message_threads", ()))
-        starved = {t: v for t, v in s["threads"].items() if _on_message_path(t, path, s.get("role")) and _starved(v)}
+        polling = set(s.get("polling_threads", ()))  # always runnable by design: judged by their pauses instead
+        starved = {
+            t: v
+            for t, v in s["threads"].items()
+            if t not in polling and _on_message_path(t, path, s.get("role")) and _starved(v)
+        }
         if starved:
             worst = max(starved, key=lambda t: starved[t]["waiting_for_cpu"])
             v = starved[worst]
@@ -263,6 +300,22 @@ def verdict(workers: Mapping[str, Mapping[str, Any]], limit_ms: float, gated: It
                 f"over max_schedule_lag_ms={limit_ms:g} in {backlog['share_over_limit']:.0%} of the measure phase"
             )
     return reasons
+
+
+def _paused(name: str, s: Mapping[str, Any], limit_ms: float, measure_start_ns: int | None) -> list[str]:
+    """A worker that could not run at all for longer than the limit (`core.pauses`): every message on its way
+    through it waited that long inside the harness."""
+    pauses = s.get("pauses") or {}
+    if pauses.get("max_ms", 0.0) <= limit_ms:
+        return []
+    when = ""
+    if measure_start_ns is not None and pauses.get("max_at_ns") is not None:
+        when = f" at measure {(pauses['max_at_ns'] - measure_start_ns) / 1e9:+.3f} s"
+    return [
+        f"harness saturated: {name} could not run for {pauses['max_ms']:,.1f} ms{when} "
+        f"({pauses.get('max_cause', 'cause unknown')}; {pauses.get('count', 0)} pause(s) of 1 ms or more in the "
+        f"measure phase), over max_schedule_lag_ms={limit_ms:g}"
+    ]
 
 
 def fell_behind(
@@ -312,8 +365,12 @@ def describe(workers: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for name, s in sorted(workers.items()):
         if s.get("samples", 0) < 2:
             continue
-        text = f"{name}: {s['cpu_cores']:.2f} cores, Python busy {s['busy']:.0%}"
+        busy = "busiest message thread" if s.get("runtime") else "Python busy"
+        text = f"{name}: {s['cpu_cores']:.2f} cores, {busy} {s['busy']:.0%}"
         text += f", waiting for a CPU {s['waiting_for_cpu']:.0%}"
+        pauses = s.get("pauses") or {}
+        if pauses.get("count"):
+            text += f", {pauses['count']} pause(s) >= 1 ms, longest {pauses['max_ms']:.1f} ms ({pauses['max_cause']})"
         if s.get("backlog"):
             text += f", backlog median {s['backlog']['messages_p50']:,} max {s['backlog']['messages_max']:,}"
         if s.get("receive_wait_us"):

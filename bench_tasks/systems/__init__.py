@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import SixninesError
 from ..releases import is_pattern
 from .base import System
+from .chronicle import CHRONICLE
 from .kafka import KAFKA
 from .nats import NATS
 from .rabbitmq import RABBITMQ
@@ -18,7 +19,7 @@ from .redis import REDIS
 from .stan import STAN
 from .valkey import VALKEY
 
-SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ, REDIS, STAN, VALKEY)}
+SYSTEMS: dict[str, System] = {s.name: s for s in (NATS, KAFKA, RABBITMQ, REDIS, STAN, VALKEY, CHRONICLE)}
 
 
 class UnknownSystem(SixninesError):

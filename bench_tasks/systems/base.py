@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..brokers.handles import StartedBrokers
     from ..brokers.leaders import LeaderPoll
     from ..interop.omb_driver import OmbDriver
+    from ..load.contract import WorkerProgram
     from ..load.driver import Driver
 
 
@@ -164,6 +165,11 @@ class System:
     def driver(self, address: str, spec: Any, names: str, route: str, client: Mapping[str, Any] | None) -> Driver:
         """The client driver for one route of a cell (load.driver.Driver)."""
         raise NotImplementedError(f"{self.name} has no driver")
+
+    def worker_program(self, spec: Any, role: str) -> WorkerProgram | None:
+        """The worker program (docs/workers.md) that plays `role` in a cell of this system, or None for the Python
+        worker, which is every system's default."""
+        return None
 
     def background_spec(self, spec: Any, background: Any) -> Any:
         """The cell as a background route's driver sees it: by default the cell itself (a system with route

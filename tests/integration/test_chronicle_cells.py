@@ -1,0 +1,186 @@
+"""Chronicle Queue cells end to end through the one cell path (run_cell): a real queue on tmpfs, real JVM workers
+(the worker contract, docs/workers.md), landed in the lake, nothing left running; and the harness failing a cell
+whose JVM worker was stopped or starved, naming it."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+from rich.console import Console
+
+from bench_tasks.cell.runner import run_cell
+from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.load import cpushare
+from bench_tasks.load.external import ExternalWorker
+
+from .helpers import make_cell
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+VERSION = "2026.4"
+RATE, MEASURE_S = 2000, 1
+
+
+def chronicle_cell(measurement: str = "e2e", broker: dict | None = None, **workload: object):
+    base = {"message_size_bytes": 512, "rate_per_s": RATE, "measure_s": MEASURE_S, "warmup_s": 1.0}
+    return make_cell(measurement, broker or {"storage": "tmpfs"}, "chronicle", VERSION, **{**base, **workload})
+
+
+def test_e2e_cell_lands_every_message(tmp_path: Path, console: Console) -> None:
+    cell = chronicle_cell()
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.scheduled == acc.sent == acc.acknowledged == acc.received == RATE * MEASURE_S
+    assert acc.lost == acc.duplicated == 0
+    received = pq.read_table(report.path / "received-c0.parquet")
+    offsets = received["offset"].to_pylist()
+    assert len(set(offsets)) == len(offsets) == RATE * (1.0 + MEASURE_S + 0.5)  # every message, once, each phase
+    result = json.loads((report.path / "result.json").read_text())
+    facts = result["harness"]["workers"]
+    assert facts["consumer c0"]["runtime"] == "jvm" and facts["consumer c0"]["samples"] >= 3
+    assert facts["producer p0"]["program"]["client"]["library"] == "chronicle-queue"
+    assert "pauses" in facts["consumer c0"]
+    assert result["context"]["broker"]["storage"] == "tmpfs"
+    assert not Path(result["context"]["broker"]["root"]).exists()  # the keeper removed the queue with the cell
+    assert (report.path / "worker-consumer-0.log").exists()
+
+
+def test_publish_cell_on_disk_times_the_append(tmp_path: Path, console: Console) -> None:
+    cell = chronicle_cell("publish", {"storage": "disk", "wait": "pauser", "roll_cycle": "FAST_DAILY"})
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.acknowledged == RATE * MEASURE_S
+    assert report.analysis.metrics["publish"]["sent"].count == RATE * MEASURE_S
+
+
+@pytest.fixture
+def worker_programs(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, ExternalWorker]]:
+    """Every worker program a cell starts, by name, once it has started."""
+    started: dict[str, ExternalWorker] = {}
+    original = ExternalWorker.start
+
+    def start(self: ExternalWorker) -> None:
+        original(self)
+        started[self.name] = self
+
+    monkeypatch.setattr(ExternalWorker, "start", start)
+    yield started
+
+
+def test_a_stopped_jvm_consumer_fails_its_cell_and_is_named(
+    tmp_path: Path, console: Console, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGSTOP the consumer's JVM for 1.5 s inside the measure phase: every message waits that long inside the
+    harness, so the cell fails as harness saturation naming the consumer, never as Chronicle's latency."""
+    cell = chronicle_cell(measure_s=3, rate_per_s=1000)
+    original = ExternalWorker.begin
+
+    def begin(self: ExternalWorker, t0_ns: int) -> None:
+        original(self, t0_ns)
+        if self.name == "consumer-0":
+            at_s = (t0_ns - time.monotonic_ns()) / 1e9 + 1.0 + 0.5  # half a second into the measure phase
+            threading.Timer(max(0.0, at_s), _stall, (self.pid, 1.5)).start()
+
+    monkeypatch.setattr(ExternalWorker, "begin", begin)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "failed"
+    assert "consumer c0 could not run for" in report.reason, report.reason
+    assert report.analysis.accounting.lost == 0  # the queue kept every message: only the harness paused
+
+
+def _stall(pid: int, seconds: float) -> None:
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(seconds)
+    os.kill(pid, signal.SIGCONT)
+
+
+@pytest.mark.skipif(cpushare.unavailable() is not None, reason=f"no CPU share here: {cpushare.unavailable()}")
+def test_a_starved_jvm_consumer_fails_its_cell_and_is_named(tmp_path: Path, console: Console) -> None:
+    """5 % of a CPU for the consumer's JVM (a cgroup quota, taken on once it is ready): it runs 5 ms of every 100 ms."""
+    cell = chronicle_cell(measure_s=2, max_schedule_lag_ms=20, cpus={"receivers_share": 0.05})
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "failed"
+    assert "consumer c0" in report.reason and "harness saturated" in report.reason, report.reason
+
+
+def test_a_cell_opens_no_connection_off_the_host(
+    tmp_path: Path, console: Console, worker_programs: dict[str, ExternalWorker]
+) -> None:
+    """chronicle-analytics would report to a host on the internet when a queue opens: every worker JVM runs with
+    the library's switch, and while the cell runs no worker has a socket to anywhere but this host."""
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.05):
+            for worker in list(worker_programs.values()):
+                try:
+                    for conn in psutil.Process(worker.pid).net_connections(kind="inet"):
+                        if conn.raddr and not ipaddress.ip_address(conn.raddr.ip).is_loopback:
+                            seen.append(f"{worker.name} -> {conn.raddr.ip}:{conn.raddr.port}")
+                except (psutil.NoSuchProcess, TypeError):
+                    continue
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        report = run_cell(chronicle_cell(), Lake(tmp_path), RunInfo.new(), console)
+    finally:
+        stop.set()
+        watcher.join()
+
+    assert report.status == "ok", report.reason
+    assert set(worker_programs) == {"producer-0", "consumer-0"}
+    for worker in worker_programs.values():
+        assert "-Dchronicle.analytics.disable=true" in worker.program.argv
+    assert seen == []
+
+
+def test_two_hop_chain_cell_lands_every_message_on_both_hops(tmp_path: Path, console: Console) -> None:
+    """Seed 002's microservice: producer -> queue -> JVM relay (read, decode, write with its stamps) -> second
+    queue -> consumer, every message measured from its original intended time."""
+    cell = chronicle_cell("chain")
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.sent == acc.received == RATE * MEASURE_S and acc.lost == acc.duplicated == 0
+    relayed = pq.read_table(report.path / "relayed-r0.parquet")
+    final = pq.read_table(report.path / "received-c0.parquet")
+    assert set(relayed["hop"].to_pylist()) == {1} and set(final["hop"].to_pylist()) == {2}
+    assert relayed.num_rows == final.num_rows == RATE * (1.0 + MEASURE_S + 0.5)
+    rows = final.to_pylist()
+    assert all(r["sent_ns"] < r["relay_received_ns"] < r["relay_sent_ns"] < r["received_ns"] for r in rows)
+
+
+def test_a_killed_relay_fails_the_chain_cell(tmp_path: Path, console: Console, monkeypatch: pytest.MonkeyPatch) -> None:
+    cell = chronicle_cell("chain", measure_s=2)
+    original = ExternalWorker.begin
+
+    def begin(self: ExternalWorker, t0_ns: int) -> None:
+        original(self, t0_ns)
+        if self.name == "relay-0":
+            at_s = (t0_ns - time.monotonic_ns()) / 1e9 + 1.0 + 0.5
+            threading.Timer(max(0.0, at_s), os.kill, (self.pid, signal.SIGKILL)).start()
+
+    monkeypatch.setattr(ExternalWorker, "begin", begin)
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "failed"
+    assert "relay-0 exited with code -9" in report.reason, report.reason
