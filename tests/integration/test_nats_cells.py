@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.cell.runner import run_cell
+from bench_tasks.core.saturation import HARNESS_FACTS_VERSION
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.lake.records import SCHEMA_VERSION, read_schema_version
 from bench_tasks.paths import cache_dir
@@ -66,7 +67,7 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     assert result["context"]["host"]["cores"] >= 1
     assert "nats-py" in result["context"]["clients"]
     workers = result["harness"]["workers"]  # every worker says what its clients dropped and reported: nothing
-    assert result["harness"]["schema_version"] == 2 and len(workers) == 4
+    assert result["harness"]["schema_version"] == HARNESS_FACTS_VERSION and len(workers) == 4
     assert all(w["dropped"] == 0 and w["client_errors"]["count"] == 0 for w in workers.values()), workers
     assert (folder / "cell.hlog").read_text().count("Tag=e2e-intended,") >= 2  # a 1 s interval per second of 2
     cells = pq.read_table(Lake(tmp_path).cells_path(run)).to_pylist()
