@@ -2,7 +2,7 @@
 
 A consumer keeps every receipt of the cell until it writes its Parquet file at the end, so its memory grows
 with the messages it receives; a 6 M-message cell once cost ≈2 GB per consumer. This feeds one receiver's
-log (`_ReceivedLog`, the object the generator's consumer process fills) with real sixnines payloads, handed
+log (`ReceivedLog`, the object the generator's consumer process fills) with real sixnines payloads, handed
 over the way a driver hands them (one message per hand-over as core NATS does, or batches as librdkafka
 does), in a fresh process per figure, and reads that process's memory from /proc:
 
@@ -51,19 +51,13 @@ def child(tree: str, messages: int, size: int, handover: int, out: str) -> dict[
     sys.path.insert(0, tree)
     import numpy as np  # noqa: F401  imported before the baseline, as in a worker
 
-    try:  # the receiver's home since issue 16; before that, the flat module
-        from bench_tasks.load import generator
-        from bench_tasks.load.payload import PayloadFactory
-    except ImportError:
-        from bench_tasks.payload import PayloadFactory  # type: ignore[no-redef]
-
-        from bench_tasks import generator  # type: ignore[no-redef]
+    log_class, PayloadFactory = _receiver_parts()
     from bench_tasks.core.schedule import PhasePlan
     from bench_tasks.lake.records import write_parquet
 
     factory = PayloadFactory(size)
     base_kib = status_kib("VmRSS")
-    log = _new_log(generator, messages)
+    log = _new_log(log_class, messages)
     feed = _feeder(log, handover)
     began = time.perf_counter()
     t0 = 1_000_000_000
@@ -96,11 +90,28 @@ def child(tree: str, messages: int, size: int, handover: int, out: str) -> dict[
     }
 
 
-def _new_log(generator: Any, messages: int) -> Any:
+def _receiver_parts() -> tuple[Any, Any]:
+    """The receiver's log class and the payload factory of the tree on sys.path, wherever that commit keeps them:
+    `load.receivedlog` now, the generator module before it was split, the flat package before issue 16."""
+    try:
+        from bench_tasks.load.payload import PayloadFactory
+    except ImportError:
+        from bench_tasks.payload import PayloadFactory  # type: ignore[no-redef]
+    try:
+        from bench_tasks.load.receivedlog import ReceivedLog
+    except ImportError:
+        try:
+            from bench_tasks.load.generator import _ReceivedLog as ReceivedLog  # type: ignore[attr-defined,no-redef]
+        except ImportError:
+            from bench_tasks.generator import _ReceivedLog as ReceivedLog  # type: ignore[no-redef]
+    return ReceivedLog, PayloadFactory
+
+
+def _new_log(log_class: Any, messages: int) -> Any:
     """A receiver's log as that commit's consumer makes it: preallocated for its schedule where it can be."""
-    takes = inspect.signature(generator._ReceivedLog).parameters
+    takes = inspect.signature(log_class).parameters
     options = {"expected": messages, "clock": time.monotonic_ns}
-    return generator._ReceivedLog(**{k: v for k, v in options.items() if k in takes})
+    return log_class(**{k: v for k, v in options.items() if k in takes})
 
 
 class _Handed:

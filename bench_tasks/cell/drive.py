@@ -22,9 +22,9 @@ from ..core.schedule import NS_PER_S, PhasePlan
 from ..errors import CellError, SixninesError
 from ..load import cpushare
 from ..load.drivers import driver_for, routes
-from ..load.generator import WorkerPlan
 from ..load.live import LiveMonitor
 from ..load.loop import run_precise
+from ..load.plan import WorkerPlan
 from ..load.routes import MEASURED, Target, final_route
 from ..spec.matrix import Cell
 from ..systems import system_of

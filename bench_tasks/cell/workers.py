@@ -15,8 +15,9 @@ from typing import Any
 from ..errors import CellError
 from ..load.contract import WorkerProgram
 from ..load.external import ExternalWorker
-from ..load.generator import Channels, WorkerPlan, worker_main
+from ..load.generator import worker_main
 from ..load.live import LiveMonitor
+from ..load.plan import Channels, WorkerPlan
 from ..systems import SYSTEMS
 
 

@@ -27,7 +27,7 @@ from ..core.saturation import SAMPLE_EVERY_S, ProcessWatch, ThreadTimes
 from ..core.schedule import PhasePlan
 from . import cpushare, rawfiles
 from .contract import START, STOP, ContractError, WorkerProgram, decode_event, plan_keys, write_plan, write_schedule
-from .generator import Channels, WorkerPlan, _expected_receipts, _worker_name, producer_schedule
+from .plan import Channels, WorkerPlan, expected_receipts, producer_schedule, worker_name
 
 _PR_SET_PDEATHSIG = 1
 # The sample file each role writes, and the lake file it becomes (as the Python workers name theirs).
@@ -51,7 +51,7 @@ class ExternalWorker:
     def __init__(self, plan: WorkerPlan, program: WorkerProgram, channels: Channels):
         if plan.netns or plan.clock_shift_ns:
             raise ContractError(
-                f"{_worker_name(plan)}: a worker program runs on the driving host's clock and network only "
+                f"{worker_name(plan)}: a worker program runs on the driving host's clock and network only "
                 "(no workload.placement on other hosts yet)"
             )
         self.plan, self.program, self.channels = plan, program, channels
@@ -144,15 +144,15 @@ class ExternalWorker:
         schedule, messages, expected = None, 0, 0
         if plan.role == "producer":
             if w.connections != 1:
-                raise ContractError(f"{_worker_name(plan)}: a worker program sends on one connection")
+                raise ContractError(f"{worker_name(plan)}: a worker program sends on one connection")
             offsets, _ = producer_schedule(cell, plan.index, duration)
             schedule, messages = write_schedule(offsets, self.scratch / "schedule.i64"), int(offsets.size)
         else:
-            expected = _expected_receipts(cell, duration)
+            expected = expected_receipts(cell, duration)
         return plan_keys(
             role=plan.role,
             index=plan.index,
-            name=_worker_name(plan),
+            name=worker_name(plan),
             cell_id=plan.cell_id,
             address=plan.url,
             route=plan.route,
@@ -197,7 +197,7 @@ class ExternalWorker:
         if kind == "ready" and self.plan.cpu_share is not None and self.pid is not None:
             cpushare.confine(f"{self.plan.cell_id}-{self.plan.role}-{self.plan.index}", self.plan.cpu_share, self.pid)
         if kind == "harness":
-            event = {**event, "name": _worker_name(self.plan), "summary": self._summary(event.get("summary") or {})}
+            event = {**event, "name": worker_name(self.plan), "summary": self._summary(event.get("summary") or {})}
         if kind == "done":
             self._convert()
         self.channels.events.put(event)
@@ -241,7 +241,7 @@ class ExternalWorker:
         prefix, target = _FILES[self.plan.role]
         raw = self.scratch / f"{prefix}{self.plan.index}{rawfiles.SUFFIX}"
         if not raw.exists():
-            raise ContractError(f"{_worker_name(self.plan)} said done without writing {raw.name}")
+            raise ContractError(f"{worker_name(self.plan)} said done without writing {raw.name}")
         phases = PhasePlan(self.t0_ns, *self.channels.phase_ns)
         rawfiles.convert(raw, self.staging / f"{target}{self.plan.index}.parquet", self.plan.index, phases)
         raw.unlink()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..secrecy import without_userinfo
 
 if TYPE_CHECKING:
-    from .generator import WorkerPlan
+    from .plan import WorkerPlan
 
 
 def worker_log(plan: WorkerPlan) -> Path:

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from bench_tasks.load.driver import ClientErrors
-from bench_tasks.load.generator import _RelayQueue, client_facts
+from bench_tasks.load.relay import RelayQueue
+from bench_tasks.load.selffacts import client_facts
 
 
 class Batch:
@@ -30,8 +31,8 @@ class Batch:
 
 
 def test_a_full_relay_queue_drops_and_counts_whole_batches() -> None:
-    async def scenario() -> tuple[_RelayQueue, list[int]]:
-        queue = _RelayQueue(asyncio.get_running_loop(), limit=10)
+    async def scenario() -> tuple[RelayQueue, list[int]]:
+        queue = RelayQueue(asyncio.get_running_loop(), limit=10)
         offers = threading.Thread(target=lambda: [queue.offer(i, Batch(4)) for i in range(4)])  # a driver thread
         offers.start()
         offers.join()

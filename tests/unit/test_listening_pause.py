@@ -1,4 +1,4 @@
-"""A listener's pause between reports (`generator._listening_pause`): placed beside messages by `_report_soon`
+"""A listener's pause between reports (`pacing.listening_pause`): placed beside messages by `report_soon`
 while the schedule runs (its latencies are measured), a short fixed pause once the schedule is over, so the
 cell's drain and stop are not held up by a report period."""
 
@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from bench_tasks.load import generator
-from bench_tasks.load.generator import DRAIN_REPORT_S, Channels, _listening_pause, _Traffic
+from bench_tasks.load import pacing
+from bench_tasks.load.pacing import DRAIN_REPORT_S, Traffic, listening_pause
+from bench_tasks.load.plan import Channels
 
 PHASES_NS = (1_000_000_000, 2_000_000_000, 500_000_000)
 
@@ -22,15 +23,15 @@ def _channels(t0_ns: int) -> Channels:
 
 
 def _paused_by(monkeypatch: pytest.MonkeyPatch, t0_ns: int, now_ns: int) -> tuple[list[str], float]:
-    """Which pause `_listening_pause` took at `now_ns` of a schedule starting at `t0_ns` (0: not fixed yet)."""
+    """Which pause `listening_pause` took at `now_ns` of a schedule starting at `t0_ns` (0: not fixed yet)."""
     taken: list[str] = []
 
-    async def report_soon(traffic: _Traffic, in_flight_ns: object = None) -> None:
+    async def report_soon(traffic: Traffic, in_flight_ns: object = None) -> None:
         taken.append("report_soon")
 
-    monkeypatch.setattr(generator, "_report_soon", report_soon)
+    monkeypatch.setattr(pacing, "report_soon", report_soon)
     started = time.monotonic()
-    asyncio.run(_listening_pause(_Traffic(), _channels(t0_ns), lambda: now_ns))
+    asyncio.run(listening_pause(Traffic(), _channels(t0_ns), lambda: now_ns))
     return taken, time.monotonic() - started
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench_tasks.load.generator import _until_stopped
+from bench_tasks.load.pacing import until_stopped
 
 
 def test_a_stop_cancels_the_loop_and_returns() -> None:
@@ -24,7 +24,7 @@ def test_a_stop_cancels_the_loop_and_returns() -> None:
 
     async def main() -> None:
         asyncio.get_running_loop().call_later(0.1, stop.set)
-        await asyncio.wait_for(_until_stopped(SimpleNamespace(stop=stop), endless(), poll_s=0.01), timeout=5)
+        await asyncio.wait_for(until_stopped(SimpleNamespace(stop=stop), endless(), poll_s=0.01), timeout=5)
 
     asyncio.run(main())
     assert cancelled == [True]
@@ -37,6 +37,6 @@ def test_a_loop_that_ends_returns_and_its_error_is_raised() -> None:
         await asyncio.sleep(0.01)
         raise RuntimeError("broker refused")
 
-    asyncio.run(_until_stopped(never, asyncio.sleep(0.01), poll_s=0.01))
+    asyncio.run(until_stopped(never, asyncio.sleep(0.01), poll_s=0.01))
     with pytest.raises(RuntimeError, match="broker refused"):
-        asyncio.run(_until_stopped(never, fails(), poll_s=0.01))
+        asyncio.run(until_stopped(never, fails(), poll_s=0.01))

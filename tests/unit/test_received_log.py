@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from bench_tasks.core.schedule import PhasePlan
-from bench_tasks.load import generator
-from bench_tasks.load.generator import Clock, _ReceivedLog, _SentLog
+from bench_tasks.load import receivedlog
 from bench_tasks.load.payload import PayloadFactory, relay, stamp_relay_sent
+from bench_tasks.load.plan import Clock
+from bench_tasks.load.receivedlog import ReceivedLog
+from bench_tasks.load.sentlog import SentLog
 
 
 class Batch:
@@ -29,7 +31,7 @@ class Batch:
         return self._offsets
 
 
-class TinyBlocks(_ReceivedLog):
+class TinyBlocks(ReceivedLog):
     BLOCK = 2
 
 
@@ -59,7 +61,7 @@ def test_a_batch_is_stamped_once_and_decoded_into_columns(clock: Clock) -> None:
 
 def test_relayed_messages_keep_the_relay_stamps(clock: Clock) -> None:
     message = stamp_relay_sent(relay(PayloadFactory(64).make(3, 4, 100, 110), received_ns=150), 160)
-    log = _ReceivedLog(clock)
+    log = ReceivedLog(clock)
     log.on_messages(Batch([message]))
     log.flush()
     c = log.columns()
@@ -68,9 +70,9 @@ def test_relayed_messages_keep_the_relay_stamps(clock: Clock) -> None:
 
 def test_gathered_payloads_are_decoded_after_a_while_or_in_bulk(clock: Clock) -> None:
     factory = PayloadFactory(40)
-    log = _ReceivedLog(clock)
+    log = ReceivedLog(clock)
     log.on_messages(Batch([factory.make(0, 0, 0, 0)]))
-    for _ in range(generator._FLUSH_AFTER_NS // 1000):  # each call advances the clock by 1 µs
+    for _ in range(receivedlog._FLUSH_AFTER_NS // 1000):  # each call advances the clock by 1 µs
         clock()
     log.on_messages(Batch([factory.make(0, 1, 0, 0)]))
     assert log.count == 2
@@ -78,7 +80,7 @@ def test_gathered_payloads_are_decoded_after_a_while_or_in_bulk(clock: Clock) ->
 
 def test_the_table_tags_phases_by_intended_time(clock: Clock) -> None:
     factory = PayloadFactory(40)
-    log = _ReceivedLog(clock)
+    log = ReceivedLog(clock)
     log.on_messages(Batch([factory.make(0, s, t, t) for s, t in enumerate((5, 15, 25))]))
     log.flush()
     table = log.table(0, PhasePlan(0, 10, 10, 10))
@@ -87,7 +89,7 @@ def test_the_table_tags_phases_by_intended_time(clock: Clock) -> None:
 
 
 def test_sent_log_records_stamps_as_pulled_and_forgets_refused(clock: Clock) -> None:
-    log = _SentLog(np.array([10, 20, 30], dtype=np.int64), clock)
+    log = SentLog(np.array([10, 20, 30], dtype=np.int64), clock)
     messages = PayloadFactory(40).batch(0, range(3), [10, 20, 30], clock)
     pulled = [seq for seq, _stream, _message in log.stamped(messages, stream=5)]
     log.refused({1: "BufferError"})
@@ -98,7 +100,7 @@ def test_sent_log_records_stamps_as_pulled_and_forgets_refused(clock: Clock) -> 
 
 def test_receipts_are_stamped_at_arrival_and_the_wait_is_kept(clock: Clock) -> None:
     factory = PayloadFactory(40)
-    log = _ReceivedLog(clock)
+    log = ReceivedLog(clock)
     log.arrivals.mark()  # bytes reached the process at 1_000_000
     clock()  # parsing took a while
     log.on_messages(Batch([factory.make(0, s, 0, 0) for s in range(3)]))  # handed over at 1_002_000
@@ -113,7 +115,7 @@ def test_receipts_are_stamped_at_arrival_and_the_wait_is_kept(clock: Clock) -> N
 def test_storage_for_the_expected_receipts_is_there_before_the_schedule(clock: Clock) -> None:
     log = TinyBlocks(clock, expected=5)
     assert len(log.blocks) == 3 and (log.blocks[2] == -1).all()
-    log.append(np.arange(len(generator._RECEIVED_FIELDS) * 7).reshape(-1, 7))
+    log.append(np.arange(len(receivedlog.RECEIVED_FIELDS) * 7).reshape(-1, 7))
     assert len(log.blocks) == 4 and log.count == 7
     assert log.columns(3, 6)["pid"].tolist() == [3, 4, 5]
     assert log.columns(6, 6)["pid"].tolist() == []
@@ -127,7 +129,7 @@ def test_the_file_is_written_a_slice_at_a_time_and_holds_every_row(
 
     from bench_tasks.lake.records import SCHEMA_VERSION, read_schema_version
 
-    monkeypatch.setattr(generator, "WRITE_ROWS", 3)
+    monkeypatch.setattr(receivedlog, "WRITE_ROWS", 3)
     factory = PayloadFactory(40)
     log = TinyBlocks(clock)
     log.on_messages(Batch([factory.make(0, s, 3 * s, 3 * s) for s in range(8)], [1] * 8, list(range(8))))
@@ -138,7 +140,7 @@ def test_the_file_is_written_a_slice_at_a_time_and_holds_every_row(
     assert written.metadata.num_row_groups == 3  # 3 + 3 + 2 rows
     assert written.read().equals(log.table(2, plan))
     assert read_schema_version(tmp_path / "received-c2.parquet") == SCHEMA_VERSION
-    _ReceivedLog(clock).write(0, plan, tmp_path / "none.parquet")  # nothing received: an empty file of the schema
+    ReceivedLog(clock).write(0, plan, tmp_path / "none.parquet")  # nothing received: an empty file of the schema
     assert pq.read_table(tmp_path / "none.parquet").num_rows == 0
 
 
@@ -146,13 +148,13 @@ def test_progress_counts_the_gathered_tail_as_received(clock: Clock) -> None:
     """The drain waits until every sent message is received: the last few of a schedule, handed over but not
     decoded yet (too few to flush), must count, or every cell waits out its whole drain timeout."""
     factory = PayloadFactory(64)
-    log = _ReceivedLog(clock)
+    log = ReceivedLog(clock)
     log.on_messages(Batch([factory.make(0, s, 10 * s, 10 * s + 1) for s in range(3)]))
     events: list[dict] = []
     channels = SimpleNamespace(events=SimpleNamespace(put=events.append))
-    generator._consumer_progress(SimpleNamespace(index=0), channels, log)
+    receivedlog.consumer_progress(SimpleNamespace(index=0), channels, log)
     assert log.count == 0 and events[-1]["received"] == 3  # counted, though not decoded
     assert len(events[-1]["e2e_intended_ns"]) == 0  # latencies only from decoded rows
     log.flush()
-    generator._consumer_progress(SimpleNamespace(index=0), channels, log)
+    receivedlog.consumer_progress(SimpleNamespace(index=0), channels, log)
     assert events[-1]["received"] == 3 and len(events[-1]["e2e_intended_ns"]) == 3

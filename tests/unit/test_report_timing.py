@@ -10,20 +10,13 @@ import time
 
 import numpy as np
 
-from bench_tasks.load.generator import (
-    _IN_FLIGHT_NS,
-    _REPORT_WINDOW_S,
-    REPORT_EVERY_S,
-    _report_soon,
-    _SentLog,
-    _Traffic,
-    _until_delivered,
-)
+from bench_tasks.load.pacing import IN_FLIGHT_NS, REPORT_EVERY_S, REPORT_WINDOW_S, Traffic, report_soon
+from bench_tasks.load.sentlog import SentLog, until_delivered
 
 
 def test_the_reporter_goes_right_after_the_next_message() -> None:
     async def main() -> tuple[float, float]:
-        traffic = _Traffic()
+        traffic = Traffic()
         loop = asyncio.get_running_loop()
         passed_at: list[float] = []
 
@@ -41,7 +34,7 @@ def test_the_reporter_goes_right_after_the_next_message() -> None:
 
 def test_a_message_from_another_thread_wakes_the_reporter() -> None:
     async def main() -> float:
-        traffic = _Traffic()
+        traffic = Traffic()
         start = time.monotonic()
         threading.Timer(0.05, traffic.passed).start()  # librdkafka's consumer thread hands messages over
         await traffic.wait(timeout_s=5)
@@ -52,7 +45,7 @@ def test_a_message_from_another_thread_wakes_the_reporter() -> None:
 
 def test_without_messages_the_reporter_still_goes_after_its_timeout() -> None:
     async def main() -> float:
-        traffic = _Traffic()
+        traffic = Traffic()
         start = time.monotonic()
         await traffic.wait(timeout_s=0.05)
         traffic.passed()  # a message after the timeout finds no waiter
@@ -63,30 +56,30 @@ def test_without_messages_the_reporter_still_goes_after_its_timeout() -> None:
 
 def test_a_producer_waits_for_its_message_at_most_half_the_way_to_its_next_send() -> None:
     now = [0]
-    log = _SentLog(np.array([0, 1_000_000, 1_100_000, 1_200_000], dtype=np.int64), lambda: now[0])
+    log = SentLog(np.array([0, 1_000_000, 1_100_000, 1_200_000], dtype=np.int64), lambda: now[0])
     log.attempted = 1  # the message at 0 has just been sent
-    assert _until_delivered(log) == _IN_FLIGHT_NS  # 1 ms to the next: the whole allowance
+    assert until_delivered(log) == IN_FLIGHT_NS  # 1 ms to the next: the whole allowance
     log.attempted, now[0] = 2, 1_000_000
-    assert _until_delivered(log) == 50_000  # 0.1 ms to the next: half of it
+    assert until_delivered(log) == 50_000  # 0.1 ms to the next: half of it
     log.attempted = 4
-    assert _until_delivered(log) == 0  # the schedule is done
+    assert until_delivered(log) == 0  # the schedule is done
 
 
 def test_reports_keep_their_period_and_go_just_after_a_message_before_they_are_due() -> None:
     async def main() -> tuple[list[float], float]:
-        traffic = _Traffic()
+        traffic = Traffic()
         loop = asyncio.get_running_loop()
         start = loop.time()
         quiet = []
         for _ in range(2):  # no messages: one report per period, when due
-            await _report_soon(traffic)
+            await report_soon(traffic)
             quiet.append(loop.time() - start)
-        sent_at = loop.time() + REPORT_EVERY_S - _REPORT_WINDOW_S / 2  # inside the next report's window
+        sent_at = loop.time() + REPORT_EVERY_S - REPORT_WINDOW_S / 2  # inside the next report's window
         loop.call_at(sent_at, traffic.passed)
-        await _report_soon(traffic)
+        await report_soon(traffic)
         return quiet, loop.time() - sent_at
 
     quiet, after_message = asyncio.run(main())
     assert REPORT_EVERY_S * 0.9 < quiet[0] < REPORT_EVERY_S * 1.5
     assert REPORT_EVERY_S * 1.9 < quiet[1] < REPORT_EVERY_S * 2.5
-    assert 0 <= after_message < _REPORT_WINDOW_S / 2  # went with the message, before it was due
+    assert 0 <= after_message < REPORT_WINDOW_S / 2  # went with the message, before it was due

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench_tasks.load.failure import one_line, report_failure, worker_log
-from bench_tasks.load.generator import WorkerPlan
+from bench_tasks.load.plan import WorkerPlan
 
 
 def plan(staging: Path, url: str = "nats://bench:hunter2@127.0.0.1:4222") -> WorkerPlan:
