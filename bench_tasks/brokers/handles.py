@@ -18,10 +18,10 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..errors import BrokerError
 from ..load.routes import Target
@@ -30,9 +30,6 @@ from ..topology.netns import inside
 from .cluster import stop_pids
 from .leaders import LeaderPoll, LeaderWatch
 from .process import wait_stopped
-
-if TYPE_CHECKING:
-    from ..systems.base import System
 
 # 1: kind, system, address, nodes {id: pid}, process_name, netns, workdir, logs, context, client, leader
 # 2: `client` without secrets; `client_secrets`: the private file that holds them (None: there are none);
@@ -74,6 +71,28 @@ class BrokerHandle(Protocol):
     def stop(self) -> list[int]: ...
 
 
+class NodeSystem(Protocol):
+    """What provisioned brokers ask of their system (`systems.base.System` is one): its name, how long its last
+    node may take to stop, and the polls of who leads. Declared here so the brokers need not know the system
+    registry, which itself builds on the brokers."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def last_node_grace_s(self) -> float | None: ...
+    def leader_poll(
+        self,
+        address: str,
+        client: Mapping[str, Any],
+        ref: Mapping[str, Any],
+        patient: bool,
+        paused: Callable[[], int | None],
+    ) -> LeaderPoll | None: ...
+    def controller_poll(
+        self, address: str, client: Mapping[str, Any], ref: Mapping[str, Any], paused: Callable[[], int | None]
+    ) -> Callable[[], int | None] | None: ...
+
+
 class Nodes(Protocol):
     """A system's running nodes by id (Kafka's node.id, a NATS cluster's 1..3, a single server's 0)."""
 
@@ -110,7 +129,7 @@ class NodeBrokers:
     """Provisioned brokers: nodes started here, or attached by PID from `state()`."""
 
     def __init__(
-        self, system: System, started: StartedBrokers, netns: str = "", node_netns: Mapping[int, str] | None = None
+        self, system: NodeSystem, started: StartedBrokers, netns: str = "", node_netns: Mapping[int, str] | None = None
     ):
         """`netns`: where the harness reaches the nodes from; `node_netns`: with one host per node, the namespace
         each node runs in (a restarted node starts there again)."""
@@ -134,7 +153,7 @@ class NodeBrokers:
         self._watch = LeaderWatch(poll, netns) if poll is not None else None
 
     @classmethod
-    def attached(cls, state: Mapping[str, Any], system: System) -> NodeBrokers:
+    def attached(cls, state: Mapping[str, Any], system: NodeSystem) -> NodeBrokers:
         pids = {int(k): int(v) for k, v in state["nodes"].items()}
         nodes = PidNodes(pids, state["process_name"], last_grace_s=system.last_node_grace_s)
         started = StartedBrokers(
