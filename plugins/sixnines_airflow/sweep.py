@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,9 @@ from bench_tasks import (
     SYSTEMS,
     Cell,
     Matrix,
-    MatrixError,
-    SixninesError,
     expand_repeats,
     generator_queue,
     load_hosts,
-    load_matrix,
     per_host,
     queue_of,
     scrub_text,
@@ -49,44 +45,6 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_delay": dt.timedelta(seconds=30),
     "execution_timeout": dt.timedelta(hours=1),
 }
-
-
-def build_sweep_dags(folder: Path, only: str | None = None) -> dict[str, DAG]:
-    """Every `*.yaml` in `folder` as a DAG, in sorted order, keyed by DAG id (for the DAG file's globals).
-    `only`: the DAG id from `get_parsing_context()`, when a task of one DAG is being run."""
-    dags: dict[str, DAG] = {}
-    broken: list[str] = []
-    for path in sorted(folder.glob("*.yaml")):
-        try:
-            matrix = load_matrix(path)
-            dag_id = f"sixnines_{matrix.name}"
-            if only is None or only == dag_id:
-                dags[dag_id] = build_sweep_dag(matrix, path) if matrix.capacity is None else _capacity_dag(matrix, path)
-        except SixninesError as exc:
-            broken.append(str(exc))
-        except Exception as exc:  # e.g. a schedule Airflow cannot read: still this file's problem, not the others'
-            broken.append(f"{path}: {type(exc).__name__}: {exc}")
-    if broken and only is None:
-        dags["sixnines_broken_matrices"] = BrokenMatrices(broken)
-    return dags
-
-
-class BrokenMatrices(DAG):
-    """Never bagged: its `validate()` raises the matrix errors, which the DagBag records as an import error of
-    the DAG file, naming each broken matrix file and field."""
-
-    def __init__(self, problems: Sequence[str]):
-        super().__init__(dag_id="sixnines_broken_matrices", schedule=None, start_date=START_DATE, tags=["sixnines"])
-        self.doc_md = "\n\n".join(problems)
-
-    def validate(self) -> None:
-        raise MatrixError("matrices", [p.replace("\n", " ") for p in (self.doc_md or "").split("\n\n")])
-
-
-def _capacity_dag(matrix: Matrix, source: Path) -> DAG:
-    from .capacity import build_capacity_dag  # it imports this module's helpers
-
-    return build_capacity_dag(matrix, source)
 
 
 def group_id(index: int, cell: Cell) -> str:
