@@ -4,7 +4,7 @@ line or as `latest`, expanded from ranges, resolved when a run starts (`catalog.
 
 from __future__ import annotations
 
-from .catalog import Release, ReleaseList, cached, current, refresh
+from .catalog import Release, ReleaseList, cached, current, known, refresh, resolve
 from .order import LATEST, is_pattern, is_version, newest_first, version_key
 
 
@@ -25,8 +25,10 @@ __all__ = [
     "current",
     "is_pattern",
     "is_version",
+    "known",
     "newest_first",
     "refresh",
     "release_problem",
+    "resolve",
     "version_key",
 ]

@@ -143,6 +143,18 @@ def refresh(system: str, lister: Callable[[], Sequence[Release]]) -> ReleaseList
     return fresh
 
 
+def known(system: str, lister: Callable[[], Sequence[Release]], fresh: bool = False) -> ReleaseList:
+    """The cached list; the registry (`lister`) is asked when `fresh` or when nothing is cached."""
+    found = None if fresh else cached(system)
+    return found if found is not None else refresh(system, lister)
+
+
+def resolve(system: str, lister: Callable[[], Sequence[Release]], version: str) -> str:
+    """`latest` or a line (`4.3.x`) → the newest release of it that can be assembled, from the list a run resolves
+    against (`current`); an exact version is returned unchanged (fetching it says what is missing, if anything)."""
+    return current(system, lister).resolve(version) if is_pattern(version) else version
+
+
 def current(system: str, lister: Callable[[], Sequence[Release]], max_age_s: float = RUN_MAX_AGE_S) -> ReleaseList:
     """The list a run resolves against: the cache when it is younger than `max_age_s`, else a fresh one; when the
     registry cannot be reached, the cache as it is, marked `offline` with the reason (a run says so)."""

@@ -105,8 +105,7 @@ class System:
 
     def release_list(self, refresh: bool = False) -> ReleaseList:
         """The cached release list; the registry is asked when `refresh` or when nothing is cached."""
-        known = None if refresh else releases.cached(self.name)
-        return known if known is not None else releases.refresh(self.name, self.list_releases)
+        return releases.known(self.name, self.list_releases, fresh=refresh)
 
     def releases_for_run(self) -> ReleaseList:
         """The list a run resolves against: refreshed when the run starts (unless fresh), the cache when the
@@ -116,7 +115,7 @@ class System:
     def resolve_version(self, version: str) -> str:
         """`latest` or a line (`4.3.x`) → the newest release of it that can be assembled; an exact version is
         returned unchanged (fetching it says what is missing, if anything)."""
-        return self.releases_for_run().resolve(version) if releases.is_pattern(version) else version
+        return releases.resolve(self.name, self.list_releases, version)
 
     def label(self, spec: Any) -> str:
         """The system's part of a cell's label (`kafka b3 p1 rf3 acks=all`)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import System
+from .modes import LAST_NODE_GRACE_S
 from .settings import KafkaCell
 
 # Producer options that most change latency, shown in a cell's label when a matrix sets them.
@@ -24,9 +25,7 @@ class Kafka(System):
     fault_actions = frozenset({"stall", "kill", "restart", "partition", "bandwidth"})
     node_hosts = True
     fault_targets = frozenset({"leader", "follower", "controller", "node", "random"})
-    # Stopped together, the last KRaft voter standing has often just been elected, and resigning it waits 5 s (Kafka's
-    # own bound) for voters that already exited: 5.5 s of every 3-node cell's teardown. Nobody is left to tell.
-    last_node_grace_s = 1.0
+    last_node_grace_s = LAST_NODE_GRACE_S  # modes.py says why
 
     @staticmethod
     def leader_refusal(broker: Any) -> str | None:

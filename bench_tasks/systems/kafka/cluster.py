@@ -37,10 +37,9 @@ from ...classdata import use_flags
 from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
 from ...topology.netns import inside
-from . import Kafka
 from .admin import admin_client, registered_brokers
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
-from .modes import mode_of
+from .modes import LAST_NODE_GRACE_S, mode_of
 from .properties import render_properties
 from .release import class_archive, release_of, version_key
 from .security import ListenerSecurity
@@ -171,7 +170,7 @@ class KafkaCluster(NodeCluster):
     STOP_GRACE_S: ClassVar[float] = 15.0
     # The same as a detached cluster's stop (`Kafka.last_node_grace_s`): the last KRaft voter standing waits 5 s
     # for voters that already exited (a 3-node cluster took 5.6 s to stop instead of ~1.7 s).
-    LAST_NODE_GRACE_S: ClassVar[float | None] = Kafka.last_node_grace_s
+    LAST_NODE_GRACE_S: ClassVar[float | None] = LAST_NODE_GRACE_S
 
     def __init__(
         self,

@@ -35,9 +35,11 @@ from ...brokers.maven import copy_dependencies
 from ...classdata import java_digest
 from ...errors import BrokerError
 from ...paths import cache_dir
-from ...releases import LATEST, Release
+from ...releases import LATEST, Release, known
 from .central import MAVEN_CENTRAL, Unreachable, missing_modules
 from .modes import mode_of
+
+SYSTEM = "kafka"  # the system's name (`System.name`), which keys its cached release list
 
 _log = logging.getLogger(__name__)
 
@@ -105,9 +107,7 @@ def list_releases() -> list[Release]:
 def newest_release() -> str:
     """The newest release that can be assembled, from the cached release list (Central is asked when nothing is
     cached): what the version probe's tools and `make`'s class-data archive default to."""
-    from . import KAFKA
-
-    return KAFKA.release_list().resolve(LATEST)
+    return known(SYSTEM, list_releases).resolve(LATEST)
 
 
 def _not_served(coordinates: str | None) -> str | None:

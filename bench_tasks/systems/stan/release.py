@@ -20,7 +20,9 @@ from pathlib import Path
 from ...brokers import gobuild
 from ...errors import BrokerError
 from ...paths import cache_dir
-from ...releases import Release, is_version
+from ...releases import Release, is_version, resolve
+
+SYSTEM = "stan"  # the system's name (`System.name`), which keys its cached release list
 
 MODULE = "github.com/nats-io/nats-streaming-server"
 BINARY = "nats-streaming-server"
@@ -76,14 +78,12 @@ def reported_version(binary: Path, expected: str | None = None) -> dict[str, str
 
 def main(argv: list[str]) -> int:
     """Build (or verify) one release, the newest that can be assembled by default; prints where it is."""
-    from . import STAN
-
     parser = argparse.ArgumentParser(prog="python -m bench_tasks.systems.stan.release", description=main.__doc__)
     parser.add_argument("version", nargs="?", default="latest", help="latest, a line (0.25.x) or a release")
     parser.add_argument("--timeout", type=float, default=BUILD_TIMEOUT_S, help="seconds the build may take")
     args = parser.parse_args(argv)
     try:
-        print(server_binary(STAN.resolve_version(args.version), args.timeout))
+        print(server_binary(resolve(SYSTEM, list_releases, args.version), args.timeout))
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
