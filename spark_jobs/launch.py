@@ -39,9 +39,9 @@ FIRST_TIER_ONLY = "-XX:TieredStopAtLevel=1"
 # generated code. So the second tier waits for three times the calls (the samples' loops reach any threshold
 # within a second; planning code, called thousands of times, mostly stays at the first tier), inlines less of
 # what is already compiled, and never takes the classes that only plan, compile or ship work (C2_EXCLUDED: they
-# run at the first tier). Cold 10 M analyses, fresh JVMs alternated (load 2.3-3.3; docs/design.md, ninth round):
-# tables 24.4 and 26.2 s without, 22.0 and 23.1 s with; with spark_jobs.codegen as well, the second tier's logged
-# compile time went from 30.9 s to 15.8 s.
+# run at the first tier). Cold 10 M analyses, fresh JVMs alternated (load 2.3-3.3; docs/design.md, "Decisions:
+# the analysis"): tables 24.4 and 26.2 s without, 22.0 and 23.1 s with; with spark_jobs.codegen as well, the
+# second tier's logged compile time went from 30.9 s to 15.8 s.
 C2_EXCLUDED = Path(__file__).with_name("c2_excluded.json")
 SECOND_TIER_THRIFT = (
     "-XX:Tier4InvocationThreshold=15000",
