@@ -18,22 +18,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "cache_dir": ("paths", "cache_dir"),
     "HOSTS_TIMEOUT_S": ("topology", "HOSTS_TIMEOUT_S"),
     **{name: ("topology.hosts", name) for name in ("generator_queue", "load_hosts", "per_host", "queue_of")},
-    **{
-        name: ("cell.lifecycle", name)
-        for name in (
-            "CellWork",
-            "HostBusy",
-            "host_for_analysis",
-            "host_poll_s",
-            "land_step",
-            "landed_summary",
-            "prepare_cell",
-            "provision_step",
-            "release_clusters",
-            "start_generator",
-            "teardown_step",
-        )
-    },
+    **{name: ("cell.lifecycle", name) for name in ("land_step", "landed_summary", "prepare_cell", "provision_step")},
+    **{name: ("cell.hostlease", name) for name in ("HostBusy", "host_for_analysis", "host_poll_s")},
+    **{name: ("cell.teardown", name) for name in ("release_clusters", "teardown_step")},
+    "CellWork": ("cell.work", "CellWork"),
+    "start_generator": ("cell.detached", "start_generator"),
     **{name: ("cell.runner", name) for name in ("CellReport", "run_cell", "run_matrix")},
     **{name: ("cell.verdict", name) for name in ("cell_outcomes", "discard_run_work", "run_verdict")},
     "watch_phase": ("cell.watch", "watch_phase"),

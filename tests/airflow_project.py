@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from bench_tasks.cell.lifecycle import HOST_LEASE_ENV, lease_path
+from bench_tasks.cell.hostlease import HOST_LEASE_ENV, lease_path
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -8,7 +8,7 @@ brokers, an S3 server, Airflow's CLI or a Spark session, none of it under the le
 a measuring cell starved the cell's threads in a clean-clone run (its consumer waited for a CPU 19 % of the
 measure phase, 1.6 ms per wake-up), and the harness rightly failed the cell as saturated. (A group is idle only
 while the lease is truly another's: a cell whose lease was wrongly judged stale and taken over would run idle in
-its own worker's group, as one on external brokers once did: bench_tasks.cell.lifecycle._lease_stale.)
+its own worker's group, as one on external brokers once did: bench_tasks.cell.hostlease._lease_stale.)
 
 How: the threads of an idle group run only on CPU time that no other thread wants, and a thread outside it that
 wakes gets its CPU at once (the kernel's SCHED_IDLE rule, for the whole group). A group rather than a scheduling

@@ -12,10 +12,8 @@ found again through files in the cell's work folder (`CellWork`):
     landed.json       what `land` committed: a retried land returns it instead of landing twice
     teardown.json     what teardown stopped and kept
 
-Cells never overlap on a host, whichever DAG or run they belong to: `provision_step` takes the host lease
-(`host.lease` in the cache) before starting anything and `teardown_step` gives it back. A lease whose cell
-was torn down, or whose processes are all gone, is stale and taken over. A local analysis holds the host too
-(`host_for_analysis`), shared with other analyses, so no Spark job runs beside a cell.
+This module holds provision and land; beside it are the work folder (`work`), the host lease `provision_step`
+takes and teardown gives back (`hostlease`), the detached generator (`detached`) and teardown (`teardown`).
 
 Brokers started for Airflow are detached (`tie_to_parent=False`): PR_SET_PDEATHSIG ties a child to the
 *thread* that started it, and a task's thread ends with the task.
@@ -23,104 +21,41 @@ Brokers started for Airflow are detached (`tie_to_parent=False`): PR_SET_PDEATHS
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
 import hashlib
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..brokers.external import ExternalBrokers, refuse_faults
-from ..brokers.handles import BrokerHandle, PidNodes, reap_if_child
-from ..brokers.process import kill_and_wait, stopped_on_failure
+from ..brokers.external import refuse_faults
+from ..brokers.handles import BrokerHandle
+from ..brokers.process import stopped_on_failure
 from ..brokers.provision import attach, provision, reuse_for
-from ..errors import BrokerError, CellError, MatrixError, RoutesNotDeleted, SixninesError
+from ..errors import BrokerError, CellError, MatrixError
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.storage import lake_path
-from ..paths import cache_dir
 from ..secrecy import fingerprint, scrub_exception, split_secrets
 from ..spec.cell import cell_id, series_key
 from ..spec.kept import cell_from, cell_record
 from ..spec.matrix import CELL_ADAPTER, Cell
-from ..systems import UnknownSystem, resolve_release
+from ..systems import resolve_release
 from ..topology import hosts, netns
 from ..topology.hosts import broker_site
 from ..topology.netns import Topology, inside
+from .detached import stop_generator, topology_of, work_token
 from .drive import CellRun, check_cpus
-from .hostparts import child_env, collect_parts, discard, publish_cell
+from .hostlease import HostBusy, acquire_host, host_poll_s
+from .hostparts import collect_parts, discard, publish_cell
 from .landing import CellReport, describe, keep_broker_logs, land_cell
-
-BROKER_POLICIES = ("fresh", "reuse")
-PHASES = ("warmup", "measure", "cooldown")
-_GENERATOR_GRACE_S = 30.0  # SIGTERM → the generator reaps its workers and writes its facts
-
-
-@dataclass(frozen=True)
-class CellWork:
-    """The per-cell folder through which detached steps find each other."""
-
-    root: Path
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state.json"
-
-    @property
-    def generator(self) -> Path:
-        return self.root / "generator.json"
-
-    @property
-    def status(self) -> Path:
-        return self.root / "status.json"
-
-    @property
-    def cellrun(self) -> Path:
-        return self.root / "cellrun.json"
-
-    @property
-    def landed(self) -> Path:
-        return self.root / "landed.json"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "generator.log"
-
-    @property
-    def brokers_dir(self) -> Path:
-        return self.root / "brokers"
-
-    def verdict(self, phase: str) -> Path:
-        return self.root / f"verdict-{phase}.json"
-
-    def read(self, path: Path) -> dict[str, Any] | None:
-        """A JSON file of this folder, or None if it does not exist (yet)."""
-        try:
-            return json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
-
-    def cell(self) -> Cell:
-        state = self.read(self.state)
-        if state is None:
-            raise CellError("?", f"no provisioned cell in {self.root}")
-        return cell_from(state)
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+from .teardown import teardown_step
+from .work import BROKER_POLICIES, PHASES, CellWork
 
 
 # -- steps shared with the CLI runner ---------------------------------------------------------------------
@@ -197,37 +132,6 @@ def broker_key(cell: Cell) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
 
 
-HOST_POLL_ENV = "SIXNINES_HOST_POLL_S"
-HOST_LEASE_ENV = "SIXNINES_HOST_LEASE"
-
-
-class HostBusy(SixninesError):
-    """Another cell holds the host: starting brokers or load now would overlap two benchmarks."""
-
-
-def lease_path() -> Path:
-    """The host lease: the file `SIXNINES_HOST_LEASE` names when set and not empty, else `host.lease` in the cache.
-    A lease is the host's, not a cache's: projects with caches of their own on one host (two Airflow deployments, a
-    checkout beside a deployment) that name one file take turns with each other's cells as with their own."""
-    raw = os.environ.get(HOST_LEASE_ENV, "").strip()
-    if not raw:
-        return cache_dir() / "host.lease"
-    path = Path(raw).resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def acquire_host(work: CellWork) -> None:
-    """Take the host for this cell, or raise HostBusy naming the cell that has it. The lease names the process
-    that took it (PID and start time): until the cell's brokers are recorded, that process running is what
-    keeps the lease alive."""
-    with _lease_lock():
-        holder = _lease_holder()
-        if holder is not None and holder.get("work") != str(work.root) and not _lease_stale(holder):
-            raise HostBusy(_busy_with(holder))
-        write_json(lease_path(), {"work": str(work.root), "cell": work.root.name, "since": _now(), "taker": _taker()})
-
-
 def provision_when_free(
     cell: Cell,
     run: RunInfo,
@@ -249,178 +153,6 @@ def provision_when_free(
                 on_wait(str(busy))
                 told = True
             time.sleep(host_poll_s(poll_s))
-
-
-def host_poll_s(default: float) -> float:
-    """How often a cell waiting for the host asks again: `SIXNINES_HOST_POLL_S` when set and not empty (as
-    docker-compose passes an unset one), else `default`. A sweep's cells hold the host for minutes, so every few
-    seconds is soon enough; a test suite whose cell tests run in two workers wants the host back within a
-    fraction of a second of its release."""
-    raw = os.environ.get(HOST_POLL_ENV, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 3600:
-        raise SixninesError(f"{HOST_POLL_ENV}={raw!r}: expected seconds above 0 and at most 3600")
-    return value
-
-
-@contextlib.contextmanager
-def host_idle(poll_s: float = 5.0, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Hold the lease's lock while no cell holds the host: no cell runs, and none can start (taking the host
-    waits on this lock) until the block ends. For work that must not meet a cell half-built (`netns-clean`)."""
-    told = False
-    while True:
-        with _lease_lock():
-            holder = _lease_holder()
-            if holder is None or _lease_stale(holder):
-                yield
-                return
-        if on_wait is not None and not told:
-            on_wait(_busy_with(holder))
-            told = True
-        time.sleep(host_poll_s(poll_s))
-
-
-def release_host(work: CellWork) -> None:
-    """Give the host back if this cell holds it."""
-    with _lease_lock():
-        holder = _lease_holder()
-        if holder is not None and holder.get("work") == str(work.root):
-            lease_path().unlink()
-
-
-@contextlib.contextmanager
-def host_for_analysis(run_id: str, poll_s: float = 5.0, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Keep cells off this host while an analysis runs on it (local Spark): Spark on the cells' cores would slow
-    their brokers, and that latency would land in the tables as the broker's own. Analyses share the host with
-    one another (they measure nothing); a cell waits until every one has ended, and an analysis waits for the
-    cell holding the host (asking again every `host_poll_s(poll_s)` seconds, telling `on_wait` once why) unless
-    this process or one that started it took that cell's lease: a test or `dags test` analysing beside its own
-    cell would otherwise wait for itself."""
-    entry: dict[str, Any] | None = {"run": run_id, "since": _now(), "taker": _taker(), "id": os.urandom(6).hex()}
-    told = False
-    while True:
-        with _lease_lock():
-            holder = _lease_holder()
-            if holder is None or "analyses" in holder or _lease_stale(holder):
-                running = [a for a in (holder or {}).get("analyses", []) if process_alive(a["taker"])]
-                write_json(lease_path(), {"analyses": [*running, entry]})
-                break
-            if _taken_by_this_process_tree(holder):
-                entry = None
-                break
-        if on_wait is not None and not told:
-            on_wait(_busy_with(holder))
-            told = True
-        time.sleep(host_poll_s(poll_s))
-    try:
-        yield
-    finally:
-        if entry is not None:
-            _leave_analyses(entry)
-
-
-def _leave_analyses(entry: dict[str, Any]) -> None:
-    """Take `entry` (and any analysis whose process is gone) off the lease; the last one out frees the host."""
-    with _lease_lock():
-        holder = _lease_holder()
-        if holder is None or "analyses" not in holder:
-            return
-        running = [a for a in holder["analyses"] if a != entry and process_alive(a["taker"])]
-        if running:
-            write_json(lease_path(), {"analyses": running})
-        else:
-            lease_path().unlink()
-
-
-def _taken_by_this_process_tree(holder: dict[str, Any]) -> bool:
-    """The cell's lease was taken by this process or one of its ancestors, and that process still runs."""
-    import psutil
-
-    taker = holder.get("taker")
-    if taker is None:
-        return False
-    tree = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
-    return int(taker["pid"]) in tree and process_alive(taker)
-
-
-@contextlib.contextmanager
-def _lease_lock() -> Iterator[None]:
-    """flock around reading and writing the lease, so two provisions cannot both take a free host."""
-    with open(lease_path().with_suffix(".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _busy_with(holder: dict[str, Any]) -> str:
-    if "analyses" in holder:
-        runs = ", ".join(f"{a['run']} (since {a['since']})" for a in holder["analyses"])
-        return f"the host is busy with the analysis of run {runs}"
-    return f"the host is busy with cell {holder['cell']} ({holder['work']}, since {holder['since']})"
-
-
-def _taker() -> dict[str, Any]:
-    """This process, as a lease records it: PID and start time (a recycled PID is another process)."""
-    return {"pid": os.getpid(), "create_time": _started_at(os.getpid())}
-
-
-def _lease_holder() -> dict[str, Any] | None:
-    try:
-        return json.loads(lease_path().read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-def _lease_stale(holder: dict[str, Any]) -> bool:
-    """The holder was torn down, never provisioned, or none of its processes runs any more. While it provisions
-    (no brokers recorded yet, no failure either), the process that took the lease is what runs: a broker taking
-    seconds to start must not leave the host to the next cell. Analyses hold it while any of theirs runs."""
-    if "analyses" in holder:
-        return not any(process_alive(a["taker"]) for a in holder["analyses"])
-    work = CellWork(Path(holder["work"]))
-    if (work.root / "teardown.json").exists():
-        return True
-    state = work.read(work.state)
-    if state is None or (state.get("brokers") is None and not state.get("failure")):
-        return _taker_gone(holder)
-    known = work.read(work.generator)
-    if known is not None and generator_alive(work, known):
-        return False
-    brokers = state.get("brokers")
-    if not brokers:
-        return True
-    if brokers.get("kind") == "external":  # no node is the cell's process: between provision and load (and after
-        return _taker_gone(holder)  # it), the process that took the lease running is what keeps the host
-    try:
-        return not any(attach(brokers).alive().values())
-    except UnknownSystem:  # a system another checkout sharing the cache knows: its nodes are asked by PID alone
-        nodes = {int(k): int(v) for k, v in (brokers.get("nodes") or {}).items()}
-        return not any(PidNodes(nodes, brokers.get("process_name") or "?").alive().values())
-    except ValidationError:  # an external cell of a system this checkout lacks: its spec is unreadable here, and
-        return False  # it may well be running
-
-
-def _taker_gone(holder: dict[str, Any]) -> bool:
-    """The process that took the lease has ended (or none was recorded)."""
-    taker = holder.get("taker")
-    return taker is None or not process_alive(taker)
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat()
-
-
-def _started_at(pid: int) -> float:
-    import psutil
-
-    return psutil.Process(pid).create_time()
 
 
 # -- Airflow's steps --------------------------------------------------------------------------------------
@@ -525,45 +257,6 @@ def _brokers_for(
     return state
 
 
-def work_token(work: CellWork) -> str:
-    """A short token unique to this cell's work folder (run and group): names its network namespaces."""
-    return hashlib.sha256(str(work.root.resolve()).encode()).hexdigest()[:8]
-
-
-def topology_of(state: dict[str, Any] | None) -> Topology | None:
-    """The cell's namespaces as provision recorded them (None: the cell runs in the root namespace)."""
-    data = (state or {}).get("topology")
-    return Topology.from_dict(data) if data else None
-
-
-def start_generator(work: CellWork) -> int:
-    """Start the one process that drives the whole schedule (warmup → measure → cooldown → drain), detached in
-    its own session so it outlives the task that started it. Calling it again returns the running one; a
-    generator that already ended cannot be restarted (its schedule is gone)."""
-    known = work.read(work.generator)
-    if known is not None:
-        if generator_alive(work, known):
-            return int(known["pid"])
-        raise CellError(work.cell().id, "the generator of this cell already ran; re-run the cell from provision")
-    state = work.read(work.state)
-    if state is None or state.get("brokers") is None:
-        raise CellError("?", f"cannot start a generator: no provisioned brokers in {work.root}")
-    env = child_env(cell_from(state), lake_path(state["lake"]))
-    with open(work.log, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bench_tasks", "cell", "drive", str(work.root)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env=env,
-        )
-    import psutil
-
-    write_json(work.generator, {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()})
-    return proc.pid
-
-
 def land_step(work: CellWork) -> dict[str, Any]:
     """Airflow's land: `land` once, returning the landed summary (a retried land returns what it landed)."""
     state = _provisioned(work)
@@ -648,170 +341,3 @@ def landed_summary(report: CellReport, run: RunInfo) -> dict[str, Any]:
         "run_id": run.run_id,
         "run_date": run.run_date,
     }
-
-
-def stop_generator(work: CellWork, grace_s: float = _GENERATOR_GRACE_S) -> list[int]:
-    """SIGTERM the generator (it then reaps its workers and records its partial run), wait, then SIGKILL
-    whatever is left of its process group. Returns the PIDs that had to be signalled."""
-    known = work.read(work.generator)
-    if known is None:
-        return []
-    signalled = []
-    if _signal_generator(work, known, signal.SIGTERM):
-        signalled.append(int(known["pid"]))
-        deadline = time.monotonic() + grace_s
-        while generator_alive(work, known) and time.monotonic() < deadline:
-            time.sleep(0.1)
-    group = _generator_group(known)
-    signalled += [proc.pid for proc in group]
-    # teardown checks for survivors right after this: each killed member must be gone by then
-    kill_and_wait(group)
-    for pid in signalled:
-        reap_if_child(pid)
-    return signalled
-
-
-def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
-    """Stop the generator and the brokers (graceful, then forced) and verify nothing of the cell survives.
-
-    Safe to call any number of times. With policy `reuse` the brokers are kept for the next cell with the same
-    broker spec (the run's last step releases them); everything else must be gone. External brokers keep running:
-    their teardown deletes the cell's topics/streams (whatever happened before), listed as `deleted_routes`; a
-    route the broker did not delete is listed with why (`routes_not_deleted`) and fails teardown once it is done."""
-    stopped = stop_generator(work)
-    state = work.read(work.state) or {}
-    kept: list[int] = []
-    brokers = attach(state["brokers"]) if state.get("brokers") else None
-    external = isinstance(brokers, ExternalBrokers)
-    deleted: list[str] = []
-    not_deleted: RoutesNotDeleted | None = None
-    if brokers is not None:
-        if isinstance(brokers, ExternalBrokers):
-            deleted, not_deleted = _delete_routes(brokers)
-        elif keep_reused and state["provisioning"]["policy"] == "reuse":
-            kept = brokers.pids()
-        else:
-            stopped += brokers.stop()
-    survivors = [p.pid for p in _generator_group(work.read(work.generator))]
-    if brokers is not None and not kept:
-        survivors += brokers.running()
-    topology = topology_of(state)
-    if survivors:
-        if topology is not None:  # the namespaces go even so; a survivor keeps running, but named nowhere
-            netns.destroy(topology)
-        raise BrokerError(f"teardown of {work.root}: processes still running: {sorted(survivors)}")
-    if not kept:
-        shutil.rmtree(work.brokers_dir, ignore_errors=True)
-    removed = netns.destroy(topology) if topology is not None else []
-    if state.get("hosts_dir"):
-        discard(lake_path(state["hosts_dir"]))
-    report: dict[str, Any] = {
-        "stopped": sorted(set(stopped)),
-        "kept": kept,
-        "namespaces_removed": removed,
-        "at": _now(),
-    }
-    if external:
-        report["deleted_routes"] = deleted
-        if not_deleted is not None:
-            report["routes_not_deleted"] = not_deleted.failed
-    if work.root.exists():
-        write_json(work.root / "teardown.json", report)
-    release_host(work)
-    if not_deleted is not None:
-        raise not_deleted
-    return report
-
-
-def _delete_routes(brokers: ExternalBrokers) -> tuple[list[str], RoutesNotDeleted | None]:
-    """An external cell's routes deleted: those the broker confirmed, and its refusal of any others, which
-    teardown raises only after it stopped everything else, recorded both and gave the host back."""
-    try:
-        return brokers.delete_routes(), None
-    except RoutesNotDeleted as refused:
-        return refused.deleted, refused
-
-
-def release_clusters(clusters: Path) -> list[int]:
-    """Stop every cluster kept for reuse in `clusters` (the end of a run with policy `reuse`)."""
-    stopped: list[int] = []
-    for entry in sorted(clusters.glob("*.json")) if clusters.exists() else []:
-        state = json.loads(entry.read_text())
-        brokers = attach(state)
-        stopped += brokers.stop()
-        if any(brokers.alive().values()):
-            raise BrokerError(f"cluster {entry.stem} still running after stop: {brokers.pids()}")
-        shutil.rmtree(state["workdir"], ignore_errors=True)
-        entry.unlink()
-    return stopped
-
-
-def generator_alive(work: CellWork, known: dict[str, Any]) -> bool:
-    """The recorded generator still runs (process_alive)."""
-    return process_alive(known)
-
-
-def process_alive(known: dict[str, Any]) -> bool:
-    """The recorded process still runs (same PID *and* start time, so a recycled PID does not count). A zombie
-    of it is reaped, if it is this process's child; a process that now holds its PID is left alone (waiting on it
-    would take the exit status of a child of ours that merely got the same number)."""
-    import psutil
-
-    try:
-        proc = psutil.Process(int(known["pid"]))
-        if abs(proc.create_time() - float(known["create_time"])) >= 0.01:
-            return False
-        if proc.status() != psutil.STATUS_ZOMBIE:
-            return True
-    except psutil.NoSuchProcess:
-        return False
-    reap_if_child(int(known["pid"]))
-    return False
-
-
-def _signal_generator(work: CellWork, known: dict[str, Any], sig: int) -> bool:
-    """Send `sig` to the recorded generator if it still runs; whether it was sent. Through a pidfd opened before
-    its identity is checked: the signal reaches that very process or none, never one that was given its PID
-    between the check and the signal."""
-    try:
-        pidfd = os.pidfd_open(int(known["pid"]))
-    except ProcessLookupError:
-        return False
-    try:
-        if not generator_alive(work, known):
-            return False
-        signal.pidfd_send_signal(pidfd, sig)
-        return True
-    except ProcessLookupError:  # it ended since the check
-        return False
-    finally:
-        os.close(pidfd)
-
-
-def _generator_group(known: dict[str, Any] | None) -> list[Any]:
-    """Live processes of the generator's session (its workers, multiprocessing's helpers): the group id is the
-    generator's PID, and each member started after it. A group id is never given to a new process while any
-    process is in that group; once the whole group is gone it is a free PID again, and a session leader started
-    since (a Celery worker, a detached broker) may hold it: when a process other than the generator has its PID,
-    the generator's group is empty and nothing is matched."""
-    import psutil
-
-    if known is None:
-        return []
-    pgid, since = int(known["pid"]), float(known["create_time"])
-    with contextlib.suppress(psutil.NoSuchProcess):
-        if abs(psutil.Process(pgid).create_time() - since) >= 0.01:
-            return []
-    members = []
-    for proc in psutil.process_iter(["pid", "create_time", "status"]):
-        try:
-            if (
-                os.getpgid(proc.pid) == pgid
-                and proc.info["create_time"] >= since - 0.01
-                and proc.info["status"] != psutil.STATUS_ZOMBIE
-                and (proc.pid != pgid or abs(proc.info["create_time"] - since) < 0.01)  # given the PID meanwhile
-            ):
-                members.append(proc)
-        except (ProcessLookupError, psutil.NoSuchProcess):
-            continue
-    return members

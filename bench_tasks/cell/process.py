@@ -27,8 +27,9 @@ from ..load.live import LiveMonitor
 from ..spec.kept import cell_from
 from ..spec.matrix import Cell
 from .brokerwatch import Finding, watch_for
+from .detached import topology_of
 from .drive import CellRun, Fault, drive
-from .lifecycle import CellWork, topology_of
+from .work import CellWork
 
 STATUS_SCHEMA_VERSION = 1  # 1: first version
 

@@ -24,9 +24,11 @@ from ..systems import resolve_release, resolve_version, system
 from .drive import Fault
 from .hostparts import run_hosts
 from .landing import CellReport, acked_metric
-from .lifecycle import CellWork, land, provision_when_free, teardown_step
+from .lifecycle import land, provision_when_free
 from .process import drive_work
+from .teardown import teardown_step
 from .verdict import discard_cell_work
+from .work import CellWork
 
 __all__ = [
     "CellReport",
@@ -38,7 +40,7 @@ __all__ = [
     "select_cells",
 ]
 HOST_POLL_S = 5.0  # how often a cell waiting for the host (another run's cell holds it) asks again, unless
-# SIXNINES_HOST_POLL_S says otherwise (lifecycle.host_poll_s)
+# SIXNINES_HOST_POLL_S says otherwise (hostlease.host_poll_s)
 
 
 def resolve_cells(matrix: Matrix) -> list[Cell]:

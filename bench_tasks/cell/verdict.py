@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..lake.storage import LakePath, lake_path
-from .lifecycle import CellWork
+from .work import CellWork
 
 KEEP_WORK_ENV = "SIXNINES_KEEP_WORK"
 

@@ -23,7 +23,8 @@ from ..core.schedule import NS_PER_S
 from ..errors import CellError
 from ..lake.layout import write_json
 from ..spec.matrix import Cell
-from .lifecycle import PHASES, CellWork, generator_alive
+from .detached import generator_alive
+from .work import PHASES, CellWork
 
 STALE_S = 15.0  # a running generator writes its status every second
 START_TIMEOUT_S = 120.0  # worker processes start and the topic/stream is created before t0

@@ -60,7 +60,7 @@ def netns_clean(
     Every `sixnines-<token>-*` namespace of a run token in which no process runs. Cells remove their own. A cell
     being built has idle namespaces for a moment too, so this waits while a cell holds the host, and no cell
     starts until it is done."""
-    from ..cell.lifecycle import host_idle
+    from ..cell.hostlease import host_idle
     from ..topology import netns
 
     with host_idle(on_wait=lambda why: out.print(f"waiting: {why}", highlight=False)):

@@ -18,7 +18,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.cell.lifecycle import HOST_LEASE_ENV, CellWork, HostBusy, acquire_host, host_poll_s, release_host
+from bench_tasks.cell.hostlease import HOST_LEASE_ENV, HostBusy, acquire_host, host_poll_s, release_host
+from bench_tasks.cell.work import CellWork
 from tests.airflow_celery import celery_airflow
 from tests.airflow_project import airflow_project
 

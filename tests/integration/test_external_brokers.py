@@ -15,9 +15,12 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.brokers.tls import make_tls
-from bench_tasks.cell.lifecycle import PHASES, CellWork, land_step, provision_when_free, start_generator, teardown_step
+from bench_tasks.cell.detached import start_generator
+from bench_tasks.cell.lifecycle import land_step, provision_when_free
 from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.cell.teardown import teardown_step
 from bench_tasks.cell.watch import watch_phase
+from bench_tasks.cell.work import PHASES, CellWork
 from bench_tasks.errors import BrokerError
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell, parse_matrix

@@ -13,17 +13,11 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.cell.lifecycle import (
-    PHASES,
-    CellWork,
-    land_step,
-    prepare_cell,
-    provision_step,
-    provision_when_free,
-    start_generator,
-    teardown_step,
-)
+from bench_tasks.cell.detached import start_generator
+from bench_tasks.cell.lifecycle import land_step, prepare_cell, provision_step, provision_when_free
+from bench_tasks.cell.teardown import teardown_step
 from bench_tasks.cell.watch import watch_phase
+from bench_tasks.cell.work import PHASES, CellWork
 from bench_tasks.errors import CellError
 from bench_tasks.lake.layout import Lake, RunInfo
 
@@ -93,7 +87,7 @@ def test_broker_killed_mid_measure_fails_the_cell_and_lands_it(tmp_path: Path, n
 
 
 def test_reuse_policy_shares_a_cluster_and_records_it(tmp_path: Path, no_orphans: None) -> None:
-    from bench_tasks.cell.lifecycle import release_clusters
+    from bench_tasks.cell.teardown import release_clusters
 
     first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
     run, lake, clusters = RunInfo.new(), tmp_path / "lake", tmp_path / "clusters"
@@ -115,7 +109,7 @@ def test_reuse_policy_shares_a_cluster_and_records_it(tmp_path: Path, no_orphans
 
 def test_cells_never_share_the_host(tmp_path: Path, no_orphans: None) -> None:
     """Whatever DAG or run they belong to: a second cell cannot provision while the first holds the host."""
-    from bench_tasks.cell.lifecycle import HostBusy
+    from bench_tasks.cell.hostlease import HostBusy
 
     first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
     run, lake = RunInfo.new(), tmp_path / "lake"

@@ -13,8 +13,10 @@ import pika
 import pytest
 from rich.console import Console
 
-from bench_tasks.cell.lifecycle import CellWork, provision_when_free, teardown_step
+from bench_tasks.cell.lifecycle import provision_when_free
 from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.cell.teardown import teardown_step
+from bench_tasks.cell.work import CellWork
 from bench_tasks.errors import RoutesNotDeleted
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import parse_matrix

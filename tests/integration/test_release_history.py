@@ -12,16 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.cell.lifecycle import (
-    PHASES,
-    CellWork,
-    land_step,
-    prepare_cell,
-    provision_when_free,
-    start_generator,
-    teardown_step,
-)
+from bench_tasks.cell.detached import start_generator
+from bench_tasks.cell.lifecycle import land_step, prepare_cell, provision_when_free
+from bench_tasks.cell.teardown import teardown_step
 from bench_tasks.cell.watch import watch_phase
+from bench_tasks.cell.work import PHASES, CellWork
 from bench_tasks.lake.layout import RunInfo
 from bench_tasks.load import cpushare
 from bench_tasks.regressions.history import read_history, read_repeat_spreads

@@ -19,18 +19,12 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.brokers.provision import attach
-from bench_tasks.cell.lifecycle import (
-    PHASES,
-    CellWork,
-    land_step,
-    prepare_cell,
-    provision_when_free,
-    release_clusters,
-    start_generator,
-    teardown_step,
-)
+from bench_tasks.cell.detached import start_generator
+from bench_tasks.cell.lifecycle import land_step, prepare_cell, provision_when_free
 from bench_tasks.cell.runner import run_cell, select_cells
+from bench_tasks.cell.teardown import release_clusters, teardown_step
 from bench_tasks.cell.watch import watch_phase
+from bench_tasks.cell.work import PHASES, CellWork
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.report import build_run_report
 from bench_tasks.spec.matrix import parse_matrix

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from bench_tasks.cell.lifecycle import CellWork, HostBusy, acquire_host
+from bench_tasks.cell.hostlease import HostBusy, acquire_host
+from bench_tasks.cell.work import CellWork
 from spark_jobs.pipeline import host_held
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import psutil
 
-from bench_tasks.cell.lifecycle import CellWork, _generator_group, generator_alive, stop_generator
+from bench_tasks.cell.detached import generator_alive, generator_group, stop_generator
+from bench_tasks.cell.work import CellWork
 from bench_tasks.lake.layout import write_json
 from tests.processes import LEAVES_A_CHILD
 
@@ -29,7 +30,7 @@ def test_a_recorded_pid_now_held_by_another_session_leader_is_left_alone(tmp_pat
         work = CellWork(tmp_path)
         known = _record(work, other.pid, psutil.Process(other.pid).create_time() - 100)
         assert not generator_alive(work, known)
-        assert _generator_group(known) == []
+        assert generator_group(known) == []
         assert stop_generator(work, grace_s=1) == []
         assert other.poll() is None  # neither SIGTERMed nor SIGKILLed
     finally:
@@ -43,7 +44,7 @@ def test_the_members_a_gone_generator_left_in_its_group_are_killed(tmp_path: Pat
     leader.wait(timeout=30)
     work = CellWork(tmp_path)
     known = _record(work, leader.pid, create_time)
-    (member,) = _generator_group(known)
+    (member,) = generator_group(known)
     assert member.cmdline() == ["sleep", "60"]
     assert stop_generator(work, grace_s=1) == [member.pid]
     # gone by the time stop_generator returns (teardown checks for survivors right after it), or a zombie

@@ -13,15 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench_tasks.cell.lifecycle import (
-    CellWork,
-    HostBusy,
-    acquire_host,
-    host_for_analysis,
-    host_idle,
-    host_poll_s,
-    release_host,
-)
+from bench_tasks.cell.hostlease import HostBusy, acquire_host, host_for_analysis, host_idle, host_poll_s, release_host
+from bench_tasks.cell.work import CellWork
 from bench_tasks.errors import SixninesError
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.cell.lifecycle import CellWork, broker_key, prepare_cell
+from bench_tasks.cell.lifecycle import broker_key, prepare_cell
 from bench_tasks.cell.tables import percentile_table, report_from_row
 from bench_tasks.cell.watch import phase_summary, progress_line
+from bench_tasks.cell.work import CellWork
 from bench_tasks.core.compare import compare_versions, format_comparison
 from bench_tasks.errors import CellError, MatrixError
 from bench_tasks.spec.matrix import parse_matrix
