@@ -48,7 +48,8 @@ from bench_tasks.cell.landing import CellReport, land_cell
 from bench_tasks.cell.lifecycle import provision_brokers
 from bench_tasks.cell.runner import select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.systems.kafka.admin import create_topic
 from bench_tasks.systems.kafka.jvm import java_binary
 from bench_tasks.systems.kafka.native import (

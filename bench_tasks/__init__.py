@@ -12,7 +12,9 @@ from typing import Any
 
 # public name -> (module under bench_tasks, attribute there)
 _EXPORTS: dict[str, tuple[str, str]] = {
-    **{name: ("spec.matrix", name) for name in ("Cell", "Matrix", "expand_repeats", "load_matrix", "parse_matrix")},
+    **{name: ("spec.matrix", name) for name in ("load_matrix", "parse_matrix")},
+    **{name: ("spec.matrix_model", name) for name in ("Cell", "Matrix")},
+    "expand_repeats": ("spec.repeats", "expand_repeats"),
     **{name: ("systems", name) for name in ("SYSTEMS", "System", "system", "system_of")},
     **{name: ("errors", name) for name in ("BrokerError", "CellError", "MatrixError", "PayloadError", "SixninesError")},
     "cache_dir": ("paths", "cache_dir"),

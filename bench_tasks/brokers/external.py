@@ -25,7 +25,7 @@ from ..load.loop import run_precise
 from ..load.routes import Target
 from ..secrecy import remember_settings, without_userinfo
 from ..spec.kept import cell_from, cell_record
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from ..systems import system_of
 from .connections import ClientAccess, get_connection
 from .handles import STATE_SCHEMA

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from ..systems import system_of
 from .external import ExternalBrokers
 from .handles import BrokerHandle, NodeBrokers

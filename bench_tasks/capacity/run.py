@@ -18,7 +18,7 @@ from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.storage import write_text
 from ..spec.capacity import CapacitySpec, Objective
 from ..spec.cell import cell_id, series_key
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from .judge import judge
 from .search import Search, Step
 

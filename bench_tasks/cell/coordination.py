@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ..core.schedule import NS_PER_S
 from ..errors import CellError
 from ..load.live import LiveMonitor
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from ..topology import HOSTS_TIMEOUT_S
 from ..topology.hosts import clock_offsets, host_of
 from ..topology.netns import Topology

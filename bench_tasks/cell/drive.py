@@ -26,7 +26,7 @@ from ..load.live import LiveMonitor
 from ..load.loop import run_precise
 from ..load.plan import WorkerPlan
 from ..load.routes import MEASURED, Target, final_route
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from ..systems import system_of
 from ..topology.hosts import broker_site, cell_routes, node_links, worker_netns, worker_route
 from ..topology.netns import Topology, inside

@@ -42,10 +42,11 @@ from rich.console import Console
 from ..brokers.handles import client_of
 from ..brokers.provision import attach
 from ..errors import CellError
-from ..lake.storage import CONN_ID_ENV, LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
+from ..lake.s3conf import CONN_ID_ENV
+from ..lake.storage import LakePath, S3Path, get_folder, put_folder, remove_tree, write_text
 from ..paths import cache_dir
 from ..secrecy import merge_secrets, seal, split_secrets, unseal
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from ..topology import HOSTS_TIMEOUT_S
 from ..topology.hosts import load_hosts, queue_of
 from ..topology.rendezvous import HostPart, Rendezvous

@@ -26,7 +26,7 @@ from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.records import RECEIVED_SCHEMA, SCHEMA_VERSION, SENT_SCHEMA, write_parquet
 from ..secrecy import recorded_model, scrub_text, scrubbed
 from ..spec.leader import leader_node
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from ..systems import system_of
 from .context import harness_context
 from .drive import CellRun

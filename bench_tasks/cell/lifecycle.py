@@ -44,7 +44,7 @@ from ..lake.storage import lake_path
 from ..secrecy import fingerprint, scrub_exception, split_secrets
 from ..spec.cell import cell_id, series_key
 from ..spec.kept import cell_from, cell_record
-from ..spec.matrix import CELL_ADAPTER, Cell
+from ..spec.matrix_model import CELL_ADAPTER, Cell
 from ..systems import resolve_release
 from ..topology import hosts, netns
 from ..topology.hosts import broker_site

@@ -25,7 +25,7 @@ from ..errors import CellError
 from ..lake.layout import write_json
 from ..load.live import LiveMonitor
 from ..spec.kept import cell_from
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from .brokerwatch import Finding, watch_for
 from .detached import topology_of
 from .drive import CellRun, Fault, drive

@@ -19,7 +19,8 @@ from ..lake.storage import lake_path
 from ..paths import cache_dir
 from ..secrecy import without_userinfo
 from ..spec.cell import cell_id, series_key
-from ..spec.matrix import Cell, Matrix, expand_repeats
+from ..spec.matrix_model import Cell, Matrix
+from ..spec.repeats import expand_repeats
 from ..systems import resolve_release, resolve_version, system
 from .drive import Fault
 from .hostparts import run_hosts

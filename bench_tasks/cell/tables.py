@@ -14,7 +14,7 @@ from rich.table import Table
 from ..core.analysis import Accounting, CellAnalysis
 from ..core.percentiles import PERCENTILES, LatencySummary
 from ..core.saturation import describe as describe_harness
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from .runner import CellReport
 
 BASIS_LABEL = {"intended": "resp", "sent": "svc"}

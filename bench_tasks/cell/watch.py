@@ -22,7 +22,7 @@ from ..brokers.provision import attach
 from ..core.schedule import NS_PER_S
 from ..errors import CellError
 from ..lake.layout import write_json
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from .detached import generator_alive
 from .work import PHASES, CellWork
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import CellError
 from ..spec.kept import cell_from
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 
 BROKER_POLICIES = ("fresh", "reuse")
 PHASES = ("warmup", "measure", "cooldown")

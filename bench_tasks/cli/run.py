@@ -59,7 +59,8 @@ def cells(matrix: MatrixArgument, as_json: JsonOption = False) -> None:
     problem found, each naming the field."""
     from ..capacity.search import max_search_steps
     from ..cell.runner import estimated_wall_s, resolve_cells
-    from ..spec.matrix import expand_repeats, load_matrix
+    from ..spec.matrix import load_matrix
+    from ..spec.repeats import expand_repeats
 
     loaded = load_matrix(matrix)
     resolved = resolve_cells(loaded)

@@ -23,7 +23,8 @@ import yaml
 
 from ..core.header import HEADER_SIZE
 from ..errors import InteropError, MatrixError
-from ..spec.matrix import Matrix, parse_matrix
+from ..spec.matrix import parse_matrix
+from ..spec.matrix_model import Matrix
 from .omb_draft import Draft, Mapped
 from .omb_driver import OmbDriver
 

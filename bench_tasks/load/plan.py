@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.schedule import NS_PER_S, stream_offsets_ns
-from ..spec.matrix import CELL_ADAPTER, CellSpec
+from ..spec.matrix_model import CELL_ADAPTER, CellSpec
 from .routes import MEASURED
 
 Clock = Callable[[], int]  # a worker's one clock: monotonic, or on a real host the host clock

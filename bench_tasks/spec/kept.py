@@ -18,7 +18,8 @@ from typing import Any
 
 from ..errors import CellError
 from ..secrecy import REDACTED, merge_secrets, split_secrets, write_secret
-from .matrix import Cell, load_matrix
+from .matrix import load_matrix
+from .matrix_model import Cell
 
 SECRETS_NAME = "cell.json"
 

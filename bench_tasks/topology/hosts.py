@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..load.routes import MEASURED
-from ..spec.matrix import Cell
+from ..spec.matrix_model import Cell
 from ..spec.placement import domain_of, domain_routes
 from . import netns
 from .links import NodeLinks

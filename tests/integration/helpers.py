@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from bench_tasks.cell.runner import select_cells
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.systems.kafka.jvm import DEFAULT_GC_OPTS
 
 # Warmup and cooldown of a test cell that does not measure them: half a second each (a second each cost ~1 s in

@@ -37,7 +37,8 @@ from bench_tasks.brokers.cluster import free_ports
 from bench_tasks.brokers.connections import parse_connection
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.systems.kafka.access import kafka_access
 from bench_tasks.systems.kafka.admin import admin_client
 from bench_tasks.systems.kafka.cluster import _LOG4J2_CONFIG

@@ -136,7 +136,7 @@ def nats_external(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 def _streams(cell: Cell) -> list[str]:
     from bench_tasks.brokers.connections import get_connection
     from bench_tasks.systems import system_of
-    from bench_tasks.systems.nats.driver import connect
+    from bench_tasks.systems.nats.client import connect
 
     access = system_of(cell.spec).client_access(get_connection(cell.spec.connection), cell.spec)
 

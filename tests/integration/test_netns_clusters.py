@@ -22,7 +22,8 @@ from bench_tasks.cell.teardown import teardown_step
 from bench_tasks.cell.watch import watch_phase
 from bench_tasks.cell.work import CellWork
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.topology import netns
 
 from .test_netns_hosts import HOSTS, NETNS_TESTS, ours, received

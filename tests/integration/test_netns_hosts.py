@@ -24,7 +24,8 @@ from bench_tasks.cell.teardown import teardown_step
 from bench_tasks.cell.watch import watch_phase
 from bench_tasks.cell.work import CellWork
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.topology import netns
 
 _WHY_NOT = netns.permitted()

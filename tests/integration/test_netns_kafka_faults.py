@@ -20,7 +20,8 @@ from rich.console import Console
 from bench_tasks.cell.landing import CellReport
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.topology import netns
 
 from .helpers import FIRST_TIER_ONLY, newest_kafka

@@ -21,7 +21,8 @@ from bench_tasks.cell.hostparts import collect_parts, publish_cell, run_host_par
 from bench_tasks.cell.lifecycle import provision_brokers
 from bench_tasks.cell.runner import CellReport, run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.topology.rendezvous import Rendezvous
 
 pytestmark = pytest.mark.usefixtures("no_orphans")

@@ -22,7 +22,8 @@ from bench_tasks.load import cpushare
 from bench_tasks.regressions.history import read_history, read_repeat_spreads
 from bench_tasks.regressions.releases import moves, release_histories, tail_verdict
 from bench_tasks.report import build_run_report
-from bench_tasks.spec.matrix import expand_repeats, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.repeats import expand_repeats
 
 pytestmark = [
     pytest.mark.usefixtures("no_orphans"),

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from bench_tasks.errors import MatrixError
-from bench_tasks.spec.matrix import Matrix, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Matrix
 
 
 def one_system(

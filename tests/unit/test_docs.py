@@ -91,7 +91,7 @@ def test_readme_links_resolve() -> None:
 
 def test_every_key_example_is_valid_and_shows_every_key() -> None:
     from bench_tasks.spec.cell import Workload
-    from bench_tasks.spec.matrix import MatrixFile, SystemBlock
+    from bench_tasks.spec.matrix_model import MatrixFile, SystemBlock
     from bench_tasks.systems.nats.settings import NatsBroker, NatsClient
 
     example = blocks(MATRIX_DOC, "yaml")[0]

@@ -12,10 +12,11 @@ import pytest
 from bench_tasks.brokers.cluster import free_ports
 from bench_tasks.brokers.maven import mvn_reason
 from bench_tasks.errors import BrokerError
-from bench_tasks.systems.kafka.cluster import KafkaCluster, new_cluster_id
+from bench_tasks.systems.kafka.cluster import KafkaCluster
 from bench_tasks.systems.kafka.jvm import default_jvm_opts
 from bench_tasks.systems.kafka.properties import render_properties
 from bench_tasks.systems.kafka.release import available_versions
+from bench_tasks.systems.kafka.tools import new_cluster_id
 
 
 def test_render_properties_writes_values_as_kafka_parses_them() -> None:

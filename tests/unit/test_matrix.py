@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from bench_tasks.errors import MatrixError
-from bench_tasks.spec.matrix import Matrix, load_matrix, parse_matrix
+from bench_tasks.spec.matrix import load_matrix, parse_matrix
+from bench_tasks.spec.matrix_model import Matrix
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = "matrices/under_test.yaml"
@@ -608,7 +609,7 @@ def test_kafka_chain_refuses_hand_assigned_consumers() -> None:
 
 
 def test_repeats_keep_cell_ids_and_run_in_rounds() -> None:
-    from bench_tasks.spec.matrix import expand_repeats
+    from bench_tasks.spec.repeats import expand_repeats
 
     raw = sweep_raw()
     once = parse(raw)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from bench_tasks.errors import CellError, MatrixError
-from bench_tasks.spec.matrix import Matrix, parse_matrix
+from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks.spec.matrix_model import Matrix
 from bench_tasks.topology.hosts import check_runnable, generator_queue, load_hosts, per_host, queue_of, worker_route
 
 from .test_matrix import BASE_CELL_ID, BASE_SERIES_KEY, base_raw

@@ -12,7 +12,6 @@ from bench_tasks.errors import BrokerError
 from bench_tasks.systems import system
 from bench_tasks.systems.stan import STAN
 from bench_tasks.systems.stan.access import client_access
-from bench_tasks.systems.stan.client import subscription_request
 from bench_tasks.systems.stan.driver import (
     DURABLE_NAME,
     QUEUE_GROUP,
@@ -21,6 +20,7 @@ from bench_tasks.systems.stan.driver import (
     subject_for,
     subscription_options,
 )
+from bench_tasks.systems.stan.requests import subscription_request
 from bench_tasks.systems.stan.settings import StanCell
 
 

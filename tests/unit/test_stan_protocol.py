@@ -9,12 +9,7 @@ from typing import Any
 import pytest
 
 from bench_tasks.systems.stan import protocol as pb
-from bench_tasks.systems.stan.client import (
-    ServerSubjects,
-    StanError,
-    SubscriptionOptions,
-    subscription_request,
-)
+from bench_tasks.systems.stan.requests import ServerSubjects, StanError, SubscriptionOptions, subscription_request
 
 FIXTURES = {
     "ConnectRequest": "0a08636c69656e742d3112095f494e424f582e686218012206636f6e6e2d3128053058",
