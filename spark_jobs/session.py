@@ -19,7 +19,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from bench_tasks.lake.storage import S3Path, S3Settings, lake_path
+from bench_tasks.lake.s3conf import S3Settings
+from bench_tasks.lake.storage import S3Path, lake_path
 from spark_jobs.launch import submit_conf
 
 DEFAULT_CONF: dict[str, str] = {

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..brokers.maven import copy_dependencies
 from ..paths import cache_dir
-from .storage import StorageError
+from .s3conf import StorageError
 
 _MVN_TIMEOUT_S = 900  # the SDK bundle is ~700 MB
 

@@ -11,16 +11,8 @@ import pytest
 
 from bench_tasks.lake.layout import Lake, RunInfo, committed_cells, history_files, write_json
 from bench_tasks.lake.records import read_schema_version, write_parquet
-from bench_tasks.lake.storage import (
-    COMMIT_MARKER,
-    S3Path,
-    S3Settings,
-    lake_path,
-    new_attempt,
-    read_parquet,
-    spark_uri,
-    upload,
-)
+from bench_tasks.lake.s3conf import S3Settings
+from bench_tasks.lake.storage import COMMIT_MARKER, S3Path, lake_path, new_attempt, read_parquet, spark_uri, upload
 from tests.s3.conftest import keys
 
 RUN = RunInfo(run_id="r1", run_date="2026-01-02")

@@ -18,14 +18,11 @@ caller (the harness's side: readiness checks, admin requests) is then in a names
 
 from __future__ import annotations
 
-import base64
 import logging
 import re
 import shutil
 import socket
-import subprocess
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +40,7 @@ from .modes import LAST_NODE_GRACE_S, mode_of
 from .properties import render_properties
 from .release import class_archive, release_of, version_key
 from .security import ListenerSecurity
+from .tools import NodePlan, format_storage, new_cluster_id, run_tool, storage_tool
 from .zookeeper import MAIN_CLASS as ZOOKEEPER_CLASS
 from .zookeeper import ZooKeeper
 
@@ -131,26 +129,6 @@ class KafkaEndpoint:
     @property
     def ports(self) -> dict[int, int]:
         return {node.node_id: node.port for node in self.nodes}
-
-
-@dataclass(frozen=True)
-class _NodePlan:
-    node_id: int
-    port: int
-    controller_port: int | None
-    home: Path
-
-    @property
-    def log_dir(self) -> Path:
-        return self.home / "data"
-
-    @property
-    def properties_path(self) -> Path:
-        return self.home / "server.properties"
-
-    @property
-    def log_path(self) -> Path:
-        return self.home / "server.log"
 
 
 class KafkaCluster(NodeCluster):
@@ -293,9 +271,9 @@ class KafkaCluster(NodeCluster):
             for plan in plans:  # JAAS lines hold the listener's passwords
                 write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
             if self.zookeeper is None:
-                _format_storage(
+                format_storage(
                     tool,
-                    _storage_tool(release.storage_tool, release.libs),
+                    storage_tool(release.storage_tool, release.libs),
                     plans,
                     cluster_id,
                     deadline,
@@ -323,7 +301,7 @@ class KafkaCluster(NodeCluster):
         return self.endpoint
 
     def _start_quorum(
-        self, java: str, jvm_common: Sequence[str], tool: Sequence[str], plans: list[_NodePlan], deadline: float
+        self, java: str, jvm_common: Sequence[str], tool: Sequence[str], plans: list[NodePlan], deadline: float
     ) -> str:
         """Where the nodes keep their metadata: the KRaft voters (the nodes themselves), or a ZooKeeper started now
         (with the SCRAM users a SASL/SCRAM listener needs written into it)."""
@@ -331,7 +309,7 @@ class KafkaCluster(NodeCluster):
             return ",".join(f"{p.node_id}@{self.address_of(p.node_id)}:{p.controller_port}" for p in plans)
         connect = self.zookeeper.start(java, jvm_common, deadline)
         for i, args in enumerate(self.security.zookeeper_scram_args(connect)):
-            _run_tool(tool, CONFIG_TOOL_CLASS, args, self.zookeeper.home / f"scram-{i}", deadline, "adding SCRAM users")
+            run_tool(tool, CONFIG_TOOL_CLASS, args, self.zookeeper.home / f"scram-{i}", deadline, "adding SCRAM users")
         return connect
 
     def companions(self) -> list[tuple[int, str]]:
@@ -358,7 +336,7 @@ class KafkaCluster(NodeCluster):
                     f"({proc.log_path}):\n{proc.log_tail(40)}"
                 )
 
-    def _node_facts(self, plan: _NodePlan, properties: str, java: str) -> KafkaNode:
+    def _node_facts(self, plan: NodePlan, properties: str, java: str) -> KafkaNode:
         return KafkaNode(
             node_id=plan.node_id,
             pid=self.processes[plan.node_id].pid,
@@ -371,7 +349,7 @@ class KafkaCluster(NodeCluster):
             jvm=java_version(java),
         )
 
-    def _plan(self) -> list[_NodePlan]:
+    def _plan(self) -> list[NodePlan]:
         """Ports (free on each node's address, in its namespace) and fresh folders per node; a node's folder from an
         earlier start is wiped (its cluster id is stale), nothing else in `workdir` is touched."""
         shared = len(set(self.sites.values())) == 1
@@ -394,7 +372,7 @@ class KafkaCluster(NodeCluster):
             home = self.workdir / f"node-{i + 1}"
             shutil.rmtree(home, ignore_errors=True)
             home.mkdir(parents=True)
-            plans.append(_NodePlan(i + 1, *ports[i], home))
+            plans.append(NodePlan(i + 1, *ports[i], home))
         return plans
 
     def _write_logging_config(self, backend: str) -> str:
@@ -407,7 +385,7 @@ class KafkaCluster(NodeCluster):
         path.write_text(_RELOAD4J_CONFIG)
         return f"-Dlog4j.configuration=file:{path}"
 
-    def _wait_ready(self, bootstrap: str, plans: list[_NodePlan], deadline: float, timeout_s: float) -> None:
+    def _wait_ready(self, bootstrap: str, plans: list[NodePlan], deadline: float, timeout_s: float) -> None:
         """Until every node has logged that it started, with the expected version, and the cluster metadata lists
         all node ids as brokers. A node that exits fails the start at once, with its log tail."""
         expected = {p.node_id for p in plans}
@@ -449,76 +427,6 @@ def stop_detached(state: Mapping[str, Any], grace_s: float = 15.0) -> list[int]:
     if zookeeper:
         stop_pids([int(zookeeper["pid"])], ZOOKEEPER_CLASS, 5.0)
     return stopped
-
-
-def _format_storage(
-    java: list[str],
-    tool: str,
-    plans: list[_NodePlan],
-    cluster_id: str,
-    deadline: float,
-    extra: Sequence[str] = (),
-) -> None:
-    """Format every node's log dir with the release's storage tool (main class `tool`, run by the `java` command
-    line), all nodes in parallel; `extra` adds arguments (SCRAM users with their passwords: `--add-scram`). The
-    tool's arguments reach it through a private argument file (`java @file`), deleted once it ran: a process's
-    command line is readable by every user of the host."""
-    procs: dict[int, BrokerProcess] = {}
-    try:
-        for p in plans:
-            args = [tool, "format", "-t", cluster_id, "-c", str(p.properties_path), *extra]
-            argfile = write_secret(p.home / "format.args", java_argfile(args))
-            procs[p.node_id] = BrokerProcess([*java, f"@{argfile}"], p.home / "format.log")
-        for node_id, proc in procs.items():
-            try:
-                code = proc.popen.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired as exc:
-                raise BrokerError(f"formatting Kafka node {node_id} storage timed out") from exc
-            if code != 0:
-                raise BrokerError(f"formatting Kafka node {node_id} storage failed ({code}):\n{proc.log_tail(20)}")
-    finally:
-        for proc in procs.values():
-            proc.stop(grace_s=1.0)
-        for p in plans:
-            (p.home / "format.args").unlink(missing_ok=True)
-
-
-def _storage_tool(tool: str | None, libs: Path) -> str:
-    """The storage tool a KRaft release formats with, as the manifest of its `libs` names it."""
-    if tool is None:
-        raise BrokerError(f"the manifest of {libs.parent} names no storage tool; delete that folder to fetch it again")
-    return tool
-
-
-def _run_tool(java: Sequence[str], main: str, args: Sequence[str], home: Path, deadline: float, what: str) -> None:
-    """Run one of the release's command-line tools to its end; its arguments (passwords among them) go through a
-    private argument file, deleted once it ran."""
-    home.mkdir(parents=True, exist_ok=True)
-    argfile = write_secret(home / "tool.args", java_argfile([main, *args]))
-    proc = BrokerProcess([*java, f"@{argfile}"], home / "tool.log")
-    try:
-        code = proc.popen.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired as exc:
-        raise BrokerError(f"{what} ({main}) timed out") from exc
-    finally:
-        proc.stop(grace_s=1.0)
-        argfile.unlink(missing_ok=True)
-    if code != 0:
-        raise BrokerError(f"{what} ({main}) failed ({code}):\n{proc.log_tail(20)}")
-
-
-def java_argfile(args: Sequence[str]) -> str:
-    """`args` as a `java @file` argument file reads them: each quoted, backslash and quote escaped."""
-    return " ".join('"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"' for a in args) + "\n"
-
-
-def new_cluster_id() -> str:
-    """A random cluster id in Kafka's Uuid text form (16 bytes, URL-safe base64, no padding). Like Kafka's own
-    generator, it never starts with '-', which the storage tool's argument parser would take for an option."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not text.startswith("-"):
-            return text
 
 
 def _accepts(host: str, port: int) -> bool:

@@ -103,7 +103,7 @@ class ListenerSecurity:
 
     def format_args(self) -> list[str]:
         """SCRAM credentials for the storage tool: they must be in the metadata before the brokers start. They
-        hold passwords: only ever passed through a private argument file (`cluster._format_storage`)."""
+        hold passwords: only ever passed through a private argument file (`tools.format_storage`)."""
         if self.mechanism is None or not self.mechanism.startswith("SCRAM"):
             return []
         users = (("admin", self.admin_password), (CLIENT_USER, self.client_password))

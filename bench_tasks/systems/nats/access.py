@@ -87,7 +87,7 @@ def ask_version(address: str, client: Mapping[str, Any], spec: NatsCell) -> dict
 
 
 async def _server_info(address: str, client: Mapping[str, Any], spec: NatsCell) -> dict[str, Any]:
-    from .driver import connect
+    from .client import connect
 
     nc = await connect(address, spec, "sixnines-info", client)
     try:
@@ -119,7 +119,7 @@ async def _delete_streams(address: str, client: Mapping[str, Any], spec: NatsCel
         return []
     import nats.js.errors
 
-    from .driver import connect
+    from .client import connect
 
     nc = await connect(address, spec, "sixnines-teardown", client)
     gone = []

@@ -21,220 +21,30 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from ...errors import BrokerError
 from . import protocol as pb
+from .requests import (
+    ACK_PREFIX,
+    DISCOVER_PREFIX,
+    PublishWindowFull,
+    ServerSubjects,
+    StanError,
+    SubscriptionOptions,
+    stan_request,
+    subscribe_inbox,
+)
+from .subscription import MessageCallback, StanSubscription
 
-DISCOVER_PREFIX = "_STAN.discover"
-ACK_PREFIX = "_STAN.acks"
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9_-]+$")
-START_POSITIONS = {
-    "new_only": "NewOnly",
-    "last_received": "LastReceived",
-    "time_delta": "TimeDeltaStart",
-    "sequence": "SequenceStart",
-    "first": "First",
-}
 
 AckCallback = Callable[[str | None], None]  # None: acknowledged; otherwise why not
-MessageCallback = Callable[[Any], None]  # a decoded pb.MsgProto: sequence, subject, data, timestamp, redelivered
 LostCallback = Callable[[str], None]
 AcksNotSentCallback = Callable[[str], None]  # why a subscription's Acks could not be sent to the server
-
-
-class StanError(BrokerError):
-    """The streaming server refused a request, did not answer, or the connection was lost."""
-
-
-class PublishWindowFull(StanError):
-    """`max_pub_acks_in_flight` publishes wait for their PubAck; this one was not sent."""
-
-
-@dataclass(frozen=True)
-class ServerSubjects:
-    """Where a connected client sends its requests (from the server's ConnectResponse)."""
-
-    pub_prefix: str
-    sub_requests: str
-    unsub_requests: str
-    sub_close_requests: str
-    close_requests: str
-    ping_requests: str
-    ping_interval_s: int
-    ping_max_out: int
-    protocol: int
-
-    @classmethod
-    def from_response(cls, resp: Any) -> ServerSubjects:
-        if resp.error:
-            raise StanError(f"the streaming server refused the connection: {resp.error}")
-        return cls(
-            pub_prefix=resp.pubPrefix,
-            sub_requests=resp.subRequests,
-            unsub_requests=resp.unsubRequests,
-            sub_close_requests=resp.subCloseRequests,
-            close_requests=resp.closeRequests,
-            ping_requests=resp.pingRequests,
-            ping_interval_s=resp.pingInterval,
-            ping_max_out=resp.pingMaxOut,
-            protocol=resp.protocol,
-        )
-
-
-@dataclass(frozen=True)
-class SubscriptionOptions:
-    """A subscription's settings (the names of the cell's client model). `durable`: the durable name, "" for none."""
-
-    queue: str = ""
-    durable: str = ""
-    max_in_flight: int = 1024
-    ack_wait_s: int = 30
-    start_position: str = "new_only"
-    start_sequence: int = 0
-    start_time_delta_ns: int = 0
-    manual_acks: bool = False
-
-
-def subscription_request(client_id: str, subject: str, inbox: str, opts: SubscriptionOptions) -> Any:
-    """The SubscriptionRequest for `opts` (start sequence / time delta only with their start position)."""
-    if opts.start_position not in START_POSITIONS:
-        raise StanError(f"start position {opts.start_position!r}; known: {', '.join(START_POSITIONS)}")
-    req = pb.SubscriptionRequest(
-        clientID=client_id,
-        subject=subject,
-        qGroup=opts.queue,
-        inbox=inbox,
-        maxInFlight=opts.max_in_flight,
-        ackWaitInSecs=opts.ack_wait_s,
-        durableName=opts.durable,
-        startPosition=pb.START_POSITIONS[START_POSITIONS[opts.start_position]],
-    )
-    if opts.start_position == "sequence":
-        req.startSequence = opts.start_sequence
-    elif opts.start_position == "time_delta":
-        req.startTimeDelta = opts.start_time_delta_ns
-    return req
-
-
-async def subscribe_inbox(nc: Client, subject: str, handle: Callable[[bytes, bytes], None]) -> Any:
-    """Subscribe `handle(data, reply)` to one of the protocol's inboxes. On the harness's own nats-py client
-    (`systems.nats.driver._Client`) the messages go from its parser straight to `handle`, without nats-py's Msg,
-    pending queue and callback task per message; on any other client through an unbounded subscription."""
-    direct = getattr(nc, "subscribe_direct", None)
-    if direct is not None:
-        return await direct(subject, lambda _subject, reply, data, _headers: handle(data, reply))
-
-    async def cb(msg: Msg) -> None:
-        handle(msg.data, msg.reply.encode() if msg.reply else b"")
-
-    return await nc.subscribe(subject, cb=cb, pending_msgs_limit=0, pending_bytes_limit=0)
-
-
-async def _request(nc: Client, subject: str, request: Any, timeout_s: float, what: str) -> bytes:
-    try:
-        reply = await nc.request(subject, request.SerializeToString(), timeout=timeout_s)
-    except Exception as exc:  # nats-py's timeout and no-responders errors alike
-        raise StanError(f"{what}: no answer from the streaming server on {subject} ({type(exc).__name__})") from None
-    return reply.data
-
-
-class StanSubscription:
-    """One subscription: deliveries go to `on_message`, then (unless manual) their Ack goes to the server."""
-
-    def __init__(self, conn: StanConnection, subject: str, on_message: MessageCallback, opts: SubscriptionOptions):
-        self.conn = conn
-        self.subject = subject
-        self.on_message = on_message
-        self.opts = opts
-        self.inbox = conn.nc.new_inbox()
-        self.ack_inbox = ""
-        self._ready = asyncio.Event()
-        self._inbox_sub: Any = None
-
-    async def open_inbox(self) -> Any:
-        """Subscribe the inbox the server delivers to (a subclass may deliver differently, e.g. in batches)."""
-        return await self.conn.nc.subscribe(self.inbox, cb=self._deliver, pending_msgs_limit=0, pending_bytes_limit=0)
-
-    async def start(self) -> StanSubscription:
-        c = self.conn
-        self._inbox_sub = await self.open_inbox()
-        req = subscription_request(c.client_id, self.subject, self.inbox, self.opts)
-        try:
-            data = await _request(c.nc, c.subjects.sub_requests, req, c.request_timeout_s, f"subscribe {self.subject}")
-        except StanError:
-            await self._inbox_sub.unsubscribe()
-            close = pb.UnsubscribeRequest(clientID=c.client_id, subject=self.subject, inbox=self.inbox)
-            await c.nc.publish(c.subjects.sub_close_requests, close.SerializeToString())  # in case it got there
-            raise
-        resp = pb.SubscriptionResponse.FromString(data)
-        if resp.error:
-            await self._inbox_sub.unsubscribe()
-            raise StanError(f"subscribe {self.subject}: {resp.error}")
-        self.ack_inbox = resp.ackInbox
-        self._ready.set()
-        self.on_ready()
-        return self
-
-    def on_ready(self) -> None:
-        """Called once the server accepted the subscription (its ack inbox is known)."""
-
-    @property
-    def ready(self) -> bool:
-        return self._ready.is_set()
-
-    async def _deliver(self, msg: Msg) -> None:
-        if not self._ready.is_set():  # a delivery read in the same buffer as the subscription's answer
-            await self._ready.wait()
-        m = pb.MsgProto.FromString(msg.data)
-        self.on_message(m)
-        if not self.opts.manual_acks:
-            try:
-                await self.ack(m)
-            except StanError as exc:
-                self.conn.acks_not_sent(1, str(exc))
-
-    async def ack(self, m: Any) -> None:
-        """Acknowledge one delivery (manual acks; automatic ones are sent after `on_message`). Raises StanError
-        when the Ack cannot be handed to the NATS connection (closed, or its reconnect buffer full)."""
-        ack = pb.Ack(subject=m.subject, sequence=m.sequence).SerializeToString()
-        try:
-            await self.conn.nc.publish(self.ack_inbox, ack)
-        except Exception as exc:
-            raise StanError(f"Ack of {m.subject} #{m.sequence} not sent: {type(exc).__name__}: {exc}") from None
-
-    async def unsubscribe(self) -> None:
-        """End the subscription; a durable one is forgotten by the server."""
-        await self._end(self.conn.subjects.unsub_requests, "unsubscribe")
-
-    async def close(self) -> None:
-        """Stop deliveries; a durable one keeps its position on the server for a later subscription."""
-        await self._end(self.conn.subjects.sub_close_requests, "close subscription")
-
-    async def stop_deliveries(self) -> None:
-        """Stop reading the inbox (the server is told separately, or not at all when the connection closes). A
-        closed NATS connection reads nothing any more: there is nothing to unsubscribe."""
-        if self._inbox_sub is not None:
-            sub, self._inbox_sub = self._inbox_sub, None
-            nc = self.conn.nc
-            getattr(nc, "direct", {}).pop(getattr(sub, "_id", None), None)
-            if not nc.is_closed:
-                await sub.unsubscribe()
-
-    async def _end(self, subject: str, what: str) -> None:
-        c = self.conn
-        await self.stop_deliveries()
-        c.subscriptions.discard(self)
-        req = pb.UnsubscribeRequest(clientID=c.client_id, subject=self.subject, inbox=self.ack_inbox)
-        data = await _request(c.nc, subject, req, c.request_timeout_s, f"{what} {self.subject}")
-        resp = pb.SubscriptionResponse.FromString(data)
-        if resp.error:
-            raise StanError(f"{what} {self.subject}: {resp.error}")
 
 
 class StanConnection:
@@ -473,7 +283,7 @@ class StanConnection:
         try:
             if self.lost is None and self.nc.is_connected:  # reconnecting: no answer would come in time
                 req = pb.CloseRequest(clientID=self.client_id)
-                data = await _request(self.nc, self.subjects.close_requests, req, self.request_timeout_s, "close")
+                data = await stan_request(self.nc, self.subjects.close_requests, req, self.request_timeout_s, "close")
                 error = pb.CloseResponse.FromString(data).error
                 if error:
                     raise StanError(f"close: {error}")
@@ -516,7 +326,7 @@ async def connect(
         pingMaxOut=ping_max_out,
     )
     subject = f"{DISCOVER_PREFIX}.{cluster_id}"
-    data = await _request(nc, subject, req, connect_timeout_s, f"connect to cluster {cluster_id!r}")
+    data = await stan_request(nc, subject, req, connect_timeout_s, f"connect to cluster {cluster_id!r}")
     subjects = ServerSubjects.from_response(pb.ConnectResponse.FromString(data))
     conn = StanConnection(
         nc,

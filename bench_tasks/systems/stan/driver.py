@@ -26,8 +26,8 @@ from typing import Any
 
 from ...errors import BrokerError
 from ...load.driver import AckCallback, ClientErrors, MessagesCallback, Outgoing
-from ..nats.driver import _Client
-from ..nats.driver import connect as nats_connect
+from ..nats.client import DirectClient
+from ..nats.client import connect as nats_connect
 from . import client as stan
 from . import protocol as pb
 from .settings import StanCell
@@ -199,7 +199,7 @@ class StanDriver:
         except BaseException:
             await nc.close()
             raise
-        if isinstance(nc, _Client):  # nats-py gave up reconnecting: the streaming connection is lost
+        if isinstance(nc, DirectClient):  # nats-py gave up reconnecting: the streaming connection is lost
             nc.on_closed = conn.nats_closed
         self.connections.append(conn)
         return conn
@@ -268,7 +268,7 @@ class StanDriver:
         if sub is None:
             return None
         nc = sub.conn.nc
-        unread = nc.unread_bytes() if isinstance(nc, _Client) else None
+        unread = nc.unread_bytes() if isinstance(nc, DirectClient) else None
         if unread is None:
             return None
         return sub.held + unread // (self.cell.workload.message_size_bytes + DELIVERY_OVERHEAD_BYTES)
