@@ -91,7 +91,8 @@ def _on_wire() -> None:
 
 
 async def _open(url: str) -> tuple[Any, Any]:
-    from bench_tasks.systems.rabbitmq.driver import _call, connect
+    from bench_tasks.systems.rabbitmq.connection import call as _call
+    from bench_tasks.systems.rabbitmq.connection import connect
 
     conn = await connect(url, "parts", {})
     channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
@@ -105,7 +106,7 @@ def consumer(url: str, count: int, out: Any, ready: Any) -> None:
 
 
 async def _consume(url: str, count: int, ready: Any) -> dict[int, tuple[int, int]]:
-    from bench_tasks.systems.rabbitmq.driver import _call
+    from bench_tasks.systems.rabbitmq.connection import call as _call
 
     conn, channel = await _open(url)
     got: dict[int, tuple[int, int]] = {}
@@ -130,7 +131,7 @@ def producer(url: str, count: int, flush_now: bool, coalesce: bool, out: Any) ->
 
 
 async def _produce(url: str, count: int, flush_now: bool, coalesce: bool) -> dict[str, Any]:
-    from bench_tasks.systems.rabbitmq.driver import _call
+    from bench_tasks.systems.rabbitmq.connection import call as _call
 
     conn, channel = await _open(url)
     calls = np.zeros(count, dtype=np.int64)
@@ -244,7 +245,7 @@ def main() -> int:
 
 
 async def _declare(url: str) -> None:
-    from bench_tasks.systems.rabbitmq.driver import _call
+    from bench_tasks.systems.rabbitmq.connection import call as _call
 
     conn, channel = await _open(url)
     await _call(lambda cb: channel.queue_declare(QUEUE, durable=False, callback=cb))
