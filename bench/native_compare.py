@@ -40,6 +40,7 @@ from rich.console import Console
 
 # This checkout first: the harness measured is its own, not that of whichever checkout the venv installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import native_rabbitmq, native_redis
 from bench.trials import ratio, summarize_trials, trial_ratios
 from bench_tasks.brokers.handles import BrokerHandle
 from bench_tasks.cell.context import harness_context
@@ -443,6 +444,10 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
     "nats_latency_1kib": Rows.nats_latency_1kib,
     "nats_request_reply_1kib": Rows.nats_request_reply_1kib,
     "kafka_end_to_end_latency": Rows.kafka_end_to_end_latency,
+    "rabbitmq_perftest_e2e": lambda rows: native_rabbitmq.perf_test_row(rows, "consumer"),
+    "rabbitmq_perftest_confirm": lambda rows: native_rabbitmq.perf_test_row(rows, "confirm"),
+    "redis_benchmark_xadd": native_redis.benchmark_row,
+    "redis_cli_latency": native_redis.cli_latency_row,
 }
 
 

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from bench_tasks.errors import BrokerError, RoutesNotDeleted
-from bench_tasks.systems.rabbitmq import access
+from bench_tasks.systems.rabbitmq import access, connection
 from bench_tasks.systems.rabbitmq import driver as rabbit
 from bench_tasks.systems.rabbitmq.nodes import RabbitCluster
 from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker, RabbitmqCell
@@ -66,7 +66,7 @@ def test_an_open_that_times_out_closes_its_connection(node: RabbitCluster, monke
     """A frozen node (SIGSTOP) still completes TCP connections and never answers AMQP's handshake: the open
     gives up after its timeout, naming it, and leaves no socket behind."""
     assert node.endpoint is not None
-    monkeypatch.setattr(rabbit, "_OPEN_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(connection, "OPEN_TIMEOUT_S", 1.0)
     port = _amqp_port(node)
 
     async def scenario() -> None:
@@ -108,6 +108,39 @@ def test_closed_connections_are_forgotten(node: RabbitCluster) -> None:
         await driver.close()
 
     asyncio.run(scenario())
+
+
+def test_a_batch_leaves_in_one_write_before_send_batch_returns(
+    node: RabbitCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pika buffers each frame of a publish as a chunk of its own and sends them one by one when the loop next
+    turns; the driver sends a whole batch at once, in one write, and the node takes and confirms all of it."""
+    from pika.adapters.utils import io_services_utils as io
+
+    assert node.endpoint is not None
+    driver = rabbit.RabbitmqDriver(node.endpoint.url, _cell(), "one-write", client=node.user.client())
+    writes: list[int] = []
+    send = io._AsyncTransportBase._sigint_safe_send
+
+    def counted(sock: Any, data: bytes) -> int:
+        writes.append(len(data))
+        return send(sock, data)
+
+    acked: list[int] = []
+
+    async def scenario() -> None:
+        await driver.prepare()
+        (producer,) = await driver.open_producer("p0", 1)
+        monkeypatch.setattr(io._AsyncTransportBase, "_sigint_safe_send", staticmethod(counted))
+        refused = await driver.send_batch(producer, _messages(0, 20), lambda seq, *_: acked.append(seq))
+        assert refused == {} and producer.unwritten() == 0  # written before the loop turned
+        assert len(writes) == 1 and writes[0] > 20 * len(PAYLOAD)  # 60 frames, one write
+        await _until(lambda: len(acked) == 20)
+        await driver.cleanup()
+        await driver.close()
+
+    asyncio.run(scenario())
+    assert sorted(acked) == list(range(20))
 
 
 @pytest.mark.parametrize("confirms", [True, False], ids=["unconfirmed", "unwritten"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from bench_tasks.systems.rabbitmq.driver import _Confirms, queue_arguments, queue_for
+from bench_tasks.systems.rabbitmq.confirms import Confirms
+from bench_tasks.systems.rabbitmq.driver import queue_arguments, queue_for
 from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker, RabbitmqCell
 
 
@@ -15,7 +16,7 @@ def frame(name: str, tag: int, multiple: bool) -> SimpleNamespace:
 
 def test_confirms_map_delivery_tags_to_seqs_single_multiple_and_nack() -> None:
     acked: list[tuple[int, int | None, str | None]] = []
-    confirms = _Confirms(partition=0)
+    confirms = Confirms(partition=0)
     for seq in (10, 11, 12, 13, 14):
         confirms.sent(seq, lambda s, p, _o, e: acked.append((s, p, e)))
     confirms.settle(frame("Basic.Ack", 2, multiple=False))  # tag 2 = seq 11, out of order

@@ -6,17 +6,16 @@ cell's exchange (the nameless default one, or a declared exchange of the chosen 
 driver never reads a clock (STYLE 1): it hands bodies to pika and bodies back to the generator.
 
 pika runs on the harness's own event loop (`custom_ioloop`): a publish is a plain call that frames the message
-into the connection's write buffer, and pika writes the buffer when the loop next turns, which is as soon as the
-generator yields after a batch. Publisher confirms arrive as Basic.Ack/Nack frames (one may cover many
-deliveries, `multiple`): each channel numbers its publishes 1, 2, … and `_Confirms` maps those numbers back to the
-generator's sequence numbers. Why pika and not aio-pika: `bench/rabbitmq_clients.py` (docs/rabbitmq.md).
+into the connection's write buffer; once a batch is framed, `connection.write_now` sends the buffer in one write
+rather than chunk by chunk when the loop next turns. Publisher confirms arrive as Basic.Ack/Nack frames (one may
+cover many deliveries, `multiple`): each channel numbers its publishes 1, 2, … and `Confirms` maps those numbers
+back to the generator's sequence numbers. Why pika and not aio-pika: `bench/rabbitmq_clients.py` (docs/rabbitmq.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,15 +25,16 @@ from pika.adapters.asyncio_connection import AsyncioConnection
 
 from ...errors import BrokerError
 from ...load.driver import AckCallback, ClientErrors, MessagesCallback, Outgoing
+from .confirms import Confirms
+from .connection import abandon, call, connect, control_reply, write_now
 from .nodes import amqp_urls
+from .replies import Replies
 from .settings import RabbitmqCell
 
 # A quorum queue or a stream has one leader: its samples are recorded as partition 0, so the cell's leader
 # timeline (`{partition: 0, leader}`) attributes each sample to the queue's leader node. A classic queue has none.
 QUEUE_PARTITION = 0
-REPLY_TO = "amq.rabbitmq.reply-to"  # RabbitMQ's direct reply-to pseudo-queue: no queue per requester
 _REPLICATED = ("quorum", "stream")
-_OPEN_TIMEOUT_S = 10.0
 RECONNECT_PAUSE_S = 0.5  # between attempts to reach another node after a connection's node went
 RESUBSCRIBE_TRIES = 60
 
@@ -59,127 +59,14 @@ def queue_arguments(cell: RabbitmqCell) -> dict[str, Any]:
     return args | dict(broker.queue)
 
 
-async def _call(start: Callable[[Callable[[Any], None]], Any], timeout_s: float = _OPEN_TIMEOUT_S) -> Any:
-    """Run a pika call that reports through a callback, and wait for that callback's argument."""
-    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    start(lambda result=None: done.done() or done.set_result(result))
-    return await asyncio.wait_for(done, timeout_s)
-
-
-async def _reply(channel: Any, start: Callable[[Callable[[Any], None]], Any], what: str) -> Any:
-    """A control call on `channel` (declare, bind, delete) and the broker's reply to it. A refusal closes the
-    channel instead of replying (e.g. 405 RESOURCE_LOCKED: another connection holds the queue exclusively), so the
-    channel closing fails the call at once with the broker's reason, as does no reply within the open timeout."""
-    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-    def closed(_channel: Any, reason: BaseException) -> None:
-        if not done.done():
-            done.set_exception(BrokerError(f"{what}: refused, the node closed the channel: {reason}"))
-
-    channel.add_on_close_callback(closed)
-    start(lambda result=None: done.done() or done.set_result(result))
-    timeout_s = _OPEN_TIMEOUT_S
-    try:
-        return await asyncio.wait_for(done, timeout_s)
-    except TimeoutError:
-        raise BrokerError(f"{what}: no reply from the node within {timeout_s:g} s") from None
-
-
-async def connect(
-    url: str, name: str, connect_kwargs: Mapping[str, Any], access: Mapping[str, Any] | None = None
-) -> AsyncioConnection:
-    """An open connection on the running loop; `connect_kwargs` (the matrix's `client.connect`) become
-    pika.ConnectionParameters over the URL's own (e.g. heartbeat, frame_max). `access`: external brokers'
-    credentials and CA (`access.client_access`), kept out of the URL, which is recorded."""
-    params = pika.URLParameters(url)
-    access = access or {}
-    if access.get("username"):
-        params.credentials = pika.PlainCredentials(access["username"], access.get("password") or "")
-    if access.get("tls_ca_file"):
-        params.ssl_options = pika.SSLOptions(ssl.create_default_context(cafile=access["tls_ca_file"]), params.host)
-    for key, value in connect_kwargs.items():
-        if not hasattr(params, key):
-            raise BrokerError(f"client.connect[{key!r}]: not a pika connection parameter")
-        setattr(params, key, value)
-    params.client_properties = {"connection_name": name}
-    loop = asyncio.get_running_loop()
-    opened: asyncio.Future[Any] = loop.create_future()
-
-    def failed(_conn: Any, exc: BaseException | str) -> None:
-        if not opened.done():
-            opened.set_exception(BrokerError(f"RabbitMQ connection to {params.host}:{params.port} failed: {exc}"))
-
-    conn = AsyncioConnection(
-        params, on_open_callback=opened.set_result, on_open_error_callback=failed, custom_ioloop=loop
-    )
-    timeout_s = _OPEN_TIMEOUT_S
-    try:
-        await asyncio.wait_for(opened, timeout_s)
-    except TimeoutError:
-        _abandon(conn)  # a node that took the TCP connection and never answered: its socket is not left open
-        where = f"{params.host}:{params.port}"
-        raise BrokerError(
-            f"RabbitMQ connection to {where}: no answer within {timeout_s:g} s (is the node stalled?)"
-        ) from None
-    except BaseException:
-        _abandon(conn)
-        raise
-    return conn
-
-
-def _abandon(conn: AsyncioConnection) -> None:
-    """Close a connection nobody will use, whatever state it got to (one still opening is aborted at once)."""
-    if not (conn.is_closing or conn.is_closed):
-        conn.close()
-
-
-class _Confirms:
-    """One channel's unconfirmed publishes: delivery tag (1, 2, … per channel) → the generator's seq."""
-
-    def __init__(self, on_ack: AckCallback | None = None, partition: int | None = None):
-        self.pending: dict[int, int] = {}
-        self.next_tag = 1
-        self.low = 1  # no pending tag is below this
-        self.on_ack = on_ack
-        self.partition = partition
-        self.nacked = 0
-
-    def sent(self, seq: int, on_ack: AckCallback) -> None:
-        self.on_ack = on_ack
-        self.pending[self.next_tag] = seq
-        self.next_tag += 1
-
-    def settle(self, frame: Any) -> None:
-        """A Basic.Ack or Basic.Nack: the broker took (or refused) one delivery, or all up to it (`multiple`)."""
-        method = frame.method
-        error = None if method.NAME == "Basic.Ack" else "nack"
-        self.nacked += error is not None
-        tags = range(self.low, method.delivery_tag + 1) if method.multiple else (method.delivery_tag,)
-        for tag in tags:
-            self._done(tag, error)
-        while self.low < self.next_tag and self.low not in self.pending:
-            self.low += 1
-
-    def fail_all(self, error: str) -> None:
-        """The channel closed: no confirm will ever come for what is pending."""
-        for tag in list(self.pending):
-            self._done(tag, error)
-        self.low = self.next_tag
-
-    def _done(self, tag: int, error: str | None) -> None:
-        seq = self.pending.pop(tag, None)
-        if seq is not None and self.on_ack is not None:
-            self.on_ack(seq, None if error else self.partition, None, error)
-
-
 class _Producer:
     """One connection and its channel, with confirms if the cell asks for them. After its node goes, the next
     send starts a reconnection to another node (`RabbitmqDriver._reconnect`); until it is open, sends are
     refused (counted as send errors, never as acknowledged)."""
 
-    def __init__(self, name: str, conn: AsyncioConnection, channel: Any, confirms: _Confirms | None):
+    def __init__(self, name: str, conn: AsyncioConnection, channel: Any, confirms: Confirms | None):
         self.name, self.conn, self.channel, self.confirms = name, conn, channel, confirms
-        self.replies: _Replies | None = None
+        self.replies: Replies | None = None
         self.attempt = 0
         self.reconnecting: asyncio.Task[None] | None = None
 
@@ -239,9 +126,9 @@ class RabbitmqDriver:
         self.connections.append(conn)
         conn.add_on_close_callback(self._forget)
         try:
-            channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
+            channel = await call(lambda cb: conn.channel(on_open_callback=cb))
         except BaseException:
-            _abandon(conn)
+            abandon(conn)
             raise
         return conn, channel
 
@@ -255,8 +142,8 @@ class RabbitmqDriver:
         """A fresh queue (an old one of the same name is deleted first) behind the cell's exchange."""
         _conn, channel = await self.open_channel("admin")
         b, queue, exchange = self.cell.broker, self.queue, self.exchange
-        await _reply(channel, lambda cb: channel.queue_delete(queue, callback=cb), f"delete queue {queue!r}")
-        await _reply(
+        await control_reply(channel, lambda cb: channel.queue_delete(queue, callback=cb), f"delete queue {queue!r}")
+        await control_reply(
             channel,
             lambda cb: channel.queue_declare(
                 queue, durable=b.durable, arguments=queue_arguments(self.cell), callback=cb
@@ -264,12 +151,12 @@ class RabbitmqDriver:
             f"declare queue {queue!r}",
         )
         if exchange:
-            await _reply(
+            await control_reply(
                 channel,
                 lambda cb: channel.exchange_declare(exchange, b.exchange, durable=b.durable, callback=cb),
                 f"declare exchange {exchange!r}",
             )
-            await _reply(
+            await control_reply(
                 channel,
                 lambda cb: channel.queue_bind(queue, exchange, **_binding(self.cell, queue), callback=cb),
                 f"bind queue {queue!r} to {exchange!r}",
@@ -280,9 +167,9 @@ class RabbitmqDriver:
         (Queue.DeleteOk, Exchange.DeleteOk); raises BrokerError naming what it refused or never answered."""
         _conn, channel = await self.open_channel("admin")
         queue, exchange = self.queue, self.exchange
-        await _reply(channel, lambda cb: channel.queue_delete(queue, callback=cb), f"delete queue {queue!r}")
+        await control_reply(channel, lambda cb: channel.queue_delete(queue, callback=cb), f"delete queue {queue!r}")
         if exchange:
-            await _reply(
+            await control_reply(
                 channel, lambda cb: channel.exchange_delete(exchange, callback=cb), f"delete exchange {exchange!r}"
             )
 
@@ -299,14 +186,14 @@ class RabbitmqDriver:
         conn, channel = await self.open_channel(producer.name, producer.attempt)
         confirms = None
         if self.acks:
-            confirms = _Confirms(
+            confirms = Confirms(
                 on_ack=producer.confirms.on_ack if producer.confirms else None, partition=self.partition
             )
-            await _call(lambda cb: channel.confirm_delivery(confirms.settle, callback=cb))
+            await call(lambda cb: channel.confirm_delivery(confirms.settle, callback=cb))
             channel.add_on_close_callback(lambda _ch, reason: self._channel_lost(confirms, reason))
         producer.conn, producer.channel, producer.confirms, producer.replies = conn, channel, confirms, None
 
-    def _channel_lost(self, confirms: _Confirms, reason: Any) -> None:
+    def _channel_lost(self, confirms: Confirms, reason: Any) -> None:
         if not self._closing:
             self.errors.error("channel_closed", str(reason))
         confirms.fail_all(f"channel closed: {reason}")
@@ -336,7 +223,7 @@ class RabbitmqDriver:
         self._tasks.add(producer.reconnecting)
 
     async def send_batch(self, producer: _Producer, messages: Outgoing, on_ack: AckCallback) -> dict[int, str]:
-        """Frame every message into the connection's buffer; pika writes it when the generator yields. A send
+        """Frame every message into the connection's buffer, then send it in one write. A send
         past the connection's window (`client.max_unconfirmed` publishes awaiting their confirm, or
         `client.max_unwritten_bytes` held for the socket: a stalled node takes nothing) is refused, never
         buffered: pika's buffer and the confirms map would grow without limit."""
@@ -365,6 +252,7 @@ class RabbitmqDriver:
                 continue
             if confirms is not None:
                 confirms.sent(seq, on_ack)
+        write_now(producer.conn)
         return refused
 
     async def request(self, producer: _Producer, payload: bytes, timeout_s: float) -> None:
@@ -373,7 +261,7 @@ class RabbitmqDriver:
             self._reconnect(producer)
             raise BrokerError("channel closed: reconnecting to another node")
         if producer.replies is None:
-            producer.replies = await _Replies.open(producer.channel)
+            producer.replies = await Replies.open(producer.channel)
         await producer.replies.request(self.exchange, self.queue, payload, self.properties, timeout_s)
 
     # -- consumers ------------------------------------------------------------------------------------------------
@@ -413,11 +301,11 @@ class RabbitmqDriver:
         conn, channel = await self.open_channel(name, attempt)
         client = self.cell.client
         if client.prefetch:
-            await _call(lambda cb: channel.basic_qos(prefetch_count=client.prefetch, callback=cb))
+            await call(lambda cb: channel.basic_qos(prefetch_count=client.prefetch, callback=cb))
         arguments = None
         if self.cell.broker.queue_type == "stream":
             arguments = {"x-stream-offset": "next" if self._stream_next is None else self._stream_next}
-        await _call(
+        await call(
             lambda cb: channel.basic_consume(
                 self.queue, on_message, auto_ack=client.acks == "auto", arguments=arguments, callback=cb
             )
@@ -461,41 +349,6 @@ class RabbitmqDriver:
                 conn.close()
                 await asyncio.wait_for(closed, 5)
         self.connections.clear()
-
-
-class _Replies:
-    """The replies of one synchronous rtt channel, through direct reply-to; each request has its own correlation
-    id, so a reply that comes after its request timed out is recognised and dropped."""
-
-    def __init__(self, channel: Any):
-        self.channel = channel
-        self.count = 0
-        self.expected = ""
-        self.waiting: asyncio.Future[None] | None = None
-
-    @classmethod
-    async def open(cls, channel: Any) -> _Replies:
-        replies = cls(channel)
-        await _call(lambda cb: channel.basic_consume(REPLY_TO, replies.deliver, auto_ack=True, callback=cb))
-        return replies
-
-    def deliver(self, _ch: Any, _method: Any, properties: Any, _body: bytes) -> None:
-        waiting = self.waiting
-        if waiting is not None and not waiting.done() and properties.correlation_id == self.expected:
-            waiting.set_result(None)
-
-    async def request(self, exchange: str, key: str, payload: bytes, base: Any, timeout_s: float) -> None:
-        self.count += 1
-        self.expected = str(self.count)
-        props = pika.BasicProperties(
-            delivery_mode=base.delivery_mode, headers=base.headers, reply_to=REPLY_TO, correlation_id=self.expected
-        )
-        self.waiting = waiting = asyncio.get_running_loop().create_future()
-        try:
-            self.channel.basic_publish(exchange, key, payload, props)
-            await asyncio.wait_for(waiting, timeout_s)
-        finally:
-            self.waiting = None
 
 
 def _properties(cell: RabbitmqCell, queue: str) -> Any:
