@@ -26,11 +26,6 @@ CORE = [
 SYSTEM_WORD = re.compile(r"kafka|nats|jetstream|rabbit|redis|valkey|pulsar", re.I)
 PACKAGES = ("bench_tasks", "spark_jobs", "plugins", "expectations")
 MAX_LINES = 500
-# Modules still over the limit, each to be split by concern; xfail(strict) fails as soon as one is under it, so
-# the list can only shrink.
-OVER_LIMIT = {
-    "bench_tasks/systems/rabbitmq/driver.py",
-}
 
 
 def _parse(source: str) -> ast.Module:
@@ -164,12 +159,8 @@ print(" ".join(sorted({{m.split(".")[0] for m in set(sys.modules) - before}})))
     assert not set(loaded.split()) & set(HEAVY), f"loaded at DAG parse time: {set(loaded.split()) & set(HEAVY)}"
 
 
-def _sized() -> list[object]:
-    paths = sorted(str(p.relative_to(REPO)) for p in _modules().values())
-    return [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="still to be split")) if p in OVER_LIMIT else p
-        for p in paths
-    ]
+def _sized() -> list[str]:
+    return sorted(str(p.relative_to(REPO)) for p in _modules().values())
 
 
 @pytest.mark.parametrize("module", _sized())
