@@ -52,10 +52,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "write_json",
         )
     },
-    **{
-        name: ("lake.storage", name)
-        for name in ("CONN_ID_ENV", "LakePath", "S3Path", "S3Settings", "StorageError", "lake_path", "read_parquet")
-    },
+    **{name: ("lake.storage", name) for name in ("LakePath", "S3Path", "lake_path", "read_parquet")},
+    **{name: ("lake.s3conf", name) for name in ("CONN_ID_ENV", "S3Settings", "StorageError")},
     "s3a_jars": ("lake.s3a_jars", "s3a_jars"),
     **{
         name: ("lake.records", name)
