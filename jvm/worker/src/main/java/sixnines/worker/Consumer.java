@@ -93,7 +93,7 @@ final class Consumer extends Role {
 
     @Override
     String[] messageThreads() {
-        return new String[] {THREAD};
+        return Role.with(THREAD, transport.clientThreads());
     }
 
     @Override

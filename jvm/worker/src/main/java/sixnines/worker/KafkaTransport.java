@@ -145,6 +145,11 @@ final class KafkaTransport implements Transport {
     }
 
     @Override
+    public String[] clientThreads() {
+        return new String[] {"kafka-producer-"}; // "kafka-producer-network-thread | <client.id>", cut to 15 chars
+    }
+
+    @Override
     public ClientErrors clientErrors() {
         return errors;
     }

@@ -175,7 +175,7 @@ final class Producer extends Role implements Transport.Acks {
 
     @Override
     String[] messageThreads() {
-        return new String[0]; // the sending thread's every delay is measured exactly, as send lag
+        return transport.clientThreads(); // the sending thread's every delay is measured exactly, as send lag
     }
 
     @Override

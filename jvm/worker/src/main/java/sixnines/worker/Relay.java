@@ -104,7 +104,7 @@ final class Relay extends Role implements Transport.Acks {
 
     @Override
     String[] messageThreads() {
-        return new String[] {THREAD};
+        return Role.with(THREAD, transport.clientThreads());
     }
 
     @Override

@@ -18,6 +18,14 @@ interface Transport extends AutoCloseable {
     /** Library versions and settings worth recording with the cell (a JSON object, no secret in it). */
     Json describe();
 
+    /**
+     * OS-name prefixes of the client's own threads that every message passes (Kafka: the producer's I/O thread,
+     * which sends batches and runs the delivery callbacks), judged for starvation like the role's own.
+     */
+    default String[] clientThreads() {
+        return new String[0];
+    }
+
     /** Errors of the client that belong to no message (a failed poll, a refused commit), for the harness facts. */
     default ClientErrors clientErrors() {
         return ClientErrors.NONE;
