@@ -62,7 +62,9 @@ class WorkerProgram:
     settings: Mapping[str, str] = field(default_factory=dict)
     runtime: str = "jvm"
     env: Mapping[str, str] = field(default_factory=dict)
-    wait: str = "park"  # how a producer waits for an intended time: park (then spin the last 50 µs) or spin
+    # How a producer waits for an intended time: park (then spin the last 50 µs), spin, or sleep (park all the way:
+    # a late wake-up is send lag, and no core is spent spinning where the system's own latency is milliseconds)
+    wait: str = "park"
     pauses: Callable[[Path], list[Pause]] | None = None
     secret_env: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None
 

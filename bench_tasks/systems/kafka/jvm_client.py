@@ -26,6 +26,9 @@ from ...secrecy import is_secret
 from .properties import config_value, render_properties
 
 JAVA_ROLES = ("producer", "consumer", "relay")
+# A producer sleeps until each intended time, never spins: Kafka's latencies are milliseconds (linger.ms, fetches),
+# and on a small host a spinning producer takes the core its own client's I/O thread and the consumer need.
+WAIT = "sleep"
 SECRET_ENV = "SIXNINES_KAFKA_SECRET"  # KafkaTransport.SECRET_ENV: a properties text of the secret plan keys
 # kafka-clients and its runtime dependencies (its pom's runtime scope), by jar name in a release's libs folder.
 CLIENT_JARS = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-")
@@ -88,4 +91,4 @@ def worker_program(spec: Any, role: str, version: str) -> Any:
 
     access: Callable[[Mapping[str, Any]], dict[str, str]] = partial(secret_env, spec.client)
     settings = plan_settings(spec.client)
-    return jvm_program(client_jars(version), "kafka", settings, spec.client.jvm_flags, "park", secret_env=access)
+    return jvm_program(client_jars(version), "kafka", settings, spec.client.jvm_flags, WAIT, secret_env=access)

@@ -34,7 +34,7 @@ final class Producer extends Role implements Transport.Acks {
     private final AtomicLong ackCount = new AtomicLong();
     private int ackScan; // progress: every message below this one is acknowledged or refused, and was reported
     private final List<String> errors = Collections.synchronizedList(new ArrayList<>());
-    private final boolean spin;
+    private final String wait;
     private volatile long t0;
     private volatile int attempted;
     private int reported;
@@ -53,7 +53,10 @@ final class Producer extends Role implements Transport.Acks {
         this.offset = filled(n);
         this.partition = filled(n);
         this.refused = new boolean[n];
-        this.spin = plan.text("wait").equals("spin");
+        this.wait = plan.text("wait");
+        if (!wait.equals("park") && !wait.equals("spin") && !wait.equals("sleep")) {
+            throw new IllegalArgumentException("plan: wait=" + wait + " is not park, spin or sleep");
+        }
     }
 
     private static long[] filled(int n) {
@@ -135,11 +138,15 @@ final class Producer extends Role implements Transport.Acks {
         errors.add(seq + "\t" + error);
     }
 
+    /** park: sleep, then spin the last 50 µs; spin: never sleep; sleep: never spin (the kernel's timer slack, tens
+     *  of microseconds, is then send lag, and the message keeps its intended time). */
     private void waitUntil(long intended) {
         long now;
         while ((now = System.nanoTime()) < intended) {
             long ahead = intended - now;
-            if (!spin && ahead > 2 * PARK_LEAD_NS) {
+            if (wait.equals("sleep")) {
+                LockSupport.parkNanos(ahead);
+            } else if (wait.equals("park") && ahead > 2 * PARK_LEAD_NS) {
                 LockSupport.parkNanos(ahead - PARK_LEAD_NS);
             } else {
                 Thread.onSpinWait();
