@@ -41,6 +41,7 @@ from rich.console import Console
 # This checkout first: the harness measured is its own, not that of whichever checkout the venv installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import native_rabbitmq, native_redis
+from bench.native_kafka_java import kafka_java_producer_max_rate
 from bench.trials import ratio, summarize_trials, trial_ratios
 from bench_tasks.brokers.handles import BrokerHandle
 from bench_tasks.cell.context import harness_context
@@ -448,6 +449,7 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
     "rabbitmq_perftest_confirm": lambda rows: native_rabbitmq.perf_test_row(rows, "confirm"),
     "redis_benchmark_xadd": native_redis.benchmark_row,
     "redis_cli_latency": native_redis.cli_latency_row,
+    "kafka_java_producer_max_rate": kafka_java_producer_max_rate,
 }
 
 

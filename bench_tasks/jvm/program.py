@@ -12,8 +12,9 @@ The flags every JVM worker gets, and why:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..load.contract import WorkerProgram
 from . import safepoints
@@ -34,8 +35,12 @@ def jvm_program(
     settings: Mapping[str, str],
     flags: Sequence[str] = (),
     wait: str = "park",
+    secret_env: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None,
 ) -> WorkerProgram:
-    """The worker run on `libs` (folders of jars: a system's release) speaking `transport` with `settings`."""
-    classpath = ":".join([str(worker_jar()), *(f"{lib}/*" for lib in libs)])
+    """The worker run on `libs` (folders of jars, or jars: a system's release) speaking `transport` with
+    `settings`; `secret_env` carries secret client settings (`WorkerProgram.secret_env`)."""
+    classpath = ":".join([str(worker_jar()), *(str(lib) if lib.suffix == ".jar" else f"{lib}/*" for lib in libs)])
     argv = (java(), *BASE_FLAGS, *flags, "-cp", classpath, MAIN_CLASS)
-    return WorkerProgram(argv, transport, dict(settings), "jvm", wait=wait, pauses=safepoints.read)
+    return WorkerProgram(
+        argv, transport, dict(settings), "jvm", wait=wait, pauses=safepoints.read, secret_env=secret_env
+    )

@@ -53,15 +53,20 @@ class WorkerProgram:
     ('{scratch}' in an argument becomes the worker's scratch folder); `transport`: what the program calls the
     system (plan key `transport`); `settings`: the system's plan keys; `runtime`: for the record and the verdict's
     words; `pauses`: reads what the program's runtime logged in its scratch folder about pauses it imposed on every
-    thread (a JVM's safepoints), to name the cause of a stall."""
+    thread (a JVM's safepoints), to name the cause of a stall; `secret_env`: turns the cell's client access
+    settings (its target's: TLS, a SASL login) into environment variables for the program, so a secret reaches it
+    in memory and never in the plan file, which is written to disk."""
 
     argv: tuple[str, ...]
     transport: str
     settings: Mapping[str, str] = field(default_factory=dict)
     runtime: str = "jvm"
     env: Mapping[str, str] = field(default_factory=dict)
-    wait: str = "park"  # how a producer waits for an intended time: park (then spin the last 50 µs) or spin
+    # How a producer waits for an intended time: park (then spin the last 50 µs), spin, or sleep (park all the way:
+    # a late wake-up is send lag, and no core is spent spinning where the system's own latency is milliseconds)
+    wait: str = "park"
     pauses: Callable[[Path], list[Pause]] | None = None
+    secret_env: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None
 
     def command(self, scratch: Path, plan_file: Path) -> list[str]:
         return [a.replace("{scratch}", str(scratch)) for a in self.argv] + [str(plan_file)]

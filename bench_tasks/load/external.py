@@ -25,6 +25,7 @@ from typing import IO, Any
 from ..core.pauses import summarize_pauses
 from ..core.saturation import SAMPLE_EVERY_S, ProcessWatch, ThreadTimes
 from ..core.schedule import PhasePlan
+from ..secrecy import redacted
 from . import cpushare, rawfiles
 from .contract import START, STOP, ContractError, WorkerProgram, decode_event, plan_keys, write_plan, write_schedule
 from .plan import Channels, WorkerPlan, expected_receipts, producer_schedule, worker_name
@@ -90,11 +91,16 @@ class ExternalWorker:
                 stderr=log,
                 text=True,
                 bufsize=1,
-                env={**os.environ, **self.program.env},
+                env={**os.environ, **self.program.env, **self._secret_env()},
                 preexec_fn=lambda: _child_setup(cpus),
             )
         self._bridge = threading.Thread(target=self._pump, name=f"bridge-{self.name}", daemon=True)
         self._bridge.start()
+
+    def _secret_env(self) -> dict[str, str]:
+        """The cell's client access settings for the program, in its environment only (`WorkerProgram.secret_env`)."""
+        convert = self.program.secret_env
+        return dict(convert(self.plan.client or {})) if convert else {}
 
     def join(self, timeout: float | None = None) -> None:
         if self.popen is not None:
@@ -233,7 +239,7 @@ class ExternalWorker:
         summary["pauses"] = summarize_pauses(reported.get("hiccups") or [], explained, window)
         summary["dropped"] = int(reported.get("dropped", 0))
         summary["client_errors"] = reported.get("client_errors") or {"count": 0, "kinds": {}, "last": None}
-        summary["program"] = {"runtime": self.program.runtime, "client": reported.get("client")}
+        summary["program"] = {"runtime": self.program.runtime, "client": redacted(reported.get("client"))}
         return summary
 
     def _convert(self) -> None:

@@ -13,6 +13,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ...jvm.flags import HARNESS_FLAGS as JVM_HARNESS_FLAGS
+from ...jvm.flags import owned_flag
 from ...spec.cell import BrokerSettings, CellBase, ClientSettings
 
 Storage = Literal["tmpfs", "disk"]
@@ -31,10 +33,8 @@ RollCycle = Literal[
 ]
 # JVM options the harness sets itself, and why a matrix may not.
 HARNESS_FLAGS: dict[str, str] = {
-    "-Xlog": "the worker's safepoint log and stderr logging are the harness's (jvm.program)",
+    **JVM_HARNESS_FLAGS,
     "-Dchronicle.analytics.disable": "chronicle-analytics stays off: a cell opens no connection off the host",
-    "-cp": "the classpath is the worker and the cell's release",
-    "-classpath": "the classpath is the worker and the cell's release",
 }
 
 
@@ -64,9 +64,9 @@ class ChronicleClient(ClientSettings):
     @classmethod
     def _not_harness_owned(cls, value: list[str]) -> list[str]:
         for flag in value:
-            for owned, reason in HARNESS_FLAGS.items():
-                if flag.split("=")[0].split(":")[0] == owned:
-                    raise ValueError(f"jvm_flags: {flag}: set by the harness ({reason})")
+            reason = owned_flag(flag, HARNESS_FLAGS)
+            if reason is not None:
+                raise ValueError(f"jvm_flags: {flag}: set by the harness ({reason})")
         return value
 
 

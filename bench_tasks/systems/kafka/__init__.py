@@ -1,4 +1,5 @@
-"""Apache Kafka: KRaft clusters from Maven Central's jars, confluent-kafka (librdkafka) clients."""
+"""Apache Kafka: KRaft clusters from Maven Central's jars; confluent-kafka (librdkafka) clients in the Python workers,
+or Kafka's own Java client in the JVM worker (`client.library: java`, `jvm_client.py`)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,16 @@ class Kafka(System):
         from .driver import KafkaDriver
 
         return KafkaDriver(address, spec, names, route, client)
+
+    def worker_program(self, spec: Any, role: str) -> Any:
+        """The JVM worker on the cell's release's Java client when `client.library` is java (an external cluster's
+        cells: the newest release's client), else the Python worker."""
+        from ...spec.cell import EXTERNAL_VERSION
+        from .jvm_client import worker_program
+        from .release import newest_release
+
+        version = newest_release() if spec.version == EXTERNAL_VERSION else spec.version
+        return worker_program(spec, role, version)
 
     def background_spec(self, spec: Any, background: Any) -> Any:
         """A background topic has its own layout and config, producer config and keys."""

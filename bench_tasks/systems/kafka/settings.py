@@ -3,20 +3,23 @@
 Only what the harness itself needs is modelled; everything else passes through untouched.
 
 `server` goes to every broker's server.properties, `topic` to the topic's config, `producer` and
-`consumer` to librdkafka (acks, linger.ms, batch.size, compression.type, enable.idempotence, …) — so a
-matrix can sweep any native option without the harness knowing it.
+`consumer` to the client library (acks, linger.ms, batch.size, compression.type, enable.idempotence, …) — so a
+matrix can sweep any native option without the harness knowing it. `client.library` picks that library:
+librdkafka (confluent-kafka, in the Python workers, the default) or Kafka's own Java client (`java`, in the JVM
+worker: `jvm_client.py`), whose properties the maps then are.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from ...releases import is_version
 from ...spec.base import setting_path
 from ...spec.cell import EXTERNAL_VERSION, BrokerSettings, CellBase, ClientSettings
 from ...spec.leader import leader_field
+from .jvm_client import java_refusals
 from .modes import refusals
 
 # server.properties keys that open a listener, or say where one listens or what address it advertises (the last
@@ -91,6 +94,23 @@ class KafkaClient(ClientSettings):
         None, description="SASL mechanism for security sasl_*; unset means the connection's, else PLAIN"
     )
 
+    library: Literal["librdkafka", "java"] = Field(
+        "librdkafka",
+        description="librdkafka: confluent-kafka in the Python workers; java: Kafka's Java client (the cell's "
+        "release's kafka-clients) in the JVM worker (docs/workers.md)",
+    )
+    jvm_flags: list[str] = Field(default_factory=list, description="library java: extra JVM options, verbatim")
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: Any) -> dict[str, Any]:
+        """A client on librdkafka without JVM flags dumps as before `library` existed: cell ids stay the same."""
+        data = handler(self)
+        if data.get("library") == "librdkafka":
+            del data["library"]
+        if not data.get("jvm_flags"):
+            data.pop("jvm_flags", None)
+        return data
+
     @model_validator(mode="after")
     def _sasl_fits(self) -> KafkaClient:
         if self.sasl_mechanism is not None and self.security not in ("sasl_plaintext", "sasl_ssl"):
@@ -131,6 +151,14 @@ class KafkaCell(CellBase):
                     f"background.{name}.replication_factor {bg.replication_factor} exceeds broker.brokers "
                     f"{self.broker.brokers}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _library_fits(self) -> KafkaCell:
+        """What the Java client's path cannot do (yet), refused by field rather than run another way."""
+        problems = java_refusals(self)
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")

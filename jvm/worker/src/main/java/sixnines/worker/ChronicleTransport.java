@@ -46,7 +46,7 @@ final class ChronicleTransport implements Transport {
         ExcerptAppender appender = appender(queue);
         return new Sender() {
             @Override
-            public long send(ByteBuffer message, int length) {
+            public long send(ByteBuffer message, int length, int seq, Acks acks) {
                 try (DocumentContext dc = appender.writingDocument()) {
                     dc.wire().bytes().write(message.array(), 0, length);
                 }

@@ -51,7 +51,7 @@ final class Consumer extends Role {
                     bad = ++badCount;
                     continue;
                 }
-                record(buf, length, received, in.offset());
+                record(buf, length, received, in.offset(), in.partition());
                 work += System.nanoTime() - received;
                 workNs = work;
             }
@@ -59,7 +59,7 @@ final class Consumer extends Role {
         RawFile.write(plan.scratch().resolve("received-c" + plan.index() + ".s9raw"), "received", COLUMNS, rows);
     }
 
-    private void record(ByteBuffer buf, int length, long received, long offset) {
+    private void record(ByteBuffer buf, int length, long received, long offset, int partition) {
         int hop = buf.get(Message.HOP_OFFSET) & 0xff;
         rows.next();
         rows.set(0, buf.getInt(Message.PRODUCER_OFFSET) & 0xffffffffL);
@@ -67,7 +67,7 @@ final class Consumer extends Role {
         rows.set(2, buf.getLong(Message.INTENDED_OFFSET));
         rows.set(3, buf.getLong(Message.SENT_OFFSET));
         rows.set(4, received);
-        rows.set(5, -1);
+        rows.set(5, partition);
         rows.set(6, offset);
         rows.set(7, hop > 0 ? hop + 1 : 0); // the chain's final hop (2), or 0 outside a chain
         if (hop > 0 && length >= Message.RELAYED_MIN_SIZE) {
@@ -93,7 +93,7 @@ final class Consumer extends Role {
 
     @Override
     String[] messageThreads() {
-        return new String[] {THREAD};
+        return Role.with(THREAD, transport.clientThreads());
     }
 
     @Override

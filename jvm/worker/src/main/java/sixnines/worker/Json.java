@@ -56,6 +56,18 @@ final class Json {
         return this;
     }
 
+    Json field(String name, String[] values) {
+        StringBuilder out = key(name).append('[');
+        for (int i = 0; i < values.length; i++) {
+            if (i > 0) {
+                out.append(',');
+            }
+            quote(out, values[i]);
+        }
+        out.append(']');
+        return this;
+    }
+
     Json counts(String name, Map<String, Long> counts) {
         Json inner = new Json();
         counts.forEach(inner::field);

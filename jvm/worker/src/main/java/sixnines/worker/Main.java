@@ -68,7 +68,7 @@ public final class Main {
             hiccups.stop();
             long t0 = control.t0Ns();
             String within = t0 == 0 ? "[]" : hiccups.within(plan.measureStartNs(t0), plan.measureEndNs(t0));
-            Json summary = new Json().field("dropped", 0).raw("client_errors", "{\"count\":0,\"kinds\":{},\"last\":null}")
+            Json summary = new Json().field("dropped", 0).field("client_errors", transport.clientErrors().json())
                 .raw("hiccups", within).field("hiccups_truncated", hiccups.full())
                 .field("client", transport.describe());
             events.emit(Events.event("harness", plan).field("summary", summary));

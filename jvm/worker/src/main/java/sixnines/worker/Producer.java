@@ -11,6 +11,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -18,21 +19,25 @@ import java.util.concurrent.locks.LockSupport;
  * offsets being the driving process's schedule (bench_tasks/core/schedule.py, the one definition), read from the
  * plan's schedule file. The worker never waits for the system before the next send: behind schedule it sends at
  * once and the message keeps its intended time. Each message is built before the wait, its send time stamped
- * right before the library call and its acknowledgement right after it returns (a synchronous append).
+ * right before the library call and its acknowledgement right after it returns (a synchronous append), or the
+ * moment the client calls back (an asynchronous send: Kafka's delivery callback, on the client's I/O thread).
  */
-final class Producer extends Role {
+final class Producer extends Role implements Transport.Acks {
     private static final long PARK_LEAD_NS = 50_000; // parking wakes this much before the intended time, then spins
     private final Transport transport;
     private final long[] offsets;
     private final long[] sent;
     private final long[] acked;
     private final long[] offset;
+    private final long[] partition;
+    private final boolean[] refused;
+    private final AtomicLong ackCount = new AtomicLong();
+    private int ackScan; // progress: every message below this one is acknowledged or refused, and was reported
     private final List<String> errors = Collections.synchronizedList(new ArrayList<>());
-    private final boolean spin;
+    private final String wait;
     private volatile long t0;
     private volatile int attempted;
     private int reported;
-    private long ackedTotal;
     private final Fresh lag = new Fresh(Role.REPORT_VALUES);
     private final Fresh ackIntended = new Fresh(Role.REPORT_VALUES);
     private final Fresh ackSent = new Fresh(Role.REPORT_VALUES);
@@ -46,7 +51,12 @@ final class Producer extends Role {
         this.sent = filled(n);
         this.acked = filled(n);
         this.offset = filled(n);
-        this.spin = plan.text("wait").equals("spin");
+        this.partition = filled(n);
+        this.refused = new boolean[n];
+        this.wait = plan.text("wait");
+        if (!wait.equals("park") && !wait.equals("spin") && !wait.equals("sleep")) {
+            throw new IllegalArgumentException("plan: wait=" + wait + " is not park, spin or sleep");
+        }
     }
 
     private static long[] filled(int n) {
@@ -86,15 +96,16 @@ final class Producer extends Role {
                 long s = System.nanoTime();
                 Message.stampSent(buf, s);
                 try {
-                    long at = sender.send(buf, size);
+                    long at = sender.send(buf, size, i, this);
                     long a = System.nanoTime();
                     sent[i] = s;
-                    offset[i] = at;
                     if (acks) {
+                        offset[i] = at;
                         acked[i] = a;
+                        ackCount.incrementAndGet();
                     }
                 } catch (Exception e) {
-                    errors.add(i + "\t" + e);
+                    refuse(i, e);
                 }
                 attempted = i + 1;
             }
@@ -108,11 +119,34 @@ final class Producer extends Role {
         }
     }
 
+    /** An asynchronous acknowledgement: stamped first, on the client's thread, the moment it calls back. */
+    @Override
+    public void acked(int seq, int at, long where, Exception error) {
+        long a = System.nanoTime();
+        if (error != null) {
+            refuse(seq, error);
+            return;
+        }
+        partition[seq] = at;
+        offset[seq] = where;
+        acked[seq] = a;
+        ackCount.incrementAndGet();
+    }
+
+    private void refuse(int seq, Exception error) {
+        refused[seq] = true;
+        errors.add(seq + "\t" + error);
+    }
+
+    /** park: sleep, then spin the last 50 µs; spin: never sleep; sleep: never spin (the kernel's timer slack, tens
+     *  of microseconds, is then send lag, and the message keeps its intended time). */
     private void waitUntil(long intended) {
         long now;
         while ((now = System.nanoTime()) < intended) {
             long ahead = intended - now;
-            if (!spin && ahead > 2 * PARK_LEAD_NS) {
+            if (wait.equals("sleep")) {
+                LockSupport.parkNanos(ahead);
+            } else if (wait.equals("park") && ahead > 2 * PARK_LEAD_NS) {
                 LockSupport.parkNanos(ahead - PARK_LEAD_NS);
             } else {
                 Thread.onSpinWait();
@@ -129,7 +163,7 @@ final class Producer extends Role {
             cols.set(1, t0 + offsets[i]);
             cols.set(2, i < n ? sent[i] : -1);
             cols.set(3, i < n ? acked[i] : -1);
-            cols.set(4, -1);
+            cols.set(4, i < n ? partition[i] : -1);
             cols.set(5, i < n ? offset[i] : -1);
             cols.commit();
         }
@@ -148,7 +182,7 @@ final class Producer extends Role {
 
     @Override
     String[] messageThreads() {
-        return new String[0]; // the sending thread's every delay is measured exactly, as send lag
+        return transport.clientThreads(); // the sending thread's every delay is measured exactly, as send lag
     }
 
     @Override
@@ -156,8 +190,14 @@ final class Producer extends Role {
         return Map.of();
     }
 
+    /**
+     * Fresh send lags of the messages sent since the last report, and fresh acknowledgements: those of the messages
+     * from the first one not yet reported up to the first still awaiting its acknowledgement (an asynchronous
+     * client acknowledges out of order across partitions; no value is reported twice).
+     */
     @Override
     synchronized void progress() {
+        long ackedTotal = ackCount.get();
         int end = attempted;
         int start = reported;
         reported = end;
@@ -166,45 +206,48 @@ final class Producer extends Role {
         ackSent.reset();
         ackAt.reset();
         long step = Fresh.step(end - start);
-        long fresh = 0;
         int worstLag = -1;
-        int worstAck = -1;
         long base = t0;
         for (int i = start; i < end; i++) {
             if (sent[i] >= 0 && (worstLag < 0 || sent[i] - offsets[i] > sent[worstLag] - offsets[worstLag])) {
                 worstLag = i;
             }
-            if (acked[i] >= 0 && (worstAck < 0 || acked[i] - offsets[i] > acked[worstAck] - offsets[worstAck])) {
-                worstAck = i;
-            }
-            if ((i - start) % step == 0) {
-                addSample(i, base);
+            if (sent[i] >= 0 && (i - start) % step == 0) {
+                lag.add(sent[i] - base - offsets[i]);
             }
         }
         if (worstLag >= 0) {
             lag.add(sent[worstLag] - base - offsets[worstLag]);
         }
-        if (worstAck >= 0) {
-            addAck(worstAck, base);
-        }
-        for (int i = start; i < end; i++) {
-            if (acked[i] >= 0) {
-                fresh++;
-            }
-        }
-        ackedTotal += fresh;
+        reportAcks(end, base);
         events.emit(Events.event("progress", plan).field("attempted", end).field("acked", ackedTotal)
             .field("errors", errors.size()).field("lag_ns", lag.values, lag.count)
             .field("ack_intended_ns", ackIntended.values, ackIntended.count)
             .field("ack_sent_ns", ackSent.values, ackSent.count).field("ack_at_ns", ackAt.values, ackAt.count));
     }
 
-    private void addSample(int i, long base) {
-        if (sent[i] >= 0) {
-            lag.add(sent[i] - base - offsets[i]);
+    private void reportAcks(int end, long base) {
+        int start = ackScan;
+        int stop = start;
+        while (stop < end && (acked[stop] >= 0 || refused[stop])) {
+            stop++;
         }
-        if (acked[i] >= 0) {
-            addAck(i, base);
+        ackScan = stop;
+        long step = Fresh.step(stop - start);
+        int worst = -1;
+        for (int i = start; i < stop; i++) {
+            if (acked[i] < 0) {
+                continue;
+            }
+            if (worst < 0 || acked[i] - offsets[i] > acked[worst] - offsets[worst]) {
+                worst = i;
+            }
+            if ((i - start) % step == 0) {
+                addAck(i, base);
+            }
+        }
+        if (worst >= 0) {
+            addAck(worst, base);
         }
     }
 

@@ -3,6 +3,7 @@ package sixnines.worker;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The service of a two-hop chain (seed 002): read a message from the measured route, decode its header
@@ -11,13 +12,13 @@ import java.util.Map;
  * receive time and its send time, stamped right before the append, travel in the message after the header; its own
  * receipts are its sample file (hop 1), so a loss is placed on the hop where it happened.
  */
-final class Relay extends Role {
+final class Relay extends Role implements Transport.Acks {
     static final String THREAD = "msg-relay";
     static final String HOP2 = "hop2";
     private final Transport transport;
     private final Columns rows;
     private volatile long bad;
-    private volatile long errors;
+    private final AtomicLong errors = new AtomicLong();
     private volatile long workNs;
     private volatile Transport.Receiver receiver;
 
@@ -54,12 +55,12 @@ final class Relay extends Role {
                 long sent = System.nanoTime();
                 buf.putLong(Message.RELAY_SENT_OFFSET, sent);
                 try {
-                    out.send(buf, length);
+                    out.send(buf, length, 0, this);
                 } catch (Exception e) {
-                    errors = errors + 1;
+                    errors.incrementAndGet();
                     sent = -1;
                 }
-                record(buf, received, sent, offset);
+                record(buf, received, sent, offset, in.partition());
                 work += System.nanoTime() - received;
                 workNs = work;
             }
@@ -67,14 +68,22 @@ final class Relay extends Role {
         RawFile.write(plan.scratch().resolve("relayed-r" + plan.index() + ".s9raw"), "received", Consumer.COLUMNS, rows);
     }
 
-    private void record(ByteBuffer buf, long received, long sent, long offset) {
+    /** The second hop's acknowledgement (an asynchronous sender's): only a refusal matters to the relay. */
+    @Override
+    public void acked(int seq, int partition, long offset, Exception error) {
+        if (error != null) {
+            errors.incrementAndGet();
+        }
+    }
+
+    private void record(ByteBuffer buf, long received, long sent, long offset, int partition) {
         rows.next();
         rows.set(0, buf.getInt(Message.PRODUCER_OFFSET) & 0xffffffffL);
         rows.set(1, buf.getLong(Message.SEQ_OFFSET));
         rows.set(2, buf.getLong(Message.INTENDED_OFFSET));
         rows.set(3, buf.getLong(Message.SENT_OFFSET));
         rows.set(4, received);
-        rows.set(5, -1);
+        rows.set(5, partition);
         rows.set(6, offset);
         rows.set(7, 1); // the relay's receipt: hop 1
         rows.set(8, received);
@@ -95,7 +104,7 @@ final class Relay extends Role {
 
     @Override
     String[] messageThreads() {
-        return new String[] {THREAD};
+        return Role.with(THREAD, transport.clientThreads());
     }
 
     @Override
@@ -106,7 +115,7 @@ final class Relay extends Role {
 
     @Override
     void progress() {
-        events.emit(Events.event("progress", plan).field("relayed", rows.rows()).field("forward_errors", errors)
+        events.emit(Events.event("progress", plan).field("relayed", rows.rows()).field("forward_errors", errors.get())
             .field("bad", bad).field("dropped", 0));
     }
 }

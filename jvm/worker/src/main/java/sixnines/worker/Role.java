@@ -34,6 +34,13 @@ abstract class Role {
     /** Threads every message passes through (their OS names), for the saturation verdict. */
     abstract String[] messageThreads();
 
+    /** `own` and the client's threads on the message path. */
+    static String[] with(String own, String[] client) {
+        String[] all = java.util.Arrays.copyOf(client, client.length + 1);
+        all[client.length] = own;
+        return all;
+    }
+
     /** For threads that spin by design: nanoseconds each spent on messages (not on polling an empty route). */
     abstract Map<String, Long> work();
 

@@ -73,7 +73,8 @@ final class SelfWatch implements Runnable {
         role.work().forEach(work::field);
         events.emit(Events.event("sample", role.plan).field("at_ns", System.nanoTime())
             .field("cpu_ns", os.getProcessCpuTime()).field("backlog", role.backlog())
-            .field("handled", role.handled()).field("threads", threads).field("work", work));
+            .field("handled", role.handled()).field("threads", threads).field("work", work)
+            .field("message_threads", role.messageThreads()));
     }
 
     /** Thread name -> {run_ns, wait_ns, slices}, same-named threads added. */

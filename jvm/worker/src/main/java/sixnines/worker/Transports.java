@@ -8,6 +8,7 @@ final class Transports {
     static Transport open(Plan plan) {
         return switch (plan.text("transport")) {
             case "chronicle" -> new ChronicleTransport(plan);
+            case "kafka" -> new KafkaTransport(plan);
             default -> throw new IllegalArgumentException("plan: transport=" + plan.text("transport") + " is unknown");
         };
     }
