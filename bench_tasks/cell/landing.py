@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +95,7 @@ def land_cell(
     started: str,
     gate_lag: bool = True,
     hosts: dict | None = None,
+    overhead: dict[str, float] | None = None,
 ) -> CellReport:
     """Analyse what the generator wrote to `staging`, gate it, and commit it with its row.
 
@@ -146,6 +148,7 @@ def land_cell(
             "run_id": run.run_id,
             "phases": cell_run.plan.to_dict() if cell_run else None,
             "lagging_consumed": cell_run.lagging_consumed if cell_run else None,
+            "overhead": overhead,
         },
     )
     report.path = lake.commit_cell(run, cell.id, staging, cell.lake_repeat)
@@ -281,3 +284,17 @@ def _cell_row(report: CellReport, run: RunInfo, cell_run: CellRun | None, contex
         ),
         "faults_json": json.dumps(report.faults),
     }
+
+
+def cell_overhead(started_at: str, cell_run: CellRun | None, now_s: float | None = None) -> dict[str, float] | None:
+    """A cell's wall time beyond its phases, in two parts (wall clocks, so the steps may run in different
+    processes or tasks): `before_t0_s`, from provisioning's start to the first intended send (brokers up, workers
+    started and ready); `after_end_s`, from the schedule's end to the start of landing (drain, workers stopped,
+    the phase watchers, the scheduler's gap between tasks). Landing's own analysis is not in it."""
+    if cell_run is None:
+        return None
+    started = dt.datetime.fromisoformat(started_at).timestamp()
+    plan = cell_run.plan
+    end_s = cell_run.wall_t0_s + (plan.end_ns - plan.t0_ns) / 1e9
+    before, after = cell_run.wall_t0_s - started, (time.time() if now_s is None else now_s) - end_s
+    return {"before_t0_s": round(before, 3), "after_end_s": round(after, 3), "total_s": round(before + after, 3)}

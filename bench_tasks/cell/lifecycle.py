@@ -53,7 +53,7 @@ from .detached import stop_generator, topology_of, work_token
 from .drive import CellRun, check_cpus
 from .hostlease import HostBusy, acquire_host, host_poll_s
 from .hostparts import collect_parts, discard, publish_cell
-from .landing import CellReport, describe, keep_broker_logs, land_cell
+from .landing import CellReport, cell_overhead, describe, keep_broker_logs, land_cell
 from .teardown import teardown_step
 from .work import BROKER_POLICIES, PHASES, CellWork
 
@@ -308,6 +308,7 @@ def land(work: CellWork) -> CellReport:
     cell_run = collected.run if collected is not None else CellRun.from_facts(facts, staging)
     offsets = cell_run.clock_offsets if cell_run is not None else None
     where = hosts.hosts_context(cell, topology, stats, offsets, collected.generators if collected else None)
+    overhead = cell_overhead(state["started_at"], cell_run)
     report = land_cell(
         cell,
         lake,
@@ -320,6 +321,7 @@ def land(work: CellWork) -> CellReport:
         state["started_at"],
         gate_lag=state.get("gate_lag", True),
         hosts=where,
+        overhead=overhead,
     )
     write_json(work.landed, landed_summary(report, run))
     if state.get("hosts_dir"):
