@@ -40,6 +40,7 @@ from rich.console import Console
 
 # This checkout first: the harness measured is its own, not that of whichever checkout the venv installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.native_chronicle import chronicle_jlbh
 from bench.trials import ratio, summarize_trials, trial_ratios
 from bench_tasks.brokers.handles import BrokerHandle
 from bench_tasks.cell.context import harness_context
@@ -442,6 +443,7 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
     "nats_latency_1kib": Rows.nats_latency_1kib,
     "nats_request_reply_1kib": Rows.nats_request_reply_1kib,
     "kafka_end_to_end_latency": Rows.kafka_end_to_end_latency,
+    "chronicle_jlbh_512b": chronicle_jlbh,
 }
 
 
