@@ -112,6 +112,7 @@ def chronicle_jlbh(rows: Any) -> dict[str, Any]:
     for trial in trials:
         trial["ratio_from_intended"] = intended_ratios(trial)
         if trial["sixnines"].get("status") != "ok":  # a cell the harness failed measured the harness: no ratio
+            trial["ratio_ungated"] = trial["ratio"]  # kept beside, for what the host did to both sides
             trial["ratio"] = dict.fromkeys(trial["ratio"])
             trial["ratio_from_intended"] = dict.fromkeys(trial["ratio_from_intended"])
     summary = summarize_trials(trials, ("50", "99"), TARGET)
