@@ -199,6 +199,7 @@ def test_a_declared_relay_stall_shows_in_the_cells_records(tmp_path: Path, conso
     assert fired["kind"] == "stall" and fired["target"] == "worker:relay-0"
     assert 0.6e9 <= fired["end_ns"] - fired["start_ns"] < 1.0e9
     assert report.analysis.metrics["e2e"]["intended"].max_ns >= 0.55e9  # the CTRL+Z test, on the relay
+    assert report.analysis.metrics["hop1"]["intended"].max_ns >= 0.55e9  # waiting in the first queue
     assert report.analysis.accounting.lost == report.analysis.accounting.duplicated == 0
     relay = json.loads((report.path / "result.json").read_text())["harness"]["workers"]["relay r0"]
     assert relay["pauses"]["declared"]["count"] >= 1 and relay["pauses"]["declared"]["max_ms"] >= 550
