@@ -163,7 +163,8 @@ class Workers:
         """SIGCONT; a worker program is told its pause since `paused_at_ns` was the declared stall, so it is
         recorded as the fault, not judged as the harness's saturation."""
         proc = self._named(name)
-        os.kill(proc.pid, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):  # ended meanwhile: its exit is what the cell reports
+            os.kill(proc.pid, signal.SIGCONT)
         if isinstance(proc, ExternalWorker):
             proc.declare_pause(Pause(paused_at_ns, time.monotonic_ns() - paused_at_ns, "a declared stall"))
 
