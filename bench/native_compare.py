@@ -41,6 +41,7 @@ from rich.console import Console
 # This checkout first: the harness measured is its own, not that of whichever checkout the venv installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import native_rabbitmq, native_redis
+from bench.native_chronicle import chronicle_jlbh
 from bench.native_kafka_java import kafka_java_producer_max_rate
 from bench.trials import ratio, summarize_trials, trial_ratios
 from bench_tasks.brokers.handles import BrokerHandle
@@ -450,6 +451,7 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
     "redis_benchmark_xadd": native_redis.benchmark_row,
     "redis_cli_latency": native_redis.cli_latency_row,
     "kafka_java_producer_max_rate": kafka_java_producer_max_rate,
+    "chronicle_jlbh_512b": chronicle_jlbh,
 }
 
 

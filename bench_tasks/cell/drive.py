@@ -230,6 +230,7 @@ class CellDrive:
                     self.cell.spec.workload.seed,
                     self.watch,
                     node_links(self.cell, self.topology),
+                    workers,
                 )
                 self._send(workers, groups, injector, run)
                 self._drain(workers, groups, run)

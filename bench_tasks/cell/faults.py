@@ -6,7 +6,8 @@ A fault aims at a target resolved when it fires: `leader` (who leads the measure
 leader poll), `follower` (a node that does not lead it then), `controller` (the node leading the cluster's
 metadata: Kafka's active KRaft controller, the JetStream meta leader), `node:N`, or `random` (one of the nodes);
 `follower` and `random` draw from a generator seeded by the workload's seed, so given the same leader a cell's
-faults hit the same nodes every run."""
+faults hit the same nodes every run. A fault may also aim at one of the cell's own workers (`worker:relay-0`): the
+process is stalled or killed through the cell's workers (`WorkerControl`), whatever the system."""
 
 from __future__ import annotations
 
@@ -33,6 +34,18 @@ class BrokerControl(Protocol):
     def kill_node(self, node: int) -> None: ...
     def restart_node(self, node: int) -> int: ...
     def skip_node(self, node: int | None) -> None: ...
+
+
+class WorkerControl(Protocol):
+    """What a fault asks of the cell's own worker processes, by name (`relay-0`): freeze, thaw (told when the
+    freeze began, so the worker's own pause is put down to the declared fault), end."""
+
+    def pause_worker(self, name: str) -> None: ...
+    def resume_worker(self, name: str, paused_at_ns: int) -> None: ...
+    def kill_worker(self, name: str) -> None: ...
+
+
+WORKER_PREFIX = "worker:"
 
 
 @dataclass(frozen=True)
@@ -123,10 +136,12 @@ class FaultInjector:
         seed: int = 0,
         watch: BrokerWatch | None = None,
         links: NodeLinks | None = None,
+        workers: WorkerControl | None = None,
     ):
         """`fired` is the cell run's own list: what fired is on record even if the cell fails mid-fault. `seed`:
         the workload's, for `random` targets. `watch`: told of each node a fault hits, before it is hit. `links`:
-        the broker nodes' own network-namespace links (partition, bandwidth), when each node has a host of its own."""
+        the broker nodes' own network-namespace links (partition, bandwidth), when each node has a host of its own.
+        `workers`: the cell's worker processes, for faults aimed at one of them."""
         self.pending = sorted(faults, key=lambda f: f.at_s)
         self.control = control
         self.measure_start_ns = measure_start_ns
@@ -135,6 +150,7 @@ class FaultInjector:
         self.rng = random.Random(seed)
         self.watch = watch if watch is not None else BrokerWatch()
         self.links = links
+        self.workers = workers
         self._held: tuple[FiredFault, int, Callable[[FiredFault, int], None]] | None = None
         self._held_until: int | None = None
 
@@ -145,6 +161,9 @@ class FaultInjector:
             self._end()
 
     def _fire(self, fault: Fault) -> None:
+        if fault.target.startswith(WORKER_PREFIX):
+            self._fire_at_worker(fault)
+            return
         c = self.control
         node = resolve_target(fault.target, c.fault_nodes(), c.fault_leader, self.rng, c.fault_controller)
         fired = FiredFault(fault.kind, self.clock(), None, fault.target, node, fault.at_s, fault.duration_s or None)
@@ -174,6 +193,22 @@ class FaultInjector:
             fired.end_ns = self.clock()  # started again (not yet serving: arrivals tell when it does)
         else:
             raise CellError("?", f"fault action {fault.kind!r}: the harness cannot do it (yet)")
+
+    def _fire_at_worker(self, fault: Fault) -> None:
+        """A stall (SIGSTOP for duration_s, then SIGCONT) or a kill (SIGKILL) of one of the cell's workers."""
+        name, workers = fault.target.removeprefix(WORKER_PREFIX), self.workers
+        if workers is None:
+            raise CellError("?", f"fault target {fault.target!r}: this run has no worker processes to signal")
+        fired = FiredFault(fault.kind, self.clock(), None, fault.target, None, fault.at_s, fault.duration_s or None)
+        self.fired.append(fired)
+        if fault.kind == "stall":
+            workers.pause_worker(name)
+            self._hold(fired, -1, fault.duration_s, lambda f, _: workers.resume_worker(name, f.start_ns))
+        elif fault.kind == "kill":
+            workers.kill_worker(name)
+            fired.end_ns = fired.start_ns
+        else:
+            raise CellError("?", f"fault action {fault.kind!r} on a worker: a worker can be stalled or killed")
 
     def _links(self, fault: Fault) -> NodeLinks:
         if self.links is None:

@@ -7,11 +7,14 @@ import contextlib
 import multiprocessing as mp
 import os
 import queue
+import signal
 import time
 from collections.abc import Callable
 from multiprocessing.context import BaseContext
 from typing import Any
 
+from ..brokers.process import wait_stopped
+from ..core.pauses import Pause
 from ..errors import CellError
 from ..load.contract import WorkerProgram
 from ..load.external import ExternalWorker
@@ -59,6 +62,7 @@ class Workers:
         self.procs: list[Any] = []
         self.done: set[str] = set()
         self.on_pump: Callable[[], None] = lambda: None  # the cell's broker watch looks whenever events are awaited
+        self.killed: set[str] = set()  # workers a declared fault killed
 
     def process(self, plan: WorkerPlan, program: WorkerProgram | None = None) -> Any:
         """A worker of the cell: a Python worker process, or `program` (a worker program honouring the contract,
@@ -108,7 +112,7 @@ class Workers:
         self.on_pump()
         for proc in self.procs if procs is None else procs:
             if proc.exitcode is not None and proc.exitcode != 0:
-                raise CellError(self.cell_id, f"{proc.name} exited with code {proc.exitcode}")
+                raise CellError(self.cell_id, self._exited(proc))
 
     def pump_for(self, ns: int, clock: Callable[[], int], procs: list[Any] | None = None) -> None:
         end = clock() + ns
@@ -128,13 +132,47 @@ class Workers:
             except queue.Empty:
                 for p in procs:
                     if p.exitcode is not None and p.name not in seen and p.exitcode != 0:
-                        raise CellError(self.cell_id, f"{p.name} exited with code {p.exitcode}") from None
+                        raise CellError(self.cell_id, self._exited(p)) from None
                 self.monitor.refresh()
                 self.on_pump()
                 continue
             self._handle(event)
             if event["kind"] == kind:
                 seen.add(f"{event['role']}-{event['index']}")
+
+    def _exited(self, proc: Any) -> str:
+        declared = " (killed by a declared fault)" if proc.name in self.killed else ""
+        return f"{proc.name} exited with code {proc.exitcode}{declared}"
+
+    # -- faults aimed at a worker (cell.faults.WorkerControl) ---------------------------------------------------
+    def _named(self, name: str) -> Any:
+        for proc in self.procs:
+            if proc.name == name:
+                return proc
+        raise CellError(self.cell_id, f"fault target worker:{name}: no such worker; workers: {self._names()}")
+
+    def _names(self) -> str:
+        return ", ".join(sorted(p.name for p in self.procs))
+
+    def pause_worker(self, name: str) -> None:
+        """SIGSTOP, returning once every thread of the worker has stopped."""
+        pid = self._named(name).pid
+        os.kill(pid, signal.SIGSTOP)
+        wait_stopped(pid)
+
+    def resume_worker(self, name: str, paused_at_ns: int) -> None:
+        """SIGCONT; a worker program is told its pause since `paused_at_ns` was the declared stall, so it is
+        recorded as the fault, not judged as the harness's saturation."""
+        proc = self._named(name)
+        with contextlib.suppress(ProcessLookupError):  # ended meanwhile: its exit is what the cell reports
+            os.kill(proc.pid, signal.SIGCONT)
+        if isinstance(proc, ExternalWorker):
+            proc.declare_pause(Pause(paused_at_ns, time.monotonic_ns() - paused_at_ns, "a declared stall"))
+
+    def kill_worker(self, name: str) -> None:
+        proc = self._named(name)
+        self.killed.add(name)
+        os.kill(proc.pid, signal.SIGKILL)
 
     def _handle(self, event: dict[str, Any]) -> None:
         if event["kind"] == "failed":

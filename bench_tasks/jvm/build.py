@@ -58,8 +58,15 @@ def java() -> str:
 
 def worker_jar(source: Path = SOURCE) -> Path:
     """The worker's jar for the current sources, built now if it is not in the cache yet."""
-    home = cache_dir() / "jvm" / f"worker-{source_digest(source)}"
-    jar = home / JAR_NAME
+    return program_jar(source, JAR_NAME)
+
+
+def program_jar(source: Path, jar_name: str) -> Path:
+    """The jar `jar_name` (its pom's finalName) that the Maven project in `source` builds, from the cache when its
+    sources are unchanged: `<cache>/jvm/<folder name>-<digest>/`. The worker is one such project; a bench's Java
+    program (jvm/jlbh) is another, built the same way."""
+    home = cache_dir() / "jvm" / f"{source.name}-{source_digest(source)}"
+    jar = home / jar_name
     if jar.exists():
         return jar
     home.mkdir(parents=True, exist_ok=True)
@@ -86,11 +93,11 @@ def _build(source: Path, jar: Path) -> None:
                 cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=BUILD_TIMEOUT_S
             )
         except subprocess.TimeoutExpired as exc:
-            raise JvmBuildError(f"mvn did not build the JVM worker within {BUILD_TIMEOUT_S:g} s") from exc
-        built = Path(out) / JAR_NAME
+            raise JvmBuildError(f"mvn did not build {source} within {BUILD_TIMEOUT_S:g} s") from exc
+        built = Path(out) / jar.name
         if done.returncode != 0 or not built.exists():
             errors = [line for line in (done.stdout + done.stderr).splitlines() if "ERROR" in line]
-            raise JvmBuildError(f"mvn could not build the JVM worker: {' | '.join(errors[:5]) or done.stderr[-500:]}")
+            raise JvmBuildError(f"mvn could not build {source}: {' | '.join(errors[:5]) or done.stderr[-500:]}")
         os.replace(built, jar)
 
 

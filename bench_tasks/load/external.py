@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from ..core.pauses import summarize_pauses
+from ..core.pauses import Pause, summarize_pauses
 from ..core.saturation import SAMPLE_EVERY_S, ProcessWatch, ThreadTimes
 from ..core.schedule import PhasePlan
 from ..secrecy import redacted
@@ -64,6 +64,7 @@ class ExternalWorker:
         self.watch = ProcessWatch(clock=time.monotonic_ns, read=dict, runtime=program.runtime)
         self.t0_ns = 0
         self.polling: set[str] = set()  # threads that spin or yield on an empty route by design (`work` in samples)
+        self.declared: list[Pause] = []  # stalls a declared fault put on this worker (`declare_pause`)
         self._lock = threading.Lock()
         self._bridge: threading.Thread | None = None
 
@@ -121,6 +122,11 @@ class ExternalWorker:
                 self.popen.send_signal(sig)  # type: ignore[union-attr]
 
     # -- commands ---------------------------------------------------------------------------------------------
+    def declare_pause(self, pause: Pause) -> None:
+        """A declared fault stopped this worker for `pause`: the pause it measures then is the fault's, on record
+        as such, not the harness's saturation (`core.pauses`)."""
+        self.declared.append(pause)
+
     def begin(self, t0_ns: int) -> None:
         """The schedule starts at `t0_ns` for every producer."""
         self.t0_ns = t0_ns
@@ -236,7 +242,7 @@ class ExternalWorker:
         summary: dict[str, Any] = self.watch.summary(window, limit_ms) if self.t0_ns else {"samples": 0}
         explained = self.program.pauses(self.scratch) if self.program.pauses else []
         summary["polling_threads"] = sorted(self.polling)
-        summary["pauses"] = summarize_pauses(reported.get("hiccups") or [], explained, window)
+        summary["pauses"] = summarize_pauses(reported.get("hiccups") or [], explained, window, self.declared)
         summary["dropped"] = int(reported.get("dropped", 0))
         summary["client_errors"] = reported.get("client_errors") or {"count": 0, "kinds": {}, "last": None}
         summary["program"] = {"runtime": self.program.runtime, "client": redacted(reported.get("client"))}

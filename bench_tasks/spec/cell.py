@@ -21,7 +21,7 @@ from ..releases import release_problem
 from ..secrecy import recorded_model
 from .background import Background
 from .base import MessageSizeBytes, SettingsModel, StrictModel
-from .faults import FaultSpec, FaultSupport, check_fault_links, check_fault_nodes, check_faults
+from .faults import FaultSpec, FaultSupport, check_fault_links, check_fault_nodes, check_faults, check_worker_faults
 from .leader import LeaderSupport, check_leader, refuse_unplaceable
 from .placement import Host, Network, Placement, check_node_hosts, check_placement
 
@@ -186,6 +186,7 @@ class CellBase(SettingsModel):
             return value  # the workload's own error is reported
         support = cls.FAULTS
         problems = check_faults(value, workload.measure_s, support.actions, support.targets, support.system)
+        problems += check_worker_faults(value, info.data.get("measurement", ""), workload.relays)
         broker = info.data.get("broker")
         problems += check_fault_nodes(value, support.nodes(broker) if broker is not None else None)
         problems += check_fault_links(value, _node_links(workload.placement, info.data.get("hosts") or {}))

@@ -1,10 +1,12 @@
 """Faults a matrix declares: `{at_s, action, target, duration_s}` on the measure phase's clock.
 
 The shape of one fault is checked here (a stall, partition or bandwidth squeeze needs its duration, a squeeze its
-`rate_mbit`, a kill has none, a target is `leader`, `follower`, `controller`, `random` or `node:N`); what a system
-can do (its actions, targets and node ids) is asked of the system when the cell is validated (`check_faults`), so
-the core names no system; `partition` and `bandwidth` act on a node's own network-namespace link, so the cell must
-give each node a namespace host of its own (`check_fault_links`). A fault is part of the cell's spec: a cell with a
+`rate_mbit`, a kill has none, a target is `leader`, `follower`, `controller`, `random` or `node:N`, or one of the
+cell's own workers, `worker:relay-N`); what a system can do to its nodes (its actions, targets and node ids) is asked
+of the system when the cell is validated (`check_faults`), so the core names no system; a worker is the harness's
+own process, so what may be done to it is the same for every system (`check_worker_faults`); `partition` and
+`bandwidth` act on a node's own network-namespace link, so the cell must give each node a namespace host of its own
+(`check_fault_links`). A fault is part of the cell's spec: a cell with a
 fault is a different cell (another id) from the same cell without.
 """
 
@@ -26,6 +28,12 @@ LASTING = ("stall", "partition", "bandwidth")  # actions that hold their node fo
 ON_THE_LINK = ("partition", "bandwidth")  # actions on a node's own network-namespace link
 TARGET_KINDS = ("leader", "follower", "controller", "node", "random")
 _TARGET = re.compile(r"^(leader|follower|controller|random|node:(\d+))$")
+# A cell's own worker as a target: `worker:relay-0`. Only relays: in a chain the relay is the service under test
+# (seed 002's microservice), while a stalled producer or consumer would delay the harness's own stamps, so its
+# cell would measure the harness. A worker is stalled (SIGSTOP, SIGCONT) or killed (SIGKILL), never restarted.
+WORKER_ROLES = ("relay",)
+WORKER_ACTIONS = ("stall", "kill")
+_WORKER = re.compile(r"^worker:(relay)-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ class FaultSpec(StrictModel):
         "leader",
         description="leader (of the measured route when the fault fires), follower (a node that does not lead it), "
         "controller (the node leading the cluster's metadata), node:N, or random (follower and random: drawn from "
-        "a generator seeded by workload.seed)",
+        "a generator seeded by workload.seed); worker:relay-N: the chain's N-th relay process (stall or kill)",
     )
     duration_s: float | None = Field(
         None, gt=0, description="stall, partition, bandwidth: how long the node stays frozen, cut off or squeezed"
@@ -73,8 +81,8 @@ class FaultSpec(StrictModel):
 
     @model_validator(mode="after")
     def _shape(self) -> FaultSpec:
-        if not _TARGET.match(self.target):
-            expected = "'leader', 'follower', 'controller', 'random' or 'node:N' (N a node id)"
+        if not _TARGET.match(self.target) and not _WORKER.match(self.target):
+            expected = "'leader', 'follower', 'controller', 'random', 'node:N' (N a node id) or 'worker:relay-N'"
             raise ValueError(f"target {self.target!r}: expected {expected}")
         if self.action in LASTING and self.duration_s is None:
             raise ValueError(f"duration_s: required for action {self.action!r} (how long it holds the node)")
@@ -89,6 +97,12 @@ class FaultSpec(StrictModel):
     @property
     def target_kind(self) -> str:
         return self.target.split(":", 1)[0]
+
+    @property
+    def worker(self) -> tuple[str, int] | None:
+        """The role and index of a `worker:<role>-N` target (None: a broker node)."""
+        found = _WORKER.match(self.target)
+        return (found.group(1), int(found.group(2))) if found else None
 
     @property
     def node(self) -> int | None:
@@ -119,14 +133,16 @@ def check_faults(
     problems = []
     for i, fault in enumerate(faults):
         where = f"faults[{i}]"
-        if fault.action not in actions:
+        if fault.worker is not None:
+            pass  # the harness's own process, the same for every system (check_worker_faults)
+        elif fault.action not in actions:
             supported = ", ".join(a for a in FAULT_ACTIONS if a in actions) or "none"
             why = " (a restart starts the killed node again on its data; the system must declare it can)"
             problems.append(
                 f"{where}.action: {fault.action!r} — {system} supports: {supported}"
                 + (why if fault.action == "restart" else "")
             )
-        if fault.target_kind not in targets:
+        if fault.worker is None and fault.target_kind not in targets:
             supported = ", ".join(t if t != "node" else "node:N" for t in TARGET_KINDS if t in targets) or "none"
             problems.append(f"{where}.target: {fault.target!r} — {system} supports: {supported}")
         if fault.at_s >= measure_s:
@@ -141,6 +157,22 @@ def check_faults(
     for (_, first), (j, second) in itertools.pairwise(ordered):
         if second.at_s < first.ends_at_s:
             problems.append(f"faults[{j}].at_s: {second.at_s:g} — fires while an earlier fault still holds its node")
+    return problems
+
+
+def check_worker_faults(faults: Sequence[FaultSpec], measurement: str, relays: int) -> list[str]:
+    """Faults aimed at the cell's own workers: a stall or a kill of a relay the cell has (a chain's)."""
+    problems = []
+    for i, fault in enumerate(faults):
+        if fault.worker is None:
+            continue
+        role, index = fault.worker
+        if fault.action not in WORKER_ACTIONS:
+            problems.append(f"faults[{i}].action: {fault.action!r} — a worker can be stalled or killed")
+        count = relays if measurement == "chain" else 0
+        if index >= count:
+            has = f"relays {', '.join(f'{role}-{n}' for n in range(count))}" if count else "no relay (not a chain)"
+            problems.append(f"faults[{i}].target: {fault.target!r} — this cell has {has}")
     return problems
 
 

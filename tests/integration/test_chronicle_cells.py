@@ -184,3 +184,34 @@ def test_a_killed_relay_fails_the_chain_cell(tmp_path: Path, console: Console, m
 
     assert report.status == "failed"
     assert "relay-0 exited with code -9" in report.reason, report.reason
+
+
+def test_a_declared_relay_stall_shows_in_the_cells_records(tmp_path: Path, console: Console) -> None:
+    """`faults: [{action: stall, target: worker:relay-0}]` freezes the chain's relay JVM for 0.6 s: the messages
+    wait in the first queue, so the stall is in the cell's tail and its fault record, the relay's pause is put
+    down to the fault rather than judged as the harness's saturation, and the queue loses nothing."""
+    stall = {"at_s": 1.0, "action": "stall", "target": "worker:relay-0", "duration_s": 0.6}
+    cell = chronicle_cell("chain", measure_s=3, rate_per_s=1000, faults=[stall])
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    (fired,) = report.faults
+    assert fired["kind"] == "stall" and fired["target"] == "worker:relay-0"
+    assert 0.6e9 <= fired["end_ns"] - fired["start_ns"] < 1.0e9
+    assert report.analysis.metrics["e2e"]["intended"].max_ns >= 0.55e9  # the CTRL+Z test, on the relay
+    assert report.analysis.metrics["hop1"]["intended"].max_ns >= 0.55e9  # waiting in the first queue
+    assert report.analysis.accounting.lost == report.analysis.accounting.duplicated == 0
+    relay = json.loads((report.path / "result.json").read_text())["harness"]["workers"]["relay r0"]
+    assert relay["pauses"]["declared"]["count"] >= 1 and relay["pauses"]["declared"]["max_ms"] >= 550
+    assert relay["pauses"]["max_ms"] < 550  # the stall is not also counted as the harness's own
+
+
+def test_a_declared_relay_kill_fails_the_chain_cell(tmp_path: Path, console: Console) -> None:
+    """The declared-fault path of a relay kill (the matrix's `faults:`, not a signal sent from the test)."""
+    kill = {"at_s": 0.5, "action": "kill", "target": "worker:relay-0"}
+    cell = chronicle_cell("chain", measure_s=2, faults=[kill])
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "failed"
+    assert "relay-0 exited with code -9 (killed by a declared fault)" in report.reason, report.reason
+    assert [(f["kind"], f["target"]) for f in report.faults] == [("kill", "worker:relay-0")]

@@ -100,3 +100,35 @@ def test_a_stall_starts_when_the_node_is_frozen_not_when_it_was_asked() -> None:
     now[0] = S + 5_000_000 + S // 2
     injector.tick(now[0])
     assert fired[0].end_ns == now[0]
+
+
+class WorkerSignals:
+    """What the injector asked of the cell's workers, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def pause_worker(self, name: str) -> None:
+        self.calls.append(f"pause {name}")
+
+    def resume_worker(self, name: str, paused_at_ns: int) -> None:
+        self.calls.append(f"resume {name} paused at {paused_at_ns}")
+
+    def kill_worker(self, name: str) -> None:
+        self.calls.append(f"kill {name}")
+
+
+def test_a_fault_aimed_at_a_worker_signals_the_worker_not_a_broker() -> None:
+    now = [0]
+    brokers, workers, fired = Signals(), WorkerSignals(), list[FiredFault]()
+    faults = [Fault("stall", 1.0, 0.5, "worker:relay-0"), Fault("kill", 2.0, target="worker:relay-0")]
+    injector = FaultInjector(faults, brokers, 0, lambda: now[0], fired, workers=workers)
+    for t in (1.0, 1.5, 2.0):
+        now[0] = int(t * S)
+        injector.tick(now[0])
+    assert brokers.calls == []
+    assert workers.calls == ["pause relay-0", f"resume relay-0 paused at {S}", "kill relay-0"]
+    assert [(f.kind, f.target, f.node, f.start_ns, f.end_ns) for f in fired] == [
+        ("stall", "worker:relay-0", None, S, int(1.5 * S)),
+        ("kill", "worker:relay-0", None, 2 * S, 2 * S),
+    ]

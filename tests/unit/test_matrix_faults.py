@@ -167,3 +167,37 @@ def test_a_controller_target_asks_the_metadata_leader_and_only_kafka_and_nats_ha
     assert cell.label.endswith("fault:kill@1s/controller")
     data["systems"][0] = {"system": "redis", "versions": ["latest"], "broker": {"mode": "streams", "replicas": 2}}
     assert problems(data) == ["faults[0].target: 'controller' — redis supports: leader, follower, node:N, random"]
+
+
+def chain(system: str, broker: dict[str, Any], fault: dict[str, Any], relays: int = 1) -> dict[str, Any]:
+    data = one_system(system, broker, workload={"relays": relays}, faults=[fault])
+    return data | {"measurements": ["chain"]}
+
+
+def test_a_relay_is_a_fault_target_for_any_system_in_a_chain() -> None:
+    """A worker is the harness's own process: chronicle declares no broker faults, yet its relay may be hit."""
+    stall = {"at_s": 1, "action": "stall", "target": "worker:relay-0", "duration_s": 0.5}
+    (cell,) = parse(chain("chronicle", {}, stall)).cells
+    assert cell.spec.faults[0].worker == ("relay", 0)
+    assert cell.label.endswith("fault:stall@1s/worker:relay-0 0.5s")
+    (cell,) = parse(chain("nats", {"mode": "core"}, stall | {"target": "worker:relay-1"}, relays=2)).cells
+    assert cell.spec.faults[0].worker == ("relay", 1)
+
+
+@pytest.mark.parametrize(
+    ("fault", "measurement", "expected"),
+    [
+        ({"action": "restart"}, "chain", "faults[0].action: 'restart' — a worker can be stalled or killed"),
+        ({"target": "worker:relay-1"}, "chain", "faults[0].target: 'worker:relay-1' — this cell has relays relay-0"),
+        ({}, "e2e", "faults[0].target: 'worker:relay-0' — this cell has no relay (not a chain)"),
+    ],
+)
+def test_worker_fault_refusals_name_the_field(fault: dict[str, Any], measurement: str, expected: str) -> None:
+    data = chain("chronicle", {}, {"at_s": 1, "action": "kill", "target": "worker:relay-0", **fault})
+    assert problems(data | {"measurements": [measurement]}) == [expected]
+
+
+def test_only_relays_are_worker_targets() -> None:
+    data = chain("chronicle", {}, {"at_s": 1, "action": "kill", "target": "worker:producer-0"})
+    (problem,) = problems(data)
+    assert "target 'worker:producer-0'" in problem and "'worker:relay-N'" in problem

@@ -137,6 +137,19 @@ def test_pauses_in_the_measure_phase_are_summarised_with_their_cause() -> None:
     assert summarize_pauses(hiccups, [], window)["max_cause"] == UNEXPLAINED
 
 
+def test_a_pause_a_declared_fault_put_on_a_worker_is_counted_apart_and_judges_nothing() -> None:
+    """A relay stalled by its cell's declared fault measures that stall as a hiccup: it is the fault's, so the
+    pause the verdict judges is the longest other one."""
+    window = (0, 10_000_000_000)
+    hiccups = [[1_999_000_000, 601_000_000], [5_000_000_000, 3_000_000]]
+    declared = [Pause(2_000_000_000, 600_000_000, "a declared stall")]
+    s = summarize_pauses(hiccups, [], window, declared)
+    assert s["declared"] == {"count": 1, "max_ms": 601.0}
+    assert s["count"] == 1 and s["max_ms"] == 3.0 and s["max_at_ns"] == 5_000_000_000
+    assert "declared" not in summarize_pauses(hiccups, [], window)
+    assert summarize_pauses(hiccups, [], window)["max_ms"] == 601.0
+
+
 def test_a_worker_paused_past_the_limit_fails_the_cell_naming_it() -> None:
     paused = {"samples": 10, "threads": {}, "busy": 0.1, "pauses": {"count": 1, "max_ms": 1500.0, "max_at_ns": 3e9}}
     paused["pauses"]["max_cause"] = UNEXPLAINED
