@@ -208,8 +208,8 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
         self.send_header("Content-Length", str(len(part)))
         self.end_headers()
+        self.sent.append(len(part))  # before the write: the client may read it all and the test look meanwhile
         self.wfile.write(part)
-        self.sent.append(len(part))
 
     def log_message(self, *args: Any) -> None:
         pass
