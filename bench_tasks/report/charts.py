@@ -282,7 +282,9 @@ class RatioLine:
     dashed: bool = False
 
 
-def ratio_chart(title: str, keys: Sequence[str], lines: Sequence[RatioLine]) -> str:
+def ratio_chart(
+    title: str, keys: Sequence[str], lines: Sequence[RatioLine], ylabel: str = "latency ratio B/A (log; 1 = equal)"
+) -> str:
     """B/A per percentile on a log ratio axis (seed 002's view): above 1 B is slower, below 1 B is faster."""
     fig = Figure(figsize=(9, 3.8))
     ax = fig.add_subplot()
@@ -305,7 +307,7 @@ def ratio_chart(title: str, keys: Sequence[str], lines: Sequence[RatioLine]) -> 
     plain_log_ticks(ax.yaxis)
     ax.set_xticks(x, [k if k == "max" else f"{k} %" for k in keys])
     ax.set_xlabel("percentile (points missing where either side is unsupported)")
-    ax.set_ylabel("latency ratio B/A (log; 1 = equal)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     if lines:
