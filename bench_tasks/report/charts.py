@@ -188,8 +188,9 @@ def scatter_figure(
             rasterized=True,
             gid=layer.gid,
         )
-    ax.set_yscale("log")
-    plain_log_ticks(ax.yaxis)
+    if any(bool((layer.latency_ns > 0).any()) for layer in layers):  # a log axis without data cannot be drawn
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
     top = ax.get_ylim()[1]
     for name, start, end in phases_s:
         ax.text((start + end) / 2, top, name, ha="center", va="bottom", fontsize=7.5, color="#555")
