@@ -37,13 +37,13 @@ def raw_cells_frame(result: Analysis) -> pd.DataFrame:
     """One row per cell: measure-phase sends over rate × measure seconds, send-lag p99.9 over the cell's limit
     (null for rtt), loss.
 
-    Lag and loss are judged on the cells the harness passed. A cell it failed (a saturated harness, a broker
-    that fell behind, a loss its system does not allow) already carries that verdict and its reason in its
-    row, and is published as failed; judging it again would quarantine the run's other cells with it, so its
-    lag and loss columns are null, as an rtt cell's lag is."""
+    Only the cells the harness passed are judged. A cell it failed (a saturated harness, a broker that fell
+    behind, a generator an Airflow phase watcher stopped, a loss its system does not allow) already carries
+    that verdict and its reason in its row, and is published as failed; judging it again would quarantine
+    the run's other cells with it."""
     accounting = result.ledger.accounting.drop(columns=list(CELL_KEYS))
     rows = result.facts.merge(accounting, on="unit", how="left").merge(_lag_gate(result.summary), on="unit", how="left")
-    judged = rows["status"] == "ok"
+    rows = rows[rows["status"] == "ok"]
     sent, lost = rows["sent"], rows["lost"]
     loss_ratio = (lost / sent).where(sent > 0, 0.0)
     limit_ns = rows["max_schedule_lag_ms"] * 1e6
@@ -54,12 +54,12 @@ def raw_cells_frame(result: Analysis) -> pd.DataFrame:
             "measure_sent": sent,
             "measure_ratio": sent / (rows["rate_per_s"] * rows["measure_s"]),
             "lag_gate_ns": rows["lag_gate_ns"],
-            "lag_over_limit": (rows["lag_gate_ns"] / limit_ns).where((rows["measurement"] != "rtt") & judged),
+            "lag_over_limit": (rows["lag_gate_ns"] / limit_ns).where(rows["measurement"] != "rtt"),
             "lost": lost,
-            "lost_guaranteed": lost.where(rows["delivery_guaranteed"].astype(bool), 0).where(judged),
+            "lost_guaranteed": lost.where(rows["delivery_guaranteed"].astype(bool), 0),
             "loss_ratio": loss_ratio,
             # how far the loss goes past what the cell's matrix allows (workload.allowed_loss_ratio); <= 0 passes
-            "loss_over_allowance": (loss_ratio - rows["allowed_loss_ratio"]).where(judged),
+            "loss_over_allowance": loss_ratio - rows["allowed_loss_ratio"],
         }
     )
 
