@@ -312,7 +312,7 @@ def ratio_chart(
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     if lines:
-        ax.legend(loc="upper left", fontsize=7.5)
+        ax.legend(loc="best", fontsize=7.5)  # ratios often hug the top left, where a fixed legend hid them
     return to_svg(fig)
 
 

@@ -91,7 +91,7 @@ def metric_chart(
                 gid = f"systems-{index}-{metric}-{cid}-{basis}"
                 label = f"{name} — {BASIS_STYLE[basis][0]}"
                 lines.append(RatioLine(label, gid, ratios[cid], CYCLE[i % len(CYCLE)], dashed=basis == "sent"))
-    title = f"{metric}: how many times higher than the fastest cell ({names[reference]})"
+    title = f"{metric}: latency of each cell over the fastest one's, per percentile (fastest: [{reference}])"
     return page.chart(ratio_chart(title, RATIO_KEYS, lines, ylabel="latency ÷ fastest cell's (log; 1 = equal)"))
 
 
