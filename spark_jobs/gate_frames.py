@@ -35,9 +35,15 @@ def _lag_gate(summary: pd.DataFrame) -> pd.DataFrame:
 
 def raw_cells_frame(result: Analysis) -> pd.DataFrame:
     """One row per cell: measure-phase sends over rate × measure seconds, send-lag p99.9 over the cell's limit
-    (null for rtt), loss."""
+    (null for rtt), loss.
+
+    Only the cells the harness passed are judged. A cell it failed (a saturated harness, a broker that fell
+    behind, a generator an Airflow phase watcher stopped, a loss its system does not allow) already carries
+    that verdict and its reason in its row, and is published as failed; judging it again would quarantine
+    the run's other cells with it."""
     accounting = result.ledger.accounting.drop(columns=list(CELL_KEYS))
     rows = result.facts.merge(accounting, on="unit", how="left").merge(_lag_gate(result.summary), on="unit", how="left")
+    rows = rows[rows["status"] == "ok"]
     sent, lost = rows["sent"], rows["lost"]
     loss_ratio = (lost / sent).where(sent > 0, 0.0)
     limit_ns = rows["max_schedule_lag_ms"] * 1e6

@@ -25,7 +25,7 @@ from ..systems import resolve_release, resolve_version, system
 from .drive import Fault
 from .hostparts import run_hosts
 from .landing import CellReport, acked_metric
-from .lifecycle import land, provision_when_free
+from .lifecycle import land, prepare_cell, provision_when_free
 from .process import drive_work
 from .teardown import teardown_step
 from .verdict import discard_cell_work
@@ -153,9 +153,18 @@ def _drive(work: CellWork, cell: Cell, console: Console) -> None:
 
 
 def run_matrix(
-    matrix: Matrix, lake_root: str, console: Console, only: Sequence[str] = (), run: RunInfo | None = None
+    matrix: Matrix,
+    lake_root: str,
+    console: Console,
+    only: Sequence[str] = (),
+    run: RunInfo | None = None,
+    phase_scale: float = 1.0,
 ) -> tuple[RunInfo, list[CellReport]]:
+    """Every selected cell one at a time. `only` names cells by their matrix ids; `phase_scale` then scales
+    their phases as Airflow's `phase_scale` param does (prepare_cell: a scaled cell is a new cell id)."""
     cells = select_cells(matrix, only)
+    if phase_scale != 1.0:
+        cells = [prepare_cell(c, phase_scale=phase_scale) for c in cells]
     instances = expand_repeats(cells)
     run = run or RunInfo.new()
     lake = Lake(lake_root)

@@ -18,6 +18,14 @@ def run(
     matrix: MatrixArgument,
     lake: LakeOption = "lake",
     only: Annotated[list[str] | None, typer.Option("--only", help="run only this cell id (repeatable)")] = None,
+    phase_scale: Annotated[
+        float,
+        typer.Option(
+            "--phase-scale",
+            min=0.001,
+            help="multiply warmup, measure and cooldown (0.2 for a quick smoke run); changes the cell ids",
+        ),
+    ] = 1.0,
     with_report: Annotated[
         bool, typer.Option("--report", help="then build the Spark tables, the gate and the HTML report")
     ] = False,
@@ -30,7 +38,7 @@ def run(
 
     loaded = load_matrix(matrix)
     progress = err if as_json else out
-    run_info, reports = run_matrix(loaded, lake, progress, only or ())
+    run_info, reports = run_matrix(loaded, lake, progress, only or (), phase_scale=phase_scale)
     if as_json:
         cells = [report_json(r) for r in reports]
         document = {"run_id": run_info.run_id, "run_date": run_info.run_date, "matrix": loaded.name, "cells": cells}

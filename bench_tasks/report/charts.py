@@ -188,8 +188,9 @@ def scatter_figure(
             rasterized=True,
             gid=layer.gid,
         )
-    ax.set_yscale("log")
-    plain_log_ticks(ax.yaxis)
+    if any(bool((layer.latency_ns > 0).any()) for layer in layers):  # a log axis without data cannot be drawn
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
     top = ax.get_ylim()[1]
     for name, start, end in phases_s:
         ax.text((start + end) / 2, top, name, ha="center", va="bottom", fontsize=7.5, color="#555")
@@ -282,7 +283,9 @@ class RatioLine:
     dashed: bool = False
 
 
-def ratio_chart(title: str, keys: Sequence[str], lines: Sequence[RatioLine]) -> str:
+def ratio_chart(
+    title: str, keys: Sequence[str], lines: Sequence[RatioLine], ylabel: str = "latency ratio B/A (log; 1 = equal)"
+) -> str:
     """B/A per percentile on a log ratio axis (seed 002's view): above 1 B is slower, below 1 B is faster."""
     fig = Figure(figsize=(9, 3.8))
     ax = fig.add_subplot()
@@ -305,11 +308,11 @@ def ratio_chart(title: str, keys: Sequence[str], lines: Sequence[RatioLine]) -> 
     plain_log_ticks(ax.yaxis)
     ax.set_xticks(x, [k if k == "max" else f"{k} %" for k in keys])
     ax.set_xlabel("percentile (points missing where either side is unsupported)")
-    ax.set_ylabel("latency ratio B/A (log; 1 = equal)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     if lines:
-        ax.legend(loc="upper left", fontsize=7.5)
+        ax.legend(loc="best", fontsize=7.5)  # ratios often hug the top left, where a fixed legend hid them
     return to_svg(fig)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import page
+from . import page, systems_view
 from .capacity_view import capacity_section
 from .cell_view import BASES, anchor, cell_section, measure_values
 from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_chart, spectrum_chart
@@ -171,10 +171,12 @@ def _alert_chart(alert: dict, series: list, index: int) -> str:
 def render_run(run: RunData, tables_folder: str = TABLES_FOLDER) -> str:
     """The whole page; `tables_folder` is where build.py writes the full tables, relative to the page."""
     cells = run.cells
+    systems = systems_view.systems_section(cells)
     body = (
         page.section("index", "Cells", index_table(cells))
         + capacity_section(run.capacity)
         + overlay_section(cells)
+        + systems
         + ratios_section(cells)
         + variation_section(cells)
         + release_section(run.release_histories)
@@ -184,6 +186,7 @@ def render_run(run: RunData, tables_folder: str = TABLES_FOLDER) -> str:
     )
     index = [("index", "Cells"), *([("capacity", "Capacity")] if run.capacity else [])]
     index += [(anchor(c), c.key.title or c.key.cell_id) for c in cells]
+    index += [(systems_view.ANCHOR, systems_view.TITLE)] if systems else []
     index += [("ratios", "Ratios")]
     index += [("variation", "Run-to-run variation")] if any(c.key.repeats > 1 for c in cells) else []
     index += [("releases", "Release history")] if run.release_histories else []

@@ -63,6 +63,25 @@ def test_run_json_and_only(tmp_path: Path) -> None:
     assert Path(cell["path"], "sent-p0.parquet").exists()
 
 
+def test_run_phase_scale_scales_every_phase_of_the_cells_named(tmp_path: Path) -> None:
+    """`--only` names a cell as `cells` lists it; `--phase-scale` then scales its phases, as Airflow's
+    `phase_scale` param does: 2 × (0.5 + 1 + 0.5) s at 200/s, landed under the scaled cell's own id."""
+    matrix = tmp_path / "tiny.yaml"
+    matrix.write_text(TINY_MATRIX)
+    cells = json.loads(sixnines("cells", str(matrix), "--json").stdout)
+    core = next(c["cell_id"] for c in cells if c["spec"]["broker"]["mode"] == "core")
+
+    done = sixnines(
+        "run", str(matrix), "--lake", str(tmp_path / "lake"), "--only", core, "--phase-scale", "2", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    (cell,) = json.loads(done.stdout)["cells"]
+    assert cell["status"] == "ok" and cell["cell_id"] != core
+    assert cell["percentiles_ms"]["e2e"]["intended"]["count"] == 400
+    workload = cell["spec"]["workload"]
+    assert (workload["warmup_s"], workload["measure_s"], workload["cooldown_s"]) == (1.0, 2.0, 1.0)
+
+
 def test_run_table_output_then_report(tmp_path: Path) -> None:
     matrix = tmp_path / "tiny.yaml"
     matrix.write_text(TINY_MATRIX.replace("[core, jetstream]", "[core]"))

@@ -45,6 +45,7 @@ class SynthCell:
     repeat: int = 1  # which run of a repeated cell this is (matrix `repeats:`); give each repeat its own seed
     repeats: int = 1
     faults: Sequence[dict[str, Any]] = ()  # the fault records landing would have written (core.faultcost)
+    status: str = "ok"  # what the harness decided when the cell landed
 
     @property
     def measure_start_ns(self) -> int:
@@ -182,7 +183,7 @@ def cell_row(cell: SynthCell, run: RunInfo, sent: pa.Table, received: pa.Table) 
         version=cell.version,
         measurement=cell.measurement,
         label=f"{cell.system}/{cell.mode} {cell.version} {cell.measurement}",
-        status="ok",
+        status=cell.status,
         t0_ns=T0,
         measure_start_ns=cell.measure_start_ns,
         measure_end_ns=cell.measure_end_ns,

@@ -88,6 +88,25 @@ def test_corrupted_raw_data_is_quarantined(spark: SparkSession, tmp_path: Path) 
     assert not again.success and checks(again.failed) == checks(validation["failed"])
 
 
+def test_a_cell_the_harness_failed_does_not_quarantine_the_others(spark: SparkSession, tmp_path: Path) -> None:
+    """A cell whose generator fell behind, lost messages and was stopped half-way through its measure phase,
+    failed by the harness when it landed (its reason in its row), is published as failed beside the ok cell:
+    the gate judges schedule, lag and loss on the cells the harness passed."""
+    run = RunInfo("one-failed-run", "2026-01-03")
+    write_cell(tmp_path, run, SynthCell("fine"))
+    behind = SynthCell("behind", seed=3, lost=range(1200, 1230), status="failed")
+    sent = sent_table(behind, 0, False)
+    late = sent["sent_ns"].to_numpy().copy()
+    late[1000:1030] += 500_000_000  # the lag the harness failed the cell for
+    stopped = sent.set_column(3, "sent_ns", pa.array(late)).slice(0, 2000)  # 1 000 of 2 000 measured
+    write_cell(tmp_path, run, behind, received_table(behind, stopped), [stopped])
+
+    folder = run_analysis(spark, tmp_path, run.run_id, extra_tables=False)
+    text = (folder / "percentiles.md").read_text()
+    assert "`fine` [ok]" in text and "`behind` [failed]" in text
+    assert not (tmp_path / "quarantine").exists()
+
+
 @pytest.mark.parametrize(("allowed", "published"), [(0.02, True), (0.01, False)])
 def test_loss_is_judged_against_the_cells_own_allowance(
     allowed: float, published: bool, spark: SparkSession, tmp_path: Path

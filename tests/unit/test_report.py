@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bench_tasks.core.percentiles import summarize
-from bench_tasks.report.charts import Curve, spectrum_chart
+from bench_tasks.report.charts import Curve, Points, scatter_chart, spectrum_chart
 from bench_tasks.report.pairing import (
     CellKey,
     ReportError,
@@ -158,3 +158,13 @@ def test_cell_ids_from_result_json_are_escaped_in_the_ratio_block() -> None:
     html = ratio_block(Pair(a, b, ("workload.rate_per_s",)), *cells, "pair 1")
     assert "<img" not in html
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
+
+
+def test_a_metric_without_samples_still_gets_its_scatter_chart() -> None:
+    """A cell stopped before its workers wrote samples (an Airflow phase watcher failing it) has metrics with
+    no sample at all: the chart is drawn empty, on a linear axis, instead of failing the whole report."""
+    empty = np.array([], dtype=np.int64)
+    layers = [Points(name, f"scatter-x-publish-{name}", empty / 1e9, empty, "#c00") for name in ("sent", "intended")]
+    phases = [("warmup", 0.0, 4.0), ("measure", 4.0, 10.0), ("cooldown", 10.0, 10.4)]
+    svg = scatter_chart("publish: every sample by intended send time — a cell " + "x" * 80, layers, phases, [])
+    assert svg.startswith("<svg") and 'id="scatter-x-publish-sent"' in svg
