@@ -55,6 +55,8 @@ def variation_column(percentile: str) -> str:
     return percentile_column(percentile).removesuffix("_ns") + "_variation_pct"
 
 
+# A cell's outcome over its repeats (`ok` only when every repeat was); absent from tables written before it.
+STATUS_COLUMN = "status"
 # Present from table schema 2 on, and null for cells run once: a history without them has no repeat noise.
 NOISE_COLUMNS: dict[str, str] = {p: variation_column(p) for p in SERIES_PERCENTILES}
 
@@ -77,9 +79,11 @@ def _column_names(path: LakePath, required: tuple[str, ...]) -> set[str]:
 
 
 def read_file(path: LakePath) -> list[dict[str, Any]]:
-    """The overall rows (leader null) of one part file, only the required columns."""
+    """The overall rows (leader null) of the cells that ended `ok` in one part file, only the required columns. A
+    failed cell is published with its reason, but its percentiles measure the failure (a starved harness, a
+    stopped schedule), not the system: no baseline, change point or release history takes them."""
     names = _column_names(path, REQUIRED_COLUMNS)
-    optional = [c for c in NOISE_COLUMNS.values() if c in names]
+    optional = [c for c in (*NOISE_COLUMNS.values(), STATUS_COLUMN) if c in names]
     rows = read_parquet(path, columns=[*REQUIRED_COLUMNS, *optional]).to_pylist()
     versions = {r["schema_version"] for r in rows} - SUPPORTED_SCHEMA_VERSIONS
     if versions:
@@ -87,7 +91,7 @@ def read_file(path: LakePath) -> list[dict[str, Any]]:
             f"{path}: schema_version {sorted(versions)} not supported (this reader knows "
             f"{sorted(SUPPORTED_SCHEMA_VERSIONS)})"
         )
-    return [r for r in rows if r["leader"] is None]
+    return [r for r in rows if r["leader"] is None and r.get(STATUS_COLUMN, "ok") in ("ok", None)]
 
 
 def read_history(lake_root: str | Path | LakePath) -> list[dict[str, Any]]:
@@ -139,12 +143,14 @@ def _typed_spread(row: dict[str, str]) -> dict[str, Any]:
 
 
 def published_run(lake_root: str | Path | LakePath, cell_id: str) -> tuple[str, str] | None:
-    """(run_date, run_id) of the newest published run that measured cell `cell_id` (its spec and release), or
-    None: what a matrix with `reuse_published` takes instead of measuring the cell again."""
+    """(run_date, run_id) of the newest published run that measured cell `cell_id` (its spec and release) and
+    where it ended `ok`, or None: what a matrix with `reuse_published` takes instead of measuring the cell again (a
+    cell that failed is measured again)."""
     found = None
     for path in history_files(lake_root):
-        table = read_parquet(path, columns=["cell_id", "run_date", "run_id"])
+        status = [STATUS_COLUMN] if STATUS_COLUMN in read_parquet_schema(path).names else []
+        table = read_parquet(path, columns=["cell_id", "run_date", "run_id", *status])
         for row in table.to_pylist():
-            if row["cell_id"] == cell_id:
+            if row["cell_id"] == cell_id and row.get(STATUS_COLUMN, "ok") in ("ok", None):
                 found = max(found or ("", ""), (str(row["run_date"]), str(row["run_id"])))
     return found

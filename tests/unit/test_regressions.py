@@ -320,3 +320,18 @@ def test_a_rise_within_the_repeats_own_noise_does_not_alert(tmp_path: Path) -> N
     assert noisy.alerts == ()
     shift = [c for c in noisy.change_points if c.percentile == "99" and c.metric == "e2e" and c.basis == "intended"]
     assert shift and shift[0].threshold == pytest.approx(0.30)  # still recorded as a change point
+
+
+def test_a_failed_cells_published_rows_are_in_no_series_and_never_reused(tmp_path: Path) -> None:
+    """A failed cell is published with its reason (the gate passes the run), but its percentiles measure the
+    failure: the history readers leave it out, and `reuse_published` measures it again."""
+    from bench_tasks.regressions.history import published_run
+
+    values: dict[str, int | None] = {p: round(BASE_MS[p] * 1e6) for p in BASE_MS} | {"99.9999": None}
+    write_night(tmp_path, [history_row(0, "e2e", "intended", values)])
+    starved = {p: v * 1000 if v else v for p, v in values.items()}
+    write_night(tmp_path, [history_row(1, "e2e", "intended", starved, status="failed", cell_id="cell-failed")])
+    rows = read_history(tmp_path)
+    assert [r["run_id"] for r in rows] == [run_id(0)]
+    assert published_run(tmp_path, "cell-kafka-4.2.1") == (night_date(0), run_id(0))
+    assert published_run(tmp_path, "cell-failed") is None
