@@ -51,8 +51,13 @@ def _history(history: ReleaseHistory, index: int) -> str:
 def _line(history: ReleaseHistory, percentile: str, color: int, index: int) -> ReleaseLine:
     values = [_ms(row.get(VALUE_COLUMNS[percentile])) for row in history.rows]
     bands = [None if b is None else (b[0] / NS_PER_MS, b[1] / NS_PER_MS) for b in history.bands[percentile]]
-    label = "max" if percentile == "max" else f"p{percentile}"
+    label = _percentile_label(percentile)
     return ReleaseLine(label, f"release-{index}-{label}", values, bands, CYCLE[color % len(CYCLE)])
+
+
+def _percentile_label(percentile: str) -> str:
+    """`99.9` → `p99.9`; the maximum is `max`, not a percentile."""
+    return "max" if percentile == "max" else f"p{percentile}"
 
 
 def _ms(value: float | None) -> float | None:
@@ -62,9 +67,9 @@ def _ms(value: float | None) -> float | None:
 def _verdict_text(verdict: ReleaseMove | None, releases: Sequence[str]) -> str:
     if verdict is None:
         return f"No release's tail moved beyond the noise ({releases[0]} → {releases[-1]})."
-    c = verdict.change
+    c, label = verdict.change, _percentile_label(verdict.percentile)
     return (
-        f"The tail moved at {verdict.release}: p{verdict.percentile} {c.before:.3f} → {c.after:.3f} {c.unit} "
+        f"The tail moved at {verdict.release}: {label} {c.before:.3f} → {c.after:.3f} {c.unit} "
         f"({c.relative_change:+.0%}) against {verdict.previous}, beyond the bar of {c.threshold:.0%}."
     )
 
@@ -74,7 +79,7 @@ def _moves(found: Sequence[ReleaseMove]) -> str:
         return ""
     rows = [
         (
-            "max" if m.percentile == "max" else f"p{m.percentile}",
+            _percentile_label(m.percentile),
             m.previous,
             m.release,
             f"{m.change.before:.3f} → {m.change.after:.3f} {m.change.unit}",
