@@ -359,27 +359,34 @@ class Rows:
         }
 
     def _alternate(
-        self, native: Callable[[], dict[str, Any]], ours: Callable[[], dict[str, Any]], metric: str
+        self,
+        native: Callable[[], dict[str, Any]],
+        ours: Callable[[], dict[str, Any]],
+        metric: str,
+        ratios: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """`self.trials` trials on one broker, the native tool then sixnines in each (ABAB…), each trial with its
-        own figures, the host load around it and its ratios (`bench/trials.py`)."""
+        own figures, the host load around it and its ratios (`bench/trials.py`): by default per percentile of
+        `metric` from sent; `ratios(native, sixnines)` where the tool reports another figure."""
         trials = []
         for index in range(self.trials):
             before = host_load()
             theirs = native()
             mine = ours()
-            sent = mine.get(f"{metric}_from_sent_ms", {})
-            ratios = trial_ratios(theirs, sent, LATENCY_PERCENTILES)
+            if ratios is None:
+                trial = trial_ratios(theirs, mine.get(f"{metric}_from_sent_ms", {}), LATENCY_PERCENTILES)
+            else:
+                trial = ratios(theirs, mine)
             trials.append(
                 {
                     "trial": index + 1,
                     "native": theirs,
                     "sixnines": mine,
-                    "ratio": ratios,
+                    "ratio": trial,
                     "host_load": {"before": before, "after": host_load()},
                 }
             )
-            self.console.print(f"  trial {index + 1}/{self.trials}: ratio {ratios} (load {before['loadavg_1m']:.2f})")
+            self.console.print(f"  trial {index + 1}/{self.trials}: ratio {trial} (load {before['loadavg_1m']:.2f})")
         return trials
 
     def _nats_service(self, url: str) -> dict[str, Any]:

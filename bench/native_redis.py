@@ -25,7 +25,6 @@ import csv
 import io
 import os
 import subprocess
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -170,11 +169,11 @@ def cli_latency_row(rows: Rows) -> dict[str, Any]:
     cell = shape_cell(rows.measure_s, nc.LAG_LIMIT_MS)
     with nc.fresh_brokers(cell, rows.workdir) as brokers:
         target = brokers.target()
-        trials = _alternate_means(
-            rows,
-            nc.host_load,
+        trials = rows._alternate(
             lambda: redis_cli_latency(target.address, dict(target.client), rows.measure_s),
             lambda: _ours(nc, rows, cell, brokers),
+            "publish",
+            _mean_ratio,
         )
     summary = summarize_trials(trials, ("mean",), nc.LATENCY_TARGET)
     return {
@@ -192,26 +191,6 @@ def _ours(nc: Any, rows: Rows, cell: Cell, brokers: Any) -> dict[str, Any]:
     return nc.figures(nc.sixnines(cell, brokers, rows.lake, rows.console), "publish")
 
 
-def _alternate_means(
-    rows: Rows,
-    host_load: Callable[[], dict[str, Any]],
-    native: Callable[[], dict[str, Any]],
-    ours: Callable[[], dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """Like `Rows._alternate`, on the mean: the only figure redis-cli --latency measures below a millisecond."""
-    trials = []
-    for index in range(rows.trials):
-        before = host_load()
-        theirs, mine = native(), ours()
-        ratios = {"mean": ratio(mine.get("publish_from_sent_ms", {}).get("mean"), theirs["mean_ms"])}
-        trials.append(
-            {
-                "trial": index + 1,
-                "native": theirs,
-                "sixnines": mine,
-                "ratio": ratios,
-                "host_load": {"before": before, "after": host_load()},
-            }
-        )
-        rows.console.print(f"  trial {index + 1}/{rows.trials}: ratio {ratios} (load {before['loadavg_1m']:.2f})")
-    return trials
+def _mean_ratio(native: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+    """On the mean: the only figure redis-cli --latency measures below a millisecond."""
+    return {"mean": ratio(mine.get("publish_from_sent_ms", {}).get("mean"), native["mean_ms"])}
