@@ -10,7 +10,6 @@ by PID from the JSON-able `state()`, each PID checked to be the broker before it
 from __future__ import annotations
 
 import contextlib
-import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -174,16 +173,3 @@ def _still_running(proc: Any) -> bool:
 def stop_nodes(state: Mapping[str, Any], process_name: str, grace_s: float) -> list[int]:
     """Stop the nodes of a detached cluster from its `state()` (see `stop_pids`)."""
     return stop_pids([int(node["pid"]) for node in state["nodes"]], process_name, grace_s)
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """`count` distinct free ports on `host` (of the calling thread's network namespace): all sockets are held
-    open together so no port is handed out twice."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind((host, 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()

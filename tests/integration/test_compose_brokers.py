@@ -33,8 +33,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
 
-from bench_tasks.brokers.cluster import free_ports
 from bench_tasks.brokers.connections import parse_connection
+from bench_tasks.brokers.ports import free_ports
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import parse_matrix
@@ -276,8 +276,8 @@ def nats(
     compose: dict[str, Any], env: dict[str, str], certs: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[int]:
     """nats1 of the compose file as one server: its config, its flags (cluster flags dropped). Yields the port."""
+    from bench_tasks.brokers.ports import free_port
     from bench_tasks.systems.nats.release import bundled_version, server_binary
-    from bench_tasks.systems.nats.server import free_port
 
     home = tmp_path_factory.mktemp("nats1")
     port, http = free_port(), free_port()

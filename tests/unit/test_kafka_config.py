@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.brokers.cluster import free_ports
 from bench_tasks.brokers.maven import mvn_reason
+from bench_tasks.brokers.ports import free_ports
 from bench_tasks.errors import BrokerError
 from bench_tasks.systems.kafka.cluster import KafkaCluster
 from bench_tasks.systems.kafka.jvm import default_jvm_opts

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...brokers.cluster import NodeCluster, free_ports, stop_nodes, stop_pids
+from ...brokers.cluster import NodeCluster, stop_nodes, stop_pids
+from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...classdata import use_flags
 from ...errors import BrokerError

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...brokers.cluster import free_ports
+from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess
 from ...errors import BrokerError
 from .properties import render_properties

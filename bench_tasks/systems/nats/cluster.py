@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
+from ...brokers.cluster import NodeCluster, stop_nodes
+from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
@@ -159,7 +160,7 @@ class NatsCluster(NodeCluster):
             raise BrokerError("this NATS cluster was already started; make a new NatsCluster")
         began = time.monotonic()
         binary = server_binary(self.version)
-        self.ports = [self._free_ports(i) for i in range(1, NODES + 1)]
+        self.ports = self._free_ports()
         addresses = [self._address(i) for i in range(1, NODES + 1)]
         configs: dict[int, str] = {}
         with stopped_on_failure(self.stop, "the NATS cluster"):
@@ -204,11 +205,16 @@ class NatsCluster(NodeCluster):
     def _address(self, index: int) -> str:
         return self.sites[index][1]
 
-    def _free_ports(self, index: int) -> NodePorts:
-        """Client, route and monitor ports free on node `index`'s address, in its namespace."""
-        namespace, address = self.sites[index]
-        with inside(namespace):
-            return NodePorts(*free_ports(3, address))
+    def _free_ports(self) -> list[NodePorts]:
+        """Client, route and monitor ports for every node, free on its address in its namespace. Nodes that
+        share a site get theirs from one call, so no two are handed the same port."""
+        ports: dict[int, NodePorts] = {}
+        for site in dict.fromkeys(self.sites.values()):
+            nodes = [i for i, s in self.sites.items() if s == site]
+            with inside(site[0]):
+                flat = free_ports(3 * len(nodes), site[1])
+            ports.update({i: NodePorts(*flat[3 * k : 3 * k + 3]) for k, i in enumerate(nodes)})
+        return [ports[i] for i in range(1, NODES + 1)]
 
     def _monitor(self, index: int) -> str:
         return f"http://{self._address(index)}:{self.ports[index - 1].monitor}"

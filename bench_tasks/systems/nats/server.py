@@ -5,7 +5,6 @@ directory and a config rendered from the broker settings on every start.
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -13,17 +12,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
 from .release import server_binary
 from .settings import NatsBroker
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def render_config(settings: dict[str, Any]) -> str:
@@ -71,7 +65,7 @@ class NatsServer:
     def start(self, timeout_s: float = 20.0) -> NatsEndpoint:
         binary = server_binary(self.version)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        port, monitor_port = free_port(self.host), free_port(self.host)
+        port, monitor_port = free_ports(2, self.host)
         settings = self.settings(port, monitor_port)
         config = render_config(redacted(settings))  # recorded: passthrough secrets are not
         config_path = self.workdir / "nats-server.conf"

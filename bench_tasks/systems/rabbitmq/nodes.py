@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 
 import psutil
 
-from ...brokers.cluster import NodeCluster, free_ports, stop_pids
+from ...brokers.cluster import NodeCluster, stop_pids
+from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess
 from ...errors import BrokerError
 from . import erl, release

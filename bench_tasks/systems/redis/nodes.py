@@ -28,7 +28,8 @@ from typing import Any, ClassVar
 import psutil
 import redis
 
-from ...brokers.cluster import NodeCluster, free_ports, stop_nodes
+from ...brokers.cluster import NodeCluster, stop_nodes
+from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, kill_and_wait
 from ...errors import BrokerError
 from ...releases import version_key

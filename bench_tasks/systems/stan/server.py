@@ -7,13 +7,13 @@ same ports and the same store, so a file store's acknowledged messages can be co
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
@@ -28,12 +28,6 @@ LOG_NAME = "nats-streaming-server.log"
 # more. Raised only when a cell's messages need it (and recorded in the config like every other setting).
 DEFAULT_MAX_PAYLOAD = 1024 * 1024
 ENVELOPE_BYTES = 4096
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def render_config(settings: dict[str, Any]) -> str:
@@ -131,7 +125,7 @@ class StanServer:
         reported = reported_version(binary, self.version)
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.ports is None:
-            self.ports = (free_port(self.host), free_port(self.host))
+            self.ports = tuple(free_ports(2, self.host))
         settings = self.settings(*self.ports)
         config = render_config(redacted(settings))  # as recorded
         config_path = write_secret(self.workdir / CONFIG_NAME, render_config(settings))  # it holds the password
