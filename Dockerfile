@@ -35,13 +35,15 @@ COPY --chown=airflow:0 pyproject.toml README.md constraints-3.11.txt ./
 COPY --chown=airflow:0 bench_tasks/__init__.py bench_tasks/__init__.py
 COPY --chown=airflow:0 spark_jobs/__init__.py spark_jobs/__init__.py
 COPY --chown=airflow:0 expectations/__init__.py expectations/__init__.py
+COPY --chown=airflow:0 plugins/sixnines_airflow/__init__.py plugins/sixnines_airflow/__init__.py
 RUN pip install --no-cache-dir -c constraints-3.11.txt "apache-airflow==${AIRFLOW_VERSION}" -e ".[deploy]"
 
 COPY --chown=airflow:0 . .
-RUN pip install --no-cache-dir --no-deps -e . \
-    && python -c "import bench_tasks, spark_jobs, expectations, pyspark; print('pyspark', pyspark.__version__)"
+RUN pip install --no-cache-dir --no-deps -e . && rm -rf sixnines.egg-info \
+    && python -c "import bench_tasks, spark_jobs, expectations, sixnines_airflow, pyspark; print(pyspark.__version__)"
 
-# The DAGs read matrices/ relative to their own file; the plugins hold the operators and notifiers.
+# This checkout is the installed package's home (sixnines_airflow.runtime.home): its DAG file reads matrices/ here,
+# and the package's entry points register the provider and the report plugin.
 ENV AIRFLOW__CORE__DAGS_FOLDER=${SIXNINES_HOME}/dags \
     AIRFLOW__CORE__PLUGINS_FOLDER=${SIXNINES_HOME}/plugins \
     AIRFLOW__CORE__LOAD_EXAMPLES=False \

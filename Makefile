@@ -53,7 +53,7 @@ stan-server: $(STAMP) tools release-lists
 nats-server: $(STAMP) tools release-lists
 	@$(BIN)/python -m bench_tasks.systems.nats.release >/dev/null
 
-# The JVM worker (docs/workers.md: Chronicle Queue's cells, Kafka's Java client) is compiled from jvm/worker/ by
+# The JVM worker (docs/workers.md: Chronicle Queue's cells, Kafka's Java client) is compiled from bench_tasks/jvm/worker/ by
 # Maven against Maven Central's jars into the cache (.cache/jvm/worker-<sha256 of its sources>/); once built, this
 # only checks that its System.nanoTime() reads CLOCK_MONOTONIC.
 jvm-worker: $(STAMP) tools
@@ -82,6 +82,8 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/python -m pip install --quiet pip==$(PIP_VERSION) uv==$(UV_VERSION)
 	$(BIN)/uv pip install --python $(BIN)/python --quiet -r $(LOCK)
 	$(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps -e .
+	rm -rf sixnines.egg-info  # setuptools' by-product of the editable build: on sys.path beside the checkout it is
+	                          # a second copy of the package's metadata, whose entry points Airflow would load twice
 	$(BIN)/uv cache prune --quiet
 	touch $(STAMP)
 

@@ -18,6 +18,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{name: ("systems", name) for name in ("SYSTEMS", "System", "system", "system_of")},
     **{name: ("errors", name) for name in ("BrokerError", "CellError", "MatrixError", "PayloadError", "SixninesError")},
     "cache_dir": ("paths", "cache_dir"),
+    **{name: ("brokers.connections", name) for name in ("BrokerConnection", "get_connection")},
     "HOSTS_TIMEOUT_S": ("topology", "HOSTS_TIMEOUT_S"),
     **{name: ("topology.hosts", name) for name in ("generator_queue", "load_hosts", "per_host", "queue_of")},
     **{name: ("cell.lifecycle", name) for name in ("land_step", "landed_summary", "prepare_cell", "provision_step")},

@@ -43,6 +43,7 @@ FIRST_TIER_ONLY = "-XX:TieredStopAtLevel=1"
 # the analysis"): tables 24.4 and 26.2 s without, 22.0 and 23.1 s with; with spark_jobs.codegen as well, the
 # second tier's logged compile time went from 30.9 s to 15.8 s.
 C2_EXCLUDED = Path(__file__).with_name("c2_excluded.json")
+PIPELINE = Path(__file__).with_name("pipeline.py")  # the analysis application spark-submit runs
 SECOND_TIER_THRIFT = (
     "-XX:Tier4InvocationThreshold=15000",
     "-XX:Tier4MinInvocationThreshold=1800",

@@ -23,7 +23,7 @@ from bench_tasks.cell.hostlease import HOST_LEASE_ENV, lease_path
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-SWEEP_DAG_FILES = ("sixnines_sweeps.py",)
+SWEEP_DAG_FILES = ("sixnines.py",)
 POOL = "sixnines_bench"
 
 
@@ -57,6 +57,7 @@ def airflow_project(
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": f'{{"conn_type": "spark", "host": "{spark_master}"}}',  # as tools/airflow
+        "SIXNINES_MATRICES": str(root / "matrices"),
         "SIXNINES_LAKE": lake or str(root / "lake"),
         "SIXNINES_CACHE": cache or str(root / "cache"),
         HOST_LEASE_ENV: str(lease_path()),

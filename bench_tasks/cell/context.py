@@ -15,8 +15,11 @@ _HARNESS_PACKAGES = ("hdrhistogram", "pyarrow", "numpy")
 
 @cache
 def git_sha() -> str:
-    """Harness revision; `+dirty` when the working tree has uncommitted changes."""
+    """Harness revision; `+dirty` when the working tree has uncommitted changes. An installed package is no
+    checkout (a git folder around its site-packages is someone else's): it is named by its release."""
     repo = Path(__file__).resolve().parent.parent
+    if not (repo / ".git").exists():
+        return f"sixnines=={_installed_version()}"
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=5)
         if sha.returncode != 0:
@@ -30,6 +33,15 @@ def git_sha() -> str:
         )
         return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _installed_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("sixnines")
+    except metadata.PackageNotFoundError:
         return "unknown"
 
 

@@ -1,2 +1,2 @@
-"""The JVM worker (`jvm/worker/`): built at set-up (`build`), run as a worker program (`program`), its runtime's
+"""The JVM worker (`worker/` here): built at set-up (`build`), run as a worker program (`program`), its runtime's
 pauses read back (`safepoints`). No system lives here: a system hands its release's jars to `program`."""

@@ -1,7 +1,7 @@
-"""Build the JVM worker (`jvm/worker/`) into the cache, once per content of its sources.
+"""Build the JVM worker (`bench_tasks/jvm/worker/`) into the cache, once per content of its sources.
 
 The jar lives in `<cache>/jvm/worker-<digest>/sixnines-worker.jar`, where the digest is the sha256 of every file
-under `jvm/worker/` (pom.xml and src/): a changed source builds a new jar beside the old one, an unchanged one is
+under `worker/` here (pom.xml, src/): a changed source builds a new jar beside the old one, an unchanged one is
 found at once. Maven compiles it against Maven Central's jars (`provided`: each cell runs it with its system's own
 release jars). Nothing is built inside the source folder and no jar is in git.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from ..errors import SixninesError
 from ..paths import cache_dir
 
-SOURCE = Path(__file__).resolve().parents[2] / "jvm" / "worker"
+SOURCE = Path(__file__).resolve().parent / "worker"  # shipped in the wheel beside this module
 JAR_NAME = "sixnines-worker.jar"
 MAIN_CLASS = "sixnines.worker.Main"
 BUILD_TIMEOUT_S = 900.0

@@ -1,7 +1,7 @@
 """The worker contract, in code: what a worker program is told, what it says back, and the commands between
 (docs/workers.md is the prose; this is the one definition both the Python bridge and its tests read).
 
-A worker that is not this Python package (the JVM worker, `jvm/worker/`) runs as a child process of the cell's
+A worker that is not this Python package (the JVM worker, `bench_tasks/jvm/`) runs as a child process of the cell's
 driving process and speaks over three channels:
 
 - the **plan**: a properties file (`key=value` lines, UTF-8) whose path is the program's last argument: role,

@@ -23,6 +23,7 @@ from .runtime import POOL, lake_root, run_info
 from .sweep import DEFAULT_ARGS, START_DATE
 
 log = logging.getLogger("sixnines")
+COMPARE_DAG_ID = "sixnines_compare_versions"
 DEFAULT_SYSTEM = next(iter(SYSTEMS))  # the first registered system, until the run's conf names another
 
 
@@ -30,7 +31,7 @@ def build_compare_dag(matrices: Path) -> DAG:
     names = sorted(p.stem for p in matrices.glob("*.yaml"))
 
     @dag(
-        dag_id="sixnines_compare_versions",
+        dag_id=COMPARE_DAG_ID,
         schedule=None,
         start_date=START_DATE,
         catchup=False,

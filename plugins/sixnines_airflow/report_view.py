@@ -4,7 +4,7 @@
 A browser will not follow a `file://` link out of an http page, and an S3 lake is not reachable from it at
 all, so the API server reads the report (local or S3) and serves it, with the full tables it links to. Every
 route requires read access to the DAG's runs (Airflow's own auth: the UI's session cookie or a bearer
-token), like the rest of the UI. Registered by `plugins/sixnines_reports.py`.
+token), like the rest of the UI. Registered by `plugin.py`.
 """
 
 from __future__ import annotations

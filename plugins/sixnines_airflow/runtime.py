@@ -16,9 +16,42 @@ from .report_links import lake_run_id
 if TYPE_CHECKING:  # the lake and the cell's steps load when a task runs, never at DAG parse time
     from bench_tasks import CellWork, LakePath, RunInfo
 
-REPO = Path(__file__).resolve().parents[2]
-MATRICES = REPO / "matrices"
+CHECKOUT = Path(__file__).resolve().parents[2]  # this repository, when the package runs from its checkout
 POOL = "sixnines_bench"
+MATRICES_ENV = "SIXNINES_MATRICES"
+MATRICES_VARIABLE = "sixnines_matrices"
+
+
+def home() -> Path:
+    """Where sixnines keeps its matrices, lake and cache unless told otherwise: this repository when the package
+    runs from its checkout (`make`, `tools/airflow`), else `$AIRFLOW_HOME/sixnines` (an installed wheel)."""
+    if (CHECKOUT / "pyproject.toml").is_file() and (CHECKOUT / "bench_tasks").is_dir():
+        return CHECKOUT
+    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow") / "sixnines"
+
+
+def matrices_folder() -> Path:
+    """The folder whose `*.yaml` matrices become DAGs: `SIXNINES_MATRICES`, else the Airflow Variable
+    `sixnines_matrices`, else `matrices/` under `home()`."""
+    named = os.environ.get(MATRICES_ENV) or _variable(MATRICES_VARIABLE)
+    return Path(named).expanduser() if named else home() / "matrices"
+
+
+def _variable(key: str) -> str | None:
+    """An Airflow Variable, or None where there is none or no metadata database to ask (a DAG file parsed
+    outside Airflow's processes)."""
+    from airflow.sdk import Variable
+
+    try:
+        return Variable.get(key, default=None)
+    except Exception:  # no API server or database behind the task SDK here: the Variable cannot be set either
+        return None
+
+
+# An installed package keeps its tasks' working folders (`cache_dir()`) under its home, wherever the worker
+# process was started from; a checkout keeps its own `.cache/` (`tools/airflow` and the Makefile name it).
+if home() != CHECKOUT:
+    os.environ.setdefault("SIXNINES_CACHE", str(home() / ".cache"))
 
 
 def _mask_in_task_logs() -> None:
@@ -36,10 +69,10 @@ _mask_in_task_logs()
 
 def lake_root() -> LakePath:
     """`SIXNINES_LAKE` (a folder, or `s3://bucket/prefix` reached through the connection named by
-    `SIXNINES_LAKE_CONN_ID`), or `lake/` beside the DAGs (the Makefile sets it)."""
+    `SIXNINES_LAKE_CONN_ID`), or `lake/` under `home()`."""
     from bench_tasks import lake_path
 
-    root = lake_path(os.environ.get("SIXNINES_LAKE") or REPO / "lake")
+    root = lake_path(os.environ.get("SIXNINES_LAKE") or home() / "lake")
     return root.resolve() if isinstance(root, Path) else root
 
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from airflow.sdk import get_current_context, task
 
-from spark_jobs.launch import SUBMIT_CONF, submit_conf
+from spark_jobs.launch import PIPELINE, SUBMIT_CONF, submit_conf
 
 from .cell_tasks import phase_timeout
 from .lake_spark import LakeSparkSubmitOperator
 from .notifier import AnalysisFailureNotifier, RegressionAlertNotifier
-from .runtime import REPO, lake_root, run_info
+from .runtime import lake_root, run_info
 
 log = logging.getLogger("sixnines")
 SPARK_CONN_ID = "spark_default"  # master local[*] by default (tools/airflow); any cluster through the connection
@@ -65,7 +65,7 @@ def analysis(timeout: timedelta = TAIL_FLOOR) -> LakeSparkSubmitOperator:
     summary = "ti.xcom_pull(task_ids='tables')"
     return AnalysisSubmitOperator(
         task_id="analysis",
-        application=str(REPO / "spark_jobs" / "pipeline.py"),
+        application=str(PIPELINE),
         conn_id=SPARK_CONN_ID,
         name="sixnines-analysis",
         application_args=["--lake", f"{{{{ {summary}['lake'] }}}}", "--run-id", f"{{{{ {summary}['run_id'] }}}}"],

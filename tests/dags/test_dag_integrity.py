@@ -103,18 +103,19 @@ def test_compare_versions_dag(dagbag: Any) -> None:
     assert "run_version" in dag.get_task("compare").upstream_task_ids
 
 
-def test_broken_matrix_is_an_import_error_naming_file_and_field(tmp_path: Path) -> None:
+def test_broken_matrix_is_an_import_error_naming_file_and_field(tmp_path: Path, monkeypatch) -> None:
     from airflow.dag_processing.dagbag import DagBag
 
     (tmp_path / "dags").mkdir()
     (tmp_path / "matrices").mkdir()
-    shutil.copy(REPO / "dags" / "sixnines_sweeps.py", tmp_path / "dags")
+    shutil.copy(REPO / "dags" / "sixnines.py", tmp_path / "dags")
+    monkeypatch.setenv("SIXNINES_MATRICES", str(tmp_path / "matrices"))
     shutil.copy(REPO / "matrices" / "quick.yaml", tmp_path / "matrices" / "quick.yaml")
     raw = yaml.safe_load((REPO / "matrices" / "quick.yaml").read_text())
     raw["name"], raw["workload"]["rate_per_s"] = "broken", -5
     (tmp_path / "matrices" / "broken.yaml").write_text(yaml.safe_dump(raw))
     bag = DagBag(dag_folder=str(tmp_path / "dags"))
-    assert set(bag.dags) == {"sixnines_quick"}  # the good matrix still loads
+    assert set(bag.dags) == {"sixnines_quick", "sixnines_compare_versions"}  # the good matrix still loads
     (error,) = bag.import_errors.values()
     assert "broken.yaml" in error and "workload.rate_per_s" in error and "-5" in error
 

@@ -55,11 +55,7 @@ measurements: [e2e]
 def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A project folder with the DAG files and the tiny matrix, and a migrated SQLite Airflow home for it."""
     root = tmp_path_factory.mktemp("airflow-project")
-    env = airflow_project(
-        root,
-        {"itest_airflow": TINY, "itest_capacity": SEARCH},
-        dag_files=("sixnines_sweeps.py", "sixnines_compare_versions.py"),
-    )
+    env = airflow_project(root, {"itest_airflow": TINY, "itest_capacity": SEARCH})
     migrate(env)
     return env
 

@@ -1,5 +1,5 @@
 """The JVM builder's cache: a Maven project's jar is kept under its folder's name and the digest of its sources, so
-an unchanged project is found without Maven and a changed one is built beside the old jar (jvm/worker, jvm/jlbh)."""
+an unchanged project is found without Maven and a changed one is built beside the old jar (the worker, jvm/jlbh)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A Chronicle cell's "brokers": its queue root folder (tmpfs or disk) and the keeper process that holds it, as the
 broker-control protocol's `StartedBrokers`. The queues themselves are created by the first JVM worker that
-appends to or tails them (`jvm/worker`, ChronicleTransport); node 0 is the keeper, so the watch sees a cell whose
+appends to or tails them (the JVM worker's ChronicleTransport); node 0 is the keeper, so the watch sees a cell whose
 keeper died, and teardown (by PID, from any process) removes a tmpfs queue with it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Kafka's Java client through the JVM worker (`client: {library: java}`; docs/workers.md, "Kafka's Java client").
 
 librdkafka (confluent-kafka, in the Python workers) stays the default. With `library: java` the cell's producers,
-consumers and relays are the JVM worker (`jvm/worker/`, transport `kafka`) running on the cell's own release's
+consumers and relays are the JVM worker (`bench_tasks/jvm/`, transport `kafka`) running on the cell's own release's
 `kafka-clients` jar and its runtime dependencies (lz4, snappy, zstd, slf4j's API: no logging backend, so the
 client's log lines go nowhere and its errors are counted where they reach the worker: a refused send, a failed
 poll). Background traffic stays on librdkafka.

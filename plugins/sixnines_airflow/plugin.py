@@ -1,5 +1,8 @@
-"""Airflow plugin: each DAG run's sixnines report as a tab of the run in the Airflow UI (see
-sixnines_airflow/report_view.py). The only module the plugins manager imports from this folder."""
+"""Airflow plugin: each DAG run's sixnines report as a tab of the run in the Airflow UI (see `report_view`).
+
+Registered by the package's `airflow.plugins` entry point, so an Airflow that installs the sixnines wheel loads
+it without a file in its plugins folder (this repository's own deployment included).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +10,13 @@ from functools import cache
 from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
-from sixnines_airflow.report_links import EXTERNAL_VIEW, URL_PREFIX
+
+from .report_links import EXTERNAL_VIEW, URL_PREFIX
 
 
 @cache
 def _apps() -> list[dict[str, Any]]:
-    from sixnines_airflow.report_view import report_app
+    from .report_view import report_app
 
     return [{"app": report_app(), "url_prefix": URL_PREFIX, "name": "sixnines reports"}]
 
