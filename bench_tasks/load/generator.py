@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import sys
 
-import pyarrow as pa
 from setproctitle import setproctitle
 
 from .background import produce_background
@@ -64,7 +63,6 @@ def _work(plan: WorkerPlan, channels: Channels) -> None:
         os.sched_setaffinity(0, plan.cpus)
     tighten_timer_slack()
     sys.setswitchinterval(_SWITCH_INTERVAL_S)
-    _warm_arrow()
     role = {
         "producer": produce,
         "consumer": consume,
@@ -75,9 +73,3 @@ def _work(plan: WorkerPlan, channels: Channels) -> None:
         "bg_consumer": count_consumer,
     }[plan.role]
     run_precise(role(plan, channels, plan.clock()))
-
-
-def _warm_arrow() -> None:
-    """pyarrow's first conversion of Python objects imports pandas (seconds on a loaded host): pay it during
-    setup, before the worker reports ready, not after the schedule when every worker writes its samples."""
-    pa.array([None, "warm"], pa.string())

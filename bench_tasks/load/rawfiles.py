@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.schedule import PHASE_NAMES, PhasePlan
+from ..lake import arrays
 from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_parquet_parts
 from .contract import ContractError
 
@@ -62,28 +63,20 @@ def read_raw(path: Path) -> tuple[str, dict[str, np.ndarray]]:
     return kind, {name: np.ascontiguousarray(table[:, i]) for i, name in enumerate(names)}
 
 
-def _nullable(values: np.ndarray, kind: pa.DataType | None = None) -> pa.Array:
-    kind = kind or pa.int64()
-    return pa.array(values.astype(kind.to_pandas_dtype()), type=kind, mask=values < 0)
-
-
 def sent_table(c: dict[str, np.ndarray], producer_id: int, plan: PhasePlan, errors: dict[int, str]) -> pa.Table:
     """A producer's rows as the lake's sent table (schema `lake.records.SENT_SCHEMA`)."""
     n = c["seq"].size
-    error = [None] * n
-    for seq, text in errors.items():
-        error[seq] = text
     return pa.table(
         {
-            "producer_id": pa.array(np.full(n, producer_id, dtype=np.int32)),
-            "seq": pa.array(c["seq"]),
-            "intended_ns": pa.array(c["intended_ns"]),
-            "sent_ns": _nullable(c["sent_ns"]),
-            "acked_ns": _nullable(c["acked_ns"]),
-            "partition": _nullable(c["partition"], pa.int32()),
-            "offset": _nullable(c["offset"]),
-            "phase": pa.array(np.array(PHASE_NAMES, dtype=object)[plan.phases_of(c["intended_ns"])], pa.string()),
-            "error": pa.array(error, pa.string()),
+            "producer_id": arrays.filled(producer_id, n),
+            "seq": arrays.ints(c["seq"]),
+            "intended_ns": arrays.ints(c["intended_ns"]),
+            "sent_ns": arrays.ints(c["sent_ns"], null_below_zero=True),
+            "acked_ns": arrays.ints(c["acked_ns"], null_below_zero=True),
+            "partition": arrays.ints(c["partition"], pa.int32(), null_below_zero=True),
+            "offset": arrays.ints(c["offset"], null_below_zero=True),
+            "phase": arrays.labels(plan.phases_of(c["intended_ns"]), PHASE_NAMES),
+            "error": arrays.sparse_texts(errors, n),
         },
         schema=SENT_SCHEMA,
     )
@@ -94,19 +87,19 @@ def received_table(c: dict[str, np.ndarray], consumer_id: int, plan: PhasePlan) 
     n = c["seq"].size
     return pa.table(
         {
-            "consumer_id": pa.array(np.full(n, consumer_id, dtype=np.int32)),
-            "producer_id": pa.array(c["producer_id"].astype(np.int32)),
-            "seq": pa.array(c["seq"]),
-            "intended_ns": pa.array(c["intended_ns"]),
-            "sent_ns": pa.array(c["sent_ns"]),
-            "received_ns": pa.array(c["received_ns"]),
-            "partition": _nullable(c["partition"], pa.int32()),
-            "offset": _nullable(c["offset"]),
+            "consumer_id": arrays.filled(consumer_id, n),
+            "producer_id": arrays.ints(c["producer_id"], pa.int32()),
+            "seq": arrays.ints(c["seq"]),
+            "intended_ns": arrays.ints(c["intended_ns"]),
+            "sent_ns": arrays.ints(c["sent_ns"]),
+            "received_ns": arrays.ints(c["received_ns"]),
+            "partition": arrays.ints(c["partition"], pa.int32(), null_below_zero=True),
+            "offset": arrays.ints(c["offset"], null_below_zero=True),
             "leader": pa.nulls(n, pa.int32()),  # attributed from the leader timeline when the cell lands
-            "hop": pa.array(c["hop"].astype(np.int8)),
-            "relay_received_ns": _nullable(c["relay_received_ns"]),
-            "relay_sent_ns": _nullable(c["relay_sent_ns"]),
-            "phase": pa.array(np.array(PHASE_NAMES, dtype=object)[plan.phases_of(c["intended_ns"])], pa.string()),
+            "hop": arrays.ints(c["hop"], pa.int8()),
+            "relay_received_ns": arrays.ints(c["relay_received_ns"], null_below_zero=True),
+            "relay_sent_ns": arrays.ints(c["relay_sent_ns"], null_below_zero=True),
+            "phase": arrays.labels(plan.phases_of(c["intended_ns"]), PHASE_NAMES),
         },
         schema=RECEIVED_SCHEMA,
     )

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.schedule import PHASE_NAMES, PhasePlan
+from ..lake import arrays
 from ..lake.records import RECEIVED_SCHEMA, write_parquet_parts
 from .driver import Received
 from .pacing import Traffic
@@ -162,22 +163,21 @@ class ReceivedLog:
         """Rows [start, end) as the received-samples table (all of them by default)."""
         c = self.columns(start, end)
         n = c["seq"].size
-        phases = np.array(PHASE_NAMES, dtype=object)[plan.phases_of(c["intended"])]
         return pa.table(
             {
-                "consumer_id": pa.array(np.full(n, consumer_id, dtype=np.int32)),
-                "producer_id": pa.array(c["pid"].astype(np.int32)),
-                "seq": pa.array(c["seq"]),
-                "intended_ns": pa.array(c["intended"]),
-                "sent_ns": pa.array(c["sent"]),
-                "received_ns": pa.array(c["received"]),
-                "partition": pa.array(c["partition"].astype(np.int32), mask=c["partition"] < 0),
-                "offset": pa.array(c["offset"], mask=c["offset"] < 0),
+                "consumer_id": arrays.filled(consumer_id, n),
+                "producer_id": arrays.ints(c["pid"], pa.int32()),
+                "seq": arrays.ints(c["seq"]),
+                "intended_ns": arrays.ints(c["intended"]),
+                "sent_ns": arrays.ints(c["sent"]),
+                "received_ns": arrays.ints(c["received"]),
+                "partition": arrays.ints(c["partition"], pa.int32(), null_below_zero=True),
+                "offset": arrays.ints(c["offset"], null_below_zero=True),
                 "leader": pa.nulls(n, pa.int32()),  # attributed from the leader timeline when the cell lands
-                "hop": pa.array(c["hop"].astype(np.int8)),
-                "relay_received_ns": pa.array(c["relay_received"], mask=c["relay_received"] < 0),
-                "relay_sent_ns": pa.array(c["relay_sent"], mask=c["relay_sent"] < 0),
-                "phase": pa.array(phases, pa.string()),
+                "hop": arrays.ints(c["hop"], pa.int8()),
+                "relay_received_ns": arrays.ints(c["relay_received"], null_below_zero=True),
+                "relay_sent_ns": arrays.ints(c["relay_sent"], null_below_zero=True),
+                "phase": arrays.labels(plan.phases_of(c["intended"]), PHASE_NAMES),
             },
             schema=RECEIVED_SCHEMA,
         )

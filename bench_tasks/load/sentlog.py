@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.schedule import PHASE_NAMES, PhasePlan
+from ..lake import arrays
 from ..lake.records import SENT_SCHEMA
 from .driver import Outgoing
 from .pacing import IN_FLIGHT_NS, Traffic
@@ -65,21 +66,17 @@ class SentLog:
 
     def table(self, producer_id: int, plan: PhasePlan) -> pa.Table:
         n = self.intended.size
-        error = [None] * n
-        for seq, text in self.errors.items():
-            error[seq] = text
-        phases = np.array(PHASE_NAMES, dtype=object)[plan.phases_of(self.intended)]
         return pa.table(
             {
-                "producer_id": pa.array(np.full(n, producer_id, dtype=np.int32)),
-                "seq": pa.array(np.arange(n, dtype=np.int64)),
-                "intended_ns": pa.array(self.intended),
-                "sent_ns": pa.array(self.sent, mask=self.sent < 0),
-                "acked_ns": pa.array(self.acked, mask=self.acked < 0),
-                "partition": pa.array(self.partition, mask=self.partition < 0),
-                "offset": pa.array(self.offset, mask=self.offset < 0),
-                "phase": pa.array(phases, pa.string()),
-                "error": pa.array(error, pa.string()),
+                "producer_id": arrays.filled(producer_id, n),
+                "seq": arrays.ints(np.arange(n, dtype=np.int64)),
+                "intended_ns": arrays.ints(self.intended),
+                "sent_ns": arrays.ints(self.sent, null_below_zero=True),
+                "acked_ns": arrays.ints(self.acked, null_below_zero=True),
+                "partition": arrays.ints(self.partition, pa.int32(), null_below_zero=True),
+                "offset": arrays.ints(self.offset, null_below_zero=True),
+                "phase": arrays.labels(plan.phases_of(self.intended), PHASE_NAMES),
+                "error": arrays.sparse_texts(self.errors, n),
             },
             schema=SENT_SCHEMA,
         )
