@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.cell.hostlease import lease_path
-from bench_tasks.cell.workers import worker_context
+from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
 from tests.host_turns import host_turn
 

@@ -53,6 +53,7 @@ class CellRun:
     relayed: int = 0  # chain: messages the relays forwarded
     clock_offsets: list[dict] = field(default_factory=list)  # measured across clock domains, when the matrix asks
     harness: dict[str, dict] = field(default_factory=dict)  # per worker: how busy and backed up it was (saturation)
+    workers_ready_s: float | None = None  # from asking for the workers until every one was ready
 
     def faults_dicts(self) -> list[dict]:
         return [asdict(f) for f in self.faults]
@@ -68,6 +69,7 @@ class CellRun:
             "relayed": self.relayed,
             "clock_offsets": self.clock_offsets,
             "harness": self.harness,
+            "workers_ready_s": self.workers_ready_s,
         }
 
     @classmethod
@@ -86,6 +88,7 @@ class CellRun:
             facts.get("relayed", 0),
             facts.get("clock_offsets", []),
             facts.get("harness", {}),
+            facts.get("workers_ready_s"),
         )
 
 
@@ -317,7 +320,13 @@ class CellDrive:
         """Fix t0 for every producer: the schedule starts for all of them at once."""
         t0, wall_t0_s = self.coord.start_at()
         workers.begin(t0)
-        self.run = CellRun(PhasePlan(t0, *self.phase_ns), wall_t0_s, self.staging, clock_offsets=offsets)
+        self.run = CellRun(
+            PhasePlan(t0, *self.phase_ns),
+            wall_t0_s,
+            self.staging,
+            clock_offsets=offsets,
+            workers_ready_s=round(workers.ready_s, 3),
+        )
         self.monitor.plan = self.run.plan
         return self.run
 

@@ -290,11 +290,13 @@ def cell_overhead(started_at: str, cell_run: CellRun | None, now_s: float | None
     """A cell's wall time beyond its phases, in two parts (wall clocks, so the steps may run in different
     processes or tasks): `before_t0_s`, from provisioning's start to the first intended send (brokers up, workers
     started and ready); `after_end_s`, from the schedule's end to the start of landing (drain, workers stopped,
-    the phase watchers, the scheduler's gap between tasks). Landing's own analysis is not in it."""
+    the phase watchers, the scheduler's gap between tasks). Landing's own analysis is not in it. `workers_ready_s`
+    is the part of `before_t0_s` spent from asking for the workers until every one was ready."""
     if cell_run is None:
         return None
     started = dt.datetime.fromisoformat(started_at).timestamp()
     plan = cell_run.plan
     end_s = cell_run.wall_t0_s + (plan.end_ns - plan.t0_ns) / 1e9
     before, after = cell_run.wall_t0_s - started, (time.time() if now_s is None else now_s) - end_s
-    return {"before_t0_s": round(before, 3), "after_end_s": round(after, 3), "total_s": round(before + after, 3)}
+    parts = {"before_t0_s": round(before, 3), "after_end_s": round(after, 3), "total_s": round(before + after, 3)}
+    return parts if cell_run.workers_ready_s is None else {**parts, "workers_ready_s": cell_run.workers_ready_s}

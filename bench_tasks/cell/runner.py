@@ -30,6 +30,7 @@ from .process import drive_work
 from .teardown import teardown_step
 from .verdict import discard_cell_work
 from .work import CellWork
+from .workerctx import prestart
 
 __all__ = [
     "CellReport",
@@ -93,6 +94,7 @@ def run_cell(
 ) -> CellReport:
     """One cell, start to landed. `gate_lag` off: a schedule the cell delays on purpose (the CTRL+Z test)."""
     work = CellWork(cache_dir() / "runs" / run.run_id / cell.instance)
+    prestart()  # the workers' fork server imports while the brokers start (once per process)
     try:
         _provision(cell, run, lake, work, faults, gate_lag, console)
         _drive(work, cell, console)

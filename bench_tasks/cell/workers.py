@@ -4,13 +4,11 @@ their health checked, and every one of them reaped whatever happens."""
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import os
 import queue
 import signal
 import time
 from collections.abc import Callable
-from multiprocessing.context import BaseContext
 from typing import Any
 
 from ..brokers.process import wait_stopped
@@ -21,27 +19,7 @@ from ..load.external import ExternalWorker
 from ..load.generator import worker_main
 from ..load.live import LiveMonitor
 from ..load.plan import Channels, WorkerPlan
-from ..systems import SYSTEMS
-
-
-def worker_context() -> BaseContext:
-    """Workers fork from multiprocessing's fork server (a fresh, single-threaded interpreter that imported
-    `_PRELOAD` once): a fresh process each, so the GIL couples none of them, without the imports of a spawn.
-    The fork server starts in the network namespace of the thread that first needs it and every worker is
-    forked from it, so a thread inside a namespace spawns instead (a worker enters its own namespace itself)."""
-    if os.readlink("/proc/thread-self/ns/net") != os.readlink("/proc/self/ns/net"):
-        return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(_preload())
-    return ctx
-
-
-def _preload() -> list[str]:
-    """What a forked worker finds imported: the generator, every system's driver with its client library, and
-    pyarrow's pandas bridge. A spawned worker paid ~1 s of a small host's CPU for them, in every worker of every
-    cell. (A module that fails to import is skipped by the fork server; the worker then imports it itself.)"""
-    drivers = [f"{type(s).__module__}.driver" for s in SYSTEMS.values()]
-    return ["bench_tasks.load.generator", "pandas", *drivers]
+from .workerctx import worker_context
 
 
 class Workers:
@@ -63,6 +41,7 @@ class Workers:
         self.done: set[str] = set()
         self.on_pump: Callable[[], None] = lambda: None  # the cell's broker watch looks whenever events are awaited
         self.killed: set[str] = set()  # workers a declared fault killed
+        self.ready_s = 0.0  # from asking for each group of workers until all of it was ready, summed over groups
 
     def process(self, plan: WorkerPlan, program: WorkerProgram | None = None) -> Any:
         """A worker of the cell: a Python worker process, or `program` (a worker program honouring the contract,
@@ -94,10 +73,12 @@ class Workers:
             program.stop()
 
     def start(self, group: list[Any], timeout_s: float) -> None:
-        """Start a group and wait until each of them says it is ready."""
+        """Start a group and wait until each of them says it is ready (the wait counts in `ready_s`)."""
+        asked = time.monotonic()
         for proc in group:
             proc.start()
         self.await_roles(group, "ready", timeout_s)
+        self.ready_s += time.monotonic() - asked
 
     def pump(self, procs: list[Any] | None = None) -> None:
         """Handle every pending event (waiting at most 50 ms for the first), then check the workers' health."""
