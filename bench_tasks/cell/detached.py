@@ -51,7 +51,7 @@ def start_generator(work: CellWork) -> int:
     env = child_env(cell_from(state), lake_path(state["lake"]))
     with open(work.log, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bench_tasks", "cell", "drive", str(work.root)],
+            [sys.executable, "-m", "bench_tasks.cell.generator", str(work.root)],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -17,12 +17,9 @@ def cell_drive(work: Annotated[Path, typer.Argument(help="the cell's work folder
     """Drive a provisioned cell's whole schedule (what Airflow's warmup task starts, detached).
 
     Writes status.json every second and cellrun.json at the end; exit 1 if the cell failed."""
-    from ..cell.workerctx import prestart
+    from ..cell.generator import main as generator
 
-    prestart()  # the workers' fork server imports while this process does
-    from ..cell.process import generator_main
-
-    code = generator_main(work)
+    code = generator([str(work)])
     if code:
         raise typer.Exit(code)
 

@@ -1,0 +1,39 @@
+"""What a forked worker finds imported: the generator and every system's driver with its client library.
+
+The fork server imports this one module (`cell.workerctx`), so the process that starts the server need not load
+the systems' registry first. A driver that fails to import is skipped; a worker that needs it imports it itself
+and fails there with the real error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+from ..systems import SYSTEMS
+from . import generator  # noqa: F401  (imported for the fork server's children)
+
+
+def driver_module(system: Any) -> str | None:
+    """The `driver` module of the package that defines the system or the one it is built on (valkey's is redis')."""
+    for cls in type(system).__mro__:
+        package = sys.modules.get(cls.__module__)
+        if hasattr(package, "__path__") and importlib.util.find_spec(f"{cls.__module__}.driver"):
+            return f"{cls.__module__}.driver"
+    return None
+
+
+def _import_drivers() -> list[str]:
+    loaded = []
+    for name in dict.fromkeys(filter(None, map(driver_module, SYSTEMS.values()))):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        loaded.append(name)
+    return loaded
+
+
+DRIVERS = _import_drivers()
