@@ -46,6 +46,7 @@ ENV_ALLOW_LIST = frozenset(
     {
         "PATH",  # the OS's; the image puts the Python scripts (spark-submit, airflow) on it
         "HOME",  # the OS's
+        "AIRFLOW_HOME",  # the Airflow base image's (/opt/airflow)
         "PYSPARK_GATEWAY_PORT",  # set by spark-submit for the Python driver it starts: tells "inside spark-submit"
         "PYSPARK_PYTHON",  # defaulted by spark_jobs.session on a local master; the image's workers run its python3
     }

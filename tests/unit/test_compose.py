@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from tests import compose_check as cc
 
@@ -97,7 +98,7 @@ def test_the_image_installs_what_the_services_run(compose: dict[str, Any]) -> No
     assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert {r.split("==")[0] for r in extras["deploy"]} == {
+    assert {Requirement(r).name for r in extras["deploy"]} == {
         "apache-airflow-providers-celery",
         "apache-airflow-providers-postgres",
     }
