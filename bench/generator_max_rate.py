@@ -31,10 +31,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from bench_tasks.cell.context import harness_context
-from bench_tasks.cell.runner import run_cell, select_cells
-from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks import Lake, RunInfo, harness_context, parse_matrix, run_cell, select_cells
 
 # On a 2-core host: the producer gets CPU 1 to itself; broker and consumer share CPU 0.
 PINNED = {"producers": [1], "broker": [0], "receivers": [0]}

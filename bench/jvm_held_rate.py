@@ -25,11 +25,7 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.native_compare import figures, fresh_brokers, host_load, sixnines
-from bench_tasks.brokers.handles import BrokerHandle
-from bench_tasks.cell.context import harness_context
-from bench_tasks.cell.runner import select_cells
-from bench_tasks.lake.layout import Lake
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks import BrokerHandle, Cell, Lake, harness_context, parse_matrix, select_cells
 
 RESULTS_SCHEMA_VERSION = 1
 SIZE = 512

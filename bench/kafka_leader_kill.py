@@ -20,10 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
 
-from bench_tasks.cell.drive import Fault
-from bench_tasks.cell.runner import run_cell, select_cells
-from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import parse_matrix
+from bench_tasks import Fault, Lake, RunInfo, parse_matrix, run_cell, select_cells
 
 
 def main() -> None:

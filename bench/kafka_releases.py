@@ -1,7 +1,7 @@
 """How long does fetching a Kafka release take? (issue 43: any release on Maven Central is assembled on demand, so a
 matrix naming a release the host has not run yet pays this once)
 
-Fetches each release through the harness's own path (`release.kafka_classpath`: `mvn dependency:copy-dependencies`
+Fetches each release through the harness's own path (`KAFKA.fetch_release`: `mvn dependency:copy-dependencies`
 into `<cache>/kafka/<version>/libs`, a sha256 manifest, then the manifest checked) three ways, each in a
 throw-away cache:
 - cold: an empty per-version cache folder, Maven's local repository as the host has it (what a release costs on a
@@ -10,7 +10,7 @@ throw-away cache:
   from Central), as on a fresh machine;
 - warm: the release already in the cache (every use checks each jar against the manifest's sha256).
 One release of each kind: a KRaft 4.x, a KRaft 3.6.x and a ZooKeeper-era one. The release list is timed too
-(`release.list_releases`, what `sixnines brokers fetch kafka --list` asks): cold (no release checked yet: a pom
+(`KAFKA.list_releases`, what `sixnines brokers fetch kafka --list` asks): cold (no release checked yet: a pom
 GET and a jar HEAD for every Kafka module of every release) and warm (complete releases remembered). Writes
 bench/results/kafka_releases.json with the host's load (`os.getloadavg()`) beside each figure.
 
@@ -30,8 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_tasks.systems.kafka.modes import mode_of
-from bench_tasks.systems.kafka.release import kafka_classpath, list_releases
+from bench_tasks.systems.kafka import KAFKA, mode_of
 
 RESULTS = Path(__file__).parent / "results" / "kafka_releases.json"
 RELEASES = ("4.3.2", "3.6.2", "2.8.2")  # KRaft 4.x, KRaft 3.6.x, ZooKeeper era
@@ -79,9 +78,9 @@ def measure(version: str, empty_maven: bool) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="sixnines-kafka-fetch-") as tmp:
             saved = in_cache(Path(tmp) / "cache", Path(tmp) / "m2" if kind == "cold_empty_maven" else None)
             try:
-                runs[kind], libs = timed(lambda: kafka_classpath(version))
+                runs[kind], libs = timed(lambda: KAFKA.fetch_release(version))
                 if kind == "cold":
-                    runs["warm"], _ = timed(lambda: kafka_classpath(version))
+                    runs["warm"], _ = timed(lambda: KAFKA.fetch_release(version))
                     jars = sorted(libs.glob("*.jar"))
                     runs["jars"], runs["mb"] = len(jars), round(sum(j.stat().st_size for j in jars) / 1e6, 1)
             finally:
@@ -96,10 +95,10 @@ def measure_listing() -> dict[str, Any]:
         saved = in_cache(Path(tmp))
         try:
             began, before = time.monotonic(), load()
-            listed = list_releases()
+            listed = KAFKA.list_releases()
             cold = {"seconds": round(time.monotonic() - began, 2), "load_1m_5m_15m": before}
             began, before = time.monotonic(), load()
-            list_releases()
+            KAFKA.list_releases()
             warm = {"seconds": round(time.monotonic() - began, 2), "load_1m_5m_15m": before}
         finally:
             restore(saved)

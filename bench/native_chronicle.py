@@ -19,11 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.trials import summarize_trials, trial_ratios
-from bench_tasks.cell.runner import select_cells
-from bench_tasks.jvm.build import java, program_jar
-from bench_tasks.spec.matrix import Cell, parse_matrix
-from bench_tasks.systems.chronicle import QUIET_FLAGS
-from bench_tasks.systems.chronicle.release import JAVA17_FLAGS, libs
+from bench_tasks import Cell, java, parse_matrix, program_jar, select_cells
+from bench_tasks.systems.chronicle import CHRONICLE, JAVA17_FLAGS, QUIET_FLAGS
 
 SIZE, RATE = 512, 10_000
 ROLL_CYCLE, WAIT = "FAST_HOURLY", "pauser"
@@ -70,7 +67,7 @@ def chronicle_cell(measure_s: float) -> Cell:
 
 def jlbh(queue: Path, version: str, measure_s: float) -> dict[str, Any]:
     """One JLBH run on a fresh queue folder `queue`: its percentiles (ms) from sent and from its intended start."""
-    classpath = f"{program_jar(JLBH_SOURCE, JLBH_JAR)}:{libs(version)}/*"
+    classpath = f"{program_jar(JLBH_SOURCE, JLBH_JAR)}:{CHRONICLE.fetch_release(version)}/*"
     args = [queue, ROLL_CYCLE, "busy" if WAIT == "busy" else "pauser", SIZE, RATE, WARMUP_S, measure_s]
     cmd = [java(), *JAVA17_FLAGS, *QUIET_FLAGS, "-cp", classpath, JLBH_MAIN, *map(str, args)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120 + 4 * measure_s, stdin=subprocess.DEVNULL)

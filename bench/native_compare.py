@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import os
 import platform
@@ -32,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,26 +43,29 @@ from bench import native_rabbitmq, native_redis
 from bench.native_chronicle import chronicle_jlbh
 from bench.native_kafka_java import kafka_java_producer_max_rate
 from bench.trials import ratio, summarize_trials, trial_ratios
-from bench_tasks.brokers.handles import BrokerHandle
-from bench_tasks.cell.context import harness_context
-from bench_tasks.cell.drive import drive
-from bench_tasks.cell.landing import CellReport, land_cell
-from bench_tasks.cell.lifecycle import provision_brokers
-from bench_tasks.cell.runner import select_cells
-from bench_tasks.lake.layout import Lake, RunInfo
-from bench_tasks.spec.matrix import parse_matrix
-from bench_tasks.spec.matrix_model import Cell
-from bench_tasks.systems.kafka.admin import create_topic
-from bench_tasks.systems.kafka.jvm import java_binary
-from bench_tasks.systems.kafka.native import (
+from bench_tasks import (
+    BrokerHandle,
+    Cell,
+    CellReport,
+    Lake,
+    harness_context,
+    held_brokers,
+    java,
+    parse_matrix,
+    run_on_brokers,
+    select_cells,
+)
+from bench_tasks.systems.kafka import (
     END_TO_END_LATENCY,
+    KAFKA,
     PRODUCER_PERFORMANCE,
+    create_topic,
     kafka_tool,
     parse_end_to_end_latency,
     parse_producer_performance,
+    tools_classpath,
 )
-from bench_tasks.systems.kafka.release import tools_classpath
-from bench_tasks.systems.nats.native import (
+from bench_tasks.systems.nats import (
     NATSCLI_VERSION,
     latency_percentiles_ms,
     natscli,
@@ -135,23 +137,14 @@ def make_cell(system: str, measurement: str, size: int, rate: float, measure_s: 
     return cell
 
 
-@contextlib.contextmanager
-def fresh_brokers(cell: Cell, workdir: Path) -> Iterator[BrokerHandle]:
+def fresh_brokers(cell: Cell, workdir: Path) -> contextlib.AbstractContextManager[BrokerHandle]:
     """The row's broker, started from scratch for its shape; both tools run against it, then it is stopped."""
-    brokers = provision_brokers(cell, workdir / cell.id)
-    try:
-        yield brokers
-    finally:
-        brokers.stop()
+    return held_brokers(cell, workdir / cell.id)
 
 
 def sixnines(cell: Cell, brokers: BrokerHandle, lake: Lake, console: Console) -> CellReport:
     """One cell against the running `brokers`, through the same drive and land steps as every run."""
-    run = RunInfo.new()
-    started = dt.datetime.now(dt.UTC).isoformat()
-    staging = lake.staging_dir(run, cell.instance)
-    driven = drive(cell, brokers.target(), staging, brokers, console)
-    return land_cell(cell, lake, run, staging, driven.run, brokers.context(), driven.status, driven.reason, started)
+    return run_on_brokers(cell, brokers, lake, console)
 
 
 def figures(report: CellReport, metric: str) -> dict[str, Any]:
@@ -269,7 +262,7 @@ class Rows:
         records = 600_000 if self.quick else 3_000_000
         args = ["--topic", topic, "--num-records", str(records), "--record-size", "100", "--throughput", "-1"]
         props = ["--producer-props", f"bootstrap.servers={brokers.address}", "acks=1", f"linger.ms={linger}"]
-        output = run_logged(kafka_tool(java_binary(), tools_classpath(_KAFKA), PRODUCER_PERFORMANCE, args + props), 600)
+        output = run_logged(kafka_tool(java(), tools_classpath(_KAFKA), PRODUCER_PERFORMANCE, args + props), 600)
         result = parse_producer_performance(output)
         self.console.print(f"  ProducerPerformance linger.ms={linger}: {result.records_per_s:,.0f} records/s")
         return {"records": result.records, "records_per_s": round(result.records_per_s, 1)}
@@ -418,7 +411,7 @@ class Rows:
             topic = f"native-e2e-{time.monotonic_ns()}"
             create_topic(brokers.address, topic, 1, 1, {})
             args = [brokers.address, topic, str(int(500 * self.measure_s)), "1", "100"]
-            output = run_logged(kafka_tool(java_binary(), tools_classpath(_KAFKA), END_TO_END_LATENCY, args), 900)
+            output = run_logged(kafka_tool(java(), tools_classpath(_KAFKA), END_TO_END_LATENCY, args), 900)
             native = parse_end_to_end_latency(output)
             ours = figures(sixnines(cell, brokers, self.lake, self.console), "e2e")
         sent = ours.get("e2e_from_sent_ms", {})
@@ -445,7 +438,7 @@ class Rows:
         return LADDERS[system][:3] if self.quick else LADDERS[system]
 
 
-_KAFKA = "4.3.1"  # kafka-tools release; set from the newest Kafka the harness knows in main()
+_KAFKA = "4.3.1"  # kafka-tools release; set in main() to the Kafka release `latest` resolves to, as the cells do
 ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
     "kafka_producer_max_rate": Rows.kafka_producer_max_rate,
     "nats_core_32b_max_rate": lambda rows: rows.nats_max_rate(32),
@@ -464,9 +457,6 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
 
 def main() -> None:
     global _KAFKA
-    from bench_tasks.systems.kafka.release import newest_release
-
-    _KAFKA = newest_release()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows to run (default: all)")
     parser.add_argument("--measure", type=float, default=10.0, help="measure seconds of every sixnines cell")
@@ -482,6 +472,7 @@ def main() -> None:
     unknown = sorted(set(wanted) - set(ROWS))
     if unknown:
         parser.error(f"unknown rows {unknown}; rows: {', '.join(ROWS)}")
+    _KAFKA = KAFKA.resolve_version("latest")
     console = Console(stderr=True)
     console.print(f"natscli {natscli_version(natscli())}, kafka-tools {_KAFKA}, host load {host_load()['uptime']}")
     results: dict[str, Any] = {}

@@ -24,12 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from bench_tasks.brokers.maven import copy_dependencies
-from bench_tasks.errors import SixninesError
-from bench_tasks.jvm.build import java
-from bench_tasks.paths import cache_dir
-from bench_tasks.secrecy import login_url
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks import Cell, SixninesError, cache_dir, copy_dependencies, java, login_url, parse_matrix
 
 if TYPE_CHECKING:
     from bench.native_compare import Rows
@@ -160,7 +155,7 @@ def shape_cell(measure_s: float, lag_limit_ms: float) -> Cell:
         },
         "measurements": ["e2e"],
     }
-    from bench_tasks.cell.runner import select_cells
+    from bench_tasks import select_cells
 
     (cell,) = select_cells(parse_matrix(raw, "native_compare"))
     return cell

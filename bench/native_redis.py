@@ -29,9 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bench.trials import ratio, summarize_trials
-from bench_tasks.cell.runner import select_cells
-from bench_tasks.errors import SixninesError
-from bench_tasks.spec.matrix import Cell, parse_matrix
+from bench_tasks import Cell, SixninesError, parse_matrix, select_cells
 
 if TYPE_CHECKING:
     from bench.native_compare import Rows

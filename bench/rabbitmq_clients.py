@@ -35,8 +35,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench_tasks.systems.rabbitmq.nodes import RabbitCluster, amqp_urls
-from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker
+from bench_tasks.systems.rabbitmq import RabbitCluster, RabbitmqBroker, amqp_urls
 
 RESULTS = Path(__file__).parent / "results" / "rabbitmq_clients.json"
 SCHEMA_VERSION = 1  # 1: first version

@@ -37,9 +37,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench_tasks.load.loop import run_precise, tighten_timer_slack
-from bench_tasks.systems.rabbitmq.nodes import RabbitCluster, amqp_urls
-from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker
+from bench_tasks import run_precise, tighten_timer_slack
+from bench_tasks.systems.rabbitmq import RabbitCluster, RabbitmqBroker, amqp_urls
 
 RESULTS = Path(__file__).parent / "results" / "rabbitmq_latency_parts.json"
 SCHEMA_VERSION = 1  # 1: first version
@@ -91,8 +90,8 @@ def _on_wire() -> None:
 
 
 async def _open(url: str) -> tuple[Any, Any]:
-    from bench_tasks.systems.rabbitmq.connection import call as _call
-    from bench_tasks.systems.rabbitmq.connection import connect
+    from bench_tasks.systems.rabbitmq import call as _call
+    from bench_tasks.systems.rabbitmq import connect
 
     conn = await connect(url, "parts", {})
     channel = await _call(lambda cb: conn.channel(on_open_callback=cb))
@@ -106,7 +105,7 @@ def consumer(url: str, count: int, out: Any, ready: Any) -> None:
 
 
 async def _consume(url: str, count: int, ready: Any) -> dict[int, tuple[int, int]]:
-    from bench_tasks.systems.rabbitmq.connection import call as _call
+    from bench_tasks.systems.rabbitmq import call as _call
 
     conn, channel = await _open(url)
     got: dict[int, tuple[int, int]] = {}
@@ -131,7 +130,7 @@ def producer(url: str, count: int, flush_now: bool, coalesce: bool, out: Any) ->
 
 
 async def _produce(url: str, count: int, flush_now: bool, coalesce: bool) -> dict[str, Any]:
-    from bench_tasks.systems.rabbitmq.connection import call as _call
+    from bench_tasks.systems.rabbitmq import call as _call
 
     conn, channel = await _open(url)
     calls = np.zeros(count, dtype=np.int64)
@@ -245,7 +244,7 @@ def main() -> int:
 
 
 async def _declare(url: str) -> None:
-    from bench_tasks.systems.rabbitmq.connection import call as _call
+    from bench_tasks.systems.rabbitmq import call as _call
 
     conn, channel = await _open(url)
     await _call(lambda cb: channel.queue_declare(QUEUE, durable=False, callback=cb))

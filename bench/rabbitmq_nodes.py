@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_tasks.systems.rabbitmq.nodes import RabbitCluster
-from bench_tasks.systems.rabbitmq.settings import RabbitmqBroker
+from bench_tasks.systems.rabbitmq import RabbitCluster, RabbitmqBroker
 
 RESULTS = Path(__file__).parent / "results" / "rabbitmq_nodes.json"
 SCHEMA_VERSION = 1  # 1: first version

@@ -21,6 +21,7 @@ bench/results/receiver_memory.json with the host's load beside every figure.
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import json
 import os
@@ -51,10 +52,8 @@ def child(tree: str, messages: int, size: int, handover: int, out: str) -> dict[
     sys.path.insert(0, tree)
     import numpy as np  # noqa: F401  imported before the baseline, as in a worker
 
-    log_class, PayloadFactory = _receiver_parts()
-    from bench_tasks.core.schedule import PhasePlan
-    from bench_tasks.lake.records import write_parquet
-
+    parts = ("ReceivedLog", "PayloadFactory", "PhasePlan", "write_parquet")
+    log_class, PayloadFactory, PhasePlan, write_parquet = (_tree_name(name) for name in parts)
     factory = PayloadFactory(size)
     base_kib = status_kib("VmRSS")
     log = _new_log(log_class, messages)
@@ -90,21 +89,34 @@ def child(tree: str, messages: int, size: int, handover: int, out: str) -> dict[
     }
 
 
-def _receiver_parts() -> tuple[Any, Any]:
-    """The receiver's log class and the payload factory of the tree on sys.path, wherever that commit keeps them:
-    `load.receivedlog` now, the generator module before it was split, the flat package before issue 16."""
-    try:
-        from bench_tasks.load.payload import PayloadFactory
-    except ImportError:
-        from bench_tasks.payload import PayloadFactory  # type: ignore[no-redef]
-    try:
-        from bench_tasks.load.receivedlog import ReceivedLog
-    except ImportError:
+# Where commits from before the receiver's parts were public names of `bench_tasks` kept them, tried in order:
+# `load.receivedlog`, the generator module before it was split, the flat package before issue 16. These are
+# addresses in other commits' trees, frozen in their history. This checkout's receiver is reached through its
+# public API (`_tree_name`), which follows a module that moves.
+OLDER_HOMES: dict[str, tuple[tuple[str, str], ...]] = {
+    "ReceivedLog": (
+        ("bench_tasks.load.receivedlog", "ReceivedLog"),
+        ("bench_tasks.load.generator", "_ReceivedLog"),
+        ("bench_tasks.generator", "_ReceivedLog"),
+    ),
+    "PayloadFactory": (("bench_tasks.load.payload", "PayloadFactory"), ("bench_tasks.payload", "PayloadFactory")),
+    "PhasePlan": (("bench_tasks.core.schedule", "PhasePlan"),),
+    "write_parquet": (("bench_tasks.lake.records", "write_parquet"),),
+}
+
+
+def _tree_name(name: str) -> Any:
+    """`name` of the tree on sys.path: a public name of its `bench_tasks`, else where an older commit kept it."""
+    import bench_tasks
+
+    if hasattr(bench_tasks, name):
+        return getattr(bench_tasks, name)
+    for module, attribute in OLDER_HOMES[name]:
         try:
-            from bench_tasks.load.generator import _ReceivedLog as ReceivedLog  # type: ignore[attr-defined,no-redef]
-        except ImportError:
-            from bench_tasks.generator import _ReceivedLog as ReceivedLog  # type: ignore[no-redef]
-    return ReceivedLog, PayloadFactory
+            return getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError(f"no {name} in {Path(bench_tasks.__file__).parent}, publicly or in {OLDER_HOMES[name]}")
 
 
 def _new_log(log_class: Any, messages: int) -> Any:

@@ -40,10 +40,21 @@ import redis
 import redis.asyncio
 from redis.asyncio.connection import parse_url
 
-from bench_tasks.systems.redis import REDIS
-from bench_tasks.systems.redis import client as rc
-from bench_tasks.systems.redis.nodes import RedisServers
-from bench_tasks.systems.redis.settings import RedisBroker, RedisClient
+from bench_tasks.systems.redis import (
+    PROTOCOL,
+    REDIS,
+    Command,
+    RedisBroker,
+    RedisClient,
+    RedisServers,
+    ReplyPipe,
+    connect,
+    publish_command,
+    read_group,
+    read_messages,
+    subscribe,
+    xadd_command,
+)
 
 RESULTS = Path(__file__).parent / "results" / "redis_client.json"
 SIZES = (64, 1024)
@@ -78,11 +89,11 @@ def random_text(size: int) -> bytes:
     return base64.b64encode(os.urandom(size))[:size]
 
 
-def command_for(kind: str, payload: bytes) -> rc.Command:
-    return rc.publish_command(CHANNEL, payload) if kind == "publish" else rc.xadd_command(STREAM, payload, MAXLEN)
+def command_for(kind: str, payload: bytes) -> Command:
+    return publish_command(CHANNEL, payload) if kind == "publish" else xadd_command(STREAM, payload, MAXLEN)
 
 
-async def await_each(url: str, command: rc.Command, messages: int) -> dict[str, Any]:
+async def await_each(url: str, command: Command, messages: int) -> dict[str, Any]:
     """Closed loop through redis-py's client object: each command waits for its reply."""
     client = redis.asyncio.Redis.from_url(url, protocol=2, single_connection_client=True)
     out: dict[str, Any] = {}
@@ -98,11 +109,11 @@ async def await_each(url: str, command: rc.Command, messages: int) -> dict[str, 
     return out
 
 
-async def pipe(url: str, command: rc.Command, messages: int, batch: int, socket_timeout: float | None) -> dict:
+async def pipe(url: str, command: Command, messages: int, batch: int, socket_timeout: float | None) -> dict:
     """Open loop through the harness's ReplyPipe: everything written, then wait for the last reply."""
     settings = RedisClient(connect={"socket_timeout": socket_timeout})
-    conn = await rc.connect(url, settings, "bench-pipe")
-    sender = rc.ReplyPipe(conn)
+    conn = await connect(url, settings, "bench-pipe")
+    sender = ReplyPipe(conn)
     done = asyncio.get_running_loop().create_future()
     errors: list[str] = []
 
@@ -125,7 +136,7 @@ async def pipe(url: str, command: rc.Command, messages: int, batch: int, socket_
     return out
 
 
-async def redis_py_pipeline(url: str, command: rc.Command, messages: int, batch: int) -> dict[str, Any]:
+async def redis_py_pipeline(url: str, command: Command, messages: int, batch: int) -> dict[str, Any]:
     """redis-py's own pipeline (transaction=False): `batch` commands per execute, waiting for each batch."""
     client = redis.asyncio.Redis.from_url(url, protocol=2, single_connection_client=True)
     out: dict[str, Any] = {"batch": batch}
@@ -146,7 +157,7 @@ def tool_args(url: str) -> list[str]:
     return ["-h", where["host"], "-p", str(where["port"]), "-a", where["password"], "--no-auth-warning"]
 
 
-def native(url: str, command: rc.Command, messages: int, pipeline: int) -> dict[str, Any]:
+def native(url: str, command: Command, messages: int, pipeline: int) -> dict[str, Any]:
     """redis-benchmark (C, hiredis) with one connection on the same server: the ceiling of one client."""
     args = [a.decode() if isinstance(a, bytes) else str(a) for a in command]
     cmd = ["redis-benchmark", *tool_args(url), "-c", "1", "-n", str(messages), "-P", str(pipeline), "--csv", *args]
@@ -174,7 +185,7 @@ async def send_side(url: str, kind: str, size: int, messages: int) -> dict[str, 
     return runs
 
 
-def flood(url: str, command: rc.Command, messages: int) -> subprocess.Popen:
+def flood(url: str, command: Command, messages: int) -> subprocess.Popen:
     """redis-benchmark sending `command` `messages` times, pipelined, from its own process."""
     args = [a.decode() if isinstance(a, bytes) else str(a) for a in command]
     cmd = ["redis-benchmark", *tool_args(url), "-c", "1", "-n", str(messages), "-P", str(BATCH), "-q", *args]
@@ -211,9 +222,9 @@ async def subscribed_reader(url: str, how: str, on_message: Counter) -> tuple[Co
     """Subscribe now; return the (not yet started) read loop, the harness's or redis-py's PubSub.listen(), and
     how to close its connection (a subscriber left behind would get every later PUBLISH of the bench)."""
     if how == "harness_loop":
-        conn = await rc.connect(url, RedisClient(), "bench-sub")
-        await rc.subscribe(conn, [CHANNEL])
-        return rc.read_messages(conn, on_message), conn.disconnect
+        conn = await connect(url, RedisClient(), "bench-sub")
+        await subscribe(conn, [CHANNEL])
+        return read_messages(conn, on_message), conn.disconnect
     client = redis.asyncio.Redis.from_url(url, protocol=2)
     pubsub = client.pubsub()
     await pubsub.subscribe(CHANNEL)
@@ -226,7 +237,7 @@ async def subscriber(url: str, size: int, messages: int, how: str) -> dict[str, 
     server holds it in the subscriber's output buffer (unlimited here) until the reader starts."""
     counter, tasks = Counter(), []
     reader, close = await subscribed_reader(url, how, counter)
-    flood(url, rc.publish_command(CHANNEL, random_text(size)), messages).wait(timeout=120)
+    flood(url, publish_command(CHANNEL, random_text(size)), messages).wait(timeout=120)
     out = await receive_rate(messages, lambda: tasks.append(asyncio.create_task(reader)), lambda: counter.count)
     tasks[0].cancel()
     await close()
@@ -243,12 +254,12 @@ async def group_reader(url: str, size: int, messages: int) -> dict[str, Any]:
     """A consumer-group reader (XREADGROUP COUNT 128, XACK per batch) draining a stream pre-filled natively."""
     admin = redis.Redis.from_url(url, protocol=2)
     admin.delete(STREAM)
-    filler = flood(url, rc.xadd_command(STREAM, random_text(size), None), messages)
+    filler = flood(url, xadd_command(STREAM, random_text(size), None), messages)
     filler.wait(timeout=120)
     admin.xgroup_create(STREAM, GROUP, id="0")
     counter, tasks = Counter(), []
-    conn = await rc.connect(url, RedisClient(), "bench-group")
-    reader = rc.read_group(conn, STREAM, GROUP, "c1", RedisClient(), counter)
+    conn = await connect(url, RedisClient(), "bench-group")
+    reader = read_group(conn, STREAM, GROUP, "c1", RedisClient(), counter)
     out = await receive_rate(messages, lambda: tasks.append(asyncio.create_task(reader)), lambda: counter.count)
     tasks[0].cancel()
     await conn.disconnect()
@@ -308,7 +319,7 @@ def main() -> None:
     result: dict[str, Any] = {
         "schema_version": 1,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
-        "client": {"redis_py": redis.__version__, "hiredis": hiredis.__version__, "protocol": rc.PROTOCOL},
+        "client": {"redis_py": redis.__version__, "hiredis": hiredis.__version__, "protocol": PROTOCOL},
         "server_start": start_times(args.start_runs),
     }
     broker = RedisBroker(server=UNLIMITED_PUBSUB)

@@ -82,7 +82,7 @@ def with_empty_go_caches(fetch: Any) -> dict[str, Any]:
 
 
 def measure(kind: str, system_name: str, wanted: str) -> dict[str, Any]:
-    from bench_tasks.systems import system
+    from bench_tasks import system
 
     chosen = system(system_name)
     version = chosen.resolve_version(wanted)
@@ -115,8 +115,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="release-fetch-") as cache:
         os.environ["SIXNINES_CACHE"] = cache
-        from bench_tasks.brokers.gobuild import go_version
-        from bench_tasks.systems import system
+        from bench_tasks import go_version, system
 
         names = sorted({s for s, _ in KINDS.values()})
         listing = {name: timed_list(system(name)) for name in names}

@@ -22,8 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_tasks.lake.runs import latest_run_id
-from bench_tasks.report import build_run_report
+from bench_tasks import build_run_report, latest_run_id
 
 RESULTS = Path(__file__).parent / "results" / "report_size.json"
 SECTION = re.compile(r'<section id="([^"]+)">')

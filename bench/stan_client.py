@@ -34,14 +34,18 @@ from typing import Any
 
 import nats
 
-from bench_tasks.brokers.gobuild import go_binary, go_install
-from bench_tasks.paths import cache_dir
-from bench_tasks.secrecy import login_url, without_userinfo
-from bench_tasks.systems.stan import STAN
-from bench_tasks.systems.stan import client as stan
-from bench_tasks.systems.stan import protocol as pb
-from bench_tasks.systems.stan.provision import start_server
-from bench_tasks.systems.stan.settings import StanBroker
+from bench_tasks import cache_dir, go_binary, go_install, login_url, without_userinfo
+from bench_tasks.systems.stan import (
+    STAN,
+    Ack,
+    MsgProto,
+    PubAck,
+    PubMsg,
+    StanBroker,
+    SubscriptionOptions,
+    start_server,
+)
+from bench_tasks.systems.stan import connect as stan_connect
 
 RESULTS = Path(__file__).parent / "results" / "stan_client.json"
 STAN_GO = "github.com/nats-io/stan.go"
@@ -57,17 +61,15 @@ def codec_us(size: int) -> dict[str, float]:
     """µs of one encode or decode (best of 5 repeats), as the client does it per message."""
     data = os.urandom(size)
     guid, conn_id = "B9kPqz3mS1zT0mXvRrGa5d", b"conn-id-22-bytes-long!"
-    raw_msg = pb.MsgProto(
-        sequence=123456, subject="sixnines.x", data=data, timestamp=time.time_ns()
-    ).SerializeToString()
-    raw_ack = pb.PubAck(guid=guid).SerializeToString()
+    raw_msg = MsgProto(sequence=123456, subject="sixnines.x", data=data, timestamp=time.time_ns()).SerializeToString()
+    raw_ack = PubAck(guid=guid).SerializeToString()
     cases = {
-        "pubmsg_encode": lambda: pb.PubMsg(
+        "pubmsg_encode": lambda: PubMsg(
             clientID="p-1", guid=guid, subject="sixnines.x", data=data, connID=conn_id
         ).SerializeToString(),
-        "msgproto_decode": lambda: pb.MsgProto.FromString(raw_msg),
-        "ack_encode": lambda: pb.Ack(subject="sixnines.x", sequence=123456).SerializeToString(),
-        "puback_decode": lambda: pb.PubAck.FromString(raw_ack),
+        "msgproto_decode": lambda: MsgProto.FromString(raw_msg),
+        "ack_encode": lambda: Ack(subject="sixnines.x", sequence=123456).SerializeToString(),
+        "puback_decode": lambda: PubAck.FromString(raw_ack),
     }
     number = 200 if size >= 1024 * 1024 else 20000
     return {
@@ -93,7 +95,7 @@ async def publish_core(url: str, payload: bytes, count: int) -> dict[str, float]
 async def publish_stan(url: str, cluster_id: str, payload: bytes, count: int) -> dict[str, float]:
     """Every publish acknowledged before the clock stops (seed 000's rule for its throughput part)."""
     nc = await nats.connect(url, pending_size=256 * 1024 * 1024)
-    conn = await stan.connect(nc, cluster_id, "bench-pub", owns_nc=True, max_pub_acks_in_flight=count)
+    conn = await stan_connect(nc, cluster_id, "bench-pub", owns_nc=True, max_pub_acks_in_flight=count)
     failed: list[str] = []
 
     def on_ack(error: str | None) -> None:
@@ -162,12 +164,12 @@ async def receive_core(url: str, payload_size: int, count: int) -> dict[str, flo
 async def receive_stan(url: str, cluster_id: str, payload: bytes, count: int) -> dict[str, float]:
     """A subscription reading `count` stored messages from the first (published beforehand, not counted)."""
     nc = await nats.connect(url, pending_size=256 * 1024 * 1024)
-    conn = await stan.connect(nc, cluster_id, "bench-rx", owns_nc=True, max_pub_acks_in_flight=count)
+    conn = await stan_connect(nc, cluster_id, "bench-rx", owns_nc=True, max_pub_acks_in_flight=count)
     for _ in range(count):
         await conn.publish("sixnines.stan-rx", payload, lambda _e: None)
     await conn.wait_for_acks(60)
     arrivals = Arrivals(count)
-    opts = stan.SubscriptionOptions(start_position="first", max_in_flight=16384)
+    opts = SubscriptionOptions(start_position="first", max_in_flight=16384)
     await conn.subscribe("sixnines.stan-rx", arrivals, opts)
     await asyncio.wait_for(arrivals.done.wait(), 120)
     await conn.close()

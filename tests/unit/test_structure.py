@@ -1,12 +1,13 @@
 """The shape of the code: systems are plug-ins the core never names, imports form no circle (lazy imports and
 imports for type checking included: a circle broken by importing late is still one), no module is past the size
-one reader takes in at once, the Airflow side reaches the measurement library only through its public API, and
-DAG parsing stays light."""
+one reader takes in at once, the Airflow side and the benchmarks in bench/ reach the measurement library only
+through its public API, and DAG parsing stays light."""
 
 from __future__ import annotations
 
 import ast
 import graphlib
+import importlib
 import io
 import re
 import subprocess
@@ -15,6 +16,8 @@ import tokenize
 from pathlib import Path
 
 import pytest
+
+import bench_tasks
 
 REPO = Path(__file__).resolve().parents[2]
 CORE = [
@@ -130,6 +133,66 @@ def test_airflow_side_imports_only_the_public_api() -> None:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench_tasks.")
     ]
     assert not deep, "private bench_tasks modules imported by the Airflow side:\n" + "\n".join(deep)
+
+
+SYSTEM_PACKAGE = re.compile(r"bench_tasks\.systems\.(\w+)")
+
+
+def _public_names(module: str) -> frozenset[str]:
+    """What tools outside the core may import from `module`: `bench_tasks`' exports, a system package's
+    `__all__`; nothing from any other module of bench_tasks."""
+    if module == "bench_tasks":
+        return frozenset(bench_tasks._EXPORTS)
+    if SYSTEM_PACKAGE.fullmatch(module) and (REPO / module.replace(".", "/") / "__init__.py").exists():
+        return frozenset(importlib.import_module(module).__all__)
+    return frozenset()
+
+
+def _private_imports(source: str) -> list[str]:
+    """Every import in `source`, at any depth (inside functions too), that reaches bench_tasks past its public
+    API: `import bench_tasks.x`, `from bench_tasks.x import y` unless x is a system package whose `__all__` names
+    y, and `from bench_tasks import y` of a name `bench_tasks` does not export (a submodule, say)."""
+    found = []
+    for node in ast.walk(_parse(source)):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name.startswith("bench_tasks.")]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.partition(".")[0] != "bench_tasks":
+                continue
+            public = _public_names(node.module)
+            found += [f"{node.lineno}: from {node.module} import {a.name}" for a in node.names if a.name not in public]
+    return found
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "bench").glob("*.py")))
+def test_benchmarks_import_only_public_names(script: str) -> None:
+    """bench/ reaches the measurement library through `bench_tasks`' exports and the systems' `__all__`, so a module
+    moved inside the library moves its public name with it (test_public_api) and no benchmark breaks unseen."""
+    found = _private_imports((REPO / "bench" / script).read_text())
+    assert not found, f"bench/{script} imports past the public API:\n" + "\n".join(found)
+
+
+def test_the_benchmark_check_sees_private_imports() -> None:
+    """The check itself: each way of reaching past the public API is caught, and the public ways are not."""
+    source = """
+import bench_tasks
+import bench_tasks.cell.runner
+from bench_tasks import run_cell, load
+from bench_tasks.systems import system
+from bench_tasks.systems.kafka import KAFKA, release
+from bench_tasks.systems.nowhere import anything
+
+def later():
+    from bench_tasks.cell.runner import select_cells
+"""
+    assert _private_imports(source) == [
+        "3: import bench_tasks.cell.runner",
+        "4: from bench_tasks import load",
+        "5: from bench_tasks.systems import system",
+        "6: from bench_tasks.systems.kafka import release",
+        "7: from bench_tasks.systems.nowhere import anything",
+        "10: from bench_tasks.cell.runner import select_cells",
+    ]
 
 
 HEAVY = ("numpy", "pyarrow", "pandas", "pyspark", "confluent_kafka", "nats", "great_expectations", "matplotlib")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import System
+from ..exports import lazy_attribute
 from .settings import ChronicleBroker, ChronicleCell, ChronicleClient
 
 # The library's switches, on every worker JVM: no analytics, no banner, no disk-space monitor thread.
@@ -71,4 +72,12 @@ class Chronicle(System):
 
 CHRONICLE = Chronicle()
 
-__all__ = ["CHRONICLE", "Chronicle", "ChronicleBroker", "ChronicleCell", "ChronicleClient"]
+# public name -> module of this package, imported on first use (`systems/exports.py` says why)
+_LAZY = {"JAVA17_FLAGS": "release"}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+__all__ = ["CHRONICLE", "QUIET_FLAGS", "Chronicle", "ChronicleBroker", "ChronicleCell", "ChronicleClient", *_LAZY]

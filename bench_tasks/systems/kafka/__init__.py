@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import System
-from .modes import LAST_NODE_GRACE_S
-from .settings import KafkaCell
+from ..exports import lazy_attribute
+from .modes import LAST_NODE_GRACE_S, mode_of
+from .settings import KafkaBroker, KafkaCell, KafkaClient
 
 # Producer options that most change latency, shown in a cell's label when a matrix sets them.
 LABELLED_PRODUCER_OPTIONS = ("linger.ms", "batch.size", "compression.type", "enable.idempotence")
@@ -126,3 +127,27 @@ class Kafka(System):
 
 
 KAFKA = Kafka()
+
+# public name -> module of this package, imported on first use (`systems/exports.py` says why): the topic admin
+# (confluent-kafka), and the kafka-tools release with Kafka's own perf tools and their output read (`native.py`)
+_LAZY = {
+    "create_topic": "admin",
+    "tools_classpath": "release",
+    **dict.fromkeys(
+        (
+            "END_TO_END_LATENCY",
+            "PRODUCER_PERFORMANCE",
+            "kafka_tool",
+            "parse_end_to_end_latency",
+            "parse_producer_performance",
+        ),
+        "native",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+__all__ = ["KAFKA", "Kafka", "KafkaBroker", "KafkaCell", "KafkaClient", "mode_of", *_LAZY]

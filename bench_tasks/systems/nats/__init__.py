@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import System
-from .settings import NatsCell
+from ..exports import lazy_attribute
+from .settings import NatsBroker, NatsCell, NatsClient
 
 
 class Nats(System):
@@ -81,3 +82,16 @@ class Nats(System):
 
 
 NATS = Nats()
+
+# public name -> module of this package, imported on first use (`systems/exports.py` says why): the NATS CLI
+# (`nats bench`, `nats latency`) built for the native comparison, and its output read (`native.py`)
+_LAZY = dict.fromkeys(
+    ("NATSCLI_VERSION", "latency_percentiles_ms", "natscli", "natscli_version", "parse_nats_bench_csv"), "native"
+)
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+__all__ = ["NATS", "Nats", "NatsBroker", "NatsCell", "NatsClient", *_LAZY]

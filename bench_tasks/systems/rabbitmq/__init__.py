@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..base import System
-from .settings import RabbitmqCell
+from ..exports import lazy_attribute
+from .settings import RabbitmqBroker, RabbitmqCell, RabbitmqClient
 
 
 class Rabbitmq(System):
@@ -87,3 +88,14 @@ class Rabbitmq(System):
 
 
 RABBITMQ = Rabbitmq()
+
+# public name -> module of this package, imported on first use (`systems/exports.py` says why): a cell's nodes
+# started outside a cell (`RabbitCluster`, a context manager) and their AMQP URLs, and pika on the asyncio loop
+_LAZY = {"RabbitCluster": "nodes", "amqp_urls": "nodes", "call": "connection", "connect": "connection"}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+__all__ = ["RABBITMQ", "Rabbitmq", "RabbitmqBroker", "RabbitmqCell", "RabbitmqClient", *_LAZY]

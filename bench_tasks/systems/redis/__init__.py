@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import System
+from ..exports import lazy_attribute
 from .settings import RedisBroker, RedisCell, RedisClient
 
 
@@ -78,4 +79,29 @@ class Redis(System):
 
 REDIS = Redis()
 
-__all__ = ["REDIS", "Redis", "RedisBroker", "RedisCell", "RedisClient"]
+# public name -> module of this package, imported on first use (`systems/exports.py` says why): servers started
+# outside a cell (`RedisServers`, a context manager), and the client plumbing the driver speaks through (redis-py)
+_LAZY = {
+    "RedisServers": "nodes",
+    **dict.fromkeys(
+        (
+            "PROTOCOL",
+            "Command",
+            "ReplyPipe",
+            "connect",
+            "publish_command",
+            "read_group",
+            "read_messages",
+            "subscribe",
+            "xadd_command",
+        ),
+        "client",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+__all__ = ["REDIS", "Redis", "RedisBroker", "RedisCell", "RedisClient", *_LAZY]

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import System
-from .settings import StanCell
+from ..exports import lazy_attribute
+from .settings import StanBroker, StanCell, StanClient
 
 
 def store_tag(broker: Any) -> str:
@@ -76,3 +77,20 @@ class Stan(System):
 
 
 STAN = Stan()
+
+# public name -> module of this package, imported on first use (`systems/exports.py` says why): a server started
+# outside a cell and what it says it is, this package's streaming client (nats-py) and the protocol's messages
+_LAZY = {
+    "start_server": "provision",
+    "reported_version": "release",
+    "connect": "client",
+    "SubscriptionOptions": "client",
+    **dict.fromkeys(("Ack", "MsgProto", "PubAck", "PubMsg"), "protocol"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+__all__ = ["STAN", "Stan", "StanBroker", "StanCell", "StanClient", "store_tag", *_LAZY]

@@ -1,0 +1,34 @@
+"""Cells on brokers the caller holds (`held_brokers`, `run_on_brokers`: what bench/native_compare.py runs its rows
+with): one real nats-server, two cells on it in turn, each landed like any cell, the server gone after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+from rich.console import Console
+
+from bench_tasks import Lake, held_brokers, run_on_brokers
+
+from .helpers import make_cell
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+
+def test_two_cells_on_one_held_server_land_and_the_server_stops(tmp_path: Path, console: Console) -> None:
+    # what lands is the question here, not the generator's precision on a loaded host
+    first, second = (make_cell("e2e", rate_per_s=rate, max_schedule_lag_ms=1000) for rate in (500, 1000))
+    lake = Lake(tmp_path / "lake")
+    with held_brokers(first, tmp_path / "brokers") as brokers:
+        pids = brokers.pids()
+        reports = [run_on_brokers(cell, brokers, lake, console) for cell in (first, second)]
+        assert brokers.pids() == pids  # the same server served both
+
+    for cell, report, scheduled in zip((first, second), reports, (500, 1000), strict=True):
+        assert report.status == "ok", report.reason
+        assert report.cell.id == cell.id and report.path is not None and (report.path / "result.json").exists()
+        acc = report.analysis.accounting
+        assert acc.scheduled == acc.sent == acc.received == scheduled and acc.lost == 0
+    assert reports[0].path != reports[1].path
+    assert not [pid for pid in pids if psutil.pid_exists(pid)]
