@@ -71,8 +71,7 @@ def import_omb(
     options = ImportOptions(system, version, name, warmup_s, measure_s)
     driver_raw = _read_yaml(driver) if driver else None
     imported = import_omb(_read_yaml(workload), str(workload), driver_raw, str(driver) if driver else None, options)
-    for warning in imported.warnings:
-        err.print(f"[yellow]warning:[/] {escape(warning)}")
+    _report(imported)
     text = matrix_yaml(imported)
     cells = ", ".join(f"{c.id} {c.label}" for c in imported.matrix.cells)
     if output is None:
@@ -81,6 +80,17 @@ def import_omb(
         return
     output.write_text(text)
     out.print(f"wrote {output}: matrix '{imported.matrix.name}', cells: {escape(cells)}")
+
+
+def _report(imported: Any) -> None:
+    """On stderr: what each OMB field became (or why it set nothing), then what could not be carried. The same
+    account, with every field, is the matrix's `origin:`; secrets are shown redacted in both."""
+    err.print("mapped (the matrix's origin: keeps this account):")
+    for entry in imported.mapped:
+        if not entry.left_out:  # each is a warning below
+            err.print(f"  {escape(entry.line())}")
+    for warning in imported.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

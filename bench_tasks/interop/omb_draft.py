@@ -8,6 +8,8 @@ from typing import Any
 
 from ..secrecy import REDACTED, is_secret, redacted
 
+NOT_CARRIED = "NOT CARRIED: "  # how the account marks a field that could not be carried (each is also a warning)
+
 
 @dataclass(frozen=True)
 class Mapped:
@@ -28,6 +30,17 @@ class Mapped:
             "note": self.note,
         }
 
+    @property
+    def left_out(self) -> bool:
+        return self.note.startswith(NOT_CARRIED)
+
+    def line(self) -> str:
+        """One line of the import's report: the OMB field, and what it became or why it set nothing."""
+        if self.sixnines is None:
+            return f"{self.omb}: {self.value!r} — {self.note}"
+        became = f"{self.omb}: {self.value!r} → {self.sixnines}: {self.sixnines_value!r}"
+        return f"{became} ({self.note})" if self.note else became
+
 
 @dataclass
 class Draft:
@@ -39,13 +52,14 @@ class Draft:
     workload: dict[str, Any] = field(default_factory=dict)
     broker: dict[str, Any] = field(default_factory=dict)
     client: dict[str, Any] = field(default_factory=dict)
+    capacity: dict[str, Any] = field(default_factory=dict)  # a search's terms (OMB's max-rate mode), else empty
     measurement: str = "e2e"
     mapped: list[Mapped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def put(self, omb: str, value: Any, path: str, new: Any, note: str = "") -> None:
-        """Set matrix `path` (`workload.x`, `broker.y`, `client.producer.linger.ms`) and record why."""
+        """Set matrix `path` (`workload.x`, `broker.y`, `client.producer.linger.ms`, `capacity.z`) and record why."""
         section, _, rest = path.partition(".")
         target = getattr(self, section)
         for part in _split(rest)[:-1]:
@@ -59,7 +73,7 @@ class Draft:
 
     def warn(self, omb: str, value: Any, note: str) -> None:
         """A field that cannot be carried: recorded, and shown to the user."""
-        self.mapped.append(Mapped(omb, shown(omb, value), None, None, f"NOT CARRIED: {note}"))
+        self.mapped.append(Mapped(omb, shown(omb, value), None, None, f"{NOT_CARRIED}{note}"))
         self.warnings.append(f"{self.where(omb)}: {shown(omb, value)!r} — {note}")
 
     def refuse(self, omb: str, value: Any, reason: str) -> None:

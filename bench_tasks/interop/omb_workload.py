@@ -5,7 +5,8 @@ OMB describes one test as a workload file (`messageSize`, `producerRate`, `topic
 `systems/<name>/omb.py`). `import_omb` maps each field onto the
 matrix, records the mapping of every field it read (the matrix's `origin:`, which travels with each cell
 into its result.json), warns about every field it cannot carry and refuses what sixnines cannot measure
-faithfully (several topics or subscriptions, OMB's max-rate search) with the reason and the numbers.
+faithfully (several topics or subscriptions) with the reason and the numbers. OMB's max-rate mode (producerRate
+0) becomes the matrix's `capacity:` search, held to what OMB calls sustainable.
 
 Pure: it takes already-parsed mappings and returns the matrix; reading files is the CLI's job.
 docs/interop.md has the mapping table.
@@ -21,8 +22,10 @@ from typing import Any
 
 import yaml
 
+from ..capacity.search import max_search_steps
 from ..core.header import HEADER_SIZE
 from ..errors import InteropError, MatrixError
+from ..spec.capacity import CapacitySpec
 from ..spec.matrix import parse_matrix
 from ..spec.matrix_model import Matrix
 from .omb_draft import Draft, Mapped
@@ -51,6 +54,11 @@ WORKLOAD_DEFAULTS: dict[str, Any] = {
 KEY_DISTRIBUTORS = {"NO_KEY": "none", "KEY_ROUND_ROBIN": "round_robin", "RANDOM_NANO": "random"}
 GIB = 1024**3
 HIGH_RATE_PER_S = 1_000_000  # OMB's max-rate workloads ask for 10 M msg/s: far past any open-loop generator
+# OMB's max-rate mode (producerRate 0) as a capacity search (`_map_max_rate`): where OMB's own search starts, the
+# rate its max-rate workload files ask for (its search has no ceiling), and what it holds a rate to.
+OMB_MAX_RATE_START_PER_S = 10_000
+OMB_MAX_RATE_CEILING_PER_S = 10_000_000
+OMB_SUSTAINABLE = "backlog p99 < 1000 msgs"
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,7 @@ def _map_workload(w: dict[str, Any], draft: Draft, options: ImportOptions, omb: 
     _map_clients(w, draft, omb)
     _map_rate(w, draft)
     _map_durations(w, draft, options)
+    _note_search_length(draft)
     _map_payload(w, draft)
     _map_backlog(w, draft, omb)
 
@@ -243,20 +252,84 @@ def _map_clients(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
 
 def _map_rate(w: dict[str, Any], draft: Draft) -> None:
     rate = w["producerRate"]
-    if rate <= 0:
-        draft.refuse(
-            "producerRate",
-            rate,
-            "OMB's max-rate mode (0) searches for the highest sustainable rate; sixnines measures at a fixed, "
-            "open-loop rate and has no capacity search yet — set producerRate to the rate to measure",
-        )
+    if rate < 0:
+        draft.refuse("producerRate", rate, "a rate of messages per second, or 0 for OMB's max-rate search")
+        return
+    if rate == 0:
+        _map_max_rate(w, draft)
         return
     draft.put("producerRate", rate, "workload.rate_per_s", rate, "the total over all producers, as in OMB")
     if rate >= HIGH_RATE_PER_S:
         draft.warnings.append(
             f"producerRate: {rate} — an open-loop schedule this fast will outrun the generator on most hosts; "
-            "the cell then fails its schedule-lag gate instead of reporting a number"
+            "the cell then fails its schedule-lag gate instead of reporting a number. To find the highest rate "
+            f"the system holds, search it: `sixnines capacity MATRIX --slo '{OMB_SUSTAINABLE}'` (or import the "
+            "workload with producerRate: 0)"
         )
+
+
+def _map_max_rate(w: dict[str, Any], draft: Draft) -> None:
+    """OMB's max-rate mode (producerRate 0) as a capacity search: OMB starts at 10,000 msg/s and raises the rate
+    (up to doubling it every 3 s) while fewer than 1000 messages are published and not yet received, backing off
+    as soon as more are; a lost message stays unreceived, so it ends a sustainable rate too. Here each rate is a
+    whole cell, geometric steps then bisection, held to the same backlog bound and to losing nothing."""
+    if w["consumerBacklogSizeGB"] > 0:
+        draft.refuse(
+            "producerRate",
+            0,
+            "OMB's max-rate search cannot run while a backlog is built (OMB refuses it too: \"Cannot probe producer "
+            'sustainable rate when building backlog"); set producerRate or consumerBacklogSizeGB: 0',
+        )
+        return
+    start = OMB_MAX_RATE_START_PER_S
+    draft.put("producerRate", 0, "workload.rate_per_s", start, "OMB's max-rate search starts at 10,000 msg/s")
+    draft.put(
+        "producerRate",
+        0,
+        "capacity.objectives",
+        [OMB_SUSTAINABLE],
+        "OMB holds a rate while fewer than 1000 messages are published and not yet received (its receive backlog "
+        "limit); it looks every 3 s, so a momentary pile-up seldom counts: here the backlog stays under 1000 for "
+        "99 % of each step's measure phase",
+    )
+    draft.put(
+        "producerRate",
+        0,
+        "capacity.max_rate_per_s",
+        OMB_MAX_RATE_CEILING_PER_S,
+        "OMB's search has no ceiling; this is the rate OMB's own max-rate workload files ask for",
+    )
+    draft.put("producerRate", 0, "capacity.factor", 2.0, "OMB's largest ramp doubles the rate")
+    draft.put(
+        "producerRate",
+        0,
+        "capacity.resolution",
+        0.05,
+        "OMB narrows its ramp to 1 %; each step here is a whole cell, and 0.01 (OMB's) costs three more steps",
+    )
+    draft.put(
+        "producerRate",
+        0,
+        "workload.allowed_loss_ratio",
+        0.0,
+        "nothing lost: a step that loses a message or has one refused fails (`loss`), as a lost message keeps "
+        "OMB's backlog from draining",
+    )
+
+
+def _note_search_length(draft: Draft) -> None:
+    """How long the search can take: every step runs a whole cell (warmup and measure), on fresh brokers."""
+    if not draft.capacity:
+        return
+    spec = CapacitySpec.model_validate(draft.capacity)
+    steps = max_search_steps(spec, [draft.workload["rate_per_s"]])
+    each = draft.workload.get("warmup_s", 0) + draft.workload.get("measure_s", 0)
+    draft.note(
+        "producerRate",
+        0,
+        f"a search of at most {steps} steps, each a whole cell of {each:g} s (warmup and measure phase) on fresh "
+        f"brokers: up to {steps * each / 60:.0f} min; --warmup-s and --measure-s shorten every step",
+    )
 
 
 def _map_durations(w: dict[str, Any], draft: Draft, options: ImportOptions) -> None:
@@ -354,6 +427,7 @@ def _matrix_mapping(w: dict[str, Any], draft: Draft, options: ImportOptions) -> 
         "systems": [{k: v for k, v in system.items() if v or k == "versions"}],
         "workload": draft.workload,
         "measurements": [draft.measurement],
+        **({"capacity": draft.capacity} if draft.capacity else {}),
     }
 
 
@@ -369,6 +443,10 @@ def matrix_yaml(imported: Imported) -> str:
         "# `origin:` records what every OMB field became; it is kept with each cell's result (docs/interop.md).",
         *(f"# WARNING {w}" for w in imported.warnings),
     ]
+    if "capacity" in imported.raw:
+        header.insert(
+            2, "# producerRate: 0 (OMB's max-rate mode) is the `capacity:` search; `sixnines capacity` runs it."
+        )
     body = {k: v for k, v in imported.raw.items() if k != "origin"}
     text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
     origin = yaml.safe_dump({"origin": imported.raw["origin"]}, sort_keys=False, allow_unicode=True, width=110)
