@@ -29,6 +29,7 @@ export_app = typer.Typer(
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
 
+_OMB_SYSTEMS = [name for name, system in SYSTEMS.items() if system.omb_driver() is not None]
 OutDirOption = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--out", help="write here instead of LAKE/exports/run_date=D/run_id=R/<format>/"),
@@ -48,7 +49,10 @@ def import_omb(
     ] = None,
     system: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(help=f"without --driver: the system to map onto ({', '.join(SYSTEMS)})"),
+        typer.Option(
+            help=f"the system to map onto ({', '.join(_OMB_SYSTEMS)}): without --driver, or one that also reads "
+            "the driver's class"
+        ),
     ] = None,
     version: Annotated[str, typer.Option(help="broker version, or 'latest'")] = "latest",
     name: Annotated[

@@ -28,7 +28,7 @@ from ..errors import InteropError, MatrixError
 from ..spec.capacity import CapacitySpec
 from ..spec.matrix import parse_matrix
 from ..spec.matrix_model import Matrix
-from .omb_draft import Draft, Mapped
+from .omb_draft import Draft, Mapped, type_problem
 from .omb_driver import OmbDriver
 
 # The fields of OMB's Workload class, with the defaults its Java fields start with.
@@ -116,7 +116,9 @@ def import_omb(
 def _system(
     driver: Mapping[str, Any] | None, source: str | None, options: ImportOptions, workload_source: str
 ) -> tuple[str, OmbDriver]:
-    """The system the workload maps onto (its driver file's `driverClass`, else the option) and its OMB driver."""
+    """The system the workload maps onto and its OMB driver: the option's when its driver reads the file's
+    `driverClass` (two systems may: one server speaking another's protocol), else the first that does, else
+    (no file) the option's."""
     drivers = _omb_drivers()
     if driver is None:
         if options.system not in drivers:
@@ -126,6 +128,9 @@ def _system(
             )
         return options.system, drivers[options.system]
     driver_class = driver.get("driverClass")
+    chosen = drivers.get(str(options.system))  # a system that reads the same driver (`--system`) comes first
+    if chosen is not None and driver_class in chosen.driver_classes:
+        return str(options.system), chosen
     for name, omb in drivers.items():
         if driver_class in omb.driver_classes:
             return name, omb
@@ -146,7 +151,7 @@ def _omb_drivers() -> dict[str, OmbDriver]:
 def _workload_fields(workload: Mapping[str, Any], draft: Draft) -> dict[str, Any]:
     """OMB's defaults overlaid with the file; unknown keys refused (OMB's own reader refuses them too)."""
     for key, value in workload.items():
-        if key in WORKLOAD_DEFAULTS and (problem := _type_problem(WORKLOAD_DEFAULTS[key], value)) is not None:
+        if key in WORKLOAD_DEFAULTS and (problem := type_problem(WORKLOAD_DEFAULTS[key], value)) is not None:
             draft.refuse(key, value, problem)
     if draft.problems:
         return dict(WORKLOAD_DEFAULTS)
@@ -154,18 +159,6 @@ def _workload_fields(workload: Mapping[str, Any], draft: Draft) -> dict[str, Any
         if key not in WORKLOAD_DEFAULTS:
             draft.refuse(key, value, f"not a field of OMB's Workload; known: {', '.join(WORKLOAD_DEFAULTS)}")
     return {**WORKLOAD_DEFAULTS, **{k: v for k, v in workload.items() if k in WORKLOAD_DEFAULTS}}
-
-
-def _type_problem(default: Any, value: Any) -> str | None:
-    """What is wrong with a value of the type OMB's Java field has (None when it fits)."""
-    if default is None or isinstance(default, str):
-        return None if value is None or isinstance(value, str) else "must be text"
-    if isinstance(default, bool):
-        return None if isinstance(value, bool) else "must be true or false"
-    if isinstance(default, int):
-        return None if isinstance(value, int) and not isinstance(value, bool) else "must be a whole number"
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return None if ok else "must be a number"
 
 
 def _map_workload(w: dict[str, Any], draft: Draft, options: ImportOptions, omb: OmbDriver) -> None:
