@@ -1,8 +1,10 @@
 """`sixnines import …` and `sixnines export …`: other tools' files in, a run in other tools' formats out.
 
-  sixnines import omb WORKLOAD.yaml [--driver DRIVER.yaml] [-o MATRIX.yaml]
-  sixnines export omb  (RUN_ID | --latest) [--lake LAKE] [--out DIR] [--interval-s 10]
-  sixnines export hgrm (RUN_ID | --latest) [--lake LAKE] [--out DIR]
+  sixnines import omb WORKLOAD.yaml [--driver DRIVER.yaml] [-o/--out MATRIX.yaml]
+  sixnines export omb  (RUN_ID | --latest) [--lake LAKE] [-o/--out DIR] [--interval-s 10]
+  sixnines export hgrm (RUN_ID | --latest) [--lake LAKE] [-o/--out DIR]
+
+Every command here takes `-o` and `--out` for where it writes (`import omb` also `--output`, its older name).
 
 Bad input (a file that cannot be read, a field with no sixnines equivalent, an unknown run) is an
 InteropError: one message naming the file and the field, exit code 2.
@@ -32,7 +34,7 @@ app.add_typer(export_app, name="export")
 _OMB_SYSTEMS = [name for name, system in SYSTEMS.items() if system.omb_driver() is not None]
 OutDirOption = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--out", help="write here instead of LAKE/exports/run_date=D/run_id=R/<format>/"),
+    typer.Option("-o", "--out", help="write here instead of LAKE/exports/run_date=D/run_id=R/<format>/"),
 ]
 
 
@@ -45,7 +47,7 @@ def import_omb(
     ] = None,
     output: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("-o", "--output", help="write the matrix here (default: print it)"),
+        typer.Option("-o", "--out", "--output", help="write the matrix here (default: print it)"),
     ] = None,
     system: Annotated[
         Optional[str],  # noqa: UP045
