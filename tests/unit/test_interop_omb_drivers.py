@@ -165,3 +165,12 @@ def test_a_system_that_speaks_another_s_protocol_reads_its_driver_file_when_aske
     assert import_omb(WORKLOAD, "w.yaml", REDIS, "d.yaml", ImportOptions("kafka")).matrix.cells[0].spec.system == (
         "redis"  # the file's class, which Kafka does not read
     )
+
+
+@pytest.mark.parametrize("driver", [RABBITMQ, REDIS, NATS, STAN])
+def test_omb_s_max_rate_mode_is_a_capacity_search_on_every_system(driver: dict[str, Any]) -> None:
+    """OMB's own max-rate workloads have several partitions, which its RabbitMQ driver refuses: one partition
+    here, so every system's cell is searched."""
+    result = imported(driver, producerRate=0)
+    assert result.matrix.capacity is not None and result.matrix.capacity.objectives == ["backlog p99 < 1000 msgs"]
+    assert result.matrix.cells[0].spec.workload.rate_per_s == 10_000
