@@ -13,7 +13,7 @@ InteropError: one message naming the file and the field, exit code 2.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 import yaml
@@ -23,6 +23,9 @@ from ..errors import InteropError
 from ..lake.runs import resolve_run_id
 from ..systems import SYSTEMS
 from .app import LakeOption, LatestOption, RunIdArgument, app, err, out
+
+if TYPE_CHECKING:
+    from ..interop.omb_workload import Imported
 
 import_app = typer.Typer(no_args_is_help=True, help="Read other tools' files: OpenMessaging Benchmark workloads.")
 export_app = typer.Typer(
@@ -88,7 +91,7 @@ def import_omb(
     out.print(f"wrote {output}: matrix '{imported.matrix.name}', cells: {escape(cells)}")
 
 
-def _report(imported: Any) -> None:
+def _report(imported: Imported) -> None:
     """On stderr: what each OMB field became (or why it set nothing), then what could not be carried. The same
     account, with every field, is the matrix's `origin:`; secrets are shown redacted in both."""
     err.print("mapped (the matrix's origin: keeps this account):")

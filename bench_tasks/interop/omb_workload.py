@@ -54,11 +54,36 @@ WORKLOAD_DEFAULTS: dict[str, Any] = {
 KEY_DISTRIBUTORS = {"NO_KEY": "none", "KEY_ROUND_ROBIN": "round_robin", "RANDOM_NANO": "random"}
 GIB = 1024**3
 HIGH_RATE_PER_S = 1_000_000  # OMB's max-rate workloads ask for 10 M msg/s: far past any open-loop generator
-# OMB's max-rate mode (producerRate 0) as a capacity search (`_map_max_rate`): where OMB's own search starts, the
-# rate its max-rate workload files ask for (its search has no ceiling), and what it holds a rate to.
-OMB_MAX_RATE_START_PER_S = 10_000
-OMB_MAX_RATE_CEILING_PER_S = 10_000_000
+# What a rate must hold for OMB's max-rate search to keep it: fewer than 1000 messages published and not yet received.
 OMB_SUSTAINABLE = "backlog p99 < 1000 msgs"
+# OMB's max-rate mode (producerRate 0) as a capacity search (`_map_max_rate`): each matrix path, its value and why.
+MAX_RATE_SEARCH: tuple[tuple[str, Any, str], ...] = (
+    ("workload.rate_per_s", 10_000, "OMB's max-rate search starts at 10,000 msg/s"),
+    (
+        "capacity.objectives",
+        [OMB_SUSTAINABLE],
+        "OMB holds a rate while fewer than 1000 messages are published and not yet received (its receive backlog "
+        "limit); it looks every 3 s, so a momentary pile-up seldom counts: here the backlog stays under 1000 for "
+        "99 % of each step's measure phase",
+    ),
+    (
+        "capacity.max_rate_per_s",
+        10_000_000,
+        "OMB's search has no ceiling; this is the rate OMB's own max-rate workload files ask for",
+    ),
+    ("capacity.factor", 2.0, "OMB's largest ramp doubles the rate"),
+    (
+        "capacity.resolution",
+        0.05,
+        "OMB narrows its ramp to 1 %; each step here is a whole cell, and 0.01 (OMB's) costs three more steps",
+    ),
+    (
+        "workload.allowed_loss_ratio",
+        0.0,
+        "nothing lost: a step that loses a message or has one refused fails (`loss`), as a lost message keeps "
+        "OMB's backlog from draining",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -274,40 +299,8 @@ def _map_max_rate(w: dict[str, Any], draft: Draft) -> None:
             'sustainable rate when building backlog"); set producerRate or consumerBacklogSizeGB: 0',
         )
         return
-    start = OMB_MAX_RATE_START_PER_S
-    draft.put("producerRate", 0, "workload.rate_per_s", start, "OMB's max-rate search starts at 10,000 msg/s")
-    draft.put(
-        "producerRate",
-        0,
-        "capacity.objectives",
-        [OMB_SUSTAINABLE],
-        "OMB holds a rate while fewer than 1000 messages are published and not yet received (its receive backlog "
-        "limit); it looks every 3 s, so a momentary pile-up seldom counts: here the backlog stays under 1000 for "
-        "99 % of each step's measure phase",
-    )
-    draft.put(
-        "producerRate",
-        0,
-        "capacity.max_rate_per_s",
-        OMB_MAX_RATE_CEILING_PER_S,
-        "OMB's search has no ceiling; this is the rate OMB's own max-rate workload files ask for",
-    )
-    draft.put("producerRate", 0, "capacity.factor", 2.0, "OMB's largest ramp doubles the rate")
-    draft.put(
-        "producerRate",
-        0,
-        "capacity.resolution",
-        0.05,
-        "OMB narrows its ramp to 1 %; each step here is a whole cell, and 0.01 (OMB's) costs three more steps",
-    )
-    draft.put(
-        "producerRate",
-        0,
-        "workload.allowed_loss_ratio",
-        0.0,
-        "nothing lost: a step that loses a message or has one refused fails (`loss`), as a lost message keeps "
-        "OMB's backlog from draining",
-    )
+    for path, value, note in MAX_RATE_SEARCH:
+        draft.put("producerRate", 0, path, value, note)
 
 
 def _note_search_length(draft: Draft) -> None:
