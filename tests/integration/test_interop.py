@@ -83,6 +83,8 @@ def test_imported_workload_runs_and_exports(tmp_path: Path, console: Console) ->
     assert report.status == "ok", report.reason
     result = json.loads((report.path / "result.json").read_text())
     assert result["origin"]["workload_name"] == "1 topic / 1 partition / 256b"  # the mapping travels with the cell
+    backlog = result["backlog"]  # what OMB's max-rate search judges a rate by: sent and not yet received
+    assert 1 <= backlog["percentiles_messages"]["99.9"] <= backlog["max_messages"] <= result["accounting"]["sent"]
 
     omb = _export_omb(tmp_path, lake, cell.id)
     _check_against_tables(omb, lake, run, result)
