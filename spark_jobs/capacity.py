@@ -1,7 +1,8 @@
 """Capacity job: a run's capacity searches (`raw/.../capacity.json`, written by `sixnines capacity` and the search
 DAG) as two tables: `capacity` (a row per searched cell: the capacity, what limited it, whether that limit is
 the broker's) and `capacity_steps` (a row per step: the offered rate, what arrived, the verdict, and the
-response-time p50/p99/p99.9 of the first objective's metric). A run without searches gives no rows. The file is
+response-time p50/p99/p99.9 of the first objective's metric, or of the first metric measured when the objectives
+bound the backlog only). A run without searches gives no rows. The file is
 a few kilobytes, read on the driver. Run alone: `spark-submit spark_jobs/capacity.py --lake LAKE --run-id RUN`.
 """
 
@@ -64,9 +65,18 @@ def capacity_rows(run: lakeio.RunRef, found: Sequence[dict[str, Any]]) -> tuple[
         objectives, limit = "; ".join(r["objectives"]), (r["limit"], r["limit_why"], r["broker_bound"])
         release = (r.get("system"), r.get("version"))  # searches written before these were recorded lack them
         cells.append((*ident, *release, objectives, r["capacity_per_s"], *limit, len(r["steps"])))
-        metric = r["objectives"][0].split()[0] if r["objectives"] else None
+        metric = _shown_metric(r["objectives"], r["steps"])
         steps += [(*ident, *_step(s, metric)) for s in r["steps"]]
     return cells, steps
+
+
+def _shown_metric(objectives: Sequence[str], steps: Sequence[dict[str, Any]]) -> str | None:
+    """The metric whose percentiles the step rows carry: the first latency objective's, else (the objectives
+    bound the backlog only, which counts messages) the first metric the steps measured."""
+    latency = [text.split()[0] for text in objectives if text.split()[0] != "backlog"]  # backlog: in messages
+    if latency:
+        return latency[0]
+    return next((m for s in steps for m in (s.get("percentiles_ms") or {})), None)
 
 
 def _step(s: dict[str, Any], metric: str | None) -> tuple:

@@ -69,14 +69,9 @@ def _phases(report: CellReport) -> dict | None:
     return json.loads(result.read_text()).get("phases") if result.exists() else None
 
 
-def _value(o: Objective, analysis: CellAnalysis) -> str:
-    value = o.value_ns(analysis)
-    return "unsupported" if value is None else f"{value / 1e6:.3f} ms"
-
-
 def _broken(o: Objective, analysis: CellAnalysis) -> str:
-    return f"{o.text} broken: {o.name} {_value(o, analysis)}"
+    return f"{o.text} broken: {o.name} {o.shown(o.value(analysis))}"
 
 
 def _held(o: Objective, analysis: CellAnalysis) -> str:
-    return f"{o.name} {_value(o, analysis)}"
+    return f"{o.name} {o.shown(o.value(analysis))}"

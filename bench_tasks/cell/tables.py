@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.analysis import Accounting, CellAnalysis
+from ..core.backlog import BacklogSummary
 from ..core.percentiles import PERCENTILES, LatencySummary
 from ..core.saturation import describe as describe_harness
 from ..spec.matrix_model import Cell
@@ -161,5 +162,6 @@ def report_from_row(row: dict, path: Path | None = None) -> CellReport:
             lag=summary(gen["schedule_lag"]),
             target_rate_per_s=gen["target_rate_per_s"],
             achieved_rate_per_s=gen["achieved_rate_per_s"],
+            backlog=BacklogSummary.from_dict(results["backlog"]) if results.get("backlog") else None,
         )
     return CellReport(cell, row["status"], row["reason"], analysis, path, json.loads(row["faults_json"] or "[]"))

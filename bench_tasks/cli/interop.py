@@ -1,8 +1,10 @@
 """`sixnines import …` and `sixnines export …`: other tools' files in, a run in other tools' formats out.
 
-  sixnines import omb WORKLOAD.yaml [--driver DRIVER.yaml] [-o MATRIX.yaml]
-  sixnines export omb  (RUN_ID | --latest) [--lake LAKE] [--out DIR] [--interval-s 10]
-  sixnines export hgrm (RUN_ID | --latest) [--lake LAKE] [--out DIR]
+  sixnines import omb WORKLOAD.yaml [--driver DRIVER.yaml] [-o/--out MATRIX.yaml]
+  sixnines export omb  (RUN_ID | --latest) [--lake LAKE] [-o/--out DIR] [--interval-s 10]
+  sixnines export hgrm (RUN_ID | --latest) [--lake LAKE] [-o/--out DIR]
+
+Every command here takes `-o` and `--out` for where it writes (`import omb` also `--output`, its older name).
 
 Bad input (a file that cannot be read, a field with no sixnines equivalent, an unknown run) is an
 InteropError: one message naming the file and the field, exit code 2.
@@ -11,7 +13,7 @@ InteropError: one message naming the file and the field, exit code 2.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 import yaml
@@ -22,6 +24,9 @@ from ..lake.runs import resolve_run_id
 from ..systems import SYSTEMS
 from .app import LakeOption, LatestOption, RunIdArgument, app, err, out
 
+if TYPE_CHECKING:
+    from ..interop.omb_workload import Imported
+
 import_app = typer.Typer(no_args_is_help=True, help="Read other tools' files: OpenMessaging Benchmark workloads.")
 export_app = typer.Typer(
     no_args_is_help=True, help="Write a run in other tools' formats: OMB results, HdrHistogram .hgrm, CSV."
@@ -29,9 +34,10 @@ export_app = typer.Typer(
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
 
+_OMB_SYSTEMS = [name for name, system in SYSTEMS.items() if system.omb_driver() is not None]
 OutDirOption = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--out", help="write here instead of LAKE/exports/run_date=D/run_id=R/<format>/"),
+    typer.Option("-o", "--out", help="write here instead of LAKE/exports/run_date=D/run_id=R/<format>/"),
 ]
 
 
@@ -44,11 +50,14 @@ def import_omb(
     ] = None,
     output: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("-o", "--output", help="write the matrix here (default: print it)"),
+        typer.Option("-o", "--out", "--output", help="write the matrix here (default: print it)"),
     ] = None,
     system: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(help=f"without --driver: the system to map onto ({', '.join(SYSTEMS)})"),
+        typer.Option(
+            help=f"the system to map onto ({', '.join(_OMB_SYSTEMS)}): without --driver, or one that also reads "
+            "the driver's class"
+        ),
     ] = None,
     version: Annotated[str, typer.Option(help="broker version, or 'latest'")] = "latest",
     name: Annotated[
@@ -71,8 +80,7 @@ def import_omb(
     options = ImportOptions(system, version, name, warmup_s, measure_s)
     driver_raw = _read_yaml(driver) if driver else None
     imported = import_omb(_read_yaml(workload), str(workload), driver_raw, str(driver) if driver else None, options)
-    for warning in imported.warnings:
-        err.print(f"[yellow]warning:[/] {escape(warning)}")
+    _report(imported)
     text = matrix_yaml(imported)
     cells = ", ".join(f"{c.id} {c.label}" for c in imported.matrix.cells)
     if output is None:
@@ -81,6 +89,17 @@ def import_omb(
         return
     output.write_text(text)
     out.print(f"wrote {output}: matrix '{imported.matrix.name}', cells: {escape(cells)}")
+
+
+def _report(imported: Imported) -> None:
+    """On stderr: what each OMB field became (or why it set nothing), then what could not be carried. The same
+    account, with every field, is the matrix's `origin:`; secrets are shown redacted in both."""
+    err.print("mapped (the matrix's origin: keeps this account):")
+    for entry in imported.mapped:
+        if not entry.left_out:  # each is a warning below
+            err.print(f"  {escape(entry.line())}")
+    for warning in imported.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .backlog import BacklogSummary, summarize_backlog
 from .percentiles import LatencySummary, summarize
 
 
@@ -50,6 +51,7 @@ class CellAnalysis:
     lag: LatencySummary  # schedule lag (actual − intended send), measure phase
     target_rate_per_s: float
     achieved_rate_per_s: float
+    backlog: BacklogSummary | None = None  # measure phase: sent and not yet arrived (core.backlog)
     series: dict[str, Series] = field(repr=False, default_factory=dict)  # all phases
 
     def to_dict(self) -> dict:
@@ -62,6 +64,7 @@ class CellAnalysis:
                 "target_rate_per_s": self.target_rate_per_s,
                 "achieved_rate_per_s": self.achieved_rate_per_s,
             },
+            "backlog": None if self.backlog is None else self.backlog.to_dict(),
         }
 
 
@@ -186,6 +189,7 @@ def analyze(
     # sends its measure phase's messages late, so counting those instead would report the target it missed.
     went_out = _np(sent.filter(pc.is_valid(sent["sent_ns"])), "sent_ns")
     sent_in_window = int(np.count_nonzero((went_out >= start) & (went_out < end)))
+    arrived = arrivals(series, measurement)
     return CellAnalysis(
         accounting=account(sent_m, received_m, measurement, relayed_m),
         accounting_all_phases=account(sent, received, measurement, relayed),
@@ -193,16 +197,23 @@ def analyze(
         lag=lag,
         target_rate_per_s=target_rate_per_s,
         achieved_rate_per_s=sent_in_window / measure_s if measure_s > 0 else 0.0,
+        backlog=summarize_backlog(went_out, arrived, measure_window_ns),
         series=series,
     )
+
+
+def arrivals(series: dict[str, Series], measurement: str) -> np.ndarray:
+    """When each message arrived, any phase: its first receipt (e2e; a chain's at its final consumer), or its
+    acknowledgement or reply (publish, rtt). A measurement without its series had nothing arrive."""
+    found = series.get("e2e" if measurement == "chain" else measurement)
+    return np.array([], np.int64) if found is None else found.at_ns + found.from_intended_ns
 
 
 def arrival_rate(analysis: CellAnalysis, measurement: str, window_ns: tuple[int, int]) -> float:
     """Messages per second that arrived (a first receipt, or an acknowledgement for publish/rtt) within
     `window_ns`, whenever they were meant to be sent: what the receiving side kept up with."""
-    series = analysis.series.get(measurement) or next(iter(analysis.series.values()), None)
+    arrived = arrivals(analysis.series, measurement)
     start, end = window_ns
-    if series is None or end <= start:
+    if end <= start:
         return 0.0
-    arrived = series.at_ns + series.from_intended_ns
     return float(np.count_nonzero((arrived >= start) & (arrived < end))) / ((end - start) / 1e9)

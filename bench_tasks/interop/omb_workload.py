@@ -5,7 +5,8 @@ OMB describes one test as a workload file (`messageSize`, `producerRate`, `topic
 `systems/<name>/omb.py`). `import_omb` maps each field onto the
 matrix, records the mapping of every field it read (the matrix's `origin:`, which travels with each cell
 into its result.json), warns about every field it cannot carry and refuses what sixnines cannot measure
-faithfully (several topics or subscriptions, OMB's max-rate search) with the reason and the numbers.
+faithfully (several topics or subscriptions) with the reason and the numbers. OMB's max-rate mode (producerRate
+0) becomes the matrix's `capacity:` search, held to what OMB calls sustainable.
 
 Pure: it takes already-parsed mappings and returns the matrix; reading files is the CLI's job.
 docs/interop.md has the mapping table.
@@ -21,11 +22,13 @@ from typing import Any
 
 import yaml
 
+from ..capacity.search import max_search_steps
 from ..core.header import HEADER_SIZE
 from ..errors import InteropError, MatrixError
+from ..spec.capacity import CapacitySpec
 from ..spec.matrix import parse_matrix
 from ..spec.matrix_model import Matrix
-from .omb_draft import Draft, Mapped
+from .omb_draft import Draft, Mapped, type_problem
 from .omb_driver import OmbDriver
 
 # The fields of OMB's Workload class, with the defaults its Java fields start with.
@@ -51,6 +54,36 @@ WORKLOAD_DEFAULTS: dict[str, Any] = {
 KEY_DISTRIBUTORS = {"NO_KEY": "none", "KEY_ROUND_ROBIN": "round_robin", "RANDOM_NANO": "random"}
 GIB = 1024**3
 HIGH_RATE_PER_S = 1_000_000  # OMB's max-rate workloads ask for 10 M msg/s: far past any open-loop generator
+# What a rate must hold for OMB's max-rate search to keep it: fewer than 1000 messages published and not yet received.
+OMB_SUSTAINABLE = "backlog p99 < 1000 msgs"
+# OMB's max-rate mode (producerRate 0) as a capacity search (`_map_max_rate`): each matrix path, its value and why.
+MAX_RATE_SEARCH: tuple[tuple[str, Any, str], ...] = (
+    ("workload.rate_per_s", 10_000, "OMB's max-rate search starts at 10,000 msg/s"),
+    (
+        "capacity.objectives",
+        [OMB_SUSTAINABLE],
+        "OMB holds a rate while fewer than 1000 messages are published and not yet received (its receive backlog "
+        "limit); it looks every 3 s, so a momentary pile-up seldom counts: here the backlog stays under 1000 for "
+        "99 % of each step's measure phase",
+    ),
+    (
+        "capacity.max_rate_per_s",
+        10_000_000,
+        "OMB's search has no ceiling; this is the rate OMB's own max-rate workload files ask for",
+    ),
+    ("capacity.factor", 2.0, "OMB's largest ramp doubles the rate"),
+    (
+        "capacity.resolution",
+        0.05,
+        "OMB narrows its ramp to 1 %; each step here is a whole cell, and 0.01 (OMB's) costs three more steps",
+    ),
+    (
+        "workload.allowed_loss_ratio",
+        0.0,
+        "nothing lost: a step that loses a message or has one refused fails (`loss`), as a lost message keeps "
+        "OMB's backlog from draining",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -108,7 +141,9 @@ def import_omb(
 def _system(
     driver: Mapping[str, Any] | None, source: str | None, options: ImportOptions, workload_source: str
 ) -> tuple[str, OmbDriver]:
-    """The system the workload maps onto (its driver file's `driverClass`, else the option) and its OMB driver."""
+    """The system the workload maps onto and its OMB driver: the option's when its driver reads the file's
+    `driverClass` (two systems may: one server speaking another's protocol), else the first that does, else
+    (no file) the option's."""
     drivers = _omb_drivers()
     if driver is None:
         if options.system not in drivers:
@@ -118,6 +153,9 @@ def _system(
             )
         return options.system, drivers[options.system]
     driver_class = driver.get("driverClass")
+    chosen = drivers.get(str(options.system))  # a system that reads the same driver (`--system`) comes first
+    if chosen is not None and driver_class in chosen.driver_classes:
+        return str(options.system), chosen
     for name, omb in drivers.items():
         if driver_class in omb.driver_classes:
             return name, omb
@@ -138,7 +176,7 @@ def _omb_drivers() -> dict[str, OmbDriver]:
 def _workload_fields(workload: Mapping[str, Any], draft: Draft) -> dict[str, Any]:
     """OMB's defaults overlaid with the file; unknown keys refused (OMB's own reader refuses them too)."""
     for key, value in workload.items():
-        if key in WORKLOAD_DEFAULTS and (problem := _type_problem(WORKLOAD_DEFAULTS[key], value)) is not None:
+        if key in WORKLOAD_DEFAULTS and (problem := type_problem(WORKLOAD_DEFAULTS[key], value)) is not None:
             draft.refuse(key, value, problem)
     if draft.problems:
         return dict(WORKLOAD_DEFAULTS)
@@ -148,24 +186,13 @@ def _workload_fields(workload: Mapping[str, Any], draft: Draft) -> dict[str, Any
     return {**WORKLOAD_DEFAULTS, **{k: v for k, v in workload.items() if k in WORKLOAD_DEFAULTS}}
 
 
-def _type_problem(default: Any, value: Any) -> str | None:
-    """What is wrong with a value of the type OMB's Java field has (None when it fits)."""
-    if default is None or isinstance(default, str):
-        return None if value is None or isinstance(value, str) else "must be text"
-    if isinstance(default, bool):
-        return None if isinstance(value, bool) else "must be true or false"
-    if isinstance(default, int):
-        return None if isinstance(value, int) and not isinstance(value, bool) else "must be a whole number"
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return None if ok else "must be a number"
-
-
 def _map_workload(w: dict[str, Any], draft: Draft, options: ImportOptions, omb: OmbDriver) -> None:
     _map_topics(w, draft, omb)
     _map_sizes_and_keys(w, draft, omb)
     _map_clients(w, draft, omb)
     _map_rate(w, draft)
     _map_durations(w, draft, options)
+    _note_search_length(draft)
     _map_payload(w, draft)
     _map_backlog(w, draft, omb)
 
@@ -243,20 +270,52 @@ def _map_clients(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
 
 def _map_rate(w: dict[str, Any], draft: Draft) -> None:
     rate = w["producerRate"]
-    if rate <= 0:
-        draft.refuse(
-            "producerRate",
-            rate,
-            "OMB's max-rate mode (0) searches for the highest sustainable rate; sixnines measures at a fixed, "
-            "open-loop rate and has no capacity search yet — set producerRate to the rate to measure",
-        )
+    if rate < 0:
+        draft.refuse("producerRate", rate, "a rate of messages per second, or 0 for OMB's max-rate search")
+        return
+    if rate == 0:
+        _map_max_rate(w, draft)
         return
     draft.put("producerRate", rate, "workload.rate_per_s", rate, "the total over all producers, as in OMB")
     if rate >= HIGH_RATE_PER_S:
         draft.warnings.append(
             f"producerRate: {rate} — an open-loop schedule this fast will outrun the generator on most hosts; "
-            "the cell then fails its schedule-lag gate instead of reporting a number"
+            "the cell then fails its schedule-lag gate instead of reporting a number. To find the highest rate "
+            f"the system holds, search it: `sixnines capacity MATRIX --slo '{OMB_SUSTAINABLE}'` (or import the "
+            "workload with producerRate: 0)"
         )
+
+
+def _map_max_rate(w: dict[str, Any], draft: Draft) -> None:
+    """OMB's max-rate mode (producerRate 0) as a capacity search: OMB starts at 10,000 msg/s and raises the rate
+    (up to doubling it every 3 s) while fewer than 1000 messages are published and not yet received, backing off
+    as soon as more are; a lost message stays unreceived, so it ends a sustainable rate too. Here each rate is a
+    whole cell, geometric steps then bisection, held to the same backlog bound and to losing nothing."""
+    if w["consumerBacklogSizeGB"] > 0:
+        draft.refuse(
+            "producerRate",
+            0,
+            "OMB's max-rate search cannot run while a backlog is built (OMB refuses it too: \"Cannot probe producer "
+            'sustainable rate when building backlog"); set producerRate or consumerBacklogSizeGB: 0',
+        )
+        return
+    for path, value, note in MAX_RATE_SEARCH:
+        draft.put("producerRate", 0, path, value, note)
+
+
+def _note_search_length(draft: Draft) -> None:
+    """How long the search can take: every step runs a whole cell (warmup and measure), on fresh brokers."""
+    if not draft.capacity:
+        return
+    spec = CapacitySpec.model_validate(draft.capacity)
+    steps = max_search_steps(spec, [draft.workload["rate_per_s"]])
+    each = draft.workload.get("warmup_s", 0) + draft.workload.get("measure_s", 0)
+    draft.note(
+        "producerRate",
+        0,
+        f"a search of at most {steps} steps, each a whole cell of {each:g} s (warmup and measure phase) on fresh "
+        f"brokers: up to {steps * each / 60:.0f} min; --warmup-s and --measure-s shorten every step",
+    )
 
 
 def _map_durations(w: dict[str, Any], draft: Draft, options: ImportOptions) -> None:
@@ -354,6 +413,7 @@ def _matrix_mapping(w: dict[str, Any], draft: Draft, options: ImportOptions) -> 
         "systems": [{k: v for k, v in system.items() if v or k == "versions"}],
         "workload": draft.workload,
         "measurements": [draft.measurement],
+        **({"capacity": draft.capacity} if draft.capacity else {}),
     }
 
 
@@ -369,6 +429,10 @@ def matrix_yaml(imported: Imported) -> str:
         "# `origin:` records what every OMB field became; it is kept with each cell's result (docs/interop.md).",
         *(f"# WARNING {w}" for w in imported.warnings),
     ]
+    if "capacity" in imported.raw:
+        header.insert(
+            2, "# producerRate: 0 (OMB's max-rate mode) is the `capacity:` search; `sixnines capacity` runs it."
+        )
     body = {k: v for k, v in imported.raw.items() if k != "origin"}
     text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
     origin = yaml.safe_dump({"origin": imported.raw["origin"]}, sort_keys=False, allow_unicode=True, width=110)

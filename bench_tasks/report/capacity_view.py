@@ -10,7 +10,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from ..spec.capacity import parse_objective
+from ..spec.capacity import Objective, parse_objective
 from . import page
 from .charts import CYCLE, to_svg
 
@@ -21,7 +21,7 @@ def capacity_chart(result: dict[str, Any]) -> str:
     """The two charts of one cell's search, as inline SVG."""
     steps = [s for s in result["steps"] if s["percentiles_ms"]]
     objectives = [parse_objective(text) for text in result["objectives"]]
-    metric = objectives[0].metric if objectives else ""
+    metric = shown_metric(objectives, steps)
     fig = Figure(figsize=(9.5, 3.4))
     latency, throughput = fig.subplots(1, 2)
     rates = [s["rate_per_s"] for s in steps]
@@ -31,7 +31,8 @@ def capacity_chart(result: dict[str, Any]) -> str:
         if kept:
             latency.plot(*zip(*kept, strict=True), marker="o", color=colour, label=f"{metric} p{p}", gid=f"p{p}")
     for o in objectives:
-        latency.axhline(o.bound_ns / 1e6, color="black", linestyle="--", linewidth=1, label=o.text)
+        if not o.is_backlog:  # a backlog is messages, not time: its objective is judged in each step's `why`
+            latency.axhline(o.bound / 1e6, color="black", linestyle="--", linewidth=1, label=o.text)
     capacity = result["capacity_per_s"]
     for axes in (latency, throughput):
         if capacity is not None:
@@ -54,6 +55,15 @@ def capacity_chart(result: dict[str, Any]) -> str:
     throughput.legend(fontsize=7)
     fig.suptitle(f"{result['label']}: {result['limit']} ({result['limit_why']})", fontsize=8)
     return to_svg(fig)
+
+
+def shown_metric(objectives: Sequence[Objective], steps: Sequence[dict[str, Any]]) -> str:
+    """The metric whose response times the chart shows: the first latency objective's, else (the objectives
+    bound the backlog only, which counts messages) the first metric the steps measured."""
+    latency = [o.metric for o in objectives if not o.is_backlog]
+    if latency:
+        return latency[0]
+    return next((m for s in steps for m in s["percentiles_ms"]), "")
 
 
 def capacity_page(run_id: str, results: Sequence[dict[str, Any]]) -> str:

@@ -83,6 +83,8 @@ def test_imported_workload_runs_and_exports(tmp_path: Path, console: Console) ->
     assert report.status == "ok", report.reason
     result = json.loads((report.path / "result.json").read_text())
     assert result["origin"]["workload_name"] == "1 topic / 1 partition / 256b"  # the mapping travels with the cell
+    backlog = result["backlog"]  # what OMB's max-rate search judges a rate by: sent and not yet received
+    assert 1 <= backlog["percentiles_messages"]["99.9"] <= backlog["max_messages"] <= result["accounting"]["sent"]
 
     omb = _export_omb(tmp_path, lake, cell.id)
     _check_against_tables(omb, lake, run, result)
@@ -142,14 +144,14 @@ def _check_hgrm(tmp_path: Path, lake: Lake, cell_id: str, result: dict) -> None:
 def test_cli_refuses_what_it_cannot_import_naming_file_and_field(tmp_path: Path) -> None:
     workload = tmp_path / "100-topics.yaml"
     workload.write_text(
-        WORKLOAD.replace("topics: 1\n", "topics: 100\n").replace("producerRate: 400", "producerRate: 0")
+        WORKLOAD.replace("topics: 1\n", "topics: 100\n").replace("subscriptionsPerTopic: 1", "subscriptionsPerTopic: 2")
     )
     undecided = sixnines("import", "omb", str(workload))
     said = " ".join(undecided.stderr.split())  # the console wraps long lines
     assert undecided.returncode == 2 and "no system given: give --driver, or --system one of" in said
     done = sixnines("import", "omb", str(workload), "--system", "nats")
     assert done.returncode == 2
-    assert f"{workload}: topics: 100" in done.stderr and "producerRate: 0" in done.stderr
+    assert f"{workload}: topics: 100" in done.stderr and "subscriptionsPerTopic: 2" in done.stderr
     assert "Traceback" not in done.stderr
     missing = sixnines("export", "omb", "no-such-run", "--lake", str(tmp_path / "lake"))
     assert missing.returncode == 2 and "no run 'no-such-run' in the lake" in missing.stderr

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from bench_tasks.core.analysis import Accounting, account, analyze, first_receipts, latency_series
+from bench_tasks.core.percentile_keys import PERCENTILES
 from bench_tasks.lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
 
 MEASURE = (1_000, 2_000)  # measure window [start, end) in ns on the shared clock
@@ -243,6 +244,36 @@ def test_to_dict_shape() -> None:
     assert d["metrics"]["e2e"]["intended"]["max_ns"] == 300
     assert d["generator"]["schedule_lag"]["max_ns"] == 60
     assert d["generator"]["achieved_rate_per_s"] == pytest.approx(4_000_000.0)
+    assert d["backlog"] == {"max_messages": 2, "percentiles_messages": dict.fromkeys(PERCENTILES, 2) | {"50": 1}}
+
+
+def test_the_backlog_is_weighted_by_time_over_the_measure_phase() -> None:
+    """In the window [1000, 2000): nothing carried in (105 sent, 200 received), then sends at 1010, 1230, 1500, 1960
+    and first receipts at 1300 and 1600 (1500's duplicate is not a second arrival). The backlog is 0 for 10 ns,
+    1 for 780 ns and 2 for 210 ns; the two messages never received are still in it at the end."""
+    backlog = analyze(SENT, RECEIVED, "e2e", "publish", MEASURE, 5_000_000.0).backlog
+    assert backlog is not None
+    assert backlog.max_messages == 2
+    assert (backlog.percentiles["50"], backlog.percentiles["90"], backlog.percentiles["99.9999"]) == (1, 2, 2)
+
+
+def test_a_publish_cells_backlog_is_what_awaits_its_acknowledgement() -> None:
+    """Acks at 1100 and 1300 against sends at 105 (never acknowledged), 1010, 1230, 1500 and 1960: 1 carried in,
+    2 at 1010, 1 at 1100, 2 at 1230, 1 at 1300, then 2 and 3 with the last two sends."""
+    backlog = analyze(SENT, RECEIVED, "publish", "publish", MEASURE, 5_000_000.0).backlog
+    assert backlog is not None
+    assert backlog.max_messages == 3
+    assert backlog.percentiles["50"] == 2  # 1 for 10 + 130 + 200 ns, 2 for 90 + 70 + 460 ns, 3 for 40 ns
+
+
+def test_a_backlog_levels_only_what_was_held_for_some_time() -> None:
+    """A send and an arrival at the same instant never make the backlog 2: only the level after both is held."""
+    from bench_tasks.core.backlog import summarize_backlog
+
+    summary = summarize_backlog(np.array([0, 500]), np.array([500, 900]), (0, 1000))
+    assert summary is not None
+    assert summary.max_messages == 1 and summary.percentiles["50"] == 1 and summary.percentiles["99"] == 1
+    assert summarize_backlog(np.array([0]), np.array([]), (5, 5)) is None
 
 
 def test_leaders_at_follows_the_timeline_per_partition() -> None:

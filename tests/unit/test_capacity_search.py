@@ -85,16 +85,25 @@ def test_the_limit_is_the_failing_step_nearest_above_the_capacity() -> None:
         ("publish p99.9 < 50 ms", "publish", "99.9", 50_000_000),
         ("rtt max < 1s", "rtt", "max", 1_000_000_000),
         ("e2e p50<250us", "e2e", "50", 250_000),
+        ("backlog p99 < 1000 msgs", "backlog", "99", 1000),
+        ("backlog max < 5 messages", "backlog", "max", 5),
     ],
 )
 def test_objectives_parse(text: str, metric: str, percentile: str, bound_ns: int) -> None:
     o = parse_objective(text)
-    assert (o.metric, o.percentile, o.bound_ns) == (metric, percentile, bound_ns)
+    assert (o.metric, o.percentile, o.bound) == (metric, percentile, bound_ns)
 
 
 @pytest.mark.parametrize(
     ("text", "words"),
-    [("e2e p99 10ms", "expected 'METRIC pNN < NUMBER UNIT'"), ("e2e p95 < 1ms", "percentile p95 — one of p50")],
+    [
+        ("e2e p99 10ms", "expected 'METRIC pNN < NUMBER UNIT'"),
+        ("e2e p95 < 1ms", "percentile p95 — one of p50"),
+        ("e2e p99 < 1000 msgs", "only 'backlog' is measured in"),
+        ("backlog p99 < 10ms", "the backlog is counted in messages"),
+        ("backlog p99 < 10.5 msgs", "a whole number of messages"),
+        ("backlog max < 0 msgs", "above zero"),
+    ],
 )
 def test_a_bad_objective_names_what_is_wrong(text: str, words: str) -> None:
     with pytest.raises(ObjectiveError, match=words):
@@ -284,3 +293,61 @@ def test_a_cell_that_ended_before_its_analysis_is_judged_by_its_reason(reason: s
     (cell,) = parse_matrix(one_cell_matrix(), "m.yaml").cells
     step = judge(CellReport(cell, "failed", reason, None, None, []), [])
     assert (step.verdict, step.why, step.rate_per_s) == (verdict, reason, 100)
+
+
+def paced_cell_report(tmp_path: Path) -> Any:
+    """The one-cell matrix's cell (100 msg/s) landed with 300 messages over a 3 s measure phase, one every 10 ms,
+    each received 4 ms after it was sent: nothing lost, everything arrived, and the backlog 1 for 40 % of the
+    phase and 0 for the rest."""
+    import pyarrow as pa
+
+    from bench_tasks.cell.landing import CellReport
+    from bench_tasks.core.analysis import analyze
+    from bench_tasks.lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
+    from bench_tasks.spec.matrix import parse_matrix
+
+    (cell,) = parse_matrix(one_cell_matrix(), "m.yaml").cells
+    at = [i * 10_000_000 for i in range(300)]
+    sent = {"producer_id": [0] * 300, "seq": list(range(300)), "intended_ns": at, "sent_ns": at}
+    received = {**sent, "consumer_id": [0] * 300, "received_ns": [t + 4_000_000 for t in at], "hop": [0] * 300}
+    tables = [
+        pa.table({n: cols.get(n, [None] * 300) for n in schema.names} | {"phase": ["measure"] * 300}, schema=schema)
+        for cols, schema in ((sent, SENT_SCHEMA), (received, RECEIVED_SCHEMA))
+    ]
+    window = (0, 3_000_000_000)
+    analysis = analyze(*tables, "e2e", None, window, 100.0)
+    (tmp_path / "result.json").write_text(json.dumps({"phases": {"measure_start_ns": 0, "measure_end_ns": window[1]}}))
+    return CellReport(cell, "ok", None, analysis, tmp_path, [])
+
+
+def test_a_backlog_objective_judges_a_step_by_the_messages_sent_and_not_yet_received(tmp_path: Path) -> None:
+    """The backlog was 0 for 60 % of the phase and 1 for 40 %: `backlog p50 < 1 msgs` holds, `backlog p90 < 1
+    msgs` breaks, and the step's account gives the backlog in messages."""
+    from bench_tasks.capacity.judge import judge
+
+    report = paced_cell_report(tmp_path)
+    held = judge(report, [parse_objective("backlog p50 < 1 msgs")])
+    assert (held.verdict, held.why) == ("pass", "backlog p50 0 msgs")
+    broken = judge(report, [parse_objective("e2e p99 < 10ms"), parse_objective("backlog p90 < 1 msgs")])
+    assert broken.verdict == "objective"
+    assert broken.why == "backlog p90 < 1 msgs broken: backlog p90 1 msgs"
+
+
+def test_a_search_held_to_its_backlog_only_charts_and_tabulates_the_latency_it_measured() -> None:
+    """Objectives that bound only the backlog (messages, not time) draw no line on the latency chart; the chart and
+    the steps table show the response times of the metric the steps measured."""
+    from bench_tasks.report.capacity_view import capacity_chart
+    from spark_jobs.capacity import capacity_rows
+    from spark_jobs.lakeio import RunRef
+
+    search = Search(1000, 4000)
+    for rate in (1000, 2000, 4000):
+        shown = {"e2e": {"50": 1.0, "99": rate / 1e3, "99.9": None, "max": 9.0}}
+        verdict = "pass" if rate < 4000 else "objective"
+        search.record(Step(rate, verdict, "backlog p99 0 msgs", f"s{rate}", rate, rate, shown))  # type: ignore[arg-type]
+    ident = {"cell_id": "c", "series_key": "k", "label": "l", "objectives": ["backlog p99 < 1000 msgs"]}
+    result = ident | search.result()
+    svg = capacity_chart(result)
+    assert 'id="p99"' in svg and "backlog p99 &lt; 1000 msgs" not in svg
+    _cells, steps = capacity_rows(RunRef("r", "2026-01-01"), [result])
+    assert {row[-4] for row in steps} == {"e2e"} and [row[-2] for row in steps] == [1.0, 2.0, 4.0]

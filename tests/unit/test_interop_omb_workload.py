@@ -115,9 +115,32 @@ def test_multi_topic_workload_is_refused_with_the_rate_per_topic() -> None:
     assert caught.value.exit_code == 2
 
 
-def test_max_rate_mode_is_refused_until_a_capacity_search_exists() -> None:
-    with pytest.raises(InteropError, match=r"producerRate: 0 — OMB's max-rate mode"):
-        import_omb({**ONE_TOPIC, "producerRate": 0}, "max-rate.yaml", options=KAFKA)
+def test_max_rate_mode_is_a_capacity_search_held_to_what_omb_calls_sustainable() -> None:
+    """producerRate 0: OMB's search starts at 10,000 msg/s and holds a rate while fewer than 1000 messages are
+    published and not yet received; here a capacity search from the same rate, held to the same backlog and to
+    losing nothing, written into the matrix file and read back from it."""
+    imported = import_omb({**ONE_TOPIC, "producerRate": 0}, "max-rate.yaml", KAFKA_LATENCY, "k.yaml", options=KAFKA)
+    capacity = imported.matrix.capacity
+    assert capacity is not None
+    assert capacity.objectives == ["backlog p99 < 1000 msgs"]
+    assert (capacity.max_rate_per_s, capacity.factor, capacity.resolution) == (10_000_000, 2.0, 0.05)
+    (cell,) = imported.matrix.cells
+    assert (cell.spec.workload.rate_per_s, cell.spec.workload.allowed_loss_ratio) == (10_000, 0.0)
+    targets = [path for path, _ in _mapped(imported, "producerRate")]
+    assert "capacity.objectives" in targets and "workload.allowed_loss_ratio" in targets
+    text = matrix_yaml(imported)
+    assert "`capacity:` search" in text.splitlines()[2]
+    again = parse_matrix(yaml.safe_load(text), "again.yaml")
+    assert again.capacity == capacity and [c.id for c in again.cells] == [cell.id]
+    (length,) = [m.note for m in imported.mapped if m.omb == "producerRate" and m.sixnines is None]
+    assert "at most 15 steps, each a whole cell of 960 s" in length  # 10,000/s doubling to 10 M, then bisection
+
+
+def test_max_rate_mode_with_a_backlog_is_refused_as_omb_refuses_it() -> None:
+    with pytest.raises(InteropError, match=r"producerRate: 0 — OMB's max-rate search cannot run while a backlog"):
+        import_omb({**BACKLOG, "producerRate": 0}, "w.yaml", options=KAFKA)
+    with pytest.raises(InteropError, match=r"producerRate: -1 — a rate of messages per second, or 0"):
+        import_omb({**ONE_TOPIC, "producerRate": -1}, "w.yaml", options=KAFKA)
 
 
 def test_every_problem_is_listed_with_its_file_and_field() -> None:

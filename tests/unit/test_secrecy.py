@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from bench_tasks.errors import BrokerError, MatrixError, SecretsError
+from bench_tasks.errors import BrokerError, InteropError, MatrixError, SecretsError
 from bench_tasks.interop.omb_workload import import_omb, matrix_yaml
 from bench_tasks.lake.layout import write_json
 from bench_tasks.secrecy import (
@@ -200,24 +200,82 @@ def test_an_exception_is_scrubbed_in_place_with_its_causes() -> None:
     assert "s3cret" not in str(raised) and "s3cret" not in str(raised.__cause__)
 
 
-def test_an_omb_driver_files_secrets_are_never_shown_nor_carried() -> None:
-    """A JAAS line and a truststore password in an OMB Kafka driver file: the import warns that they are not
-    carried, and neither the matrix, its mapping nor a warning holds them."""
-    workload = {"name": "w", "topics": 1, "partitionsPerTopic": 1, "messageSize": 256, "producerRate": 100,
+OMB_WORKLOAD = {"name": "w", "topics": 1, "partitionsPerTopic": 1, "messageSize": 256, "producerRate": 100,
                 "subscriptionsPerTopic": 1, "consumerPerSubscription": 1, "producersPerTopic": 1,
                 "consumerBacklogSizeGB": 0, "testDurationMinutes": 1}  # fmt: skip
-    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="s3cret-jaas";'
-    driver = {
-        "name": "Kafka",
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="s3cret-jaas";'
+# Each system's OMB driver file with every place its config class takes a secret: a JAAS line and passwords in
+# Kafka's properties, a login in an AMQP URI, Redis's password, a login or token in a NATS address (with a scheme
+# or without one).
+OMB_DRIVERS_WITH_SECRETS = {
+    "kafka": {
         "driverClass": "io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver",
-        "commonConfig": f"sasl.jaas.config={jaas}\nssl.truststore.password=s3cret-trust",
+        "commonConfig": f"sasl.jaas.config={JAAS}\nssl.truststore.password=s3cret-trust",
         "producerConfig": "acks=all\nsasl.password=s3cret-prod",
-    }
-    imported = import_omb(workload, "w.yaml", driver, "kafka.yaml")
+    },
+    "rabbitmq": {
+        "driverClass": "io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver",
+        "amqpUris": ["amqp://admin:s3cret-amqp@h1:5672", "amqp://admin:s3cret-amqp@h2:5672", "amqp://h3:5672"],
+    },
+    "redis": {
+        "driverClass": "io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver",
+        "redisHost": "h1",
+        "redisUser": "bench",
+        "redisPass": "s3cret-redis",
+    },
+    "nats": {
+        "driverClass": "io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver",
+        "natsHostUrl": "bench:s3cret-nats@h1:4222",
+        "replicationFactor": 1,
+    },
+    "stan": {
+        "driverClass": "io.openmessaging.benchmark.driver.natsStreaming.NatsStreamingBenchmarkDriver",
+        "natsHostUrl": "nats://s3cret-token@h1:4222",
+    },
+}
+
+
+@pytest.mark.parametrize("system", OMB_DRIVERS_WITH_SECRETS)
+def test_an_omb_driver_files_secrets_are_never_shown_nor_carried(system: str, tmp_path: Path) -> None:
+    """Every secret an OMB driver file can hold: the import warns that it is not carried, and neither the matrix,
+    its header and mapping, a warning nor what the command prints holds it."""
+    from typer.testing import CliRunner
+
+    from bench_tasks.cli import app
+
+    driver = {"name": system, **OMB_DRIVERS_WITH_SECRETS[system]}
+    imported = import_omb(OMB_WORKLOAD, "w.yaml", driver, "driver.yaml")
+    assert imported.matrix.cells[0].spec.system == system
     shown = matrix_yaml(imported) + json.dumps([m.to_dict() for m in imported.mapped]) + "\n".join(imported.warnings)
     assert "s3cret" not in shown
+    assert "s3cret" not in json.dumps(imported.raw["systems"])  # not carried into the matrix
+    (tmp_path / "w.yaml").write_text(json.dumps(OMB_WORKLOAD))
+    (tmp_path / "driver.yaml").write_text(json.dumps(driver))
+    printed = CliRunner().invoke(
+        app, ["import", "omb", str(tmp_path / "w.yaml"), "--driver", str(tmp_path / "driver.yaml")]
+    )
+    assert printed.exit_code == 0, printed.output
+    assert "s3cret" not in printed.output and "not carried" in printed.output.lower()  # stdout and stderr both
+
+
+def test_kafka_s_secrets_in_an_omb_driver_file_are_each_a_warning() -> None:
+    driver = {"name": "Kafka", **OMB_DRIVERS_WITH_SECRETS["kafka"]}
+    imported = import_omb(OMB_WORKLOAD, "w.yaml", driver, "kafka.yaml")
     assert sum("a secret" in w for w in imported.warnings) == 3
-    assert "sasl.password" not in json.dumps(imported.raw["systems"])  # not carried into the matrix
+    assert "sasl.password" not in json.dumps(imported.raw["systems"])
+
+
+def test_a_refused_omb_driver_file_names_its_fields_without_their_secrets() -> None:
+    """A file refused for another field still never quotes a login."""
+    driver = {
+        "name": "RabbitMQ",
+        **OMB_DRIVERS_WITH_SECRETS["rabbitmq"],
+        "queueType": "STREAM",
+        "bogus": "amqp://u:s3cret-x@h",
+    }
+    with pytest.raises(InteropError) as caught:
+        import_omb(OMB_WORKLOAD, "w.yaml", driver, "rabbitmq.yaml")
+    assert "bogus" in str(caught.value) and "s3cret" not in str(caught.value)
 
 
 def test_a_matrix_error_names_a_secret_setting_without_quoting_it() -> None:

@@ -1,5 +1,6 @@
 """OMB's NATS driver files in sixnines terms: OMB's NATS driver is JetStream (async publish with acks, a stream per
-topic, File storage by default)."""
+topic, File storage by default; each subscription a durable consumer delivering to a queue group, every message
+acknowledged), as the cell's JetStream mode is."""
 
 from __future__ import annotations
 
@@ -40,12 +41,8 @@ class NatsOmb:
 
     def map_driver(self, driver: Mapping[str, Any], draft: Draft) -> None:
         draft.put("driver.driverClass", driver["driverClass"], "broker.mode", "jetstream", _JETSTREAM)
-        if "natsHostUrl" in driver:
-            draft.note(
-                "driver.natsHostUrl",
-                driver["natsHostUrl"],
-                "the harness provisions nats-server (external: `brokers: external`)",
-            )
+        if (url := draft.given(driver, "natsHostUrl", "")) is not None:
+            draft.address("driver.natsHostUrl", url, "nats-server")
         storage = str(driver.get("storageType", "File"))
         if storage.lower() not in ("file", "memory"):
             draft.refuse("driver.storageType", storage, "File or Memory")

@@ -6,7 +6,8 @@ AMQP 0-9-1 with pika on the harness's asyncio loop.
 - `nodes.py`, `nodefiles.py`, `erl.py`: the nodes of one cell with their private epmd and cookie, their files, and
   questions to a node over `erl_call`;
 - `provision.py`: a cell's nodes as the broker-control protocol's `StartedBrokers`, and the queue-leader poll;
-- `driver.py`: publish (confirms), consume (auto/manual acks), request/reply through the broker.
+- `driver.py`: publish (confirms), consume (auto/manual acks), request/reply through the broker;
+- `omb.py`: OpenMessaging Benchmark's RabbitMQ driver files in the cell's terms (`sixnines import omb`).
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ class Rabbitmq(System):
         from .driver import RabbitmqDriver
 
         return RabbitmqDriver(address, spec, names, route, client)
+
+    def omb_driver(self) -> Any:
+        from .omb import RabbitmqOmb
+
+        return RabbitmqOmb()
 
     def external_context(self, spec: Any) -> dict[str, Any]:
         return {"queue_type": spec.broker.queue_type, "exchange": spec.broker.exchange}

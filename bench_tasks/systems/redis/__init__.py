@@ -7,7 +7,8 @@
 - `nodes.py`: one server, or a primary with replicas, per cell;
 - `provision.py`: a cell's servers as the broker-control protocol's `StartedBrokers`;
 - `client.py`, `driver.py`: the connection plumbing, and PUBLISH/SUBSCRIBE, XADD/XREADGROUP/XACK and
-  request/reply over pub/sub as a sixnines driver.
+  request/reply over pub/sub as a sixnines driver;
+- `omb.py`: OpenMessaging Benchmark's Redis driver files in the cell's terms (`sixnines import omb`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ class Redis(System):
         from .driver import RedisDriver
 
         return RedisDriver(address, spec, names, route, client)
+
+    def omb_driver(self) -> Any:
+        from .omb import RedisOmb
+
+        return RedisOmb()
 
     def external_context(self, spec: Any) -> dict[str, Any]:
         return {"mode": spec.broker.mode}

@@ -9,7 +9,8 @@ page-cache durability — is asked of it.
 - `server.py`, `provision.py`: one server per cell, node 0 of the broker-control protocol;
 - `protocol.py`, `client.py`: the streaming protocol's messages and a small asyncio client of it on nats-py;
 - `driver.py`: publish with PubAck, queue-group subscriptions (durable or not) with the driver's own acks;
-- `access.py`: a server the cell does not own (its NATS address and the cluster id of the matrix).
+- `access.py`: a server the cell does not own (its NATS address and the cluster id of the matrix);
+- `omb.py`: OpenMessaging Benchmark's NATS Streaming driver files in the cell's terms (`sixnines import omb`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ class Stan(System):
         from .driver import StanDriver
 
         return StanDriver(address, spec, names, route, client)
+
+    def omb_driver(self) -> Any:
+        from .omb import StanOmb
+
+        return StanOmb()
 
     def external_context(self, spec: Any) -> dict[str, Any]:
         return {"cluster_id": spec.broker.cluster_id}
