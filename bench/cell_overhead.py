@@ -43,7 +43,8 @@ def airflow(repo: Path, *args: str, env: dict[str, str], timeout: float = 1800) 
 
 def checkout_env(repo: Path, lake: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "SIXNINES"))}
-    return {**env, "PYTHONPATH": str(repo), "SIXNINES_LAKE": str(lake), "SIXNINES_CACHE": str(HERE / ".cache")}
+    code = f"{repo}:{repo / 'plugins'}"  # its own code first, not what the venv installed editable
+    return {**env, "PYTHONPATH": code, "SIXNINES_LAKE": str(lake), "SIXNINES_CACHE": str(HERE / ".cache")}
 
 
 def ensure_airflow_home(repo: Path, env: dict[str, str]) -> None:
