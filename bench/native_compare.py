@@ -70,6 +70,7 @@ from bench_tasks.systems.nats.native import (
     natscli_version,
     parse_nats_bench_csv,
 )
+from bench_tasks.topology.plan import resolve_placement
 
 RESULTS_SCHEMA_VERSION = 2  # 1: first version; 2: latency rows hold trials, their ratio is the per-trial median
 LATENCY_PERCENTILES = ("50", "99")
@@ -138,7 +139,7 @@ def make_cell(system: str, measurement: str, size: int, rate: float, measure_s: 
 @contextlib.contextmanager
 def fresh_brokers(cell: Cell, workdir: Path) -> Iterator[BrokerHandle]:
     """The row's broker, started from scratch for its shape; both tools run against it, then it is stopped."""
-    brokers = provision_brokers(cell, workdir / cell.id)
+    brokers = provision_brokers(cell, resolve_placement(cell), workdir / cell.id)
     try:
         yield brokers
     finally:
@@ -150,7 +151,7 @@ def sixnines(cell: Cell, brokers: BrokerHandle, lake: Lake, console: Console) ->
     run = RunInfo.new()
     started = dt.datetime.now(dt.UTC).isoformat()
     staging = lake.staging_dir(run, cell.instance)
-    driven = drive(cell, brokers.target(), staging, brokers, console)
+    driven = drive(cell, resolve_placement(cell), brokers.target(), staging, brokers, console)
     return land_cell(cell, lake, run, staging, driven.run, brokers.context(), driven.status, driven.reason, started)
 
 
