@@ -18,8 +18,9 @@ from ..errors import CellError
 from ..load.live import LiveMonitor
 from ..spec.matrix_model import Cell
 from ..topology import HOSTS_TIMEOUT_S
-from ..topology.hosts import clock_offsets, host_of
+from ..topology.hosts import clock_offsets
 from ..topology.netns import Topology
+from ..topology.plan import PlacementPlan
 from ..topology.rendezvous import HostPart
 from .workers import Workers
 
@@ -32,7 +33,7 @@ class Coordinator(Protocol):
     clock_shift_ns: int
 
     def label(self, cell: Cell) -> str: ...
-    def runs_here(self, cell: Cell, role: str, index: int) -> bool: ...
+    def runs_here(self, plan: PlacementPlan, role: str, index: int) -> bool: ...
     def prepare_routes(self, prepare: Callable[[], None]) -> None: ...
     def clock_offsets(self, cell: Cell, topology: Topology | None) -> list[dict[str, Any]]: ...
     def start_at(self) -> tuple[int, float]: ...
@@ -50,7 +51,7 @@ class OneMachine:
     def label(self, cell: Cell) -> str:
         return cell.label
 
-    def runs_here(self, cell: Cell, role: str, index: int) -> bool:
+    def runs_here(self, plan: PlacementPlan, role: str, index: int) -> bool:
         return True
 
     def prepare_routes(self, prepare: Callable[[], None]) -> None:
@@ -88,8 +89,8 @@ class OneHost:
     def label(self, cell: Cell) -> str:
         return f"{cell.label} @ {self.part.host}"
 
-    def runs_here(self, cell: Cell, role: str, index: int) -> bool:
-        return host_of(cell, role, index) == self.part.host
+    def runs_here(self, plan: PlacementPlan, role: str, index: int) -> bool:
+        return plan.host_of(role, index) == self.part.host
 
     def prepare_routes(self, prepare: Callable[[], None]) -> None:
         """The first load host makes the routes; the others wait for it."""

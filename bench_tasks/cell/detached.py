@@ -31,8 +31,9 @@ def work_token(work: CellWork) -> str:
 
 
 def topology_of(state: dict[str, Any] | None) -> Topology | None:
-    """The cell's namespaces as provision recorded them (None: the cell runs in the root namespace)."""
-    data = (state or {}).get("topology")
+    """The cell's namespaces as provision recorded them in its placement plan (None: the cell runs in the root
+    namespace, or provisioning never began)."""
+    data = ((state or {}).get("placement") or {}).get("topology")
     return Topology.from_dict(data) if data else None
 
 

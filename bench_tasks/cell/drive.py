@@ -28,8 +28,8 @@ from ..load.plan import WorkerPlan
 from ..load.routes import MEASURED, Target, final_route
 from ..spec.matrix_model import Cell
 from ..systems import system_of
-from ..topology.hosts import broker_site, cell_routes, node_links, worker_netns, worker_route
-from ..topology.netns import Topology, inside
+from ..topology.netns import inside
+from ..topology.plan import PlacementPlan
 from ..topology.rendezvous import HostPart
 from .brokerwatch import BrokerWatch, Finding
 from .coordination import Coordinator, coordinator_for
@@ -103,26 +103,26 @@ class Driven:
 
 def drive(
     cell: Cell,
+    plan: PlacementPlan,
     target: Target | str,
     staging: Path,
     control: BrokerControl,
     console: Console,
     faults: Sequence[Fault] = (),
     on_status: Callable[[LiveMonitor], None] | None = None,
-    topology: Topology | None = None,
     part: HostPart | None = None,
     watch: BrokerWatch | None = None,
 ) -> Driven:
     """Run the cell's whole schedule against the brokers; a failed cell is a result, never an exception, and
     keeps whatever ran. `target`: the brokers' address, or a Target carrying client security settings and route
-    names too. With a topology each worker runs in its host's network namespace; with a host part, only this
-    host's workers run, on the host clock, starting when all hosts agree (`coordination`). `watch`: the
-    brokers' watch (`brokerwatch`); what it finds fails the cell, first among its reasons, and is a fault
-    record on its timeline."""
+    names too. `plan`: where the cell runs (each worker in its host's network namespace, if it has one, on its
+    clock domain's route). With a host part, only this host's workers run, on the host clock, starting when all
+    hosts agree (`coordination`). `watch`: the brokers' watch (`brokerwatch`); what it finds fails the cell, first
+    among its reasons, and is a fault record on its timeline."""
     target = target if isinstance(target, Target) else Target(target)
     watch = watch if watch is not None else BrokerWatch()
     cell_drive = CellDrive(
-        cell, target, staging, control, console, faults, on_status, topology, coordinator_for(part), watch
+        cell, plan, target, staging, control, console, faults, on_status, coordinator_for(part), watch
     )
     try:
         driven = Driven(cell_drive.run_schedule())
@@ -189,20 +189,20 @@ class CellDrive:
     def __init__(
         self,
         cell: Cell,
+        plan: PlacementPlan,
         target: Target,
         staging: Path,
         control: BrokerControl,
         console: Console,
         faults: Sequence[Fault],
         on_status: Callable[[LiveMonitor], None] | None,
-        topology: Topology | None,
         coordinator: Coordinator,
         watch: BrokerWatch,
     ):
         self.cell, self.target, self.staging, self.control = cell, target, staging, control
         self.watch = watch
         self.faults = [*faults, *faults_of(cell.spec.faults)]  # a caller's (calibrate) and the matrix's
-        self.topology, self.coord = topology, coordinator
+        self.plan, self.coord = plan, coordinator
         self.names = target.names or cell.instance
         w = cell.spec.workload
         self.phase_ns = (int(w.warmup_s * NS_PER_S), int(w.measure_s * NS_PER_S), int(w.cooldown_s * NS_PER_S))
@@ -214,7 +214,7 @@ class CellDrive:
         check_cpus(self.cell)
         self.watch.start(self.coord.clock)
         self.coord.prepare_routes(self._prepare_routes)
-        offsets = self.coord.clock_offsets(self.cell, self.topology)
+        offsets = self.coord.clock_offsets(self.cell, self.plan.topology)
         workers = Workers(self.cell.id, self.monitor, self.phase_ns)
         workers.on_pump = lambda: self.watch.tick(self.coord.clock())  # every loop of the cell pumps events
         groups = self._spawn(workers)
@@ -232,7 +232,7 @@ class CellDrive:
                     run.faults,
                     self.cell.spec.workload.seed,
                     self.watch,
-                    node_links(self.cell, self.topology),
+                    self.plan.node_links(),
                     workers,
                 )
                 self._send(workers, groups, injector, run)
@@ -251,9 +251,9 @@ class CellDrive:
         """Create the measured route, a chain's second hop, background ones (external brokers: provision made
         them), and write a prefill backlog; from the broker's side of the network."""
         spec, target = self.cell.spec, self.target
-        all_routes = {**routes(spec), **dict.fromkeys(cell_routes(self.cell), spec)}  # + one per clock domain
+        all_routes = {**routes(spec), **dict.fromkeys(self.plan.routes, spec)}  # + one per clock domain
         drivers = {r: driver_for(target.address, s, self.names, r, target.client) for r, s in all_routes.items()}
-        with inside(broker_site(self.cell, self.topology)[0]):
+        with inside(self.plan.broker_netns):
             run_precise(self._prepare(drivers))
 
     async def _prepare(self, drivers: dict[str, Any]) -> None:
@@ -292,7 +292,7 @@ class CellDrive:
 
     def _mine(self, role: str | None, count: int) -> list[int]:
         """The indexes of `role` that run here (all of them on one machine; a host part's own)."""
-        return [i for i in range(count) if role and self.coord.runs_here(self.cell, role, i)]
+        return [i for i in range(count) if role and self.coord.runs_here(self.plan, role, i)]
 
     def _worker(self, workers: Workers, role: str, index: int, route: str = MEASURED, **extra: Any) -> Any:
         w = self.cell.spec.workload
@@ -305,10 +305,10 @@ class CellDrive:
             self.cell.spec.model_dump_json(),
             str(Path(self.staging).resolve()),  # a forked worker's cwd is its fork server's, not ours
             tuple(cpus),
-            worker_route(self.cell, role, index, route),
+            self.plan.worker_route(role, index, route),
             client=dict(self.target.client),
             names=self.names,
-            netns=worker_netns(self.cell, self.topology, role, index),
+            netns=self.plan.worker_netns(role, index),
             clock_shift_ns=self.coord.clock_shift_ns,
             cpu_share=w.cpus.share(role),
             **extra,

@@ -22,6 +22,7 @@ from rich.console import Console
 from ..brokers.handles import BrokerHandle
 from ..lake.layout import Lake, RunInfo
 from ..spec.matrix_model import Cell
+from ..topology.plan import resolve_placement
 from .drive import drive
 from .landing import CellReport, land_cell
 from .lifecycle import provision_brokers
@@ -32,7 +33,7 @@ def held_brokers(cell: Cell, workdir: Path) -> Iterator[BrokerHandle]:
     """The brokers `cell` needs, started in `workdir` (placed as the cell says), stopped when the block ends,
     however it ends. Every cell run on them must want the same brokers: the same system, release and broker
     settings."""
-    brokers = provision_brokers(cell, workdir)
+    brokers = provision_brokers(cell, resolve_placement(cell), workdir)
     try:
         yield brokers
     finally:
@@ -45,5 +46,5 @@ def run_on_brokers(cell: Cell, brokers: BrokerHandle, lake: Lake, console: Conso
     run = RunInfo.new()
     started = dt.datetime.now(dt.UTC).isoformat()
     staging = lake.staging_dir(run, cell.instance)
-    driven = drive(cell, brokers.target(), staging, brokers, console)
+    driven = drive(cell, resolve_placement(cell), brokers.target(), staging, brokers, console)
     return land_cell(cell, lake, run, staging, driven.run, brokers.context(), driven.status, driven.reason, started)

@@ -6,9 +6,9 @@ Celery workers, each serving its host's queue): each runs a generator over its o
 meet through the lake (`rendezvous`), the one place every host reaches:
 
 1. provision (default queue) starts or reaches the brokers and writes `cell.json` to the cell's hosts folder:
-   the resolved cell and its brokers' record without secrets, and the cell's secret settings and the brokers'
-   per-cell credentials sealed under the deployment's shared key (`secrecy.seal`; external brokers'
-   credentials come from each host's own Airflow connection);
+   the resolved cell, its placement plan (`topology.plan`) and its brokers' record without secrets, and the
+   cell's secret settings and the brokers' per-cell credentials sealed under the deployment's shared key
+   (`secrecy.seal`; external brokers' credentials come from each host's own Airflow connection);
 2. each host's generate task starts its receivers and producers; the first load host creates the routes
    (topics, streams, prefill) and the others wait for it;
 3. once its workers are ready each host notes the time; t0 is the latest note plus a margin, computed alike by
@@ -48,7 +48,7 @@ from ..paths import cache_dir
 from ..secrecy import merge_secrets, seal, split_secrets, unseal
 from ..spec.matrix_model import Cell
 from ..topology import HOSTS_TIMEOUT_S
-from ..topology.hosts import load_hosts, queue_of
+from ..topology.plan import PlacementPlan
 from ..topology.rendezvous import HostPart, Rendezvous
 from .drive import CellRun, drive
 from .faults import NoFaults
@@ -56,18 +56,21 @@ from .landing import describe
 
 CELL_FILE = "cell.json"
 # 1: cell, brokers (without client settings); 2: the cell recorded (secrets redacted), and `sealed`: its secret
-#    settings and the brokers' client settings, sealed (secrecy.seal) for the load hosts (None: there are none)
-_SCHEMA_VERSION = 2
+#    settings and the brokers' client settings, sealed (secrecy.seal) for the load hosts (None: there are none);
+# 3: `placement`, the cell's placement plan as provision resolved it
+_SCHEMA_VERSION = 3
 
 
-def publish_cell(folder: LakePath, cell: Cell, brokers: dict[str, Any]) -> None:
-    """Provision's part: start the rendezvous afresh (a retried provision) with what every host needs."""
+def publish_cell(folder: LakePath, cell: Cell, plan: PlacementPlan, brokers: dict[str, Any]) -> None:
+    """Provision's part: start the rendezvous afresh (a retried provision) with what every host needs: the cell,
+    its placement plan, its brokers."""
     remove_tree(folder)
     public, held = split_secrets(cell)
     client = client_of(brokers) if brokers.get("kind") == "provisioned" else {}
     record = {
         "schema_version": _SCHEMA_VERSION,
         "cell": public,
+        "placement": plan.to_dict(),
         "brokers": {k: v for k, v in brokers.items() if k not in ("client", "client_secrets")},
         "sealed": seal({"cell": held, "client": client}),  # secrets reach the lake sealed only
     }
@@ -84,7 +87,8 @@ def run_host_part(folder: LakePath, host: str, staging: Path, console: Console) 
     sealed = unseal(record.get("sealed"))
     cell = Cell.model_validate(merge_secrets(record["cell"], sealed.get("cell") or {}))
     brokers = {**record["brokers"], "client": sealed.get("client") or {}}
-    hosts = tuple(load_hosts(cell))
+    plan = PlacementPlan.from_dict(record["placement"])
+    hosts = plan.load_hosts
     if host not in hosts:
         raise CellError(cell.id, f"host {host!r} runs none of this cell's load; its load hosts: {', '.join(hosts)}")
     part = HostPart(host, Rendezvous(folder, hosts, host, cell.id), leader=host == hosts[0])
@@ -92,7 +96,7 @@ def run_host_part(folder: LakePath, host: str, staging: Path, console: Console) 
     staging.mkdir(parents=True)
     console.print(f"[bold]cell {cell.instance}[/] {cell.label}: host {host} of {', '.join(hosts)}", highlight=False)
     try:
-        driven = drive(cell, attach(brokers).target(), staging, NoFaults(), console, part=part)
+        driven = drive(cell, plan, attach(brokers).target(), staging, NoFaults(), console, part=part)
     except BaseException as exc:  # a task killed (SIGTERM, timeout) still tells the other hosts and land
         _leave(part, staging, None, "failed", describe(cell, exc))
         raise
@@ -123,13 +127,13 @@ class Collected:
     generators: dict[str, dict[str, Any]]
 
 
-def collect_parts(folder: LakePath, cell: Cell, staging: Path) -> Collected:
+def collect_parts(folder: LakePath, cell: Cell, plan: PlacementPlan, staging: Path) -> Collected:
     """Land's part: every host's samples into the cell's staging folder and their facts merged into one run,
     with the first failure (a host's own reason, or a host that never reported)."""
-    hosts = tuple(load_hosts(cell))
+    hosts = plan.load_hosts
     notes = Rendezvous(folder, hosts, "", cell.id).notes("facts")
     generators = {
-        h: {"queue": queue_of(cell, h), **({k: n[k] for k in ("status", "reason", "clock_shift_ns")} if n else {})}
+        h: {"queue": plan.queue_of(h), **({k: n[k] for k in ("status", "reason", "clock_shift_ns")} if n else {})}
         for h in hosts
         for n in [notes.get(h)]
     }
@@ -138,7 +142,7 @@ def collect_parts(folder: LakePath, cell: Cell, staging: Path) -> Collected:
         facts = notes.get(host)
         if facts is None:
             reasons.append(
-                f"host {host}: its generator never reported (is a worker serving queue {queue_of(cell, host)!r} "
+                f"host {host}: its generator never reported (is a worker serving queue {plan.queue_of(host)!r} "
                 "running, and did its generate task start?)"
             )
             continue
@@ -230,14 +234,14 @@ def run_host(folder: LakePath, host: str, staging: Path, log: Callable[[str], No
     return facts
 
 
-def run_hosts(folder: LakePath, cell: Cell, console: Console) -> None:
+def run_hosts(folder: LakePath, cell: Cell, plan: PlacementPlan, console: Console) -> None:
     """The CLI's way to run a cell on real hosts from one machine: one `sixnines cell host` process per load
     host, started together like the generate tasks of separate workers; land collects their parts."""
     w = cell.spec.workload
     budget = HOSTS_TIMEOUT_S * 2 + w.warmup_s + w.measure_s + w.cooldown_s + w.drain_timeout_s + 120
     base = cache_dir() / "host-parts" / folder.name
     env = child_env(cell, folder)
-    procs = {host: start_host(folder, host, base / host, env) for host in load_hosts(cell)}
+    procs = {host: start_host(folder, host, base / host, env) for host in plan.load_hosts}
     try:
         deadline = time.monotonic() + budget
         for host, proc in procs.items():

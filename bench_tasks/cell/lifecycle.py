@@ -4,7 +4,8 @@
 runs the steps as tasks that start and end independently, so what must outlive a task runs detached and is
 found again through files in the cell's work folder (`CellWork`):
 
-    state.json        provision: resolved cell, run identity, lake, staging folder, brokers (PIDs, address)
+    state.json        provision: resolved cell, its placement plan, run identity, lake, staging folder, brokers
+                      (PIDs, address)
     generator.json    the detached generator process (PID, start time)
     status.json       the generator's heartbeat, replaced atomically about every second (`cell_process`)
     cellrun.json      the generator's final facts: phase plan, faults, leader timeline, failure reason
@@ -47,9 +48,9 @@ from ..spec.kept import cell_from, cell_record
 from ..spec.matrix_model import CELL_ADAPTER, Cell
 from ..systems import resolve_release
 from ..topology import hosts, netns
-from ..topology.hosts import broker_site
-from ..topology.netns import Topology, inside
-from .detached import stop_generator, topology_of, work_token
+from ..topology.netns import inside
+from ..topology.plan import PlacementPlan, resolve_placement
+from .detached import stop_generator, work_token
 from .drive import CellRun, check_cpus
 from .hostlease import HostBusy, acquire_host, host_poll_s
 from .hostparts import collect_parts, discard, publish_cell
@@ -57,19 +58,23 @@ from .landing import CellReport, cell_overhead, describe, keep_broker_logs, land
 from .teardown import teardown_step
 from .work import BROKER_POLICIES, PHASES, CellWork
 
+# state.json: 1: first version; 2: `placement` (the cell's placement plan, its namespaces included) replaces
+#    `topology`
+STATE_SCHEMA_VERSION = 2
+
 
 # -- steps shared with the CLI runner ---------------------------------------------------------------------
 def provision_brokers(
-    cell: Cell, workdir: Path, tie_to_parent: bool = True, topology: Topology | None = None, run_id: str = ""
+    cell: Cell, plan: PlacementPlan, workdir: Path, tie_to_parent: bool = True, run_id: str = ""
 ) -> BrokerHandle:
-    """Start the brokers a cell needs (checked CPU placement first) and pin them where the cell says; with a
-    topology, in the broker host's network namespace (every node of a cluster), listening and advertising on its
+    """Start the brokers a cell needs (checked CPU placement first) and pin them where its plan says; with
+    namespaces, in the broker host's network namespace (every node of a cluster), listening and advertising on its
     address, with leaders asked from there; with one host per node, each node in its own host's namespace and
     the harness's side in the switch namespace, which reaches them all; for external brokers, create
     the cell's topics/streams (named after `run_id` too)."""
     check_cpus(cell)
-    namespace, address = broker_site(cell, topology)
-    sites = hosts.node_sites(cell, topology)
+    namespace, address = plan.broker_site()
+    sites = plan.node_sites
     with inside(namespace):  # the broker is forked from this thread, so it starts in the namespace
         brokers = provision(cell, workdir, tie_to_parent, address, run_id, namespace, sites)
     with stopped_on_failure(brokers.stop, f"the brokers of cell {cell.id}"):
@@ -186,8 +191,10 @@ def provision_step(
     shutil.rmtree(work.root, ignore_errors=True)
     work.root.mkdir(parents=True)
     staging = Lake(lake_root).staging_dir(run, cell.instance)
+    declared = [*(faults or []), *(f.model_dump() for f in cell.spec.faults)]  # the caller's and the matrix's
+    plan = resolve_placement(cell, work_token(work), declared)  # the namespaces named after this work folder
     record: dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": STATE_SCHEMA_VERSION,
         **cell_record(cell, work.root / "secrets"),
         "run": asdict(run),
         "lake": str(lake_root),
@@ -196,28 +203,26 @@ def provision_step(
         "faults": faults or [],
         "provisioning": {"policy": policy, "reused": False, "cluster_key": broker_key(cell)},
         "brokers": None,
-        "topology": None,
+        "placement": plan.to_dict(),
         "hosts_dir": None,
         "failure": None,
         "tie_to_parent": tie_to_parent,
         "gate_lag": gate_lag,
     }
-    if hosts.uses_netns(cell):  # its broker lives in the cell's own namespace, which teardown removes
+    if plan.uses_netns:  # its broker lives in the cell's own namespace, which teardown removes
         record["provisioning"]["policy"] = "fresh"
-    write_json(work.state, record)
+    write_json(work.state, record)  # its namespaces recorded before any exists, so teardown always finds them
     try:
-        declared = [*(faults or []), *(f.model_dump() for f in cell.spec.faults)]  # the caller's and the matrix's
         refuse_faults(cell, declared)
-        hosts.check_runnable(cell, declared)
-        topology = hosts.build(cell, work_token(work))
-        record["topology"] = topology.to_dict() if topology else None
-        write_json(work.state, record)  # recorded before anything runs in it, so teardown always finds it
+        plan.check_runnable()
+        if plan.topology is not None:
+            netns.create(plan.topology)
         provisioning = record["provisioning"]
-        record["brokers"] = _brokers_for(cell, work, provisioning, clusters, topology, run.run_id, tie_to_parent)
-        if hosts.per_host(cell):
+        record["brokers"] = _brokers_for(cell, plan, work, provisioning, clusters, run.run_id, tie_to_parent)
+        if plan.per_host:
             folder = Lake(lake_root).hosts_dir(run, hosts_key or cell.instance)
             record["hosts_dir"] = str(folder)
-            publish_cell(folder, cell, record["brokers"])
+            publish_cell(folder, cell, plan, record["brokers"])
     except Exception as exc:
         record["failure"] = f"provision: {describe(cell, exc)}"
         write_json(work.state, record)
@@ -234,22 +239,22 @@ def provision_step(
 
 def _brokers_for(
     cell: Cell,
+    plan: PlacementPlan,
     work: CellWork,
     provisioning: dict[str, Any],
     clusters: Path | None,
-    topology: Topology | None = None,
     run_id: str = "",
     tied: bool = False,
 ) -> dict[str, Any]:
     if cell.spec.brokers == "external":  # nothing to reuse: only the cell's own topics/streams are made
-        return provision_brokers(cell, work.brokers_dir, tie_to_parent=tied, run_id=run_id).state()
+        return provision_brokers(cell, plan, work.brokers_dir, tie_to_parent=tied, run_id=run_id).state()
     entry = clusters / f"{provisioning['cluster_key']}.json" if clusters is not None else None
     if provisioning["policy"] == "reuse" and entry is not None and entry.exists():
         known = json.loads(entry.read_text())
         if all(attach(known).alive().values()):
             provisioning["reused"] = True
             return reuse_for(cell, known)
-    brokers = provision_brokers(cell, work.brokers_dir, tie_to_parent=tied, topology=topology)
+    brokers = provision_brokers(cell, plan, work.brokers_dir, tie_to_parent=tied)
     state = brokers.state()
     if provisioning["policy"] == "reuse" and entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)
@@ -291,9 +296,10 @@ def land(work: CellWork) -> CellReport:
     reasons.append(facts.get("reason") if facts.get("status") == "failed" else None)
     if facts.get("status") is None and state.get("brokers") is not None and work.read(work.generator):
         reasons.append("the generator ended without recording its result")
+    plan = PlacementPlan.from_dict(state["placement"])
     collected = None
     if state.get("hosts_dir") and state.get("brokers") is not None:  # one generator per real host
-        collected = collect_parts(lake_path(state["hosts_dir"]), cell, staging)
+        collected = collect_parts(lake_path(state["hosts_dir"]), cell, plan, staging)
         reasons.append(collected.reason)
     reason = next((r for r in reasons if r), None)
     broker_context: dict[str, Any] = {"provisioning": state["provisioning"]}
@@ -303,11 +309,10 @@ def land(work: CellWork) -> CellReport:
         keep_broker_logs(brokers.logs(), staging)
     broker_context["leader_changes"] = facts.get("leader_changes", [])
     broker_context["leader_poll_errors"] = facts.get("leader_poll_errors", {"count": 0, "last": None})
-    topology = topology_of(state)
-    stats = netns.link_stats(topology) if topology is not None else {}
+    stats = netns.link_stats(plan.topology) if plan.topology is not None else {}
     cell_run = collected.run if collected is not None else CellRun.from_facts(facts, staging)
     offsets = cell_run.clock_offsets if cell_run is not None else None
-    where = hosts.hosts_context(cell, topology, stats, offsets, collected.generators if collected else None)
+    where = hosts.hosts_context(cell, plan, stats, offsets, collected.generators if collected else None)
     overhead = cell_overhead(state["started_at"], cell_run)
     report = land_cell(
         cell,

@@ -26,8 +26,8 @@ from ..lake.layout import write_json
 from ..load.live import LiveMonitor
 from ..spec.kept import cell_from
 from ..spec.matrix_model import Cell
+from ..topology.plan import PlacementPlan
 from .brokerwatch import Finding, watch_for
-from .detached import topology_of
 from .drive import CellRun, Fault, drive
 from .work import CellWork
 
@@ -172,13 +172,13 @@ def drive_work(work: CellWork, console: Console) -> int:
     try:
         driven = drive(
             cell,
+            PlacementPlan.from_dict(state["placement"]),  # as provision resolved it
             brokers.target(),
             Path(state["staging"]),
             _RecordingControl(brokers, writer, work),
             console,
             [Fault(**f) for f in state.get("faults", [])],
             on_status=writer.update,
-            topology=topology_of(state),
             watch=watch,
         )
     finally:

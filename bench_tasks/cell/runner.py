@@ -22,6 +22,7 @@ from ..spec.cell import cell_id, series_key
 from ..spec.matrix_model import Cell, Matrix
 from ..spec.repeats import expand_repeats
 from ..systems import resolve_release, resolve_version, system
+from ..topology.plan import PlacementPlan
 from .drive import Fault
 from .hostparts import run_hosts
 from .landing import CellReport, acked_metric
@@ -149,7 +150,7 @@ def _drive(work: CellWork, cell: Cell, console: Console) -> None:
     address = without_userinfo(state["brokers"]["address"])
     console.print(f"[bold]cell {cell.instance}[/] {escape(cell.label)}  ({address})", highlight=False)
     if state.get("hosts_dir"):  # one generator per real host, meeting through the lake
-        run_hosts(lake_path(state["hosts_dir"]), cell, console)
+        run_hosts(lake_path(state["hosts_dir"]), cell, PlacementPlan.from_dict(state["placement"]), console)
     else:
         drive_work(work, console)
 

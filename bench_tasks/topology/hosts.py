@@ -1,113 +1,27 @@
-"""A cell's placement made concrete: which namespace and route each worker gets, and what is recorded about it.
+"""What is recorded about where a cell ran, and the clock offsets measured between its hosts.
 
-`placement` says what the matrix asks for; `netns` builds namespaces. This module joins them for one cell:
-the broker's namespace and bind address, each worker's namespace and route (in a cell whose producers span
-several clock domains, each domain's producers and consumers share a route of their own, `d_<domain>`),
-and the `hosts` context landed with the result (placement, addresses, clock domains, link counters).
+`plan` resolves where each role runs; this module turns a plan and what the run saw into the `hosts` context
+landed with the result (placement, addresses, clock domains, link counters), and measures the offsets between
+hosts' clocks where the matrix accepts one-way latency across clock domains.
 """
 
 from __future__ import annotations
 
-import os
 import socket
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..load.routes import MEASURED
 from ..spec.matrix_model import Cell
-from ..spec.placement import domain_of, domain_routes
+from ..spec.placement import domain_of
 from . import netns
-from .links import NodeLinks
+from .plan import LOOPBACK, PlacementPlan, advertised_address
 
 if TYPE_CHECKING:
     from .rendezvous import HostPart
 
-LOOPBACK = "127.0.0.1"
-
-
-def uses_netns(cell: Cell) -> bool:
-    placement, hosts = cell.spec.workload.placement, cell.spec.hosts or {}
-    return bool(placement and any(hosts[h].netns for h in placement.all_hosts()))
-
-
-def build(cell: Cell, token: str | None = None) -> netns.Topology | None:
-    """The namespaces, links and caps this cell needs (None when it runs in the root namespace)."""
-    if not uses_netns(cell):
-        return None
-    placement = cell.spec.workload.placement
-    assert placement is not None and cell.spec.hosts is not None
-    return netns.build(cell.spec.hosts, placement.all_hosts(), cell.spec.network, token)
-
-
-def broker_site(cell: Cell, topo: netns.Topology | None) -> tuple[str, str]:
-    """(namespace, bind address) of the broker: ('', 127.0.0.1) when it runs locally, or with load on real hosts
-    the address they reach this host by (`advertised_address`), which every provisioned node listens on. With one
-    host per node, the switch namespace and the bridge's address: where the harness reaches every node from
-    (`node_sites` says where each node runs)."""
-    placement = cell.spec.workload.placement
-    if topo is not None and placement is not None and placement.per_node():
-        return topo.switch, netns.CONTROL_ADDRESS
-    if topo is None or placement is None or placement.broker not in topo.hosts:
-        return "", advertised_address() if per_host(cell) else LOOPBACK
-    return topo.netns_of(placement.broker), topo.address_of(placement.broker)
-
-
-def node_hosts(cell: Cell) -> dict[int, str]:
-    """Node id -> host, for a cell with one broker host per node (node ids in order, as the system numbers them);
-    empty otherwise."""
-    placement = cell.spec.workload.placement
-    if placement is None or not placement.per_node():
-        return {}
-    nodes = cell.spec.FAULTS.nodes(cell.spec.broker) or []
-    return dict(zip(nodes, placement.broker_hosts(), strict=True))
-
-
-def node_sites(cell: Cell, topo: netns.Topology | None) -> dict[int, tuple[str, str]] | None:
-    """Node id -> (namespace, address) each broker node runs in and listens on; None when the nodes share a host."""
-    placed = node_hosts(cell)
-    if topo is None or not placed:
-        return None
-    return {node: (topo.netns_of(host), topo.address_of(host)) for node, host in placed.items()}
-
-
-def node_links(cell: Cell, topo: netns.Topology | None) -> NodeLinks | None:
-    """The broker nodes' own links, which `partition` and `bandwidth` faults act on; None without them."""
-    placed = node_hosts(cell)
-    return NodeLinks(topo, placed) if topo is not None and placed else None
-
-
-def host_of(cell: Cell, role: str, index: int) -> str | None:
-    placement = cell.spec.workload.placement
-    return placement.host_of(role, index) if placement else None
-
-
-def worker_netns(cell: Cell, topo: netns.Topology | None, role: str, index: int) -> str:
-    return topo.netns_of(host_of(cell, role, index)) if topo is not None else ""
-
-
-def worker_route(cell: Cell, role: str, index: int, default: str = MEASURED) -> str:
-    """A producer's or receiver's route: its clock domain's own in a multi-domain e2e cell, else `default`."""
-    spec = cell.spec
-    if role not in ("producer", "consumer") or not domain_routes(spec.workload.placement, spec.hosts, spec.measurement):
-        return default
-    host = host_of(cell, role, index)
-    assert host is not None and spec.hosts is not None
-    return route_of_domain(domain_of(spec.hosts, host))
-
-
-def route_of_domain(domain: str) -> str:
-    return f"d_{domain}"
-
-
-def cell_routes(cell: Cell) -> list[str]:
-    """The per-domain routes of a cell (to be prepared beside the measured one)."""
-    spec = cell.spec
-    return [route_of_domain(d) for d in domain_routes(spec.workload.placement, spec.hosts, spec.measurement)]
-
 
 def hosts_context(
     cell: Cell,
-    topo: netns.Topology | None,
+    plan: PlacementPlan,
     stats: dict[str, Any] | None = None,
     clock_offsets: list | None = None,
     generators: dict[str, dict[str, Any]] | None = None,
@@ -118,7 +32,7 @@ def hosts_context(
     placement = spec.workload.placement
     if placement is None:
         return None
-    hosts = spec.hosts or {}
+    hosts, topo = spec.hosts or {}, plan.topology
     w = spec.workload
     roles = {
         "producers": {i: placement.host_of("producer", i) for i in range(w.producers)},
@@ -141,31 +55,15 @@ def hosts_context(
             "computed inside a declared clock domain)"
             if topo is not None
             else PER_HOST_CLOCK
-            if per_host(cell)
+            if plan.per_host
             else "each host its own clock domain unless hosts name a shared clock_domain"
         ),
         "generators": generators or {},
-        "domain_routes": cell_routes(cell),
+        "domain_routes": list(plan.routes),
         "network": topo.network if topo else None,
         "link_stats": stats or {},
         "clock_offsets": clock_offsets or [],
     }
-
-
-def per_host(cell: Cell) -> bool:
-    """The cell's load runs on real hosts (not network namespaces): one generator per host, each on its
-    host's Airflow queue, meeting through the lake (`hostparts`)."""
-    placement = cell.spec.workload.placement
-    return bool(placement and placement.load_hosts() and not uses_netns(cell))
-
-
-def load_hosts(cell: Cell) -> list[str]:
-    placement = cell.spec.workload.placement
-    return placement.load_hosts() if placement else []
-
-
-def queue_of(cell: Cell, host: str) -> str:
-    return (cell.spec.hosts or {})[host].queue
 
 
 PER_HOST_CLOCK = (
@@ -173,37 +71,6 @@ PER_HOST_CLOCK = (
     "once per host), so one-way latency between hosts of a clock domain is as true as their wall clocks agree; "
     "each host its own clock domain unless hosts name a shared clock_domain"
 )
-
-
-def generator_queue(cell: Cell) -> str | None:
-    """The Airflow queue of the tasks that start and watch a namespace-hosts cell's generator: the first load
-    host's queue (namespace hosts all live on one machine); None leaves the default queue. A cell on real hosts
-    has one generate task per host instead, each on its own host's queue (`queue_of`)."""
-    hosts = load_hosts(cell)
-    return queue_of(cell, hosts[0]) if hosts and not per_host(cell) else None
-
-
-def check_runnable(cell: Cell, faults: Sequence[Any] = ()) -> None:
-    """Refuse, when the cell starts, what one generator per real host cannot do: inject faults (the broker is
-    not the load hosts' to signal), or reach provisioned brokers with secrets (their TLS files and throw-away
-    SASL users live on the provisioning host; across hosts use `brokers: external` and a connection)."""
-    if not per_host(cell):
-        return
-    from ..errors import CellError
-
-    if faults:
-        raise CellError(
-            cell.id, "faults (stall, kill): not with load on real hosts (workload.placement); use netns hosts"
-        )
-    if cell.spec.background:
-        raise CellError(cell.id, "background: not with load on real hosts (workload.placement) yet; use netns hosts")
-    security = getattr(getattr(cell.spec, "client", None), "security", "plaintext")
-    if cell.spec.brokers != "external" and security != "plaintext":
-        raise CellError(
-            cell.id,
-            f"client.security: {security} with load on real hosts needs brokers: external (a connection each host "
-            "resolves); provisioned brokers keep their certificates and users on the provisioning host",
-        )
 
 
 def clock_offsets(cell: Cell, topo: netns.Topology | None = None, part: HostPart | None = None) -> list[dict[str, Any]]:
@@ -302,11 +169,6 @@ def _clock_server(part: HostPart) -> Any:
 
 
 HOST_CLOCK_METHOD = "udp ping-pong between hosts, min-rtt exchange, host clock (CLOCK_MONOTONIC on the wall epoch)"
-
-
-def advertised_address() -> str:
-    """This host's address as other hosts reach it: `SIXNINES_HOST_ADDRESS`, else what its name resolves to."""
-    return os.environ.get("SIXNINES_HOST_ADDRESS") or socket.gethostbyname(socket.gethostname())
 
 
 def _address(topo: netns.Topology | None, host: str) -> str:

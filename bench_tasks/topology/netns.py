@@ -90,24 +90,35 @@ def _ip(*args: str) -> str:
     return done.stdout
 
 
-def build(hosts: dict[str, Host], used: list[str], network: Network | None, token: str | None = None) -> Topology:
-    """Create a namespace for every used host with a `netns`, the bridge, the links and the caps."""
+def layout(hosts: dict[str, Host], used: list[str], network: Network | None, token: str | None = None) -> Topology:
+    """The namespaces, addresses and bridge ports a cell's hosts get under `token` (a fresh one if None), decided
+    before anything exists, so a cell's placement can name them (`plan`) and `create` only carries them out."""
     token = token or secrets.token_hex(4)
     topo = Topology(token, f"{PREFIX}-{token}-sw", network=network.model_dump(mode="json") if network else None)
-    wanted = [h for h in used if hosts[h].netns]
-    if len(wanted) + 2 > SUBNET.num_addresses:
-        raise NetworkError(f"{len(wanted)} hosts do not fit the subnet {SUBNET}")
+    for index, name in enumerate(h for h in used if hosts[h].netns):
+        topo.hosts[name] = NetnsHost(
+            name, f"{PREFIX}-{token}-{hosts[name].netns}", str(SUBNET.network_address + index + 2), f"p{index}"
+        )
+    return topo
+
+
+def create(topo: Topology) -> None:
+    """Create the namespaces of a laid-out topology, the bridge, the links and the caps; what was created before a
+    step failed is removed again (and nothing it did not create)."""
+    if len(topo.hosts) + 2 > SUBNET.num_addresses:
+        raise NetworkError(f"{len(topo.hosts)} hosts do not fit the subnet {SUBNET}")
+    network = Network.model_validate(topo.network) if topo.network else None
+    built = Topology(topo.token, topo.switch, network=topo.network)  # grows as it is created, for the undo
     try:
         _ip("ip", "netns", "add", topo.switch)
         _ip("ip", "-n", topo.switch, "link", "add", "br0", "type", "bridge")
         _ip("ip", "-n", topo.switch, "addr", "add", f"{CONTROL_ADDRESS}/{SUBNET.prefixlen}", "dev", "br0")
         _ip("ip", "-n", topo.switch, "link", "set", "lo", "up")
         _ip("ip", "-n", topo.switch, "link", "set", "br0", "up")
-        for index, name in enumerate(wanted):
-            netns = f"{PREFIX}-{token}-{hosts[name].netns}"
-            node = NetnsHost(name, netns, str(SUBNET.network_address + index + 2), f"p{index}")
+        for name, node in topo.hosts.items():
+            netns = node.netns
             _ip("ip", "netns", "add", netns)
-            topo.hosts[name] = node
+            built.hosts[name] = node
             _ip("ip", "link", "add", HOST_IF, "netns", netns, "type", "veth", "peer", "name", node.port, "netns",
                 topo.switch)  # fmt: skip
             _ip("ip", "-n", topo.switch, "link", "set", node.port, "master", "br0", "up")
@@ -120,9 +131,8 @@ def build(hosts: dict[str, Host], used: list[str], network: Network | None, toke
                         f"{network.rate_mbit * 1000:.0f}kbit", "burst", str(network.burst_bytes()),
                         "latency", f"{network.latency_ms * 1000:.0f}us")  # fmt: skip
     except BaseException:
-        destroy(topo)
+        destroy(built)
         raise
-    return topo
 
 
 def link_stats(topo: Topology) -> dict[str, dict[str, Any]]:

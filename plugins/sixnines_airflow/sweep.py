@@ -23,10 +23,7 @@ from bench_tasks import (
     Cell,
     Matrix,
     expand_repeats,
-    generator_queue,
-    load_hosts,
-    per_host,
-    queue_of,
+    resolve_placement,
     scrub_text,
     system_of,
 )
@@ -116,15 +113,16 @@ def _cell_group(group: str, cell: Cell, previous: Any, source: Path) -> Any:
         landed = cell_tasks.land.override(execution_timeout=bounded)()
         # a fresh copy: teardown decorators mutate
         stopped = cell_tasks.stop.override(task_id="teardown", execution_timeout=bounded)()
-        if per_host(cell):  # one generator per real host, each on its host's worker, all at once
+        plan = resolve_placement(cell)  # where the cell runs: which hosts, on which workers' queues
+        if plan.per_host:  # one generator per real host, each on its host's worker, all at once
             timeout = cell_tasks.generate_timeout(cell)
-            for host in load_hosts(cell):
+            for host in plan.load_hosts:
                 generate = cell_tasks.generate.override(
-                    task_id=f"generate_{host}", queue=queue_of(cell, host), execution_timeout=timeout
+                    task_id=f"generate_{host}", queue=plan.queue_of(host), execution_timeout=timeout
                 )(host)
                 provisioned >> generate >> landed
         else:
-            queue = {"queue": q} if (q := generator_queue(cell)) else {}  # the load host's worker starts/watches it
+            queue = {"queue": q} if (q := plan.generator_queue) else {}  # the load host's worker starts/watches it
             phases = [
                 getattr(cell_tasks, name).override(execution_timeout=cell_tasks.phase_timeout(seconds), **queue)()
                 for name, seconds in (("warmup", w.warmup_s), ("measure", w.measure_s), ("cooldown", w.cooldown_s))

@@ -136,9 +136,10 @@ def run_detached(cell: Cell, tmp_path: Path) -> tuple[dict[str, Any], dict[str, 
     stall = [{"kind": "stall", "at_s": 0.5, "duration_s": 0.5}]
     provision_when_free(prepare_cell(cell), run, tmp_path / "lake", work, faults=stall)
     state = work.read(work.state)
-    assert state is not None and state["topology"] is not None and state["brokers"] is not None
-    names = [h["netns"] for h in state["topology"]["hosts"].values()] + [state["topology"]["switch"]]
-    assert state["brokers"]["netns"] == state["topology"]["hosts"]["brokerhost"]["netns"]
+    assert state is not None and state["placement"]["topology"] is not None and state["brokers"] is not None
+    topology = state["placement"]["topology"]
+    names = [h["netns"] for h in topology["hosts"].values()] + [topology["switch"]]
+    assert state["brokers"]["netns"] == topology["hosts"]["brokerhost"]["netns"]
     try:
         start_generator(work)
         for phase in ("warmup", "measure", "cooldown"):

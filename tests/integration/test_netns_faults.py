@@ -139,7 +139,8 @@ def test_the_injector_cuts_squeezes_and_restores_real_links() -> None:
     from bench_tasks.spec.placement import Host
     from bench_tasks.topology.links import NodeLinks
 
-    topo = netns.build({h: Host(netns=h) for h in ("b1", "b2")}, ["b1", "b2"], None)
+    topo = netns.layout({h: Host(netns=h) for h in ("b1", "b2")}, ["b1", "b2"], None)
+    netns.create(topo)
     try:
         now, fired = [0], list[FiredFault]()
         faults = [Fault("partition", 1.0, 1.0, "node:2"), Fault("bandwidth", 3.0, 1.0, "node:1", 2.0)]

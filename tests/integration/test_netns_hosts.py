@@ -190,8 +190,9 @@ def test_detached_lifecycle_removes_its_namespaces(tmp_path: Path) -> None:
     run, work = RunInfo.new(), CellWork(tmp_path / "work")
     provision_when_free(cell, run, tmp_path / "lake", work)
     state = work.read(work.state)
-    assert state is not None and state["topology"] is not None
-    names = [h["netns"] for h in state["topology"]["hosts"].values()] + [state["topology"]["switch"]]
+    assert state is not None and state["placement"]["topology"] is not None
+    topology = state["placement"]["topology"]
+    names = [h["netns"] for h in topology["hosts"].values()] + [topology["switch"]]
     assert set(names) <= set(netns.list_namespaces())
     assert state["brokers"]["address"].startswith("nats://10.99.0.")
     try:
@@ -227,7 +228,7 @@ def test_half_built_topology_is_removed(tmp_path: Path) -> None:
     try:
         hosts = {"a": Host(netns="lg1"), "b": Host(netns="lg2")}
         with pytest.raises(NetworkError, match="File exists"):
-            netns.build(hosts, ["a", "b"], None, token)
+            netns.create(netns.layout(hosts, ["a", "b"], None, token))
         assert netns.leftovers(token) == [blocker]  # ours are gone; the one we did not create is left alone
     finally:
         netns._ip("ip", "netns", "del", blocker)

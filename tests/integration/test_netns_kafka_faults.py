@@ -164,7 +164,8 @@ def test_a_cut_off_kraft_controller_loses_the_quorum_to_the_nodes_it_cannot_reac
 
     before = ours()
     names = {n: f"b{n}" for n in (1, 2, 3)}
-    topo = netns.build({h: Host(netns=h) for h in names.values()}, list(names.values()), None)
+    topo = netns.layout({h: Host(netns=h) for h in names.values()}, list(names.values()), None)
+    netns.create(topo)
     cluster = None
     try:
         sites = {n: (topo.netns_of(h), topo.address_of(h)) for n, h in names.items()}

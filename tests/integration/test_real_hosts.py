@@ -23,6 +23,7 @@ from bench_tasks.cell.runner import CellReport, run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.spec.matrix_model import Cell
+from bench_tasks.topology.plan import resolve_placement
 from bench_tasks.topology.rendezvous import Rendezvous
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
@@ -115,16 +116,16 @@ def test_a_failing_host_fails_the_cell_naming_it(tmp_path: Path, console: Consol
     """Host b gives up before the start: host a stops waiting at once, and land names both."""
     cell = real_hosts_cell({"producers": ["a", "b"], "consumers": ["a", "b"]})
     lake, run = Lake(tmp_path), RunInfo.new()
-    folder = lake.hosts_dir(run, cell.instance)
-    brokers = provision_brokers(cell, tmp_path / "brokers")
+    folder, plan = lake.hosts_dir(run, cell.instance), resolve_placement(cell)
+    brokers = provision_brokers(cell, plan, tmp_path / "brokers")
     try:
-        publish_cell(folder, cell, brokers.state())
+        publish_cell(folder, cell, plan, brokers.state())
         Rendezvous(folder, ("a", "b"), "b", cell.id).fail("its worker lost the broker")
         facts = run_host_part(folder, "a", tmp_path / "host-a", console)
     finally:
         brokers.stop()
     assert facts["status"] == "failed" and "host b failed: its worker lost the broker" in facts["reason"]
-    collected = collect_parts(folder, cell, tmp_path / "staging")
+    collected = collect_parts(folder, cell, plan, tmp_path / "staging")
     assert collected.run is None  # nobody started the schedule
     assert collected.reason == "host a: " + facts["reason"]
     assert collected.generators["a"]["status"] == "failed"

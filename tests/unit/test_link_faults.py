@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from bench_tasks.topology import hosts, netns
+from bench_tasks.topology import netns
+from bench_tasks.topology.plan import resolve_placement
 from tests.unit.matrices import one_system, parse, problems
 
 PARTITION = {"at_s": 1, "action": "partition", "target": "leader", "duration_s": 1}
@@ -37,14 +38,13 @@ def test_a_partition_and_a_squeeze_on_nodes_of_their_own_are_cells() -> None:
 def test_one_host_per_node_maps_nodes_to_hosts_in_order() -> None:
     (cell,) = parse(raw()).cells
     assert cell.spec.workload.placement.broker_hosts() == ["b1", "b2", "b3"]
-    assert hosts.node_hosts(cell) == {1: "b1", 2: "b2", 3: "b3"}
-    topo = netns.Topology("t0", "sixnines-t0-sw")
-    for i, name in enumerate(["b1", "b2", "b3", "lg"]):
-        topo.hosts[name] = netns.NetnsHost(name, f"sixnines-t0-{name}", f"10.99.0.{i + 2}", f"p{i}")
-    assert hosts.node_sites(cell, topo) == {n: (f"sixnines-t0-b{n}", f"10.99.0.{n + 1}") for n in (1, 2, 3)}
-    assert hosts.broker_site(cell, topo) == ("sixnines-t0-sw", netns.CONTROL_ADDRESS)  # reaches every node
+    plan = resolve_placement(cell, "t0")
+    assert plan.node_hosts == {1: "b1", 2: "b2", 3: "b3"}
+    assert plan.node_sites == {n: (f"sixnines-t0-b{n}", f"10.99.0.{n + 1}") for n in (1, 2, 3)}
+    assert plan.broker_site() == ("sixnines-t0-sw", netns.CONTROL_ADDRESS)  # reaches every node
     (shared,) = parse(raw(placement={**PER_NODE, "broker": "b1"})).cells
-    assert hosts.node_sites(shared, topo) is None and hosts.node_links(shared, topo) is None
+    shared_plan = resolve_placement(shared, "t0")
+    assert shared_plan.node_sites is None and shared_plan.node_links() is None
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_kafka_nodes_on_hosts_of_their_own_take_link_faults_on_every_target() ->
     for target in ("leader", "node:2", "random", "controller", "follower"):
         faults = [{**PARTITION, "target": target}, {**SQUEEZE, "at_s": 2.5, "duration_s": 0.5, "target": target}]
         (cell,) = parse(raw("kafka", KAFKA_RF3, faults=faults)).cells
-        assert hosts.node_hosts(cell) == {1: "b1", 2: "b2", 3: "b3"}
+        assert resolve_placement(cell).node_hosts == {1: "b1", 2: "b2", 3: "b3"}
         assert [f.action for f in cell.spec.faults] == ["partition", "bandwidth"]
 
 
@@ -125,4 +125,4 @@ def test_one_host_per_node_refusals_name_the_field(
 
 def test_a_single_nats_server_on_a_host_of_its_own_is_node_0() -> None:
     (cell,) = parse(raw(broker={"mode": "core"}, placement={**PER_NODE, "broker": ["b1"]}, faults=[PARTITION])).cells
-    assert hosts.node_hosts(cell) == {0: "b1"}
+    assert resolve_placement(cell).node_hosts == {0: "b1"}

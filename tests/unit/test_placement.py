@@ -11,7 +11,7 @@ import pytest
 from bench_tasks.errors import CellError, MatrixError
 from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.spec.matrix_model import Matrix
-from bench_tasks.topology.hosts import check_runnable, generator_queue, load_hosts, per_host, queue_of, worker_route
+from bench_tasks.topology.plan import generator_queue, resolve_placement
 
 from .test_matrix import BASE_CELL_ID, BASE_SERIES_KEY, base_raw
 
@@ -116,11 +116,12 @@ def test_a_shared_clock_domain_or_a_measured_offset_is_accepted() -> None:
 
 
 def test_each_clock_domain_gets_its_own_route() -> None:
-    (cell,) = parse(placed()).cells
-    assert [worker_route(cell, "producer", i) for i in range(2)] == ["d_loadgen1", "d_loadgen2"]
-    assert [worker_route(cell, "consumer", i) for i in range(2)] == ["d_loadgen1", "d_loadgen2"]
-    (rtt,) = parse(placed(measurement="rtt")).cells
-    assert worker_route(rtt, "producer", 1) == ""  # rtt is timed on one clock: one shared subject
+    plan = resolve_placement(parse(placed()).cells[0])
+    assert [plan.worker_route("producer", i) for i in range(2)] == ["d_loadgen1", "d_loadgen2"]
+    assert [plan.worker_route("consumer", i) for i in range(2)] == ["d_loadgen1", "d_loadgen2"]
+    assert plan.routes == ("d_loadgen1", "d_loadgen2")
+    rtt = resolve_placement(parse(placed(measurement="rtt")).cells[0])
+    assert rtt.worker_route("producer", 1) == "" and rtt.routes == ()  # rtt is timed on one clock: one subject
 
 
 def test_namespace_hosts_need_the_broker_placed_and_no_mixing() -> None:
@@ -193,29 +194,28 @@ def real_hosts(**extra: Any) -> dict[str, Any]:
 
 
 def test_real_hosts_get_one_generator_each_on_their_own_queue() -> None:
-    (cell,) = parse(real_hosts()).cells
-    assert per_host(cell) and load_hosts(cell) == ["a", "b"]
-    assert [queue_of(cell, h) for h in load_hosts(cell)] == ["loadgen_1", "loadgen_2"]
-    assert generator_queue(cell) is None  # no single generator: each host's generate task has its own queue
-    check_runnable(cell)
-    (netns_cell,) = parse(placed()).cells
-    assert not per_host(netns_cell)  # namespace hosts: one machine, one generator
+    plan = resolve_placement(parse(real_hosts()).cells[0])
+    assert plan.per_host and plan.load_hosts == ("a", "b")
+    assert [plan.queue_of(h) for h in plan.load_hosts] == ["loadgen_1", "loadgen_2"]
+    assert plan.generator_queue is None  # no single generator: each host's generate task has its own queue
+    plan.check_runnable()
+    assert not resolve_placement(parse(placed()).cells[0]).per_host  # namespace hosts: one machine, one generator
 
 
 def test_what_real_hosts_cannot_do_is_refused_when_the_cell_starts() -> None:
     (cell,) = parse(real_hosts()).cells
     with pytest.raises(CellError, match=r"faults \(stall, kill\): not with load on real hosts"):
-        check_runnable(cell, [{"kind": "stall", "at_s": 1}])
+        resolve_placement(cell, faults=[{"kind": "stall", "at_s": 1}]).check_runnable()
     raw = real_hosts()
     raw["systems"] = [{"system": "kafka", "versions": ["4.3.1"], "broker": {"brokers": 1}}]
     raw["systems"][0]["background"] = {"noise": {"message_size_bytes": 100, "rate_per_producer_per_s": 1}}
     with pytest.raises(CellError, match="background: not with load on real hosts"):
-        check_runnable(parse(raw).cells[0])
+        resolve_placement(parse(raw).cells[0]).check_runnable()
     raw["systems"] = [
         {"system": "kafka", "versions": ["4.3.1"], "broker": {"brokers": 1}, "client": {"security": "sasl_ssl"}}
     ]
     with pytest.raises(CellError, match=r"client\.security: sasl_ssl with load on real hosts needs brokers: external"):
-        check_runnable(parse(raw).cells[0])
+        resolve_placement(parse(raw).cells[0]).check_runnable()
 
 
 def test_documented_hosts_example_is_the_shipped_matrix() -> None:

@@ -288,6 +288,7 @@ def test_a_cells_hosts_folder_holds_its_secrets_sealed_only(tmp_path: Path, monk
     """What provision publishes for the load hosts (the lake): the recorded cell, the brokers without their client
     settings, and both secrets sealed under the deployment's key."""
     from bench_tasks.cell.hostparts import CELL_FILE, publish_cell
+    from bench_tasks.topology.plan import resolve_placement
 
     monkeypatch.setenv("SIXNINES_SECRETS_KEY", Fernet.generate_key().decode())
     (cell,) = parse_matrix(redis_matrix("s3cret-matrix"), "pw").cells
@@ -295,7 +296,7 @@ def test_a_cells_hosts_folder_holds_its_secrets_sealed_only(tmp_path: Path, monk
     secrets_file.parent.mkdir(parents=True)
     secrets_file.write_text(json.dumps({"password": "s3cret-cell"}))
     brokers = {"kind": "provisioned", "client": {"user": "u"}, "client_secrets": str(secrets_file), "nodes": {}}
-    publish_cell(tmp_path / "hosts", cell, brokers)
+    publish_cell(tmp_path / "hosts", cell, resolve_placement(cell), brokers)
     record = json.loads((tmp_path / "hosts" / CELL_FILE).read_text())
     assert "s3cret" not in json.dumps(record) and "client" not in record["brokers"]
     opened = unseal(record["sealed"])
