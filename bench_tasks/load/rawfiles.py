@@ -1,4 +1,5 @@
-"""Sample files of worker programs (docs/workers.md, "Sample files") turned into the lake's raw Parquet files.
+"""Sample files of worker programs (docs/workers.md, "Sample files") turned into the lake's raw Parquet files, and
+the raw tables every worker's rows become (a Python worker's logs hand theirs to `sent_table`/`received_table`).
 
 A sample file is one JSON line (`format`, `version`, `kind`: sent or received, `rows`, `columns`) followed by every
 row as little-endian int64 values, -1 for null. A producer's error texts, when there are any, sit beside its file

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..core.schedule import PHASE_NAMES, PhasePlan
-from ..lake import arrays
+from ..core.schedule import PhasePlan
 from ..lake.records import RECEIVED_SCHEMA, write_parquet_parts
 from .driver import Received
 from .pacing import Traffic
 from .payload import decode_headers, decode_relay_stamps
 from .plan import Channels, Clock, WorkerPlan
+from .rawfiles import received_table
 
 _FLUSH_EVERY = 4096  # received messages decoded together (and sooner, see _FLUSH_AFTER_NS)
 _FLUSH_AFTER_NS = 100_000_000
@@ -162,25 +162,10 @@ class ReceivedLog:
     def table(self, consumer_id: int, plan: PhasePlan, start: int = 0, end: int | None = None) -> pa.Table:
         """Rows [start, end) as the received-samples table (all of them by default)."""
         c = self.columns(start, end)
-        n = c["seq"].size
-        return pa.table(
-            {
-                "consumer_id": arrays.filled(consumer_id, n),
-                "producer_id": arrays.ints(c["pid"], pa.int32()),
-                "seq": arrays.ints(c["seq"]),
-                "intended_ns": arrays.ints(c["intended"]),
-                "sent_ns": arrays.ints(c["sent"]),
-                "received_ns": arrays.ints(c["received"]),
-                "partition": arrays.ints(c["partition"], pa.int32(), null_below_zero=True),
-                "offset": arrays.ints(c["offset"], null_below_zero=True),
-                "leader": pa.nulls(n, pa.int32()),  # attributed from the leader timeline when the cell lands
-                "hop": arrays.ints(c["hop"], pa.int8()),
-                "relay_received_ns": arrays.ints(c["relay_received"], null_below_zero=True),
-                "relay_sent_ns": arrays.ints(c["relay_sent"], null_below_zero=True),
-                "phase": arrays.labels(plan.phases_of(c["intended"]), PHASE_NAMES),
-            },
-            schema=RECEIVED_SCHEMA,
-        )
+        named = {"producer_id": c["pid"], "seq": c["seq"], "intended_ns": c["intended"], "sent_ns": c["sent"]}
+        named |= {"received_ns": c["received"], "partition": c["partition"], "offset": c["offset"], "hop": c["hop"]}
+        named |= {"relay_received_ns": c["relay_received"], "relay_sent_ns": c["relay_sent"]}
+        return received_table(named, consumer_id, plan)
 
     def write(self, consumer_id: int, plan: PhasePlan, path: Path) -> None:
         """The receiver's Parquet file, `WRITE_ROWS` rows at a time: writing holds one slice beside the log,

@@ -9,12 +9,11 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..core.schedule import PHASE_NAMES, PhasePlan
-from ..lake import arrays
-from ..lake.records import SENT_SCHEMA
+from ..core.schedule import PhasePlan
 from .driver import Outgoing
 from .pacing import IN_FLIGHT_NS, Traffic
 from .plan import Channels, Clock, WorkerPlan
+from .rawfiles import sent_table
 
 
 class SentLog:
@@ -65,21 +64,9 @@ class SentLog:
             self.errors[seq] = error
 
     def table(self, producer_id: int, plan: PhasePlan) -> pa.Table:
-        n = self.intended.size
-        return pa.table(
-            {
-                "producer_id": arrays.filled(producer_id, n),
-                "seq": arrays.ints(np.arange(n, dtype=np.int64)),
-                "intended_ns": arrays.ints(self.intended),
-                "sent_ns": arrays.ints(self.sent, null_below_zero=True),
-                "acked_ns": arrays.ints(self.acked, null_below_zero=True),
-                "partition": arrays.ints(self.partition, pa.int32(), null_below_zero=True),
-                "offset": arrays.ints(self.offset, null_below_zero=True),
-                "phase": arrays.labels(plan.phases_of(self.intended), PHASE_NAMES),
-                "error": arrays.sparse_texts(self.errors, n),
-            },
-            schema=SENT_SCHEMA,
-        )
+        columns = {"seq": np.arange(self.intended.size, dtype=np.int64), "intended_ns": self.intended}
+        columns |= {"sent_ns": self.sent, "acked_ns": self.acked, "partition": self.partition, "offset": self.offset}
+        return sent_table(columns, producer_id, plan, self.errors)
 
 
 def until_delivered(log: SentLog) -> int:
