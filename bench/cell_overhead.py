@@ -36,8 +36,8 @@ POOL = ("sixnines_bench", "1", "one benchmark at a time on this host")
 
 def airflow(repo: Path, *args: str, env: dict[str, str], timeout: float = 1800) -> subprocess.CompletedProcess:
     """The checkout's own Airflow CLI (tools/airflow: its dags, plugins and Airflow home), its code first."""
-    return subprocess.run(
-        [str(repo / "tools" / "airflow"), *args], env=env, capture_output=True, text=True, timeout=timeout
+    return subprocess.run(  # in the checkout: `python -m` children put their working folder first on the path
+        [str(repo / "tools" / "airflow"), *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=repo
     )
 
 
@@ -68,7 +68,8 @@ def one_run(repo: Path, workdir: Path, label: str) -> dict[str, Any]:
         "exit_code": done.returncode,
         "dag_s": round(seconds, 1),
         "cells": len(cells),
-        "failed": [c["label"] for c in cells if c["status"] != "ok"],
+        "failed": [f"{c['label']}: {c.get('reason')}" for c in cells if c["status"] != "ok"],
+        "output_tail": (done.stdout + done.stderr)[-2000:] if done.returncode else "",
         "by_system": by_system(cells),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -81,6 +82,8 @@ def by_system(cells: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for system in sorted({c["spec"]["system"] for c in cells}):
         parts = [c["overhead"] for c in cells if c["spec"]["system"] == system and c.get("overhead")]
+        if not parts:  # no cell of it got as far as its schedule
+            continue
         keys = sorted({k for p in parts for k in p})
         out[system] = {f"median_{k}": round(statistics.median(p[k] for p in parts if k in p), 3) for k in keys}
         out[system]["max_total_s"] = round(max(p["total_s"] for p in parts), 3)

@@ -88,7 +88,19 @@ def provision(cell: dict[str, Any], source: str | None = None) -> dict[str, Any]
     except HostBusy as busy:
         _wait_for_host(work, str(busy))
     log.info("provisioned %s", json.dumps(info))
+    _start_generator_here(work, prepared)
     return info
+
+
+def _start_generator_here(work: Any, cell: Any) -> None:
+    """When this worker is the cell's load host too, start the generator now: its start-up (imports, the workers'
+    fork server) then runs while Airflow moves on to `warmup`, which only watches it. A cell whose load runs on
+    other hosts' workers is started there (`warmup` on the load host's queue, or each host's `generate`)."""
+    from bench_tasks import resolve_placement, start_generator
+
+    plan = resolve_placement(cell)
+    if not plan.per_host and plan.generator_queue is None:
+        log.info("generator pid %s (log: %s)", start_generator(work), work.log)
 
 
 def _skip(work: Any, record: dict[str, Any], why: str) -> NoReturn:
@@ -118,14 +130,14 @@ def _watch(phase: str) -> dict[str, Any]:
     from bench_tasks import start_generator, watch_phase
 
     work = work_for(get_current_context())
-    if phase == "warmup":
+    if phase == "warmup" and work.read(work.generator) is None:  # not started by provision: this is the load host
         log.info("generator pid %s (log: %s)", start_generator(work), work.log)
     return watch_phase(work, phase, log=log.info)
 
 
 @task(pool=POOL, retries=0)
 def warmup() -> dict[str, Any]:
-    """Start the generator for the whole schedule, then watch the warmup phase."""
+    """Watch the warmup phase, starting the generator for the whole schedule if provision did not."""
     return _watch("warmup")
 
 
