@@ -7,15 +7,16 @@ Layout (DESIGN.md, "Data model"; bench_tasks.lake.layout writes the raw side):
   tables/<table>/run_date=D/run_id=R/part-*.parquet          (written here)
 A table partition (one Parquet file: the tables are small) is written under a hidden staging name and renamed
 into place (bench_tasks.lake.storage's `write_folder`), so a reader never sees half of it and a re-run replaces it
-instead of adding to it. On an S3 lake (`s3://bucket/prefix`, raw data read by Spark as `s3a://`) there is no
-rename: a partition is written as one attempt under its folder and committed by the marker that names it
-(bench_tasks.lake.storage), and raw cells are read only where their marker says.
+instead of adding to it. On an S3 lake (`s3://bucket/prefix`, raw data read as `s3a://` by the cell pass' tasks
+with pyarrow, or by Spark) there is no rename: a partition is written as one attempt under its folder and
+committed by the marker that names it (bench_tasks.lake.storage), and raw cells are read only where their marker
+says.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from pyspark.sql import functions as F
 
 from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version, system_of
 from bench_tasks.lake.layout import committed_cells
+from bench_tasks.lake.s3conf import S3Settings
 from bench_tasks.lake.storage import (
     LakePath,
     S3Path,
@@ -263,6 +265,7 @@ class Raw:
     cells: DataFrame  # with `unit`, the number its rows carry in sent and received
     sent_files: list[RawFile]  # with `unit`
     received_files: list[RawFile]
+    reach: S3Settings | None = field(default=None, repr=False)  # an S3 lake's settings (for the cell pass' tasks)
 
     @cached_property
     def sent(self) -> DataFrame:
@@ -286,7 +289,9 @@ def read_raw(spark: SparkSession, lake: Lake, run_ids: list[str]) -> Raw:
         table.append_column("unit", pa.array(numbers, pa.int64())), schema=cells.schema.add("unit", "long")
     )
     sent = raw_files(lake, runs, "sent-p*.parquet", units)
-    return Raw(runs, numbered, sent, raw_files(lake, runs, "received-c*.parquet", units))
+    root = lake_path(lake)
+    reach = root.settings if isinstance(root, S3Path) else None
+    return Raw(runs, numbered, sent, raw_files(lake, runs, "received-c*.parquet", units), reach)
 
 
 def _table_folders(lake: Lake, table: str, runs: list[RunRef]) -> list[LakePath]:

@@ -3,7 +3,7 @@
 
 `run_analysis` serves `sixnines analyze RUN_ID`, Airflow's `analysis` task and
 `spark-submit spark_jobs/pipeline.py --lake L --run-id R [--compare AXIS[:BASELINE_RUN]]`. One analysis
-(spark_jobs.cellpass: a Python task per cell; on S3 spark_jobs.analysis' passes) feeds six tables and the gate's
+(spark_jobs.cellpass: a Python task per cell, local lake or S3) feeds six tables and the gate's
 frames, all built on the driver in pandas (the analysis is a few small frames there); the faults table comes from
 the cells rows (spark_jobs.faults), and the comparison tables
 (spark_jobs.compare) read the percentile tables just written. Nothing is published unless every suite passes;

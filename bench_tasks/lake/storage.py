@@ -165,9 +165,10 @@ class S3Path:
 LakePath = Union[Path, S3Path]  # noqa: UP007 — a runtime alias, used in isinstance-free annotations
 
 
-def lake_path(location: str | os.PathLike[str] | S3Path) -> LakePath:
-    """A lake location as a path: `s3://bucket/prefix` becomes an S3Path (credentials from `s3_settings`),
-    anything else a local Path, unchanged."""
+def lake_path(location: str | os.PathLike[str] | S3Path, settings: S3Settings | None = None) -> LakePath:
+    """A lake location as a path: `s3://bucket/prefix` (or `s3a://`) becomes an S3Path reached with `settings`
+    (by default `s3_settings`: a Spark task is handed its driver's instead), anything else a local Path,
+    unchanged."""
     if isinstance(location, S3Path):
         return location
     text = os.fspath(location)
@@ -178,7 +179,7 @@ def lake_path(location: str | os.PathLike[str] | S3Path) -> LakePath:
     key = text.removeprefix("s3://").strip("/")
     if not key:
         raise StorageError(f"lake location {text!r}: expected s3://bucket[/prefix]")
-    return S3Path(key, s3_settings())
+    return S3Path(key, settings if settings is not None else s3_settings())
 
 
 def is_s3(path: object) -> bool:

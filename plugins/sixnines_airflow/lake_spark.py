@@ -6,15 +6,17 @@ s3a needs, resolved when the task runs (never at parse time).
 - `--conf`: the non-secret s3a settings (implementation, endpoint, path-style access, region);
 - the credentials from the lake's Airflow connection (`SIXNINES_LAKE_CONN_ID`) as the driver's AWS environment
   variables, never as command-line arguments; the driver (spark_jobs.session.get_spark) puts them into the
-  session's Hadoop configuration, which Spark ships to executors with each file scan and write.
+  session's Hadoop configuration, which Spark ships to executors with each file scan and write, and hands them
+  to the cell pass' tasks with the task's function (spark_jobs.cellpass.route.analyze_cells).
 A local lake changes nothing.
 
 On a YARN or Kubernetes master the Spark provider does not give `env_vars` to the process: it writes each one
 as a `--conf spark.yarn.appMasterEnv.K=V` / `spark.kubernetes.driverEnv.K=V` argument, which the submit log
 and the host's process table show. So there the credentials are refused with a clear error, unless
 `SIXNINES_LAKE_SPARK_CREDENTIALS=cluster` says the cluster brings its own (an instance profile, a web identity,
-a Kubernetes secret through `spark.kubernetes.driver.secretKeyRef.*`): then none are handed over, only the
-endpoint and region, and the driver's s3a default chain finds the cluster's.
+a Kubernetes secret through `spark.kubernetes.driver.secretKeyRef.*` and `…executor.secretKeyRef.*`): then
+none are handed over, only the endpoint and region, and s3a's and pyarrow's default chains find the cluster's,
+on the driver and on every executor.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ file with pyarrow and count with numpy. Here each task holds one cell (all its r
 level (spark_jobs.analysis.LEVELS) lies inside one task, which counts, locates and picks its percentiles itself:
 one read of the raw files, no second pass, no shuffle. The driver receives per cell its producers' ledger rows,
 its bucket sums and its summary rows, and assembles the same spark_jobs.analysis.Analysis the Spark SQL passes
-give (which remain for frames built in memory, lakes on S3, and cells too large for one task to hold:
-route.CELL_TASK_MAX_RAW_BYTES; a run may be split between the two routes, cell by cell).
+give (which remain for frames built in memory and cells too large for one task to hold:
+route.CELL_TASK_MAX_RAW_BYTES; a run may be split between the two routes, cell by cell). On an S3 lake the tasks
+fetch their `s3a://` objects with pyarrow's S3 filesystem, reached with the settings the driver hands them.
 
 - read: a cell's files as numpy columns with validity masks
 - ledger: per producer, the message accounting and the gate's checks (spark_jobs.ledger's, without words)

@@ -1,4 +1,5 @@
-"""A cell's raw files read by a Python task: numpy columns beside validity masks, one array per column."""
+"""A cell's raw files read by a Python task: numpy columns beside validity masks, one array per column. The
+files are local paths or `s3a://` objects of an S3 lake, which the task fetches with pyarrow's S3 filesystem."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from bench_tasks.lake.s3conf import S3Settings
+from bench_tasks.lake.storage import S3Path, lake_path
 
 SENT_COLUMNS = ("producer_id", "seq", "intended_ns", "sent_ns", "acked_ns", "phase")
 RECEIVED_COLUMNS = (
@@ -61,11 +65,22 @@ def _column(files: Sequence[pq.ParquetFile], name: str) -> pa.ChunkedArray:
     return pa.chunked_array(chunks, kind)
 
 
-def read_columns(paths: Sequence[str], columns: Sequence[str]) -> Columns:
-    """The rows of `paths` (one unit's sent or received files) as Columns, read one column at a time (at most
-    one column is held twice, as Arrow and as numpy). The producer_id's nulls are NULL_PRODUCER, so it can key
-    groups."""
-    files = [pq.ParquetFile(p) for p in paths]
+def open_parquet(uri: str, reach: S3Settings | None = None) -> pq.ParquetFile:
+    """A raw file as lakeio.raw_files names it: a local path, or an `s3a://` object reached with `reach` (the
+    driver's settings for the lake; None: this process's own, s3conf.s3_settings). An object is fetched whole,
+    one GET: a cell's files are small (route.CELL_TASK_MAX_RAW_BYTES in all, a few percent of what the task
+    holds at its peak), and read in place every column would be a ranged GET of its own."""
+    path = lake_path(uri, reach)
+    if isinstance(path, S3Path):
+        return pq.ParquetFile(pa.BufferReader(path.read_bytes()))
+    return pq.ParquetFile(path)
+
+
+def read_columns(paths: Sequence[str], columns: Sequence[str], reach: S3Settings | None = None) -> Columns:
+    """The rows of `paths` (one unit's sent or received files, reached as open_parquet says) as Columns, read
+    one column at a time (at most one column is held twice, as Arrow and as numpy). The producer_id's nulls are
+    NULL_PRODUCER, so it can key groups."""
+    files = [open_parquet(p, reach) for p in paths]
     out = {name: _col(_column(files, name)) for name in columns}
     producer = out["producer_id"]
     out["producer_id"] = Col(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -47,8 +48,9 @@ PRODUCERS_SCHEMA = StructType(
 
 
 def readable(raw: Raw) -> bool:
-    """Whether tasks can read the raw files themselves (a local lake: on S3 the Spark SQL passes read them)."""
-    return all("://" not in f.uri for f in (*raw.sent_files, *raw.received_files))
+    """Whether tasks can read the raw files themselves: local paths, and `s3a://` objects (read.open_parquet,
+    with pyarrow's S3 filesystem); any other scheme is left to Spark's own readers (the Spark SQL passes)."""
+    return all("://" not in f.uri or f.uri.startswith("s3a://") for f in (*raw.sent_files, *raw.received_files))
 
 
 def cell_works(units: Units, raw: Raw) -> list[list[UnitWork]]:
@@ -98,7 +100,11 @@ def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
     works = cell_works(units, raw)
     results: list[CellResult] = []
     if works:
-        results = spark.sparkContext.parallelize(works, len(works)).map(run_cell).collect()
+        # The lake's settings ride in the task's function, as s3a's keys ride in the Hadoop configuration Spark
+        # ships with a scan: never in the Spark conf, and not in the data, which parallelize spools through a
+        # file on the driver's disk (docs/lake.md, "The lake on S3", says what a cluster's executors need).
+        task = partial(run_cell, reach=raw.reach)
+        results = spark.sparkContext.parallelize(works, len(works)).map(task).collect()
     producers = pd.concat([r.producers for r in results], ignore_index=True) if results else _empty(PRODUCER_COLUMNS)
     sums = pd.concat([r.sums for r in results], ignore_index=True) if results else _empty(SUMS_SCHEMA.names)
     summary = pd.concat([r.summary for r in results], ignore_index=True) if results else None
@@ -141,7 +147,7 @@ def split_raw(raw: Raw, max_cell_bytes: int) -> tuple[Raw, Raw]:
         def mine(files: list[RawFile]) -> list[RawFile]:
             return [f for f in files if (size[(f.run_id, f.cell_id)] > max_cell_bytes) == large]
 
-        return Raw(raw.runs, raw.cells, mine(raw.sent_files), mine(raw.received_files))
+        return Raw(raw.runs, raw.cells, mine(raw.sent_files), mine(raw.received_files), raw.reach)
 
     return part(False), part(True)
 
@@ -170,21 +176,30 @@ def merged(tasks: Analysis, passes: Analysis, passed_units: set[int]) -> Analysi
 
 
 def analyze_raw(spark: SparkSession, raw: Raw, max_cell_bytes: int = CELL_TASK_MAX_RAW_BYTES) -> Analysis:
-    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (a local lake) and
-    a cell fits a task (`max_cell_bytes` of raw Parquet), else by the Spark SQL passes (spark_jobs.analysis: a
-    lake on S3, and the cells too large for one task). The two agree to the row (tests/spark/test_cellpass.py)."""
-    if not readable(raw):
-        return analyze(raw.sent, raw.received, raw.cells)
-    fits, large = split_raw(raw, max_cell_bytes)
-    passed_units = _units(large)
+    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (`readable`: a
+    local lake or one on S3) and a cell fits a task (`max_cell_bytes` of raw Parquet), else by the Spark SQL
+    passes (spark_jobs.analysis). The two agree to the row (tests/spark/test_cellpass.py, and on S3
+    tests/s3/test_cellpass_s3.py). The route taken is printed (`route_line`)."""
+    fits, large = split_raw(raw, max_cell_bytes) if readable(raw) else (_without_files(raw), raw)
+    tasked, passed_units = _units(fits), _units(large)
+    print(route_line(raw, len(tasked), len(passed_units), max_cell_bytes), file=sys.stderr, flush=True)
     if not passed_units:
-        return analyze_cells(spark, raw)
-    print(
-        f"analysis: {len(passed_units)} units of cells over {max_cell_bytes:,} bytes of raw Parquet go through "
-        "the Spark SQL passes",
-        file=sys.stderr,
-        flush=True,
-    )
-    if not _units(fits):
+        return analyze_cells(spark, fits)
+    if not tasked:
         return analyze(raw.sent, raw.received, raw.cells)
     return merged(analyze_cells(spark, fits), analyze(large.sent, large.received, large.cells), passed_units)
+
+
+def _without_files(raw: Raw) -> Raw:
+    return Raw(raw.runs, raw.cells, [], [], raw.reach)
+
+
+def route_line(raw: Raw, tasked: int, passed: int, max_cell_bytes: int) -> str:
+    """What analyze_raw says of its route: how many units the cell pass read (and from where), how many went
+    through the Spark SQL passes and why."""
+    where = "s3a:// with pyarrow" if raw.reach is not None else "local files"
+    line = f"analysis: {tasked} units by the cell pass (tasks reading {where})"
+    if not passed:
+        return line
+    why = f"cells over {max_cell_bytes:,} bytes of raw Parquet" if readable(raw) else "files tasks cannot open"
+    return f"{line}, {passed} units by the Spark SQL passes ({why})"

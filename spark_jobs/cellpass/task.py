@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bench_tasks import PERCENTILES
+from bench_tasks.lake.s3conf import S3Settings
 from spark_jobs import locate
 from spark_jobs.exact import percentile_column
 from spark_jobs.levels import LEVEL_KEYS, TIMED, WHOLE, level_frame, wanted_at
@@ -43,10 +44,10 @@ class _Unit:
 SAMPLE_COLUMNS = frozenset({"intended_ns", "sent_ns", "acked_ns", "received_ns", "leader", *RELAY_STARTS})
 
 
-def _read(work: UnitWork) -> tuple[_Unit, pd.DataFrame]:
+def _read(work: UnitWork, reach: S3Settings | None) -> tuple[_Unit, pd.DataFrame]:
     """The unit's ledger rows, and of its raw columns what its samples need."""
-    sent = read_columns(work.sent_files, SENT_COLUMNS)
-    received = read_columns(work.received_files, RECEIVED_COLUMNS)
+    sent = read_columns(work.sent_files, SENT_COLUMNS, reach)
+    received = read_columns(work.received_files, RECEIVED_COLUMNS, reach)
     producers = producer_rows(work, sent, received)
     first = first_receipts(received, MessageKeys(np.unique(received["producer_id"].values), [received["seq"]]))
 
@@ -73,10 +74,11 @@ def _series_parts(units: list[_Unit], metric: int, basis: int) -> list[tuple[Uni
     ]
 
 
-def run_cell(works: list[UnitWork]) -> CellResult:
+def run_cell(works: list[UnitWork], reach: S3Settings | None = None) -> CellResult:
     """The task: every unit of one cell (its repeats); one series at a time in memory beside the raw rows, of
-    which only its bucket sums and picked values are kept. The summary is finished once, over all series."""
-    read = [_read(work) for work in works]
+    which only its bucket sums and picked values are kept. The summary is finished once, over all series.
+    `reach`: the S3 lake's settings the driver hands its tasks (read.open_parquet)."""
+    read = [_read(work, reach) for work in works]
     units = [unit for unit, _ in read]
     series = sorted({(s.metric, s.basis) for u in units for s in unit_series(u.work, u.received)})
     sums, placed, values = [], [], []

@@ -4,6 +4,8 @@ code the way they reach it outside Airflow: the standard AWS environment variabl
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,7 +17,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from bench_tasks.lake.storage import S3Path, lake_path
+from bench_tasks.lake.layout import Lake, RunInfo, committed_cells
+from bench_tasks.lake.storage import S3Path, lake_path, read_parquet, write_parquet_object
 
 
 def _free_port() -> int:
@@ -24,9 +27,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
-    """`moto_server` as a subprocess on 127.0.0.1, stopped (by its pid) at the end of the session."""
+@contextlib.contextmanager
+def moto_server() -> Iterator[str]:
+    """`moto_server` as a subprocess on 127.0.0.1 (its endpoint URL), stopped (by its pid) at the end."""
     port = _free_port()
     server = Path(sys.executable).with_name("moto_server")
     proc = subprocess.Popen(
@@ -53,6 +56,13 @@ def s3_endpoint() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """One moto server for the test session."""
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
@@ -93,3 +103,16 @@ def keys(client, lake: S3Path, prefix: str = "") -> list[str]:
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=lake.bucket, Prefix=root + prefix)
     found = (o["Key"] for page in pages for o in page.get("Contents", []))
     return sorted(k.removeprefix(root) for k in found if not k.endswith("/"))
+
+
+def upload_run(local: Path, lake: S3Path, run: RunInfo, staging: Path) -> None:
+    """A run of a local lake as landing leaves it on S3: every committed cell (every repeat) one attempt under
+    its marker, the cells table one object. `staging`: an empty local folder for the copies uploaded."""
+    for cell in committed_cells(Lake(local).run_dir(run)):
+        repeat = cell.repeat if cell.folder.name.startswith("repeat=") else None
+        copy = staging / f"{cell.cell_id}-{cell.repeat}"
+        shutil.copytree(cell.folder, copy)
+        Lake(lake).commit_cell(run, cell.cell_id, copy, repeat)
+    target = Lake(lake).cells_path(run)
+    assert isinstance(target, S3Path)
+    write_parquet_object(read_parquet(Lake(local).cells_path(run)), target)

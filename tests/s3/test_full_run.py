@@ -1,7 +1,8 @@
 """A whole run on an S3 lake (moto's server over loopback): a real core-NATS cell landed into
-`s3://bucket/lake`, the Spark pipeline (a fresh `sixnines analyze` process, so its JVM starts with the s3a jars)
-writing tables, history and the published tables through `s3a://`, the regression detector reading that
-history, and the HTML report written back to the bucket. Nothing of the lake touches the local disk."""
+`s3://bucket/lake`, the Spark pipeline (a fresh `sixnines analyze` process, so its JVM starts with the s3a jars;
+its cell pass reads the raw files with pyarrow) writing tables, history and the published tables to the bucket,
+the regression detector reading that history, and the HTML report written back to the bucket. Nothing of the
+lake touches the local disk."""
 
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ def test_full_run_on_s3(
         timeout=540,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "analysis: 1 units by the cell pass (tasks reading s3a:// with pyarrow)" in done.stderr  # not the SQL passes
     assert f"{s3_lake}/published/run_date=2026-02-01/run_id=s3run" in done.stdout
     tables = keys(s3_client, s3_lake, "tables/")
     for table in ("percentiles", "accounting", "timeline", "histogram"):

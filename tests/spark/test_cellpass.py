@@ -73,7 +73,8 @@ def _land_chain(lake: Path) -> None:
     Lake(lake).upsert_cell_row(RUN, cell_row(cell, RUN, sent, final))
 
 
-def _land(lake: Path) -> None:
+def land_cells(lake: Path) -> None:
+    """The cells every test here analyses (see the module docstring), landed in the local lake `lake`."""
     _land_core(lake)
     _land_chain(lake)
     kafka = SynthCell("kafka", system="kafka", acks="all", rate_per_s=3000, measure_s=2.0, producers=2, seed=2)
@@ -90,7 +91,7 @@ def _land(lake: Path) -> None:
 @pytest.fixture(scope="module")
 def landed(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> lakeio.Raw:
     lake = tmp_path_factory.mktemp("cellpass-lake")
-    _land(lake)
+    land_cells(lake)
     raw = lakeio.read_raw(spark, lake, [RUN.run_id])
     assert readable(raw)
     return raw
@@ -139,7 +140,7 @@ def test_the_ledger_equals_the_spark_pass(both: tuple[Analysis, Analysis]) -> No
     assert accounting.loc["kafka", "lost"] > 0
 
 
-def _same(mine: pd.DataFrame, theirs: pd.DataFrame, keys: list[str]) -> None:
+def same_frames(mine: pd.DataFrame, theirs: pd.DataFrame, keys: list[str]) -> None:
     mine, theirs = _sorted(mine, keys), _sorted(theirs, keys)
     assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs)
     for column in mine.columns:
@@ -166,9 +167,9 @@ def test_cells_too_large_for_a_task_go_through_the_passes_and_the_whole_agrees(
     assert len({id(part) for part in (fits, large) for f in part.sent_files if f.cell_id == "rep"}) == 1
     split = analyze_raw(spark, landed, max_cell_bytes=limit)
     for name, keys in FRAMES.items():
-        _same(_frame(split, name), _frame(both[0], name), keys)
-    _same(split.ledger.accounting, both[0].ledger.accounting, ["unit"])
-    _same(split.ledger.producers.astype(str), both[0].ledger.producers.astype(str), ["unit", "producer_id"])
+        same_frames(_frame(split, name), _frame(both[0], name), keys)
+    same_frames(split.ledger.accounting, both[0].ledger.accounting, ["unit"])
+    same_frames(split.ledger.producers.astype(str), both[0].ledger.producers.astype(str), ["unit", "producer_id"])
 
 
 def test_the_summary_holds_every_level_and_metric(both: tuple[Analysis, Analysis]) -> None:
