@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.lake.s3conf import S3Settings
+from bench_tasks.lake.s3conf import CONN_ID_ENV, S3Settings
 from bench_tasks.lake.storage import S3Path, lake_path
 from spark_jobs.cellpass.read import open_parquet
 from spark_jobs.cellpass.route import readable, route_line
@@ -44,6 +44,7 @@ def test_the_route_says_where_the_tasks_read_and_what_went_to_the_passes() -> No
 
 def test_a_task_reaches_s3_with_the_settings_it_was_handed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://elsewhere:1")
+    monkeypatch.setenv(CONN_ID_ENV, "")  # this process's own settings from its environment, never a connection
     path = lake_path("s3a://bucket/lake/raw/sent-p0.parquet", HANDED)
     assert isinstance(path, S3Path) and path.key == "bucket/lake/raw/sent-p0.parquet"
     assert path.settings is HANDED
