@@ -88,17 +88,17 @@ def provision(cell: dict[str, Any], source: str | None = None) -> dict[str, Any]
     except HostBusy as busy:
         _wait_for_host(work, str(busy))
     log.info("provisioned %s", json.dumps(info))
-    _start_generator_here(work, prepared)
+    _start_generator_here(work)
     return info
 
 
-def _start_generator_here(work: Any, cell: Any) -> None:
+def _start_generator_here(work: Any) -> None:
     """When this worker is the cell's load host too, start the generator now: its start-up (imports, the workers'
     fork server) then runs while Airflow moves on to `warmup`, which only watches it. A cell whose load runs on
     other hosts' workers is started there (`warmup` on the load host's queue, or each host's `generate`)."""
-    from bench_tasks import resolve_placement, start_generator
+    from bench_tasks import PlacementPlan, start_generator
 
-    plan = resolve_placement(cell)
+    plan = PlacementPlan.from_dict(work.read(work.state)["placement"])  # as provision resolved and recorded it
     if not plan.per_host and plan.generator_queue is None:
         log.info("generator pid %s (log: %s)", start_generator(work), work.log)
 
