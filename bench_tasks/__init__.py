@@ -26,7 +26,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{name: ("cell.hostlease", name) for name in ("HostBusy", "host_for_analysis", "host_poll_s")},
     **{name: ("cell.teardown", name) for name in ("release_clusters", "teardown_step")},
     "CellWork": ("cell.work", "CellWork"),
-    "start_generator": ("cell.detached", "start_generator"),
+    **{name: ("cell.detached", name) for name in ("release_generator", "start_generator")},
     **{name: ("cell.runner", name) for name in ("CellReport", "run_cell", "run_matrix")},
     **{name: ("cell.verdict", name) for name in ("cell_outcomes", "discard_run_work", "run_verdict")},
     "watch_phase": ("cell.watch", "watch_phase"),

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ..brokers.handles import reap_if_child
@@ -23,6 +24,8 @@ from .hostparts import child_env
 from .work import CellWork
 
 _GENERATOR_GRACE_S = 30.0  # SIGTERM → the generator reaps its workers and writes its facts
+HELD_FLAG, GO = "--held", b"go\n"  # a generator started before its brokers, and the word that lets it drive
+_held: dict[Path, subprocess.Popen] = {}  # this process's held generators, by work folder, until released
 
 
 def work_token(work: CellWork) -> str:
@@ -37,32 +40,55 @@ def topology_of(state: dict[str, Any] | None) -> Topology | None:
     return Topology.from_dict(data) if data else None
 
 
-def start_generator(work: CellWork) -> int:
+def start_generator(work: CellWork, held: bool = False) -> int:
     """Start the one process that drives the whole schedule (warmup → measure → cooldown → drain), detached in
     its own session so it outlives the task that started it. Calling it again returns the running one; a
-    generator that already ended cannot be restarted (its schedule is gone)."""
+    generator that already ended cannot be restarted (its schedule is gone).
+
+    `held`: started while provision is still starting the brokers (the cell recorded, its brokers not yet), it
+    spends that time on its imports and its workers' fork server and waits for `release_generator`'s word. A
+    Kafka broker takes seconds to start, about what the generator's start-up takes on a small host."""
     known = work.read(work.generator)
     if known is not None:
         if generator_alive(work, known):
             return int(known["pid"])
         raise CellError(work.cell().id, "the generator of this cell already ran; re-run the cell from provision")
     state = work.read(work.state)
-    if state is None or state.get("brokers") is None:
+    if state is None or (state.get("brokers") is None and not held):
         raise CellError("?", f"cannot start a generator: no provisioned brokers in {work.root}")
     env = child_env(cell_from(state), lake_path(state["lake"]))
     with open(work.log, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bench_tasks.cell.generator", str(work.root)],
+            [sys.executable, "-m", "bench_tasks.cell.generator", str(work.root), *([HELD_FLAG] if held else [])],
             stdout=log,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if held else subprocess.DEVNULL,
             start_new_session=True,
             env=env,
         )
+    if held:
+        _held[work.root] = proc
     import psutil
 
     write_json(work.generator, {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()})
     return proc.pid
+
+
+def release_generator(work: CellWork, go: bool) -> None:
+    """Tell the generator `start_generator(held=True)` started to drive its cell (`go`: the brokers are up and
+    recorded) or to end without driving (provision failed). The word travels on its stdin, which closes with
+    this process too: a generator whose provision task died ends as if told no. Nothing to do for a generator
+    that was not held."""
+    proc = _held.pop(work.root, None)
+    if proc is None or proc.stdin is None:
+        return
+    with contextlib.suppress(OSError):  # a generator that already died: its watchers report it
+        proc.stdin.write(GO if go else b"")
+        proc.stdin.close()
+    if not go:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=_GENERATOR_GRACE_S)
+        work.generator.unlink(missing_ok=True)  # no generator ran for this cell
 
 
 def stop_generator(work: CellWork, grace_s: float = _GENERATOR_GRACE_S) -> list[int]:

@@ -1,23 +1,47 @@
-"""The detached generator process Airflow's warmup task starts: `python -m bench_tasks.cell.generator ROOT`.
+"""The detached generator process Airflow's provision (or warmup) task starts:
+`python -m bench_tasks.cell.generator ROOT [--held]`.
 
 Its own entry rather than the CLI's: the workers' fork server is asked for before anything else is imported (the
-CLI alone takes seconds of a small host's CPU), so its imports run beside this process's own.
+CLI alone takes seconds of a small host's CPU), so its imports run beside this process's own. Held (`--held`, see
+`detached.start_generator`), it starts while provision still starts the brokers, imports the cell's system
+driver too, and waits on its stdin for the word to drive; end of input means provision did not finish.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 from .workerctx import prestart
 
+HELD_FLAG, GO = "--held", "go"  # detached.HELD_FLAG and detached.GO (that module's imports are what this one delays)
+
 
 def main(argv: list[str]) -> int:
-    """Drive the cell provisioned in the work folder `argv[0]`; 0 if its schedule completed, 1 if it failed."""
+    """Drive the cell provisioned in the work folder `argv[0]`; 0 if its schedule completed (or, held, provision
+    never said to drive it), 1 if it failed."""
     prestart()
     from .process import generator_main
 
-    return generator_main(Path(argv[0]))
+    root = Path(argv[0])
+    if HELD_FLAG in argv[1:] and not released(root):
+        return 0
+    return generator_main(root)
+
+
+def released(root: Path) -> bool:
+    """Whether provision says to drive the cell (its brokers up and recorded), waited for on stdin while the
+    cell's system driver is imported (the cell is recorded before its brokers start)."""
+    from ..load.drivers import import_driver
+    from .work import CellWork
+
+    with contextlib.suppress(ImportError):  # a driver that cannot import fails where it is used, with its error
+        import_driver(CellWork(root).cell().spec)
+    if sys.stdin.readline().strip() == GO:
+        return True
+    print("provision did not finish: nothing to drive", flush=True)
+    return False
 
 
 if __name__ == "__main__":

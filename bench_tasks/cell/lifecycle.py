@@ -172,6 +172,7 @@ def provision_step(
     hosts_key: str | None = None,
     tie_to_parent: bool = False,
     gate_lag: bool = True,
+    on_recorded: Callable[[PlacementPlan], None] | None = None,
 ) -> dict[str, Any]:
     """Start (or, with policy `reuse`, find in `clusters`) detached brokers for `cell` and record them.
 
@@ -182,7 +183,8 @@ def provision_step(
     The record is written before anything starts, so `land` can report a cell whose provisioning failed.
     A retried provision first stops what an earlier attempt left. A cell whose load runs on real hosts also
     gets its hosts folder in the lake (`hostparts`, named by `hosts_key`: the TaskGroup), where each host's
-    generate task finds the cell and its brokers."""
+    generate task finds the cell and its brokers. `on_recorded` is called with the cell's placement once the
+    cell is recorded and before its brokers start."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
     if work.state.exists():
@@ -212,6 +214,8 @@ def provision_step(
     if plan.uses_netns:  # its broker lives in the cell's own namespace, which teardown removes
         record["provisioning"]["policy"] = "fresh"
     write_json(work.state, record)  # its namespaces recorded before any exists, so teardown always finds them
+    if on_recorded is not None:  # Airflow's provision holds the generator here, to start beside the brokers
+        on_recorded(plan)
     try:
         refuse_faults(cell, declared)
         plan.check_runnable()

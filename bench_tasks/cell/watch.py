@@ -28,6 +28,7 @@ from .work import PHASES, CellWork
 
 STALE_S = 15.0  # a running generator writes its status every second
 START_TIMEOUT_S = 120.0  # worker processes start and the topic/stream is created before t0
+FINISHING_POLL_S = 0.05  # looks at the status once a phase's end is near or past
 SUSTAINED_S = 3  # seconds in a row over the lag limit that mean the generator cannot keep its schedule
 
 
@@ -69,11 +70,21 @@ def watch_phase(
         if time.monotonic() - last_log >= log_every_s:
             last_log = time.monotonic()
             log(progress_line(status, phase))
-        time.sleep(poll_s)
+        time.sleep(_pause(status, phase, poll_s))
     assert status is not None
     summary = phase_summary(status, phase)
     log(f"{phase} done: {summary}")
     return summary
+
+
+def _pause(status: dict[str, Any] | None, phase: str, poll_s: float) -> float:
+    """Until the next look: a poll, or less when the phase ends sooner, and short looks once it has ended (the
+    cooldown waits for the generator's exit), so the next task starts when the schedule says, not up to a poll
+    later (a cell's wall time beyond its phases counts that gap)."""
+    if status is None or status.get("t0_ns") is None:
+        return poll_s
+    left_s = (status["phases"][phase][1] - time.monotonic_ns()) / NS_PER_S
+    return min(poll_s, max(left_s, FINISHING_POLL_S))
 
 
 def _problem(

@@ -3,6 +3,9 @@ cell's system (the only place the load side reaches the system registry)."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +22,25 @@ def driver_for(
     from ..systems import system_of
 
     return system_of(cell).driver(address, cell, cell_id, route, client)
+
+
+def driver_module(system: Any) -> str | None:
+    """The `driver` module of the package that defines the system or the one it is built on (valkey's is redis')."""
+    for cls in type(system).__mro__:
+        package = sys.modules.get(cls.__module__)
+        if hasattr(package, "__path__") and importlib.util.find_spec(f"{cls.__module__}.driver"):
+            return f"{cls.__module__}.driver"
+    return None
+
+
+def import_driver(cell: Any) -> None:
+    """Import the cell's system's driver and its client library now, ahead of the cell's first route (a held
+    generator does it while the brokers start)."""
+    from ..systems import system_of
+
+    name = driver_module(system_of(cell))
+    if name is not None:
+        importlib.import_module(name)
 
 
 def background_spec(cell: Any, bg: Background) -> Any:

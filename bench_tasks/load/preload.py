@@ -8,21 +8,10 @@ and fails there with the real error.
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import sys
-from typing import Any
 
 from ..systems import SYSTEMS
 from . import generator  # noqa: F401  (imported for the fork server's children)
-
-
-def driver_module(system: Any) -> str | None:
-    """The `driver` module of the package that defines the system or the one it is built on (valkey's is redis')."""
-    for cls in type(system).__mro__:
-        package = sys.modules.get(cls.__module__)
-        if hasattr(package, "__path__") and importlib.util.find_spec(f"{cls.__module__}.driver"):
-            return f"{cls.__module__}.driver"
-    return None
+from .drivers import driver_module
 
 
 def _import_drivers() -> list[str]:

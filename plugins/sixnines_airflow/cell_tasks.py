@@ -54,7 +54,7 @@ def provision(cell: dict[str, Any], source: str | None = None) -> dict[str, Any]
     Runs whatever the previous cell's outcome (trigger rule all_done): a failed cell never stops the sweep.
     While another cell (of any DAG or run) holds the host, the task is rescheduled, which frees its pool
     slot and worker for the cell that is running."""
-    from bench_tasks import HostBusy, prepare_cell, provision_step, published_run  # load in tasks only
+    from bench_tasks import HostBusy, prepare_cell, provision_step, published_run, release_generator  # in tasks only
 
     context = get_current_context()
     params = context["params"]
@@ -84,23 +84,32 @@ def provision(cell: dict[str, Any], source: str | None = None) -> dict[str, Any]
             params["broker_policy"],
             clusters_for(context),
             hosts_key=work.root.name,
+            on_recorded=lambda plan: _hold_generator_here(work, plan),
         )
     except HostBusy as busy:
         _wait_for_host(work, str(busy))
+    finally:  # a held generator drives once the brokers are recorded; otherwise it ends without driving
+        release_generator(work, go=_provisioned(work))
     log.info("provisioned %s", json.dumps(info))
-    _start_generator_here(work)
     return info
 
 
-def _start_generator_here(work: Any) -> None:
-    """When this worker is the cell's load host too, start the generator now: its start-up (imports, the workers'
-    fork server) then runs while Airflow moves on to `warmup`, which only watches it. A cell whose load runs on
-    other hosts' workers is started there (`warmup` on the load host's queue, or each host's `generate`)."""
-    from bench_tasks import PlacementPlan, start_generator
+def _provisioned(work: Any) -> bool:
+    """The cell's brokers are up and recorded: provision succeeded."""
+    state = work.read(work.state) or {}
+    return state.get("brokers") is not None and state.get("failure") is None
 
-    plan = PlacementPlan.from_dict(work.read(work.state)["placement"])  # as provision resolved and recorded it
+
+def _hold_generator_here(work: Any, plan: Any) -> None:
+    """When this worker is the cell's load host too, start the generator while the brokers start: its start-up
+    (imports, the workers' fork server, the system's driver) then runs beside theirs, and it drives once
+    provision releases it (`detached.release_generator`); `warmup` only watches it. A cell whose load runs on
+    other hosts' workers is started there (`warmup` on the load host's queue, or each host's `generate`)."""
+    from bench_tasks import start_generator
+
     if not plan.per_host and plan.generator_queue is None:
-        log.info("generator pid %s (log: %s)", start_generator(work), work.log)
+        pid = start_generator(work, held=True)
+        log.info("generator pid %s (log: %s), held until the brokers are up", pid, work.log)
 
 
 def _skip(work: Any, record: dict[str, Any], why: str) -> NoReturn:

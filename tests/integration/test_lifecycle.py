@@ -13,7 +13,7 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.cell.detached import start_generator
+from bench_tasks.cell.detached import release_generator, start_generator
 from bench_tasks.cell.lifecycle import land_step, prepare_cell, provision_step, provision_when_free
 from bench_tasks.cell.teardown import teardown_step
 from bench_tasks.cell.watch import watch_phase
@@ -128,3 +128,47 @@ def test_cells_never_share_the_host(tmp_path: Path, no_orphans: None) -> None:
     provision_when_free(first, run, lake, one)
     teardown_step(one)
     teardown_step(two)
+
+
+def test_a_held_generator_starts_beside_the_brokers_and_drives_once_released(tmp_path: Path, no_orphans: None) -> None:
+    """Airflow's provision path: the generator starts once the cell is recorded, before its brokers, and drives
+    only when released; the cell lands as one started after provision would."""
+    cell = prepare_cell(make_cell("e2e"))
+    run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
+    held: list[int] = []
+    provision_when_free(cell, run, lake, work, on_recorded=lambda plan: held.append(start_generator(work, held=True)))
+    try:
+        (pid,) = held
+        assert _alive(pid) and work.read(work.status) is None  # waiting: nothing driven before the word
+        release_generator(work, go=True)
+        assert start_generator(work) == pid  # the warmup task finds it running
+        for phase in PHASES:
+            watch_phase(work, phase, log=lambda _: None, poll_s=0.2)
+        landed = land_step(work)
+        assert landed["status"] == "ok", landed["reason"]
+        rows = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
+        assert rows[0]["received"] == rows[0]["scheduled"] == 500  # 500 msg/s for the 1 s measure phase
+    finally:
+        teardown_step(work)
+    assert not _alive(pid)
+
+
+def test_a_held_generator_ends_without_driving_when_provision_fails(tmp_path: Path, no_orphans: None) -> None:
+    """A provision that fails after the generator started (here: right after it) tells it no: it ends at once,
+    drives nothing, and no generator is left on record for the watchers or teardown to find."""
+    cell = prepare_cell(make_cell("e2e"))
+    run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
+    held: list[int] = []
+
+    def hold_then_fail(plan: object) -> None:
+        held.append(start_generator(work, held=True))
+        raise RuntimeError("the brokers would not start")
+
+    try:
+        with pytest.raises(RuntimeError, match="would not start"):
+            provision_when_free(cell, run, lake, work, on_recorded=hold_then_fail)
+        release_generator(work, go=False)
+        assert not _alive(held[0]) and work.read(work.generator) is None and work.read(work.status) is None
+        assert "nothing to drive" in work.log.read_text()
+    finally:
+        teardown_step(work)
