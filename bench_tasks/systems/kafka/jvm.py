@@ -46,7 +46,9 @@ def java_binary() -> str:
 
 
 @cache
+@cache
 def java_version(java: str) -> str:
-    """`java -version` on one line, recorded with every node: the JVM is part of what was measured."""
+    """`java -version` on one line, recorded with every node: the JVM is part of what was measured. Asked once
+    per process and binary: each node of each cell would otherwise start a JVM for it after the brokers are up."""
     done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     return "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
