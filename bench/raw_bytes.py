@@ -6,9 +6,10 @@ Two sources of rows, each measured the same way:
 - `--synthetic N`: the raw files `bench/spark_percentiles.py` lands for N messages over `--cells` cells (its
   own cell shapes and seed, built one cell at a time and written in memory).
 
-For each source it writes every table again with the lake's own writer (`bench_tasks.write_parquet`) and with
-a few other physical layouts every reader would see unchanged (other encodings, zstd levels, statistics off),
-and reports bytes per message (sent and received rows together, divided by the sent rows: one per scheduled
+For each source it writes every table again with the lake's own writer (`bench_tasks.write_parquet`), with
+a few other physical layouts every reader would see unchanged (other encodings, zstd levels, statistics off)
+and, as a schema change would store them, with receipts lacking the intended and sent times they repeat. It
+reports bytes per message (sent and received rows together, divided by the sent rows: one per scheduled
 message) per column and in total, and the seconds each layout took to write per million rows, side by side.
 
 It also reports how far below today's figure a lossless layout could go at all, the columns' information
@@ -63,6 +64,8 @@ FOLLOWS = {
 FLOOR_ROWS = 1 << 20  # rows of each table the xz estimate reads (it scales by the table's rows)
 ENTROPY_LOW_BITS = 6  # bits of a nanosecond residual the entropy estimate takes as uniform
 INFORMATION = ("xz alone", "xz given_row", "entropy given_row")
+COPIED = ("intended_ns", "sent_ns")  # a receipt's copies of its sent row's times
+WITHOUT_COPIES = "receipts without copied times (another schema)"
 _DELTA = ("seq", "intended_ns", *TIMES, "offset")
 
 
@@ -121,6 +124,13 @@ def lake_writer(table: pa.Table, scratch: Path) -> bytes:
     path = scratch / "t.parquet"
     write_parquet(table, path)
     return path.read_bytes()
+
+
+def without_copies(table: pa.Table, scratch: Path) -> bytes:
+    """What another schema would weigh: receipts without the intended and sent times their header repeats
+    (joined back from the sent rows), through the lake's writer."""
+    receipts = "received_ns" in table.column_names
+    return lake_writer(table.drop_columns(list(COPIED)) if receipts else table, scratch)
 
 
 def other_writer(options: Callable) -> Callable[[pa.Table, Path], bytes]:
@@ -185,6 +195,7 @@ def copies_of_sent(sent: list[pa.Table], received: list[pa.Table]) -> dict[str, 
 def measure(tables: Iterator[tuple[str, pa.Table, int]], keep_for_copies: bool) -> dict[str, Any]:
     """Bytes per column and per layout, write seconds, xz estimates, over every table of a source."""
     writers = {"lake writer": lake_writer} | {name: other_writer(o) for name, o in ALTERNATIVES.items()}
+    writers[WITHOUT_COPIES] = without_copies
     sizes: dict[str, Counter[str]] = {name: Counter() for name in writers}
     seconds: Counter[str] = Counter()
     floor: Counter[str] = Counter()
@@ -241,7 +252,7 @@ def report(name: str, result: dict[str, Any]) -> None:
     for layout, figures in result["layouts"].items():
         big = {k: v for k, v in figures["columns"].items() if v >= 0.05 and " file" not in k}
         s = figures["write_seconds_per_million_rows"]
-        print(f"  {layout:28s} {figures['bytes_per_message']:6.3f} bytes/message, {s:.3f} s/M rows  {big}")
+        print(f"  {layout:48s} {figures['bytes_per_message']:6.3f} bytes/message, {s:.3f} s/M rows  {big}")
     info = result["time_columns_information"]
     print("  time columns' information, bytes/message: " + ", ".join(f"{h} {info[h + ' total']}" for h in INFORMATION))
     if result["copies_of_sent"]:
