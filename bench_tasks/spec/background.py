@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from .base import MessageSizeBytes, SettingsModel
 
@@ -43,6 +43,20 @@ class Background(SettingsModel):
     producer: dict[str, Any] = Field(
         default_factory=dict, description="the client library's producer config for background producers, verbatim"
     )
+    follows_rate: bool = Field(
+        False,
+        description="a capacity search scales this workload's rate with the rate it offers the measured one "
+        "(the same ratio at every step), so load beside the measured route grows with it",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_default_follow(self, handler: Any) -> dict[str, Any]:
+        """A background that does not follow the searched rate dumps as before the field existed: its cell ids
+        stay the same."""
+        data = handler(self)
+        if not data.get("follows_rate"):
+            data.pop("follows_rate", None)
+        return data
 
     @model_validator(mode="after")
     def _processes_fit(self) -> Background:
