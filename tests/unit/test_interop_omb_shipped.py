@@ -40,6 +40,7 @@ IMPORTED = {
     "rabbitmq": {"fixed": 72, "max-rate": 0},
 }
 FIXED_RATE, MAX_RATE = "1-topic-1-partition-1kb.yaml", "max-rate-1-topic-16-partitions-1kb.yaml"
+MANY_TOPICS = "100-topics-1-partitions-1kb.yaml"  # 100 topics, 3 subscriptions each
 
 
 @cache
@@ -118,8 +119,8 @@ def test_every_shipped_workload_imports_or_is_refused_for_its_reasons(system: st
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
-def test_every_shipped_driver_file_imports_fixed_rate_and_max_rate(driver: str) -> None:
-    for name in (FIXED_RATE, MAX_RATE):
+def test_every_shipped_driver_file_imports_fixed_rate_max_rate_and_many_topics(driver: str) -> None:
+    for name in (FIXED_RATE, MAX_RATE, MANY_TOPICS):
         workload = omb_file(f"workloads/{name}")
         system = next(s for s, d in SYSTEM_DRIVERS.items() if d.split("/")[0] == driver.split("/")[0])
         if refused_fields(workload, system):
