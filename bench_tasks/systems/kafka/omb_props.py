@@ -51,6 +51,9 @@ def _assignors(value: Any) -> str:
 _COMMON: dict[str, Rule] = {
     "bootstrap.servers": Rule(None, "the harness provisions the brokers (external brokers: `brokers: external`)"),
     "client.id": Rule(None, HARNESS + " (each producer and consumer is named)"),
+    "default.api.timeout.ms": Rule(
+        None, "no equivalent: the Java clients' bound on a blocking API call; librdkafka's calls each take their own"
+    ),
     "retry.backoff.ms": Rule("retry.backoff.ms", SAME),
     "reconnect.backoff.ms": Rule("reconnect.backoff.ms", SAME),
     "reconnect.backoff.max.ms": Rule("reconnect.backoff.max.ms", SAME),
