@@ -136,3 +136,17 @@ def test_the_shipped_files_are_all_here() -> None:
     assert len(DRIVERS) == 18 and {d.split("/")[0] for d in DRIVERS} == {
         d.split("/")[0] for d in SYSTEM_DRIVERS.values()
     }
+
+
+@pytest.mark.parametrize("driver", [d for d in DRIVERS if d.startswith("driver-kafka/")])
+def test_librdkafka_accepts_the_client_config_of_every_shipped_kafka_driver_file(driver: str) -> None:
+    """What an imported Kafka cell hands to librdkafka, as a client of it (no broker needed): a name or a value
+    librdkafka refuses would fail every cell of the matrix when its first producer or consumer starts."""
+    import confluent_kafka
+
+    (cell,) = import_shipped(MANY_TOPICS, driver).matrix.cells
+    client = cell.spec.client
+    base = {"bootstrap.servers": "127.0.0.1:9", "error_cb": lambda _: None}
+    for config in (client.producer, cell.spec.background["other_topics"].producer):
+        confluent_kafka.Producer({**base, **config}).flush(0)
+    confluent_kafka.Consumer({**base, "group.id": "sixnines-omb-test", **client.consumer}).close()
