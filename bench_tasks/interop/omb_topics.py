@@ -34,10 +34,15 @@ def path(field: str) -> str:
 
 def map_other_topics(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
     """The N − 1 topics OMB loads beside the measured one, as the background `other_topics` (nothing for one
-    topic). Runs after the driver mapping: the background takes the measured topic's producer and topic config."""
+    topic), and what of several subscriptions is not carried. Runs after the driver mapping: the background takes
+    the measured topic's producer and topic config."""
+    if w["topics"] > 1:
+        _map_background(w, draft, omb)
+    _warn_extra_subscriptions(w, draft)
+
+
+def _map_background(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
     topics, per_topic = w["topics"], w["producersPerTopic"]
-    if topics <= 1:
-        return
     others = topics - 1
     producers = others * per_topic
     draft.put(
@@ -59,7 +64,7 @@ def map_other_topics(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
     draft.put("messageSize", w["messageSize"], path("message_size_bytes"), w["messageSize"], "as the measured topic")
     _map_background_rate(w, draft)
     _map_background_readers(w, draft)
-    omb.map_other_topics(others, w["partitionsPerTopic"], draft)
+    omb.map_other_topics(others, w["partitionsPerTopic"], max(w["subscriptionsPerTopic"], 1), draft)
 
 
 def _map_background_rate(w: dict[str, Any], draft: Draft) -> None:
@@ -94,24 +99,50 @@ def _map_background_rate(w: dict[str, Any], draft: Draft) -> None:
 
 
 def _map_background_readers(w: dict[str, Any], draft: Draft) -> None:
-    """The other topics' subscription read by unmeasured consumers, one group, each one an OS process."""
+    """The other topics' subscriptions read by unmeasured consumers (each an OS process), at most
+    `BACKGROUND_PROCESSES` of them over all subscriptions."""
     consumers, subscriptions = w["consumerPerSubscription"], w["subscriptionsPerTopic"]
     if subscriptions < 1:
         draft.put("subscriptionsPerTopic", 0, path("consumers"), 0, "no subscription: the other topics are not read")
         return
     wanted = (w["topics"] - 1) * consumers
+    most = max(1, BACKGROUND_PROCESSES // subscriptions)
     draft.put(
         "consumerPerSubscription",
         consumers,
         path("consumers"),
-        min(wanted, BACKGROUND_PROCESSES),
-        f"OMB's {wanted} consumers of the other topics' subscription, as at most {BACKGROUND_PROCESSES} unmeasured "
-        "consumers (an OS process each) in one group reading all of it: the broker delivers every message of the "
-        "other topics once, as OMB's subscription asks",
+        min(wanted, most),
+        f"OMB's {wanted} consumers of each of the other topics' subscriptions, as at most {most} unmeasured "
+        f"consumers (an OS process each, {BACKGROUND_PROCESSES} at most over all subscriptions) in one group per "
+        "subscription reading all of the other topics: the broker delivers every message once per subscription, "
+        "as OMB's subscriptions ask",
+    )
+
+
+def _warn_extra_subscriptions(w: dict[str, Any], draft: Draft) -> None:
+    """A cell's measured route has one subscription, its measured consumers; OMB's further subscriptions of the
+    measured topic are not read, and those of the other topics only where the system carries them."""
+    subscriptions = w["subscriptionsPerTopic"]
+    if subscriptions <= 1:
+        return
+    extra = subscriptions - 1
+    carried = draft.background.get(BACKGROUND, {}).get("subscriptions", 1) > 1
+    others = (
+        f"the other topics' {subscriptions} subscriptions are read (`{path('subscriptions')}`), the measured topic's "
+        f"other {extra} are not: the broker makes 1/{w['topics']} of OMB's extra deliveries fewer"
+        if carried
+        else f"the cell reads one (its measured consumers, and one group on the other topics): the other {extra} "
+        "subscriptions' deliveries, which load the broker too, are not made"
+    )
+    draft.warn(
+        "subscriptionsPerTopic",
+        subscriptions,
+        f"OMB delivers every message to each of {subscriptions} subscriptions; " + others,
     )
 
 
 def note_one_route(others: int, partitions: int, route: str, draft: Draft) -> None:
+    # Several subscriptions are not carried on these systems' background: `_warn_extra_subscriptions` says so.
     """A system without partitions: the other topics' messages go to one background route of its kind."""
     draft.note(
         "topics",

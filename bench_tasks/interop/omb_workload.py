@@ -8,7 +8,8 @@ into its result.json), warns about every field it cannot carry and refuses what 
 faithfully, with the reason and the numbers. OMB's max-rate mode (producerRate 0) becomes the matrix's
 `capacity:` search, held to what OMB calls sustainable. Several topics: the cell measures one at OMB's rate per
 topic and the others load the broker beside it as an unmeasured background (`omb_topics`), which follows a
-search's rate. Several subscriptions: the cell has one; the others are a warning (their reads are not made).
+search's rate. Several subscriptions: the measured topic has one (the others are a warning); on Kafka the
+background's consumer groups read the other topics once per subscription.
 
 Pure: it takes already-parsed mappings and returns the matrix; reading files is the CLI's job.
 docs/interop.md has the mapping table.
@@ -252,14 +253,6 @@ def _map_clients(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
         draft.refuse("producersPerTopic", producers, "at least 1 producer")
     else:
         draft.put("producersPerTopic", producers, "workload.producers", producers)
-    if subscriptions > 1:
-        draft.warn(
-            "subscriptionsPerTopic",
-            subscriptions,
-            f"OMB delivers every message to each of {subscriptions} subscriptions; the cell has one (its measured "
-            f"consumers, and one group reading the other topics): the other {subscriptions - 1} subscriptions' "
-            "reads, which load the broker too, are not made",
-        )
     if subscriptions == 0:
         draft.measurement = "publish"
         draft.put("subscriptionsPerTopic", 0, "workload.consumers", 0, "no subscription: publish latency only")

@@ -94,8 +94,10 @@ def check_other_topics(spec: Any, workload: dict[str, Any], system: str) -> None
     if workload["producerRate"]:
         assert spec.workload.rate_per_s + bg.rate_per_s == pytest.approx(workload["producerRate"])
     assert bg.follows_rate == (workload["producerRate"] == 0)
-    readers = (topics - 1) * workload["consumerPerSubscription"] if workload["subscriptionsPerTopic"] else 0
-    assert bg.consumers == min(readers, 4)
+    subscriptions = workload["subscriptionsPerTopic"]
+    readers = (topics - 1) * workload["consumerPerSubscription"] if subscriptions else 0
+    assert bg.consumers == min(readers, max(1, 4 // max(subscriptions, 1)))  # 4 reader processes at most
+    assert bg.subscriptions == (subscriptions if system == "kafka" and subscriptions > 1 else 1)
     partitions = (topics - 1) * workload["partitionsPerTopic"] if system == "kafka" else 1
     assert bg.partitions == min(partitions, 10_000)
 

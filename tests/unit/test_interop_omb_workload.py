@@ -132,6 +132,7 @@ def test_several_topics_measure_one_at_its_rate_and_load_the_others_as_backgroun
     assert {f"background.other_topics.{f}" for f in type(bg).model_fields} - fields == {
         "background.other_topics.arrival",  # uniform, as OMB's rate limiter and the measured producers
         "background.other_topics.follows_rate",  # a fixed rate
+        "background.other_topics.subscriptions",  # one
     }
     assert not [warning for warning in imported.warnings if "topics" in warning]
 
@@ -174,13 +175,21 @@ def test_several_topics_on_a_system_without_partitions_share_one_background_rout
     assert any("share one background stream" in m.note for m in imported.mapped if m.omb == "topics")
 
 
-def test_several_subscriptions_import_with_a_warning_that_their_reads_are_not_made() -> None:
+def test_several_subscriptions_read_the_other_topics_on_kafka_and_warn_of_the_measured_topics() -> None:
+    """OMB's 3 subscriptions per topic: on Kafka the background's consumer groups read the other 99 topics 3
+    times; the measured topic has one subscription, and the warning says its other 2 are not read. NATS carries
+    none of them, and says so."""
     workload = {**ONE_TOPIC, "topics": 100, "subscriptionsPerTopic": 3, "producerRate": 150000}
     imported = import_omb(workload, "100-topics.yaml", KAFKA_LATENCY, "k.yaml", options=KAFKA)
     (warning,) = [w for w in imported.warnings if "subscriptionsPerTopic" in w]
-    assert warning.startswith("100-topics.yaml: subscriptionsPerTopic: 3") and "other 2 subscriptions" in warning
+    assert warning.startswith("100-topics.yaml: subscriptionsPerTopic: 3") and "measured topic's other 2" in warning
     spec = imported.matrix.cells[0].spec
-    assert (spec.workload.consumers, spec.background["other_topics"].consumers) == (1, 4)
+    bg = spec.background["other_topics"]
+    assert (spec.workload.consumers, bg.subscriptions, bg.consumers) == (1, 3, 1)  # 4 processes at most: 1 a group
+    on_nats = import_omb(workload, "100-topics.yaml", NATS_DRIVER, "nats.yaml")
+    (warning,) = [w for w in on_nats.warnings if "subscriptionsPerTopic" in w]
+    assert "the other 2 subscriptions' deliveries" in warning
+    assert on_nats.matrix.cells[0].spec.background["other_topics"].subscriptions == 1
 
 
 def test_max_rate_mode_is_a_capacity_search_held_to_what_omb_calls_sustainable() -> None:

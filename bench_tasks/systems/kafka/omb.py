@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...interop.omb_draft import Draft, shown
-from ...interop.omb_topics import path
+from ...interop.omb_topics import BACKGROUND, path
 from ...secrecy import is_secret
 from .omb_props import Role, parse_properties, translate
 
@@ -74,9 +74,10 @@ class KafkaOmb:
     def without_driver(self, draft: Draft) -> None:
         draft.note("(no driver file)", None, "Kafka defaults: 1 broker, replication factor 1, librdkafka defaults")
 
-    def map_other_topics(self, others: int, partitions: int, draft: Draft) -> None:
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
         """The other topics' partitions in one background topic, laid out and configured as the measured one
-        (OMB creates every topic alike), its producers keyed and configured as the measured producers."""
+        (OMB creates every topic alike), its producers keyed and configured as the measured producers, read by a
+        consumer group per OMB subscription."""
         wanted = others * partitions
         kept = min(wanted, MAX_TOPIC_PARTITIONS)
         why = (
@@ -101,6 +102,14 @@ class KafkaOmb:
             topic["min.insync.replicas"] = draft.broker["min_insync_replicas"]
         if topic:
             draft.put("driver.topicConfig", "…", path("topic"), topic, "the measured topic's config")
+        if subscriptions > 1 and draft.background[BACKGROUND].get("consumers"):
+            draft.put(
+                "subscriptionsPerTopic",
+                subscriptions,
+                path("subscriptions"),
+                subscriptions,
+                "a consumer group per subscription, each reading every message of the other topics",
+            )
         if producer := draft.client.get("producer"):
             draft.put("driver.producerConfig", "…", path("producer"), dict(producer), "the measured producers' config")
 

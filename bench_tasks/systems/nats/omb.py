@@ -64,5 +64,5 @@ class NatsOmb:
     def without_driver(self, draft: Draft) -> None:
         draft.put("(no driver file)", None, "broker.mode", "jetstream", _JETSTREAM)
 
-    def map_other_topics(self, others: int, partitions: int, draft: Draft) -> None:
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
         note_one_route(others, partitions, "stream", draft)

@@ -75,7 +75,7 @@ class RabbitmqOmb:
         draft.put("(no driver file)", None, "broker.nodes", 1, "one node")
         _map_queue({}, draft)
 
-    def map_other_topics(self, others: int, partitions: int, draft: Draft) -> None:
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
         note_one_route(others, partitions, "queue", draft)
 
 

@@ -69,7 +69,7 @@ class StanOmb:
     def without_driver(self, draft: Draft) -> None:
         _as_omb_does(draft)
 
-    def map_other_topics(self, others: int, partitions: int, draft: Draft) -> None:
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
         note_one_route(others, partitions, "channel", draft)
 
 
