@@ -129,7 +129,7 @@ def _warn_extra_subscriptions(w: dict[str, Any], draft: Draft) -> None:
     carried = draft.background.get(BACKGROUND, {}).get("subscriptions", 1) > 1
     others = (
         f"the other topics' {subscriptions} subscriptions are read (`{path('subscriptions')}`), the measured topic's "
-        f"other {extra} are not: the broker makes 1/{w['topics']} of OMB's extra deliveries fewer"
+        f"other {extra} are not: 1/{w['topics']} of OMB's extra deliveries are not made"
         if carried
         else f"the cell reads one (its measured consumers, and one group on the other topics): the other {extra} "
         "subscriptions' deliveries, which load the broker too, are not made"
