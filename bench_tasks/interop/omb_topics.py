@@ -63,8 +63,8 @@ def _map_background(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
     )
     draft.put("messageSize", w["messageSize"], path("message_size_bytes"), w["messageSize"], "as the measured topic")
     _map_background_rate(w, draft)
-    _map_background_readers(w, draft)
     omb.map_other_topics(others, w["partitionsPerTopic"], max(w["subscriptionsPerTopic"], 1), draft)
+    _map_background_readers(w, draft)  # after the system: how many subscriptions it reads
 
 
 def _map_background_rate(w: dict[str, Any], draft: Draft) -> None:
@@ -106,16 +106,15 @@ def _map_background_readers(w: dict[str, Any], draft: Draft) -> None:
         draft.put("subscriptionsPerTopic", 0, path("consumers"), 0, "no subscription: the other topics are not read")
         return
     wanted = (w["topics"] - 1) * consumers
-    most = max(1, BACKGROUND_PROCESSES // subscriptions)
+    most = max(1, BACKGROUND_PROCESSES // draft.background[BACKGROUND].get("subscriptions", 1))
     draft.put(
         "consumerPerSubscription",
         consumers,
         path("consumers"),
         min(wanted, most),
         f"OMB's {wanted} consumers of each of the other topics' subscriptions, as at most {most} unmeasured "
-        f"consumers (an OS process each, {BACKGROUND_PROCESSES} at most over all subscriptions) in one group per "
-        "subscription reading all of the other topics: the broker delivers every message once per subscription, "
-        "as OMB's subscriptions ask",
+        f"consumers (an OS process each, {BACKGROUND_PROCESSES} at most over all subscriptions read) in one group "
+        "per subscription read, each group reading all of the other topics' messages",
     )
 
 

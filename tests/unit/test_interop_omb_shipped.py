@@ -96,8 +96,8 @@ def check_other_topics(spec: Any, workload: dict[str, Any], system: str) -> None
     assert bg.follows_rate == (workload["producerRate"] == 0)
     subscriptions = workload["subscriptionsPerTopic"]
     readers = (topics - 1) * workload["consumerPerSubscription"] if subscriptions else 0
-    assert bg.consumers == min(readers, max(1, 4 // max(subscriptions, 1)))  # 4 reader processes at most
     assert bg.subscriptions == (subscriptions if system == "kafka" and subscriptions > 1 else 1)
+    assert bg.consumers == min(readers, max(1, 4 // bg.subscriptions))  # 4 reader processes at most
     partitions = (topics - 1) * workload["partitionsPerTopic"] if system == "kafka" else 1
     assert bg.partitions == min(partitions, 10_000)
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...interop.omb_draft import Draft, shown
-from ...interop.omb_topics import BACKGROUND, path
+from ...interop.omb_topics import path
 from ...secrecy import is_secret
 from .omb_props import Role, parse_properties, translate
 
@@ -102,7 +102,7 @@ class KafkaOmb:
             topic["min.insync.replicas"] = draft.broker["min_insync_replicas"]
         if topic:
             draft.put("driver.topicConfig", "…", path("topic"), topic, "the measured topic's config")
-        if subscriptions > 1 and draft.background[BACKGROUND].get("consumers"):
+        if subscriptions > 1:
             draft.put(
                 "subscriptionsPerTopic",
                 subscriptions,
