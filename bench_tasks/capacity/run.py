@@ -45,9 +45,14 @@ class Bounds:
 
 def at_rate(cell: Cell, rate_per_s: float, step_s: float | None = None) -> Cell:
     """The same cell offered `rate_per_s` (and measured `step_s` seconds when given; validated again: a rate
-    changes what a cell can hold), with its own id."""
+    changes what a cell can hold), with its own id. A background workload that `follows_rate` is scaled by the
+    same ratio: its share of the load stays what the matrix says at every step (OMB's other topics)."""
     raw = cell.spec.model_dump(mode="json")
+    ratio = rate_per_s / cell.spec.workload.rate_per_s
     raw["workload"]["rate_per_s"] = rate_per_s
+    for background in raw.get("background", {}).values():
+        if background.get("follows_rate"):
+            background["rate_per_producer_per_s"] *= ratio
     if step_s is not None:
         raw["workload"]["measure_s"] = step_s
     spec = type(cell.spec).model_validate(raw)

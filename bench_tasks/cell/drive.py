@@ -285,8 +285,10 @@ class CellDrive:
         active = [(name, bg) for name, bg in spec.background.items() if bg.producers]
         parts = [(name, k) for name, bg in active for k in range(bg.processes)]
         background = [self._worker(workers, "background", i, background=n, part=k) for i, (n, k) in enumerate(parts)]
-        readers = [name for name, bg in active for _ in range(bg.consumers)]
-        bg_consumers = [self._worker(workers, "bg_consumer", i, background=n) for i, n in enumerate(readers)]
+        readers = [(name, s) for name, bg in active for s in range(bg.subscriptions) for _ in range(bg.consumers)]
+        bg_consumers = [
+            self._worker(workers, "bg_consumer", i, background=n, subscription=s) for i, (n, s) in enumerate(readers)
+        ]
         producers = [self._worker(workers, "producer", i) for i in self._mine("producer", w.producers)]
         return Groups(receivers, relays, laggards + bg_consumers, producers + background)
 
@@ -388,11 +390,23 @@ def _background_summary(background: dict[str, Any], monitor: LiveMonitor) -> dic
         lag = [e["lag_ns"] for e in finals]
         out[name] = {
             **{k: sum(e[k] for e in finals) for k in ("scheduled", "sent", "acked", "errors")},
-            "consumed": sum(n for (b, _), n in monitor.background_consumed.items() if b == name),
+            "consumed": sum(n for (b, _, _), n in monitor.background_consumed.items() if b == name),
+            **_per_subscription(name, bg.subscriptions, monitor),
             "target_rate_per_s": bg.rate_per_s,
             "schedule_lag": summarize(np.concatenate(lag) if lag else np.empty(0, np.int64)).to_dict(),
         }
     return out
+
+
+def _per_subscription(name: str, subscriptions: int, monitor: LiveMonitor) -> dict[str, list[int]]:
+    """With several subscriptions, what each consumer group read (every message is each group's to read)."""
+    if subscriptions < 2:
+        return {}
+    read = [0] * subscriptions
+    for (b, s, _), n in monitor.background_consumed.items():
+        if b == name:
+            read[s] += n
+    return {"consumed_per_subscription": read}
 
 
 def cpu_shares(cell: Cell) -> list[str]:

@@ -91,7 +91,9 @@ def print_report(report: CellReport, console: Console) -> None:
         worst = lag["percentiles_ns"].get("99.9") or lag["max_ns"]
         console.print(
             f"  background {name} (unmeasured, all phases): scheduled {bg['scheduled']}  sent {bg['sent']}  "
-            f"acknowledged {bg['acked']}  errors {bg['errors']}  consumed {bg['consumed']}  "
+            f"acknowledged {bg['acked']}  errors {bg['errors']}  consumed {bg['consumed']}"
+            + (f" (by subscription {bg['consumed_per_subscription']})" if "consumed_per_subscription" in bg else "")
+            + "  "
             f"send lag p99.9 {format_ms(worst)} ms max {format_ms(lag['max_ns'])} ms",
             highlight=False,
         )

@@ -55,13 +55,15 @@ class Draft:
     broker: dict[str, Any] = field(default_factory=dict)
     client: dict[str, Any] = field(default_factory=dict)
     capacity: dict[str, Any] = field(default_factory=dict)  # a search's terms (OMB's max-rate mode), else empty
+    background: dict[str, Any] = field(default_factory=dict)  # unmeasured workloads (OMB's other topics), by name
     measurement: str = "e2e"
     mapped: list[Mapped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def put(self, omb: str, value: Any, path: str, new: Any, note: str = "") -> None:
-        """Set matrix `path` (`workload.x`, `broker.y`, `client.producer.linger.ms`, `capacity.z`) and record why."""
+        """Set matrix `path` (`workload.x`, `broker.y`, `client.producer.linger.ms`, `capacity.z`,
+        `background.name.field`) and record why."""
         section, _, rest = path.partition(".")
         target = getattr(self, section)
         for part in _split(rest)[:-1]:

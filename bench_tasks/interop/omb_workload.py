@@ -5,8 +5,11 @@ OMB describes one test as a workload file (`messageSize`, `producerRate`, `topic
 `systems/<name>/omb.py`). `import_omb` maps each field onto the
 matrix, records the mapping of every field it read (the matrix's `origin:`, which travels with each cell
 into its result.json), warns about every field it cannot carry and refuses what sixnines cannot measure
-faithfully (several topics or subscriptions) with the reason and the numbers. OMB's max-rate mode (producerRate
-0) becomes the matrix's `capacity:` search, held to what OMB calls sustainable.
+faithfully, with the reason and the numbers. OMB's max-rate mode (producerRate 0) becomes the matrix's
+`capacity:` search, held to what OMB calls sustainable. Several topics: the cell measures one at OMB's rate per
+topic and the others load the broker beside it as an unmeasured background (`omb_topics`), which follows a
+search's rate. Several subscriptions: the measured topic has one (the others are a warning); on Kafka the
+background's consumer groups read the other topics once per subscription.
 
 Pure: it takes already-parsed mappings and returns the matrix; reading files is the CLI's job.
 docs/interop.md has the mapping table.
@@ -30,6 +33,7 @@ from ..spec.matrix import parse_matrix
 from ..spec.matrix_model import Matrix
 from .omb_draft import Draft, Mapped, type_problem
 from .omb_driver import OmbDriver
+from .omb_topics import map_other_topics
 
 # The fields of OMB's Workload class, with the defaults its Java fields start with.
 WORKLOAD_DEFAULTS: dict[str, Any] = {
@@ -85,6 +89,9 @@ MAX_RATE_SEARCH: tuple[tuple[str, Any, str], ...] = (
     ),
 )
 
+# The search's rates that are OMB's totals over all topics: a cell of several topics searches one topic's share.
+PER_TOPIC_RATES = ("workload.rate_per_s", "capacity.max_rate_per_s")
+
 
 @dataclass(frozen=True)
 class ImportOptions:
@@ -130,6 +137,7 @@ def import_omb(
         raise InteropError(workload_source, draft.problems)
     if driver is None:
         omb.without_driver(draft)
+    map_other_topics(fields, draft, omb)  # after the driver: the other topics take the measured one's config
     raw = _matrix_mapping(fields, draft, options)
     try:
         matrix = parse_matrix(raw, workload_source)
@@ -202,14 +210,12 @@ def _map_topics(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
     if topics < 1:
         draft.refuse("topics", topics, "a workload needs at least 1 topic")
     elif topics > 1:
-        per_topic = w["producerRate"] / topics if w["producerRate"] else 0
-        draft.refuse(
+        draft.note(
             "topics",
             topics,
-            "sixnines measures one topic per cell (its schedule, consumers and message accounting are per "
-            "topic); several measured topics in one cell are not supported. Import it with topics: 1 "
-            f"(OMB's rate per topic here is {per_topic:g} msg/s) or add the other topics as unmeasured "
-            "`background:` workloads",
+            "the cell measures one of the topics (a cell's schedule, consumers and accounting are per route), at "
+            f"OMB's rate per topic; the other {topics - 1} load the broker beside it as the unmeasured background "
+            "`other_topics`",
         )
     else:
         draft.note("topics", topics, "one route (topic, subject or stream) per cell")
@@ -247,14 +253,7 @@ def _map_clients(w: dict[str, Any], draft: Draft, omb: OmbDriver) -> None:
         draft.refuse("producersPerTopic", producers, "at least 1 producer")
     else:
         draft.put("producersPerTopic", producers, "workload.producers", producers)
-    if subscriptions > 1:
-        draft.refuse(
-            "subscriptionsPerTopic",
-            subscriptions,
-            "sixnines measures one subscription (one consumer group) per cell; fan-out to "
-            "several subscriptions is not supported",
-        )
-    elif subscriptions == 0:
+    if subscriptions == 0:
         draft.measurement = "publish"
         draft.put("subscriptionsPerTopic", 0, "workload.consumers", 0, "no subscription: publish latency only")
         if consumers:
@@ -276,7 +275,17 @@ def _map_rate(w: dict[str, Any], draft: Draft) -> None:
     if rate == 0:
         _map_max_rate(w, draft)
         return
-    draft.put("producerRate", rate, "workload.rate_per_s", rate, "the total over all producers, as in OMB")
+    topics = max(w["topics"], 1)
+    if topics == 1:
+        draft.put("producerRate", rate, "workload.rate_per_s", rate, "the total over all producers, as in OMB")
+    else:
+        draft.put(
+            "producerRate",
+            rate,
+            "workload.rate_per_s",
+            rate / topics,
+            f"OMB's rate per topic (producerRate / topics {topics}): the measured topic's, over its producers",
+        )
     if rate >= HIGH_RATE_PER_S:
         draft.warnings.append(
             f"producerRate: {rate} — an open-loop schedule this fast will outrun the generator on most hosts; "
@@ -299,8 +308,18 @@ def _map_max_rate(w: dict[str, Any], draft: Draft) -> None:
             'sustainable rate when building backlog"); set producerRate or consumerBacklogSizeGB: 0',
         )
         return
+    topics = max(w["topics"], 1)
     for path, value, note in MAX_RATE_SEARCH:
+        if topics > 1 and path in PER_TOPIC_RATES:
+            value, note = value / topics, f"{note}; per topic (/ topics {topics}): the search is the measured topic's"
         draft.put("producerRate", 0, path, value, note)
+    if topics > 1:
+        draft.note(
+            "producerRate",
+            0,
+            f"the capacity found is one topic's rate: OMB's total is {topics} times it, the other topics following "
+            "every step as background",
+        )
 
 
 def _note_search_length(draft: Draft) -> None:
@@ -404,7 +423,13 @@ def _matrix_mapping(w: dict[str, Any], draft: Draft, options: ImportOptions) -> 
         "mapping": [m.to_dict() for m in draft.mapped],
         "warnings": list(draft.warnings),
     }
-    system = {"system": draft.system, "versions": [options.version], "broker": draft.broker, "client": draft.client}
+    system = {
+        "system": draft.system,
+        "versions": [options.version],
+        "broker": draft.broker,
+        "client": draft.client,
+        "background": draft.background,
+    }
     return {
         "name": name,
         "description": f"{described} imported from {draft.workload_source}"

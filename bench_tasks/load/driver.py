@@ -104,9 +104,14 @@ class Driver(Protocol):
     async def request(self, conn: Any, payload: bytes, timeout_s: float) -> None:
         """rtt: send and return when the reply arrives (raise on timeout)."""
 
-    async def open_consumer(self, name: str, on_messages: MessagesCallback, lagging: bool = False) -> None:
+    async def open_consumer(
+        self, name: str, on_messages: MessagesCallback, lagging: bool = False, subscription: int = 0
+    ) -> None:
         """Subscribe and return only once the consumer will see every message sent from now on.
-        `lagging`: an unmeasured consumer in a group of its own that reads from the oldest message."""
+        `lagging`: an unmeasured consumer in a group of its own that reads from the oldest message.
+        `subscription` > 0: a background reader in the route's consumer group of that number, each group reading
+        every message; only drivers of systems that take `background.subscriptions` accept it (the others'
+        validation refuses the field, and their drivers are never asked)."""
 
     async def open_responder(self, name: str, on_request: Callable[[], None]) -> None:
         """rtt: echo every request back to its sender."""

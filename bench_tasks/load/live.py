@@ -43,7 +43,7 @@ class LiveMonitor:
         self.lagging_consumed: dict[int, int] = {}
         self.relayed: dict[int, int] = {}
         self.background_done: dict[int, dict[str, Any]] = {}  # final event of each background process
-        self.background_consumed: dict[tuple[str, int], int] = {}
+        self.background_consumed: dict[tuple[str, int, int], int] = {}  # (background, subscription, reader) → read
         self.harness: dict[str, dict[str, Any]] = {}  # per worker name: its role and measure-phase self-view
         self.latency = new_histogram()
         self.lag = new_histogram()
@@ -85,7 +85,7 @@ class LiveMonitor:
         elif event["role"] == "laggard":
             self.lagging_consumed[i] = event["consumed"]
         elif event["role"] == "bg_consumer":
-            self.background_consumed[(event["background"], i)] = event["consumed"]
+            self.background_consumed[(event["background"], event["subscription"], i)] = event["consumed"]
         elif event["role"] == "relay":
             self.relayed[i] = event["relayed"]
         elif event["role"] == "consumer":

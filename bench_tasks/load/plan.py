@@ -37,6 +37,7 @@ class WorkerPlan:
     names: str = ""  # the token routes are named from ("": the cell id)
     background: str = ""  # background/bg_consumer: the background workload's name
     part: int = 0  # background: which of the workload's processes this is
+    subscription: int = 0  # bg_consumer: which of the background's subscriptions (consumer groups) it reads
     netns: str = ""  # the network namespace of the worker's host ('' = where the parent runs)
     clock_shift_ns: int = 0  # a cell split over real hosts: stamps on the host clock (monotonic + this shift)
     cpu_share: float | None = None  # CPUs of time this worker may use (workload.cpus.*_share); None: unlimited

@@ -55,7 +55,8 @@ async def count_consumer(plan: WorkerPlan, channels: Channels, now_ns: Clock) ->
         consumed[0] += len(batch.payloads())
 
     name = f"sixnines-{'l' if plan.role == 'laggard' else 'bgc'}{plan.index}"
-    await driver.open_consumer(name, count, lagging=plan.role == "laggard")
+    group = {"subscription": plan.subscription} if plan.subscription else {}  # asked only of drivers that take it
+    await driver.open_consumer(name, count, lagging=plan.role == "laggard", **group)
     ready(plan, channels)
 
     def progress() -> None:
@@ -65,6 +66,7 @@ async def count_consumer(plan: WorkerPlan, channels: Channels, now_ns: Clock) ->
                 "role": plan.role,
                 "index": plan.index,
                 "background": plan.background,
+                "subscription": plan.subscription,
                 "consumed": consumed[0],
             }
         )

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from .base import MessageSizeBytes, SettingsModel
 
-# Fields of a background route that only systems with partitioned, keyed routes (and producer configs) honour.
-PARTITIONED_FIELDS = ("keys", "partitions", "replication_factor", "topic", "producer")
+# Fields of a background route that only systems with partitioned, keyed routes (and producer configs, and
+# consumer groups that each read every message) honour.
+PARTITIONED_FIELDS = ("keys", "partitions", "replication_factor", "topic", "producer", "subscriptions")
 
 
 class Background(SettingsModel):
@@ -30,6 +31,12 @@ class Background(SettingsModel):
     processes: int = Field(1, ge=1, description="OS processes the logical producers are spread over")
     consumers: int = Field(
         0, ge=0, description="unmeasured consumers reading it (one group where the system has groups)"
+    )
+    subscriptions: int = Field(
+        1,
+        ge=1,
+        description="consumer groups reading it, each of `consumers` consumers and each reading every message "
+        "(OMB's subscriptions per topic)",
     )
     arrival: Literal["uniform", "poisson"] = "uniform"
     keys: Literal["none", "round_robin", "random", "per_producer"] = Field(
@@ -43,11 +50,29 @@ class Background(SettingsModel):
     producer: dict[str, Any] = Field(
         default_factory=dict, description="the client library's producer config for background producers, verbatim"
     )
+    follows_rate: bool = Field(
+        False,
+        description="a capacity search scales this workload's rate with the rate it offers the measured one "
+        "(the same ratio at every step), so load beside the measured route grows with it",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_default_follow(self, handler: Any) -> dict[str, Any]:
+        """A background that does not follow the searched rate, read by one group, dumps as before those fields
+        existed: its cell ids stay the same."""
+        data = handler(self)
+        if not data.get("follows_rate"):
+            data.pop("follows_rate", None)
+        if data.get("subscriptions") == 1:
+            del data["subscriptions"]
+        return data
 
     @model_validator(mode="after")
     def _processes_fit(self) -> Background:
         if self.producers and self.processes > self.producers:
             raise ValueError(f"processes {self.processes} exceeds producers {self.producers}")
+        if self.subscriptions > 1 and not self.consumers:
+            raise ValueError(f"subscriptions {self.subscriptions} needs consumers >= 1 (the consumers of each)")
         return self
 
     @property

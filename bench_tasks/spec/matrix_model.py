@@ -166,6 +166,7 @@ class Cell(StrictModel):
             + "".join(
                 f" +bg {name}:{bg.producers}x{bg.message_size_bytes}B@{bg.rate_per_producer_per_s:g}/s"
                 + ("" if bg.keys == "none" else f" keys={bg.keys}")
+                + ("" if bg.subscriptions == 1 else f" subs={bg.subscriptions}")
                 for name, bg in s.background.items()
                 if bg.producers
             )

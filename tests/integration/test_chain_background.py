@@ -123,3 +123,41 @@ def test_kafka_chain_with_keyed_background(keys: str, tmp_path: Path, console: C
     # Samples are attributed to the leader of the second hop's partition (one broker: node 1).
     assert set(pc.unique(final["leader"]).to_pylist()) == {1}
     assert np.isin(final["partition"].to_numpy(), [0, 1]).all()
+
+
+def test_kafka_background_subscriptions_each_read_every_message(tmp_path: Path, console: Console) -> None:
+    """OMB's subscriptions per topic on the background: two consumer groups of two consumers each, and each group
+    reads the background's messages, so the broker delivers each twice; the measured stream is untouched."""
+    background = {
+        "others": {
+            "message_size_bytes": 1024,
+            "rate_per_producer_per_s": 50,
+            "producers": 8,
+            "processes": 2,
+            "consumers": 2,
+            "subscriptions": 2,
+            "partitions": 4,
+        }
+    }
+    cell = make_cell(
+        "e2e",
+        system="kafka",
+        version=newest_kafka(),
+        broker={"brokers": 1, "partitions": 1},
+        background=background,
+        rate_per_s=200,
+        warmup_s=0.5,
+        measure_s=1.5,
+        cooldown_s=0.5,
+    )
+    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.scheduled == acc.sent == acc.received == 200 * 1.5 and acc.lost == 0  # the measure phase
+    others = json.loads((report.path / "result.json").read_text())["background"]["others"]
+    assert others["scheduled"] == others["sent"] == others["acked"] == 8 * 50 * 2.5
+    first, second = others["consumed_per_subscription"]
+    assert first + second == others["consumed"]
+    # Each group reads the messages sent after it joined, until the consumers stop at the schedule's end.
+    assert others["sent"] * 0.5 < first <= others["sent"] and others["sent"] * 0.5 < second <= others["sent"]

@@ -275,6 +275,23 @@ def test_a_step_is_the_cell_at_its_rate_measured_for_step_s() -> None:
     assert at_rate(cell, 400).spec.workload.measure_s == 3 and len({cell.id, step.id, at_rate(cell, 400).id}) == 3
 
 
+def test_a_background_that_follows_the_rate_is_scaled_with_each_step_and_the_others_are_not() -> None:
+    """OMB's max-rate search over several topics: the other topics' load (a background) grows with the measured
+    topic's rate; a background that does not follow stays the fixed condition it was, and dumps as before."""
+    from bench_tasks.capacity.run import at_rate
+    from bench_tasks.spec.matrix import parse_matrix
+
+    background = {"message_size_bytes": 64, "rate_per_producer_per_s": 2.5, "producers": 4}
+    raw = one_cell_matrix()
+    raw["systems"][0]["background"] = {"others": {**background, "follows_rate": True}, "fixed": background}
+    (cell,) = parse_matrix(raw, "m.yaml").cells
+    step = at_rate(cell, 400)
+    assert step.spec.background["others"].rate_per_producer_per_s == 10.0
+    assert step.spec.background["fixed"].rate_per_producer_per_s == 2.5
+    dumped = step.spec.model_dump(mode="json")["background"]
+    assert dumped["others"]["follows_rate"] is True and "follows_rate" not in dumped["fixed"]
+
+
 @pytest.mark.parametrize(
     ("reason", "verdict"),
     [

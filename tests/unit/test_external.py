@@ -15,7 +15,7 @@ from bench_tasks.cell.lifecycle import prepare_cell
 from bench_tasks.errors import BrokerError
 from bench_tasks.secrecy import redacted
 from bench_tasks.spec.matrix import load_matrix, parse_matrix
-from bench_tasks.systems.kafka.access import kafka_access
+from bench_tasks.systems.kafka.access import group_of, kafka_access
 from bench_tasks.systems.kafka.probe import java_client_properties, parse_features
 from bench_tasks.systems.kafka.security import ListenerSecurity
 from bench_tasks.systems.nats.access import nats_access
@@ -245,3 +245,13 @@ def test_java_client_properties_and_feature_lines() -> None:
         "kraft.version",
         "metadata.version",
     }
+
+
+def test_the_consumer_groups_a_cell_leaves_on_external_kafka_are_its_own() -> None:
+    """Deleted after a cell on running brokers: its topics' groups, `-lagging`, a background's `-s1`, `-s2`, …;
+    never another cell's, nor a group merely starting with a topic's name."""
+    topics = ["sixnines-c1-measured", "sixnines-c1-bg_others"]
+    for group in (*topics, "sixnines-c1-measured-lagging", "sixnines-c1-bg_others-s1", "sixnines-c1-bg_others-s12"):
+        assert group_of(group, topics), group
+    for group in ("sixnines-c2-measured", "sixnines-c1-bg_others-sx", "sixnines-c1-bg_others-s", "app-group"):
+        assert not group_of(group, topics), group

@@ -37,6 +37,12 @@ def test_harness_owned_and_missing_are_not_passed() -> None:
     for name, role in (("group.id", "consumer"), ("max.block.ms", "producer"), ("bootstrap.servers", "producer")):
         t = translate(name, "x", role)
         assert t.target is None and t.warning
+    t = translate("request.timeout.ms", 1200000, "producer")  # kafka-throughput.yaml's; librdkafka's range ends lower
+    assert (t.target, t.value, t.warning) == ("request.timeout.ms", 900000, True) and "at most 900000" in t.note
+    assert translate("request.timeout.ms", 30000, "producer").value == 30000
+    for role in ("producer", "consumer"):  # OMB's kafka-throughput.yaml sets it; librdkafka refuses the name
+        t = translate("default.api.timeout.ms", 1200000, role)
+        assert t.target is None and t.warning and "no equivalent" in t.note
 
 
 def test_unknown_names_pass_through_with_a_warning() -> None:

@@ -107,12 +107,90 @@ def test_backlog_becomes_prefill_and_lagging_consumers() -> None:
     assert any("randomBytesRatio" in warning for warning in imported.warnings)  # 50 % zeros compress; ours do not
 
 
-def test_multi_topic_workload_is_refused_with_the_rate_per_topic() -> None:
-    with pytest.raises(InteropError) as caught:
-        import_omb({**ONE_TOPIC, "topics": 100, "producerRate": 500000}, "100-topic.yaml", options=KAFKA)
-    message = str(caught.value)
-    assert "100-topic.yaml: topics: 100" in message and "5000 msg/s" in message
-    assert caught.value.exit_code == 2
+def test_several_topics_measure_one_at_its_rate_and_load_the_others_as_background() -> None:
+    """OMB's 100 topics at 500,000 msg/s: the cell measures one topic at 5,000 msg/s with its 4 producers and 4
+    consumers; the other 99 topics' 396 producers (1,250 msg/s each) and their 198 partitions are the background,
+    laid out and configured as the measured topic, and the two add up to OMB's load."""
+    workload = {
+        **ONE_TOPIC,
+        "topics": 100,
+        "partitionsPerTopic": 2,
+        "keyDistributor": "KEY_ROUND_ROBIN",
+        "producersPerTopic": 4,
+        "consumerPerSubscription": 4,
+        "producerRate": 500000,
+    }
+    imported = import_omb(workload, "100-topic.yaml", KAFKA_LATENCY, "k.yaml", options=KAFKA)
+    (cell,) = imported.matrix.cells
+    w, bg = cell.spec.workload, cell.spec.background["other_topics"]
+    assert (w.rate_per_s, w.producers, w.consumers, cell.spec.broker.partitions) == (5000, 4, 4, 2)
+    assert (bg.producers, bg.processes, bg.rate_per_producer_per_s, bg.consumers) == (396, 4, 1250, 4)
+    assert w.rate_per_s + bg.rate_per_s == 500000 and not bg.follows_rate
+    assert (bg.partitions, bg.keys, bg.replication_factor, bg.message_size_bytes) == (198, "round_robin", 3, 1024)
+    assert bg.topic == {"min.insync.replicas": 2} and bg.producer == cell.spec.client.producer
+    fields = {m.sixnines for m in imported.mapped if m.sixnines and m.sixnines.startswith("background.")}
+    assert {f"background.other_topics.{f}" for f in type(bg).model_fields} - fields == {
+        "background.other_topics.arrival",  # uniform, as OMB's rate limiter and the measured producers
+        "background.other_topics.follows_rate",  # a fixed rate
+        "background.other_topics.subscriptions",  # one
+    }
+    assert not [warning for warning in imported.warnings if "topics" in warning]
+
+
+def test_a_million_topics_validate_with_the_background_topic_at_the_partitions_kraft_creates() -> None:
+    """OMB's 1m-topic workload: four million logical producers validate as they are; the background topic stops at
+    the 10,000 partitions KRaft creates in one request, with a warning giving both numbers."""
+    workload = {**ONE_TOPIC, "topics": 1_000_000, "producersPerTopic": 4, "consumerPerSubscription": 4}
+    imported = import_omb({**workload, "producerRate": 500000}, "1m-topic.yaml", KAFKA_LATENCY, "k.yaml", KAFKA)
+    (cell,) = imported.matrix.cells
+    bg = cell.spec.background["other_topics"]
+    assert (bg.producers, bg.processes, bg.partitions, cell.spec.workload.rate_per_s) == (3_999_996, 4, 10_000, 0.5)
+    (warning,) = [w for w in imported.warnings if "1m-topic.yaml: topics: 1000000" in w]
+    assert "999,999 partitions" in warning and "10,001 partitions, not OMB's 1,000,000" in warning
+
+
+def test_several_topics_in_max_rate_mode_search_one_topics_rate_with_the_others_following() -> None:
+    """producerRate 0 over 10 topics: the search starts at OMB's 10,000 msg/s over all topics, 1,000 for the
+    measured one, and every step scales the other topics' rate with it."""
+    from bench_tasks.capacity.run import at_rate
+
+    workload = {**ONE_TOPIC, "topics": 10, "producersPerTopic": 2, "producerRate": 0}
+    imported = import_omb(workload, "max-rate-10.yaml", KAFKA_LATENCY, "k.yaml", options=KAFKA)
+    (cell,) = imported.matrix.cells
+    assert imported.matrix.capacity is not None and imported.matrix.capacity.max_rate_per_s == 1_000_000
+    bg = cell.spec.background["other_topics"]
+    assert (cell.spec.workload.rate_per_s, bg.producers, bg.rate_per_producer_per_s) == (1000, 18, 500)
+    assert bg.follows_rate
+    step = at_rate(cell, 4000).spec
+    assert step.workload.rate_per_s + step.background["other_topics"].rate_per_s == 40_000  # OMB's total at 4000
+    assert any("10 times it" in m.note for m in imported.mapped if m.omb == "producerRate")
+
+
+def test_several_topics_on_a_system_without_partitions_share_one_background_route() -> None:
+    workload = {**ONE_TOPIC, "topics": 50, "partitionsPerTopic": 3, "producerRate": 100000}
+    imported = import_omb(workload, "50-topic.yaml", NATS_DRIVER, "nats.yaml")
+    (cell,) = imported.matrix.cells
+    bg = cell.spec.background["other_topics"]
+    assert (cell.spec.workload.rate_per_s, bg.producers, bg.rate_per_s, bg.partitions) == (2000, 49, 98000, 1)
+    assert any("share one background stream" in m.note for m in imported.mapped if m.omb == "topics")
+
+
+def test_several_subscriptions_read_the_other_topics_on_kafka_and_warn_of_the_measured_topics() -> None:
+    """OMB's 3 subscriptions per topic: on Kafka the background's consumer groups read the other 99 topics 3
+    times; the measured topic has one subscription, and the warning says its other 2 are not read. NATS carries
+    none of them, and says so."""
+    workload = {**ONE_TOPIC, "topics": 100, "subscriptionsPerTopic": 3, "producerRate": 150000}
+    imported = import_omb(workload, "100-topics.yaml", KAFKA_LATENCY, "k.yaml", options=KAFKA)
+    (warning,) = [w for w in imported.warnings if "subscriptionsPerTopic" in w]
+    assert warning.startswith("100-topics.yaml: subscriptionsPerTopic: 3") and "measured topic's other 2" in warning
+    spec = imported.matrix.cells[0].spec
+    bg = spec.background["other_topics"]
+    assert (spec.workload.consumers, bg.subscriptions, bg.consumers) == (1, 3, 1)  # 4 processes at most: 1 a group
+    on_nats = import_omb(workload, "100-topics.yaml", NATS_DRIVER, "nats.yaml")
+    (warning,) = [w for w in on_nats.warnings if "subscriptionsPerTopic" in w]
+    assert "the other 2 subscriptions' deliveries" in warning
+    bg = on_nats.matrix.cells[0].spec.background["other_topics"]
+    assert (bg.subscriptions, bg.consumers) == (1, 4)
 
 
 def test_max_rate_mode_is_a_capacity_search_held_to_what_omb_calls_sustainable() -> None:
@@ -144,13 +222,13 @@ def test_max_rate_mode_with_a_backlog_is_refused_as_omb_refuses_it() -> None:
 
 
 def test_every_problem_is_listed_with_its_file_and_field() -> None:
-    bad = {**ONE_TOPIC, "messageSize": 10, "subscriptionsPerTopic": 2, "keyDistributor": "ZIPF", "retries": 3}
+    bad = {**ONE_TOPIC, "messageSize": 10, "partitionsPerTopic": 0, "keyDistributor": "ZIPF", "retries": 3}
     with pytest.raises(InteropError) as caught:
         import_omb(bad, "w.yaml", options=KAFKA)
     problems = caught.value.problems
     assert any(p.startswith("w.yaml: retries: 3 — not a field of OMB's Workload") for p in problems)
     assert any(p.startswith("w.yaml: messageSize: 10 — smaller than the 32-byte header") for p in problems)
-    assert any(p.startswith("w.yaml: subscriptionsPerTopic: 2") for p in problems)
+    assert any(p.startswith("w.yaml: partitionsPerTopic: 0 — at least 1") for p in problems)
     assert any(p.startswith("w.yaml: keyDistributor: 'ZIPF'") for p in problems)
 
 

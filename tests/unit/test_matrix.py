@@ -553,6 +553,18 @@ def test_background_workload_and_its_axes() -> None:
     assert "+bg traffic:600x65536B@1/s" in cells[0].label
 
 
+def test_background_subscriptions_are_in_the_label_and_one_dumps_as_before() -> None:
+    """Several subscriptions change the cell (its id, its label); one, the default, leaves the spec's dump and so
+    every existing background cell's id as it was."""
+    raw = kafka_raw()
+    raw["systems"][0]["background"] = {"traffic": {**TRAFFIC, "consumers": 1}}
+    raw["systems"][0]["axes"] = {"background.traffic.subscriptions": [1, 3]}
+    one, three = parse(raw).cells
+    assert "subs=" not in one.label and "subs=3" in three.label
+    assert "subscriptions" not in one.spec.model_dump(mode="json")["background"]["traffic"]
+    assert three.spec.background["traffic"].subscriptions == 3
+
+
 def test_background_switched_off_by_zero_producers_is_its_own_cell() -> None:
     raw = kafka_raw()
     raw["systems"][0]["background"] = {"traffic": dict(TRAFFIC)}
@@ -571,6 +583,27 @@ def test_background_switched_off_by_zero_producers_is_its_own_cell() -> None:
         ("kafka", {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "processes": 2}}, "processes 2"),
         ("kafka", {"t": {"message_size_bytes": 8, "rate_per_producer_per_s": 1}}, "32-byte payload header"),
         ("kafka", {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "colour": 1}}, "t.colour"),
+        ("kafka", {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "subscriptions": 0}}, "subscriptions"),
+        (
+            "kafka",
+            {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "subscriptions": 2}},
+            "subscriptions 2 needs consumers >= 1",
+        ),
+        (
+            "nats",
+            {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "consumers": 1, "subscriptions": 2}},
+            "background.t: subscriptions apply to Kafka only",
+        ),
+        (
+            "rabbitmq",
+            {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "consumers": 1, "subscriptions": 2}},
+            "background.t: subscriptions apply to Kafka only",
+        ),
+        (
+            "redis",
+            {"t": {"message_size_bytes": 64, "rate_per_producer_per_s": 1, "consumers": 1, "subscriptions": 2}},
+            "background.t: subscriptions apply to Kafka only",
+        ),
     ],
 )
 def test_background_errors_name_the_field(system: str, background: dict, fragment: str) -> None:

@@ -110,19 +110,26 @@ def delete_routes(address: str, client: Mapping[str, Any], spec: KafkaCell, name
 
 
 def _delete_groups(address: str, client: Mapping[str, Any], topics: list[str]) -> None:
-    """The cell's consumer groups (named after its topics) would otherwise linger on the cluster until
-    offsets.retention.minutes; they are empty once the cell's consumers closed."""
+    """The cell's consumer groups (named after its topics: the topic, `-lagging`, a background's further
+    subscriptions `-s1`, `-s2`, …) would otherwise linger on the cluster until offsets.retention.minutes; they are
+    empty once the cell's consumers closed."""
     from .admin import admin_client
 
     admin = admin_client(address, client)
-    wanted = {g for t in topics for g in (t, f"{t}-lagging")}
     try:
         listed = admin.list_consumer_groups(request_timeout=15).result(timeout=20)
     except Exception as exc:
         raise BrokerError(f"cannot list consumer groups on {address}: {exc}") from exc
-    groups = sorted(g.group_id for g in listed.valid if g.group_id in wanted)
+    groups = sorted(g.group_id for g in listed.valid if group_of(g.group_id, topics))
     for group, future in (admin.delete_consumer_groups(groups, request_timeout=15) if groups else {}).items():
         try:
             future.result(timeout=20)
         except Exception as exc:
             raise BrokerError(f"could not delete consumer group {group!r}: {exc}") from exc
+
+
+def group_of(group: str, topics: list[str]) -> bool:
+    """Whether `group` is one the cell's consumers form on these topics: the topic's own, `-lagging`, or a
+    background's further subscription (`-s1`, `-s2`, …)."""
+    topic, _, number = group.rpartition("-s")
+    return group in topics or group.removesuffix("-lagging") in topics or (topic in topics and number.isdigit())

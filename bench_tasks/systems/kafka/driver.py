@@ -167,14 +167,17 @@ class KafkaDriver:
             producer.poll(_POLL_S)
 
     # -- consumers -----------------------------------------------------------------------------
-    async def open_consumer(self, name: str, on_messages: MessagesCallback, lagging: bool = False) -> None:
+    async def open_consumer(
+        self, name: str, on_messages: MessagesCallback, lagging: bool = False, subscription: int = 0
+    ) -> None:
         client = self.cell.client
         start_from = "beginning" if lagging else client.start_from
+        group = self.topic + ("-lagging" if lagging else "") + (f"-s{subscription}" if subscription else "")
         config = {
             "bootstrap.servers": self.bootstrap,
             **self.client,
             "client.id": name,
-            "group.id": self.topic + ("-lagging" if lagging else ""),
+            "group.id": group,
             "enable.auto.commit": False,
             "auto.offset.reset": "latest" if start_from == "end" else "earliest",
             **_CONSUMER_DEFAULTS,

@@ -7,10 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...interop.omb_draft import Draft, shown
+from ...interop.omb_topics import path
 from ...secrecy import is_secret
 from .omb_props import Role, parse_properties, translate
 
 DRIVER_CLASSES = ("io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver",)
+# KRaft refuses to create more partitions than this in one request ("Excessively large number of partitions per
+# request", KAFKA-17870), and the harness creates a topic per request: the background topic's partitions stop here.
+MAX_TOPIC_PARTITIONS = 10_000
 DRIVER_FIELDS = (
     "name",
     "driverClass",
@@ -69,6 +73,45 @@ class KafkaOmb:
 
     def without_driver(self, draft: Draft) -> None:
         draft.note("(no driver file)", None, "Kafka defaults: 1 broker, replication factor 1, librdkafka defaults")
+
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
+        """The other topics' partitions in one background topic, laid out and configured as the measured one
+        (OMB creates every topic alike), its producers keyed and configured as the measured producers, read by a
+        consumer group per OMB subscription."""
+        wanted = others * partitions
+        kept = min(wanted, MAX_TOPIC_PARTITIONS)
+        why = (
+            f"the other {others} topics' partitions, partitionsPerTopic {partitions} each, in one background topic: a "
+            "broker serves partitions (logs, leaders, replica fetches); what is per topic only (metadata, the "
+            "controller's topic count) is not reproduced"
+        )
+        if kept < wanted:
+            draft.warn(
+                "topics",
+                others + 1,
+                f"the other topics hold {wanted:,} partitions; the background topic has {kept:,}, the most KRaft "
+                "creates in one request (it refuses more: KAFKA-17870), so the brokers serve "
+                f"{kept + draft.broker.get('partitions', 1):,} partitions, not OMB's {wanted + partitions:,}",
+            )
+        draft.put("partitionsPerTopic", partitions, path("partitions"), kept, why)
+        draft.put("keyDistributor", None, path("keys"), draft.client.get("keys"), "as the measured producers")
+        rf = draft.broker.get("replication_factor", 1)
+        draft.put("driver.replicationFactor", rf, path("replication_factor"), rf, "as the measured topic")
+        topic = dict(draft.broker.get("topic", {}))
+        if draft.broker.get("min_insync_replicas", 1) > 1:
+            topic["min.insync.replicas"] = draft.broker["min_insync_replicas"]
+        if topic:
+            draft.put("driver.topicConfig", "…", path("topic"), topic, "the measured topic's config")
+        if subscriptions > 1:
+            draft.put(
+                "subscriptionsPerTopic",
+                subscriptions,
+                path("subscriptions"),
+                subscriptions,
+                "a consumer group per subscription, each reading every message of the other topics",
+            )
+        if producer := draft.client.get("producer"):
+            draft.put("driver.producerConfig", "…", path("producer"), dict(producer), "the measured producers' config")
 
 
 def _map_client_property(omb: str, name: str, value: Any, role: Role | None, draft: Draft) -> None:

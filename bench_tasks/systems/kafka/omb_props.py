@@ -23,6 +23,7 @@ class Rule:
     target: str | None
     note: str
     convert: Callable[[Any], Any] = lambda value: value
+    most: int | None = None  # the largest value librdkafka accepts (it refuses the client otherwise)
 
 
 SAME = "same name and meaning in librdkafka"
@@ -51,6 +52,9 @@ def _assignors(value: Any) -> str:
 _COMMON: dict[str, Rule] = {
     "bootstrap.servers": Rule(None, "the harness provisions the brokers (external brokers: `brokers: external`)"),
     "client.id": Rule(None, HARNESS + " (each producer and consumer is named)"),
+    "default.api.timeout.ms": Rule(
+        None, "no equivalent: the Java clients' bound on a blocking API call; librdkafka's calls each take their own"
+    ),
     "retry.backoff.ms": Rule("retry.backoff.ms", SAME),
     "reconnect.backoff.ms": Rule("reconnect.backoff.ms", SAME),
     "reconnect.backoff.max.ms": Rule("reconnect.backoff.max.ms", SAME),
@@ -74,10 +78,10 @@ _PRODUCER: dict[str, Rule] = {
             "retries",
             "max.in.flight.requests.per.connection",
             "delivery.timeout.ms",
-            "request.timeout.ms",
             "transaction.timeout.ms",
         )
     },
+    "request.timeout.ms": Rule("request.timeout.ms", SAME, most=900_000),
     "batch.size": Rule("batch.size", "same name: the per-partition batch limit in bytes (librdkafka ≥ 1.5)"),
     "max.request.size": Rule("message.max.bytes", "librdkafka's name for the largest request"),
     "buffer.memory": Rule("queue.buffering.max.kbytes", "bytes → KiB: librdkafka sizes its send queue in KiB", _kib),
@@ -141,6 +145,9 @@ def translate(name: str, value: Any, role: Role) -> Translated:
         return Translated(name, value, name, value, note, True)
     if rule.target is None:
         return Translated(name, value, None, None, rule.note, True)
+    if rule.most is not None and isinstance(value, int) and value > rule.most:
+        note = f"librdkafka accepts at most {rule.most} (it refuses the client above): {rule.most}, not {value}"
+        return Translated(name, value, rule.target, rule.most, note, True)
     return Translated(name, value, rule.target, rule.convert(value), rule.note, False)
 
 

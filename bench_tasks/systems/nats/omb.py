@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...interop.omb_draft import Draft
+from ...interop.omb_topics import note_one_route
 
 DRIVER_CLASSES = ("io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver",)
 DRIVER_FIELDS = ("name", "driverClass", "natsHostUrl", "replicationFactor", "storageType", "maxBytes")
@@ -62,3 +63,6 @@ class NatsOmb:
 
     def without_driver(self, draft: Draft) -> None:
         draft.put("(no driver file)", None, "broker.mode", "jetstream", _JETSTREAM)
+
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
+        note_one_route(others, partitions, "stream", draft)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...interop.omb_draft import Draft
+from ...interop.omb_topics import note_one_route
 
 DRIVER_CLASSES = ("io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver",)
 PACING = ("producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize")
@@ -73,6 +74,9 @@ class RabbitmqOmb:
         _as_omb_does(draft)
         draft.put("(no driver file)", None, "broker.nodes", 1, "one node")
         _map_queue({}, draft)
+
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
+        note_one_route(others, partitions, "queue", draft)
 
 
 def _as_omb_does(draft: Draft) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...interop.omb_draft import Draft
+from ...interop.omb_topics import note_one_route
 from ...secrecy import REDACTED
 
 DRIVER_CLASSES = ("io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver",)
@@ -71,6 +72,9 @@ class RedisOmb:
 
     def without_driver(self, draft: Draft) -> None:
         _as_omb_does(draft)
+
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
+        note_one_route(others, partitions, "stream", draft)
 
 
 def _as_omb_does(draft: Draft) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...interop.omb_draft import Draft
+from ...interop.omb_topics import note_one_route
 
 DRIVER_CLASSES = ("io.openmessaging.benchmark.driver.natsStreaming.NatsStreamingBenchmarkDriver",)
 DRIVER_FIELDS = ("name", "driverClass", "natsHostUrl", "clusterId", "maxPubAcksInFlight", "maxInFlight")
@@ -67,6 +68,9 @@ class StanOmb:
 
     def without_driver(self, draft: Draft) -> None:
         _as_omb_does(draft)
+
+    def map_other_topics(self, others: int, partitions: int, subscriptions: int, draft: Draft) -> None:
+        note_one_route(others, partitions, "channel", draft)
 
 
 def _as_omb_does(draft: Draft) -> None:
