@@ -17,6 +17,9 @@ from bench_tasks.cell.hostlease import lease_path
 from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
 from tests.host_turns import host_turn
+from tests.lease_usage import LeaseUsage
+
+_LEASE_USAGE = pytest.StashKey[LeaseUsage]()
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -134,6 +137,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         if item.nodeid.startswith("tests/integration/") or item.get_closest_marker("integration"):
             item.add_marker(pytest.mark.serial)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In the session's controller, watch how long the host lease is held (tests/lease_usage.py)."""
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[_LEASE_USAGE] = LeaseUsage(lease_path()).start()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    usage = config.stash.get(_LEASE_USAGE, None)
+    if usage is not None and (usage.cells or usage.analyses_s):
+        terminalreporter.write_line(usage.line())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
