@@ -26,6 +26,18 @@ def anchor(cell: CellData) -> str:
     return f"cell-{cell.key.instance}"
 
 
+def has_samples(cell: CellData) -> bool:
+    """Whether the cell's per-sample series are at hand (analysed, raw samples not pruned): what charts need."""
+    return cell.analysis is not None and cell.samples_pruned is None
+
+
+def pruned_note(cell: CellData, what: str = "per-sample charts") -> str:
+    return page.note(
+        f"no {what}: the raw samples of cell {cell.key.cell_id} were pruned ({cell.samples_pruned}); its numbers "
+        "are as landed, exact, and its HdrHistogram log (cell.hlog) remains"
+    )
+
+
 def measure_values(cell: CellData, metric: str, basis: str) -> np.ndarray:
     """The measure-phase latencies (ns) of one metric and basis: the samples the tables summarize."""
     assert cell.analysis is not None
@@ -198,6 +210,8 @@ def phases_s(cell: CellData) -> list[tuple[str, float, float]]:
 def metric_charts(cell: CellData, metric: str) -> str:
     """The three views of one metric: spectrum (measure phase), scatter (all phases), histogram (measure)."""
     assert cell.analysis is not None
+    if cell.samples_pruned:
+        return pruned_note(cell)
     cid, t0 = cell.key.instance, cell.t0_ns or 0
     curves = [
         Curve(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import page
-from .cell_view import BASES, measure_values
+from .cell_view import BASES, measure_values, pruned_note
 from .charts import BASIS_STYLE, Curve, spectrum_chart
 from .data import CellData, RunData
 from .pairing import pairs_across_runs
@@ -16,6 +16,9 @@ RUN_STYLE = {"A": "#2471a3", "B": "#c0392b"}
 def pair_spectra(a: CellData, b: CellData) -> str:
     """Per shared metric: A and B on one spectrum, response time solid and service time dashed."""
     assert a.analysis is not None and b.analysis is not None
+    gone = [c for c in (a, b) if c.samples_pruned]
+    if gone:
+        return "".join(pruned_note(c, "spectra") for c in gone)
     charts = []
     for metric in (m for m in a.analysis.metrics if m in b.analysis.metrics):
         curves = [

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import page, systems_view
 from .capacity_view import capacity_section
-from .cell_view import BASES, anchor, cell_section, measure_values
+from .cell_view import BASES, anchor, cell_section, has_samples, measure_values
 from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_chart, spectrum_chart
 from .data import CellData, RunData
 from .history_view import release_section
@@ -55,7 +55,7 @@ def overlay_section(cells: Sequence[CellData]) -> str:
     charts = []
     metrics = dict.fromkeys(m for c in analysed(cells) for m in c.analysis.metrics)  # type: ignore[union-attr]
     for metric in metrics:
-        having = [c for c in analysed(cells) if metric in c.analysis.metrics]  # type: ignore[union-attr]
+        having = [c for c in analysed(cells) if has_samples(c) and metric in c.analysis.metrics]  # type: ignore[union-attr]
         if len(having) < 2:
             continue
         curves = [

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..core.variation import spread
 from . import page
-from .cell_view import BASES, measure_values
+from .cell_view import BASES, measure_values, pruned_note
 from .charts import BASIS_STYLE, CYCLE, Curve, spectrum_chart
 from .data import CellData
 from .pairing import RATIO_KEYS
@@ -77,9 +77,10 @@ def variation_section(cells: Sequence[CellData]) -> str:
     for cell_id, repeats in groups.items():
         parts.append(f"<h3>{page.esc(repeats[0].key.label)} <code>{page.esc(cell_id)}</code></h3>")
         first = repeats[0].analysis
+        first_pruned = repeats[0].samples_pruned
         assert first is not None
         metrics = [m for m in first.metrics if all(m in r.analysis.metrics for r in repeats)]  # type: ignore[union-attr]
         for metric in metrics:
-            parts.append(repeats_chart(repeats, metric))
+            parts.append(repeats_chart(repeats, metric) if not first_pruned else pruned_note(repeats[0], "spectra"))
             parts += [variation_table(repeats, metric, basis) for basis in BASES]
     return page.section("variation", "Run-to-run variation of repeated cells", "".join(parts))

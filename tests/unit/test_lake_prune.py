@@ -1,0 +1,158 @@
+"""Raw-sample retention on a local lake: which runs `sixnines lake prune` selects, that a dry run removes
+nothing, that a prune removes only raw sample files and records it, and that an interrupted prune is finished."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import bench_tasks.lake.prune as prune_module
+from bench_tasks.lake.prune import plan_prune, prune, prune_run
+from bench_tasks.lake.retention import (
+    STATE_PRUNED,
+    STATE_PRUNING,
+    RawSamplesPruned,
+    marker_path,
+    pruned_marker,
+    refuse_if_pruned,
+)
+
+NOW = dt.datetime(2026, 12, 6, 12, 0, tzinfo=dt.UTC)
+SAMPLES = ("sent-p0.parquet", "sent-p1.parquet", "received-c0.parquet")
+KEPT = ("cell.hlog", "result.json", "broker.log")
+
+
+def land(lake: Path, run_id: str, days_old: float, analysed: bool = True, cells: int = 2) -> Path:
+    """A run's lake folders as landing and the analysis leave them: raw cells, a cells table, published tables."""
+    run_date = "2026-11-01"
+    raw = lake / "raw" / f"run_date={run_date}" / f"run_id={run_id}"
+    finished = []
+    for i in range(cells):
+        folder = raw / f"cell_id=c{i}"
+        folder.mkdir(parents=True)
+        for name in SAMPLES:
+            pq.write_table(pa.table({"seq": list(range(100 + i))}), folder / name)
+        for name in KEPT:
+            (folder / name).write_text(name)
+        finished.append((NOW - dt.timedelta(days=days_old, hours=i)).isoformat())
+    runs = lake / "runs" / f"run_date={run_date}" / f"run_id={run_id}"
+    runs.mkdir(parents=True)
+    pq.write_table(
+        pa.table({"cell_id": [f"c{i}" for i in range(cells)], "finished_at": finished}), runs / "cells.parquet"
+    )
+    if analysed:
+        published = lake / "published" / f"run_date={run_date}" / f"run_id={run_id}"
+        published.mkdir(parents=True)
+        (published / "percentiles.csv").write_text("p\n")
+    return raw
+
+
+def test_selects_only_analysed_runs_older_than_the_limit(tmp_path: Path) -> None:
+    land(tmp_path, "old", days_old=40)
+    land(tmp_path, "young", days_old=5)
+    land(tmp_path, "unanalysed", days_old=40, analysed=False)
+    staged = land(tmp_path, "landing", days_old=40)
+    (tmp_path / ".staging" / "landing" / "c9").mkdir(parents=True)
+    plan = plan_prune(tmp_path, 30, NOW)
+    assert [r.run_id for r in plan.runs] == ["old"]
+    assert plan.kept == 1
+    skipped = {s.run_id: s.reason for s in plan.skipped}
+    assert skipped["unanalysed"].startswith("not analysed yet")
+    assert skipped["landing"] == "a cell is being written (.staging/landing exists)"
+    run = plan.runs[0]
+    assert run.cells == 2
+    assert sorted(f.name for f in run.files) == sorted(SAMPLES * 2)
+    assert run.bytes == sum(f.stat().st_size for f in run.files) > 0
+    assert 39.9 < run.age_days(NOW) < 40.1  # the newest cell's finished_at, not file times
+    assert staged.exists()
+
+
+def test_age_is_the_newest_cells_recorded_finish(tmp_path: Path) -> None:
+    land(tmp_path, "edge", days_old=30, cells=3)  # cells finished 30 d, 30 d 1 h, 30 d 2 h ago
+    assert [r.run_id for r in plan_prune(tmp_path, 30.01, NOW).runs] == []
+    assert [r.run_id for r in plan_prune(tmp_path, 29.99, NOW).runs] == ["edge"]
+
+
+def test_prune_removes_only_raw_samples_and_records_it(tmp_path: Path) -> None:
+    raw = land(tmp_path, "old", days_old=40)
+    plan = plan_prune(tmp_path, 30, NOW)
+    seen: list[int] = []
+    markers = prune(tmp_path, plan, lambda run, done: seen.append(done))
+    assert seen[-1] == 6
+    for folder in raw.iterdir():
+        assert sorted(p.name for p in folder.iterdir()) == sorted(KEPT)
+    marker = pruned_marker(tmp_path, "2026-11-01", "old")
+    assert marker == markers[0]
+    assert (marker["state"], marker["cells"], marker["files"], marker["bytes"]) == (STATE_PRUNED, 2, 6, plan.bytes)
+    assert (tmp_path / "runs" / "run_date=2026-11-01" / "run_id=old" / "cells.parquet").exists()
+    again = plan_prune(tmp_path, 30, NOW)
+    assert again.runs == [] and again.skipped[0].reason == f"already pruned ({marker['pruned_at']})"
+
+
+class Interrupted(Exception):
+    """Stands for a prune stopped mid-way (Ctrl-C, a lost worker)."""
+
+
+def test_an_interrupted_prune_claims_its_samples_gone_and_is_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = land(tmp_path, "old", days_old=40)
+    first = plan_prune(tmp_path, 30, NOW).runs[0]
+
+    def one_then_stop(run: prune_module.RunToPrune, progress: object) -> None:
+        run.files[0].unlink()
+        raise Interrupted
+
+    with monkeypatch.context() as patched:
+        patched.setattr(prune_module, "_remove", one_then_stop)
+        with pytest.raises(Interrupted):
+            prune_run(tmp_path, first, 30)
+    marker = pruned_marker(tmp_path, "2026-11-01", "old")
+    assert marker is not None and marker["state"] == STATE_PRUNING  # written before any file went
+    with pytest.raises(RawSamplesPruned, match=r"run old: its raw samples were pruned \(.+\), so analysing"):
+        refuse_if_pruned(tmp_path, "2026-11-01", "old", "analysing it again")
+    left = [f for f in first.files if f.exists()]
+    assert len(left) == len(first.files) - 1
+    resumed = plan_prune(tmp_path, 9999, NOW).runs  # the marker decided: the age limit no longer matters
+    assert [(r.run_id, r.resumed, len(r.files)) for r in resumed] == [("old", True, len(left))]
+    final = prune_run(tmp_path, resumed[0], 9999)
+    assert (final["state"], final["files"], final["bytes"]) == (STATE_PRUNED, len(first.files), first.bytes)
+    assert final["started_at"] == marker["started_at"] and final["older_than_days"] == 30
+    assert not any(f.exists() for f in first.files)
+    assert all((folder / "cell.hlog").exists() for folder in raw.iterdir())
+
+
+def sixnines(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("SIXNINES_LAKE", "SIXNINES_RAW_RETENTION_DAYS")}
+    return subprocess.run([sys.executable, "-m", "bench_tasks", *args], capture_output=True, text=True, env=env)
+
+
+def test_cli_dry_run_lists_and_removes_nothing_then_prunes(tmp_path: Path) -> None:
+    raw = land(tmp_path, "old", days_old=400)
+    land(tmp_path, "unanalysed", days_old=400, analysed=False)
+    before = sorted(p for p in raw.rglob("*") if p.is_file())
+    dry = sixnines("lake", "prune", "--older-than-days", "30", "--lake", str(tmp_path), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would prune run old (2026-11-01" in dry.stdout and "2 cells, 6 files" in dry.stdout
+    assert "skipped run unanalysed (2026-11-01): not analysed yet" in dry.stdout
+    assert "(dry run: nothing removed)" in dry.stdout
+    assert sorted(p for p in raw.rglob("*") if p.is_file()) == before
+    assert not marker_path(tmp_path, "2026-11-01", "old").exists()
+    done = sixnines("lake", "prune", "--older-than-days", "30", "--lake", str(tmp_path), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["dry_run"], report["files"], [m["state"] for m in report["pruned"]]) == (False, 6, [STATE_PRUNED])
+    assert sorted(p.name for p in raw.rglob("*") if p.is_file()) == sorted(KEPT * 2)
+
+
+def test_cli_needs_a_limit(tmp_path: Path) -> None:
+    missing = sixnines("lake", "prune", "--lake", str(tmp_path))
+    assert missing.returncode == 2 and "--older-than-days" in missing.stderr
