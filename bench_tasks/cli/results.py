@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..lake.runs import list_runs, resolve_run_id
+from ..lake.retention import refuse_if_pruned
+from ..lake.runs import find_run_date, list_runs, resolve_run_id
 from .app import JsonOption, LakeOption, LatestOption, RunIdArgument, app, err, out
 
 if TYPE_CHECKING:  # the regression model imports Otava; only `regressions` pays for it
@@ -59,6 +60,7 @@ def analyze(
     Percentile, timeline, histogram and faults tables; when the gate fails they go to quarantine and the command
     exits 1 naming the failed expectations."""
     run_id = resolve_run_id(lake, run_id, latest)
+    refuse_if_pruned(lake, find_run_date(lake, run_id), run_id, "analysing it again")  # before Spark starts
     folder = _analyze(lake, run_id, master, measure_tolerance, allowed_loss_ratio)
     out.print(f"published {run_id}: {folder}", soft_wrap=True)
 
