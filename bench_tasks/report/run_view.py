@@ -7,12 +7,11 @@ from typing import Any
 
 from . import page, systems_view
 from .capacity_view import capacity_section
-from .cell_view import BASES, anchor, cell_section, has_samples, measure_values
+from .cell_view import BASES, anchor, cell_section, spectrum_of
 from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_chart, spectrum_chart
 from .data import CellData, RunData
 from .history_view import release_section
 from .pairing import RATIO_KEYS, Pair, pairs_within_run, ratios
-from .spectrum import spectrum
 from .tables_view import pipeline_section
 from .variation_view import variation_section
 
@@ -55,14 +54,14 @@ def overlay_section(cells: Sequence[CellData]) -> str:
     charts = []
     metrics = dict.fromkeys(m for c in analysed(cells) for m in c.analysis.metrics)  # type: ignore[union-attr]
     for metric in metrics:
-        having = [c for c in analysed(cells) if has_samples(c) and metric in c.analysis.metrics]  # type: ignore[union-attr]
+        having = [c for c in analysed(cells) if metric in c.analysis.metrics]  # type: ignore[union-attr]
         if len(having) < 2:
             continue
         curves = [
             Curve(
                 c.key.title,
                 f"overlay-{metric}-{c.key.instance}",
-                spectrum(measure_values(c, metric, "intended")),
+                spectrum_of(c, metric, "intended"),
                 CYCLE[i % len(CYCLE)],
             )
             for i, c in enumerate(having)

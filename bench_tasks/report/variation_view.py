@@ -13,11 +13,10 @@ from collections.abc import Sequence
 
 from ..core.variation import spread
 from . import page
-from .cell_view import BASES, measure_values, pruned_note
+from .cell_view import BASES, spectrum_of
 from .charts import BASIS_STYLE, CYCLE, Curve, spectrum_chart
 from .data import CellData
 from .pairing import RATIO_KEYS
-from .spectrum import spectrum
 
 
 def repeated_cells(cells: Sequence[CellData]) -> dict[str, list[CellData]]:
@@ -55,7 +54,7 @@ def repeats_chart(repeats: Sequence[CellData], metric: str) -> str:
         Curve(
             f"repeat {r.key.repeat}",
             f"repeat-{r.key.instance}-{metric}",
-            spectrum(measure_values(r, metric, "intended")),
+            spectrum_of(r, metric, "intended"),
             CYCLE[i % len(CYCLE)],
         )
         for i, r in enumerate(repeats)
@@ -77,10 +76,9 @@ def variation_section(cells: Sequence[CellData]) -> str:
     for cell_id, repeats in groups.items():
         parts.append(f"<h3>{page.esc(repeats[0].key.label)} <code>{page.esc(cell_id)}</code></h3>")
         first = repeats[0].analysis
-        first_pruned = repeats[0].samples_pruned
         assert first is not None
         metrics = [m for m in first.metrics if all(m in r.analysis.metrics for r in repeats)]  # type: ignore[union-attr]
         for metric in metrics:
-            parts.append(repeats_chart(repeats, metric) if not first_pruned else pruned_note(repeats[0], "spectra"))
+            parts.append(repeats_chart(repeats, metric))
             parts += [variation_table(repeats, metric, basis) for basis in BASES]
     return page.section("variation", "Run-to-run variation of repeated cells", "".join(parts))

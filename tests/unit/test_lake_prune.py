@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -156,3 +157,19 @@ def test_cli_dry_run_lists_and_removes_nothing_then_prunes(tmp_path: Path) -> No
 def test_cli_needs_a_limit(tmp_path: Path) -> None:
     missing = sixnines("lake", "prune", "--lake", str(tmp_path))
     assert missing.returncode == 2 and "--older-than-days" in missing.stderr
+
+
+def test_a_pruned_cells_spectrum_goes_through_its_landed_percentiles() -> None:
+    """What the report draws once the samples are gone: the same exact points the full spectrum marks."""
+    from bench_tasks.core.percentiles import LatencySummary, summarize
+    from bench_tasks.report.spectrum import landed_spectrum, spectrum
+
+    values = np.random.default_rng(7).lognormal(13, 1, 25_000).astype(np.int64)
+    landed_summary = LatencySummary.from_dict(json.loads(json.dumps(summarize(values).to_dict())))
+    full, landed = spectrum(values), landed_spectrum(landed_summary)
+    assert landed.marks == full.marks and len(landed.marks) == 5  # p50 … p99.99 supported by 25,000 samples
+    assert (landed.count, landed.max_ns) == (full.count, full.max_ns)
+    assert (landed.x[0], landed.latency_ns[0]) == (1.0, values.min())
+    assert (landed.x[-1], landed.latency_ns[-1]) == (25_000, values.max())
+    assert list(landed.x) == sorted(landed.x)
+    assert landed_spectrum(summarize(np.array([], dtype=np.int64))).count == 0
