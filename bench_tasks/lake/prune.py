@@ -117,7 +117,8 @@ def _judge(
         return SkippedRun(run_id, run_date, "no cells table with a finished_at: still being written")
     if (plan.now - finished).total_seconds() <= plan.older_than_days * 86400:
         return None
-    return _listing(run_dir, run_id, run_date, finished.isoformat())
+    listing = _listing(run_dir, run_id, run_date, finished.isoformat())
+    return listing if listing.files else SkippedRun(run_id, run_date, "no raw sample files (nothing to prune)")
 
 
 def _being_written(root: LakePath, run_id: str) -> str | None:

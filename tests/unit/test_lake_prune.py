@@ -62,12 +62,16 @@ def test_selects_only_analysed_runs_older_than_the_limit(tmp_path: Path) -> None
     land(tmp_path, "unanalysed", days_old=40, analysed=False)
     staged = land(tmp_path, "landing", days_old=40)
     (tmp_path / ".staging" / "landing" / "c9").mkdir(parents=True)
+    for folder in land(tmp_path, "empty", days_old=40).iterdir():
+        for name in SAMPLES:
+            (folder / name).unlink()
     plan = plan_prune(tmp_path, 30, NOW)
     assert [r.run_id for r in plan.runs] == ["old"]
     assert plan.kept == 1
     skipped = {s.run_id: s.reason for s in plan.skipped}
     assert skipped["unanalysed"].startswith("not analysed yet")
     assert skipped["landing"] == "a cell is being written (.staging/landing exists)"
+    assert skipped["empty"] == "no raw sample files (nothing to prune)"
     run = plan.runs[0]
     assert run.cells == 2
     assert sorted(f.name for f in run.files) == sorted(SAMPLES * 2)
