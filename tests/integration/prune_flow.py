@@ -61,15 +61,16 @@ def land_and_analyse(lake: LakePath, console: Console) -> None:
 
 
 def seed_history(lake: LakePath, nights: int = 4, factor: float = 0.5) -> None:
-    """Earlier nights of the same series at `factor` times run A's latencies, so run B is a regression."""
-    published = read_parquet(history_file(lake, RUN_A.run_date, RUN_A.run_id))
+    """Nights between run A and run B at `factor` times run B's latencies, so run B is a regression whatever run
+    A measured (history files sort by date, then run id: `2026-03-01__prune-a-N` falls between them)."""
+    published = read_parquet(history_file(lake, RUN_B.run_date, RUN_B.run_id))
     scaled = [c for c in published.column_names if c.endswith("_ns") and c.startswith(("p", "max"))]
     for night in range(1, nights + 1):
         table = published
         for name in scaled:
             values = [None if v is None else int(v * factor * (1 + 0.01 * night)) for v in table[name].to_pylist()]
             table = table.set_column(table.column_names.index(name), name, pa.array(values, table[name].type))
-        run_id, run_date = f"past-{night}", f"2020-01-0{night}"
+        run_id, run_date = f"{RUN_A.run_id}-{night}", RUN_A.run_date
         for column, value in (("run_id", run_id), ("run_date", run_date)):
             table = table.set_column(table.column_names.index(column), column, pa.array([value] * len(table)))
         write_bytes(history_file(lake, run_date, run_id), parquet_bytes(table))
