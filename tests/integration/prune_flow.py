@@ -121,6 +121,8 @@ def prune_and_check(lake: LakePath, console: Console) -> None:
     assert after == before
     page = build_run_report(lake, RUN_B.run_id).read_text()
     assert "raw samples of cell" in page and f"were pruned ({marker['pruned_at']})" in page
+    assert 'id="spectrum-' in page and 'id="scatter-' not in page  # spectra through the landed percentiles
+    assert 'id="compare-' in build_compare_report(lake, RUN_A.run_id, RUN_B.run_id).read_text()
 
     again = sixnines("analyze", RUN_B.run_id, "--lake", str(lake))
     said = " ".join(again.stderr.split())  # the console wraps at 120 columns
