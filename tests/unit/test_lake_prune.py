@@ -177,3 +177,28 @@ def test_a_pruned_cells_spectrum_goes_through_its_landed_percentiles() -> None:
     assert (landed.x[-1], landed.latency_ns[-1]) == (25_000, values.max())
     assert list(landed.x) == sorted(landed.x)
     assert landed_spectrum(summarize(np.array([], dtype=np.int64))).count == 0
+
+
+def test_a_pruned_repeated_cell_is_left_out_of_the_systems_view_saying_why() -> None:
+    """Repeats are merged from their samples, never averaged: once pruned, the cell names why it has no ratio."""
+    from bench_tasks.core.analysis import Accounting, CellAnalysis
+    from bench_tasks.core.percentiles import summarize
+    from bench_tasks.report.data import CellData
+    from bench_tasks.report.pairing import CellKey
+    from bench_tasks.report.side_by_side import Group
+    from bench_tasks.report.systems_view import left_out, usable
+
+    counts = Accounting(10, 10, 0, 10, 10, 0, 0, 0)
+    analysis = CellAnalysis(
+        counts, counts, {"e2e": {"intended": summarize(np.arange(10))}}, summarize(np.arange(10)), 1, 1
+    )
+
+    def repeat(k: int, pruned: str | None) -> CellData:
+        key = CellKey("r1", "c1", "s1", "nats core", {"system": "nats"}, repeat=k, repeats=2)
+        return CellData(key, Path("."), {"status": "ok"}, analysis, samples_pruned=pruned)
+
+    assert len(usable([repeat(1, None), repeat(2, None)])) == 2
+    pruned = [repeat(1, "2026-12-01T00:00:00+00:00"), repeat(2, "2026-12-01T00:00:00+00:00")]
+    assert usable(pruned) == [] and len(usable(pruned[:1])) == 1  # one alone keeps its landed numbers
+    note = left_out(pruned, Group(None, ("c1",), ("nats",)))  # type: ignore[arg-type]
+    assert "its repeats cannot be merged exactly: raw samples pruned (2026-12-01T00:00:00+00:00)" in note
