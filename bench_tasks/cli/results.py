@@ -27,7 +27,8 @@ MasterOption = Annotated[Optional[str], typer.Option(help="Spark master (default
 
 @app.command()
 def runs(lake: LakeOption = "lake", as_json: JsonOption = False) -> None:
-    """List the runs in the lake, newest first: id, date, matrix, cells ok/failed and the report's path."""
+    """List the runs in the lake, newest first: id, date, matrix, cells ok/failed, the report's path, and when
+    its raw samples were pruned (sixnines lake prune)."""
     found = list_runs(lake)
     if as_json:
         rows = [{**vars(r), "report": None if r.report is None else str(r.report)} for r in found]
@@ -40,6 +41,7 @@ def runs(lake: LakeOption = "lake", as_json: JsonOption = False) -> None:
     out.print(f"{'run id':<{width}}  {'date':<10}  {'matrix':<16} {'ok':>4} {'failed':>6}  report")
     for r in found:
         report = str(r.report) if r.report else "- (sixnines report RUN_ID)"
+        report += f"  (raw samples pruned {r.raw_pruned})" if r.raw_pruned else ""
         failed = str(r.failed) if r.failed else ""
         out.print(
             f"{r.run_id:<{width}}  {r.run_date:<10}  {r.matrix:<16} {r.ok:>4} {failed:>6}  {report}", soft_wrap=True

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bench_tasks.lake.prune as prune_module
+from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.lake.prune import plan_prune, prune, prune_run
 from bench_tasks.lake.retention import (
     STATE_PRUNED,
@@ -33,9 +34,8 @@ KEPT = ("cell.hlog", "result.json", "broker.log")
 
 def land(lake: Path, run_id: str, days_old: float, analysed: bool = True, cells: int = 2) -> Path:
     """A run's lake folders as landing and the analysis leave them: raw cells, a cells table, published tables."""
-    run_date = "2026-11-01"
-    raw = lake / "raw" / f"run_date={run_date}" / f"run_id={run_id}"
-    finished = []
+    run = RunInfo(run_id=run_id, run_date="2026-11-01")
+    raw = Lake(lake).run_dir(run)
     for i in range(cells):
         folder = raw / f"cell_id=c{i}"
         folder.mkdir(parents=True)
@@ -43,14 +43,11 @@ def land(lake: Path, run_id: str, days_old: float, analysed: bool = True, cells:
             pq.write_table(pa.table({"seq": list(range(100 + i))}), folder / name)
         for name in KEPT:
             (folder / name).write_text(name)
-        finished.append((NOW - dt.timedelta(days=days_old, hours=i)).isoformat())
-    runs = lake / "runs" / f"run_date={run_date}" / f"run_id={run_id}"
-    runs.mkdir(parents=True)
-    pq.write_table(
-        pa.table({"cell_id": [f"c{i}" for i in range(cells)], "finished_at": finished}), runs / "cells.parquet"
-    )
+        finished = (NOW - dt.timedelta(days=days_old, hours=i)).isoformat()
+        row = {"run_id": run_id, "run_date": run.run_date, "matrix": "quick", "cell_id": f"c{i}", "status": "ok"}
+        Lake(lake).upsert_cell_row(run, {**row, "started_at": finished, "finished_at": finished})
     if analysed:
-        published = lake / "published" / f"run_date={run_date}" / f"run_id={run_id}"
+        published = lake / "published" / f"run_date={run.run_date}" / f"run_id={run_id}"
         published.mkdir(parents=True)
         (published / "percentiles.csv").write_text("p\n")
     return raw
@@ -156,6 +153,12 @@ def test_cli_dry_run_lists_and_removes_nothing_then_prunes(tmp_path: Path) -> No
     report = json.loads(done.stdout)
     assert (report["dry_run"], report["files"], [m["state"] for m in report["pruned"]]) == (False, 6, [STATE_PRUNED])
     assert sorted(p.name for p in raw.rglob("*") if p.is_file()) == sorted(KEPT * 2)
+    listed = sixnines("runs", "--lake", str(tmp_path))
+    assert f"(raw samples pruned {report['pruned'][0]['pruned_at']})" in " ".join(listed.stdout.split())
+    by_id = {
+        r["run_id"]: r["raw_pruned"] for r in json.loads(sixnines("runs", "--json", "--lake", str(tmp_path)).stdout)
+    }
+    assert by_id == {"old": report["pruned"][0]["pruned_at"], "unanalysed": None}
 
 
 def test_cli_needs_a_limit(tmp_path: Path) -> None:
