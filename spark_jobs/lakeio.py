@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 
 from bench_tasks import CELLS_SCHEMA, RECEIVED_SCHEMA, SENT_SCHEMA, read_schema_version, system_of
 from bench_tasks.lake.layout import committed_cells
+from bench_tasks.lake.retention import refuse_if_pruned
 from bench_tasks.lake.s3conf import S3Settings
 from bench_tasks.lake.storage import (
     LakePath,
@@ -126,9 +127,11 @@ class RawFile:
 def raw_files(lake: Lake, runs: list[RunRef], pattern: str, units: Units | None = None) -> list[RawFile]:
     """The files matching `pattern` of every committed cell (every repeat of a repeated cell) of `runs`, with
     their identity from the lake's layout (bench_tasks.lake.layout.committed_cells). A cell run once is repeat
-    1. With `units`, folders without a cells row are left out."""
+    1. With `units`, folders without a cells row are left out. A run whose raw samples were pruned is refused
+    (RawSamplesPruned, naming it): its tables would come out empty or partial."""
     out = []
     for run in runs:
+        refuse_if_pruned(lake, run.run_date, run.run_id, "analysing it again")
         for cell in committed_cells(raw_dir(lake, run)):
             files = sorted(cell.folder.glob(pattern))
             unit = None if units is None else units.get((run.run_id, cell.cell_id, cell.repeat))

@@ -11,8 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..core.analysis import Accounting, CellAnalysis
-from ..core.backlog import BacklogSummary
+from ..core.analysis import CellAnalysis
 from ..core.percentiles import PERCENTILES, LatencySummary
 from ..core.saturation import describe as describe_harness
 from ..spec.matrix_model import Cell
@@ -148,22 +147,5 @@ def report_from_row(row: dict, path: Path | None = None) -> CellReport:
     cell = Cell(
         id=row["cell_id"], series_key=row["series_key"], matrix=row["matrix"], spec=json.loads(row["spec_json"])
     )
-    analysis = None
-    if results:
-
-        def summary(d: dict) -> LatencySummary:
-            return LatencySummary(
-                d["count"], d["min_ns"], d["max_ns"], d["mean_ns"], d["stddev_ns"], dict(d["percentiles_ns"])
-            )
-
-        gen = results["generator"]
-        analysis = CellAnalysis(
-            accounting=Accounting(**results["accounting"]),
-            accounting_all_phases=Accounting(**results["accounting_all_phases"]),
-            metrics={m: {b: summary(s) for b, s in by.items()} for m, by in results["metrics"].items()},
-            lag=summary(gen["schedule_lag"]),
-            target_rate_per_s=gen["target_rate_per_s"],
-            achieved_rate_per_s=gen["achieved_rate_per_s"],
-            backlog=BacklogSummary.from_dict(results["backlog"]) if results.get("backlog") else None,
-        )
+    analysis = CellAnalysis.from_dict(results) if results else None
     return CellReport(cell, row["status"], row["reason"], analysis, path, json.loads(row["faults_json"] or "[]"))

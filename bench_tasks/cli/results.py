@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..lake.runs import list_runs, resolve_run_id
+from ..lake.retention import refuse_if_pruned
+from ..lake.runs import find_run_date, list_runs, resolve_run_id
 from .app import JsonOption, LakeOption, LatestOption, RunIdArgument, app, err, out
 
 if TYPE_CHECKING:  # the regression model imports Otava; only `regressions` pays for it
@@ -26,7 +27,8 @@ MasterOption = Annotated[Optional[str], typer.Option(help="Spark master (default
 
 @app.command()
 def runs(lake: LakeOption = "lake", as_json: JsonOption = False) -> None:
-    """List the runs in the lake, newest first: id, date, matrix, cells ok/failed and the report's path."""
+    """List the runs in the lake, newest first: id, date, matrix, cells ok/failed, the report's path, and when
+    its raw samples were pruned (sixnines lake prune)."""
     found = list_runs(lake)
     if as_json:
         rows = [{**vars(r), "report": None if r.report is None else str(r.report)} for r in found]
@@ -39,6 +41,7 @@ def runs(lake: LakeOption = "lake", as_json: JsonOption = False) -> None:
     out.print(f"{'run id':<{width}}  {'date':<10}  {'matrix':<16} {'ok':>4} {'failed':>6}  report")
     for r in found:
         report = str(r.report) if r.report else "- (sixnines report RUN_ID)"
+        report += f"  (raw samples pruned {r.raw_pruned})" if r.raw_pruned else ""
         failed = str(r.failed) if r.failed else ""
         out.print(
             f"{r.run_id:<{width}}  {r.run_date:<10}  {r.matrix:<16} {r.ok:>4} {failed:>6}  {report}", soft_wrap=True
@@ -59,6 +62,7 @@ def analyze(
     Percentile, timeline, histogram and faults tables; when the gate fails they go to quarantine and the command
     exits 1 naming the failed expectations."""
     run_id = resolve_run_id(lake, run_id, latest)
+    refuse_if_pruned(lake, find_run_date(lake, run_id), run_id, "analysing it again")  # before Spark starts
     folder = _analyze(lake, run_id, master, measure_tolerance, allowed_loss_ratio)
     out.print(f"published {run_id}: {folder}", soft_wrap=True)
 

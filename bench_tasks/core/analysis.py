@@ -54,6 +54,21 @@ class CellAnalysis:
     backlog: BacklogSummary | None = None  # measure phase: sent and not yet arrived (core.backlog)
     series: dict[str, Series] = field(repr=False, default_factory=dict)  # all phases
 
+    @classmethod
+    def from_dict(cls, d: dict) -> CellAnalysis:
+        """The analysis `to_dict` recorded when the cell landed, without its per-sample series: what a cell's
+        report and tables are rebuilt from when its raw samples are gone (pruned) or not at hand."""
+        gen = d["generator"]
+        return cls(
+            accounting=Accounting(**d["accounting"]),
+            accounting_all_phases=Accounting(**d["accounting_all_phases"]),
+            metrics={m: {b: LatencySummary.from_dict(s) for b, s in by.items()} for m, by in d["metrics"].items()},
+            lag=LatencySummary.from_dict(gen["schedule_lag"]),
+            target_rate_per_s=gen["target_rate_per_s"],
+            achieved_rate_per_s=gen["achieved_rate_per_s"],
+            backlog=BacklogSummary.from_dict(d["backlog"]) if d.get("backlog") else None,
+        )
+
     def to_dict(self) -> dict:
         return {
             "accounting": self.accounting.to_dict(),

@@ -47,6 +47,11 @@ class LatencySummary:
         out["max"] = None if self.max_ns is None else self.max_ns / 1e6
         return out
 
+    @classmethod
+    def from_dict(cls, d: dict) -> LatencySummary:
+        """The summary `to_dict` recorded (result.json, a cells row's results_json), exactly."""
+        return cls(d["count"], d["min_ns"], d["max_ns"], d["mean_ns"], d["stddev_ns"], dict(d["percentiles_ns"]))
+
     def to_dict(self) -> dict:
         return {
             "count": self.count,

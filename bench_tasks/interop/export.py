@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import InteropError
 from ..lake.layout import CommittedCell, committed_cells
 from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
+from ..lake.retention import refuse_if_pruned
 from ..lake.storage import LakePath, lake_path, read_parquet, write_folder
 from ..report.data import RunData, acked_metric, find_run, load_run, read_parts
 from .hgrm import hgrm_of
@@ -63,6 +64,7 @@ def export_omb(
         raise InteropError("--interval", [f"{interval_s}: the reporting interval must be positive"])
     root = lake_path(lake_root)
     run_date, run_dir = find_run(root, run_id)
+    refuse_if_pruned(root, run_date, run_id, "an OMB export (its timelines and percentiles are cut from every sample)")
     matrix = _matrix_name(root, run_date, run_id)
     files: dict[str, bytes] = {}
     skipped: list[str] = []
@@ -82,6 +84,7 @@ def export_omb(
 
 def export_hgrm(lake_root: str | Path | LakePath, run_id: str, out: Path | None = None) -> Export:
     """A `.hgrm` per cell × metric × basis (measure phase, repeats merged) and CSV of the run's tables."""
+    refuse_if_pruned(lake_root, find_run(lake_root, run_id)[0], run_id, "an .hgrm export (exact, from every sample)")
     run = load_run(lake_root, run_id)
     files: dict[str, bytes] = {}
     skipped: list[str] = []

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SixninesError
+from .retention import pruned_marker
 from .storage import LakePath, lake_path, read_parquet
 
 
@@ -30,6 +31,7 @@ class RunSummary:
     ok: int
     failed: int
     report: LakePath | None  # None until `sixnines report` (or the DAG's report task) wrote it
+    raw_pruned: str | None = None  # when `sixnines lake prune` removed its raw samples (bench_tasks.lake.retention)
 
 
 def report_path(lake_root: str | Path | LakePath, run_date: str, run_id: str) -> LakePath:
@@ -90,4 +92,10 @@ def _summary(root: LakePath, cells_file: LakePath) -> RunSummary:
         ok=ok,
         failed=len(rows) - ok,
         report=report if report.exists() else None,
+        raw_pruned=_pruned_at(root, run_date, run_id),
     )
+
+
+def _pruned_at(root: LakePath, run_date: str, run_id: str) -> str | None:
+    marker = pruned_marker(root, run_date, run_id)
+    return None if marker is None else str(marker.get("pruned_at") or marker.get("started_at"))

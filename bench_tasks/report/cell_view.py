@@ -16,7 +16,7 @@ from ..core.percentiles import PERCENTILES, LatencySummary
 from . import page
 from .charts import BASIS_STYLE, Curve, Marker, Points, histogram_chart, scatter_chart, spectrum_chart
 from .data import CellData
-from .spectrum import spectrum
+from .spectrum import Spectrum, landed_spectrum, spectrum
 
 UNSUPPORTED = "unsup."
 BASES = ("intended", "sent")
@@ -24,6 +24,22 @@ BASES = ("intended", "sent")
 
 def anchor(cell: CellData) -> str:
     return f"cell-{cell.key.instance}"
+
+
+def pruned_note(cell: CellData) -> str:
+    return page.note(
+        f"the raw samples of cell {cell.key.cell_id} were pruned ({cell.samples_pruned}): its spectra are drawn "
+        "through the exact percentiles landing recorded, and the per-sample scatter and histogram are gone; its "
+        "numbers are as landed and its HdrHistogram log (cell.hlog) remains"
+    )
+
+
+def spectrum_of(cell: CellData, metric: str, basis: str) -> Spectrum:
+    """The cell's measure-phase spectrum: from every sample, or through its landed percentiles once pruned."""
+    assert cell.analysis is not None
+    if cell.samples_pruned:
+        return landed_spectrum(cell.analysis.metrics[metric][basis])
+    return spectrum(measure_values(cell, metric, basis))
 
 
 def measure_values(cell: CellData, metric: str, basis: str) -> np.ndarray:
@@ -203,12 +219,15 @@ def metric_charts(cell: CellData, metric: str) -> str:
         Curve(
             BASIS_STYLE[b][0],
             f"spectrum-{cid}-{metric}-{b}",
-            spectrum(measure_values(cell, metric, b)),
+            spectrum_of(cell, metric, b),
             BASIS_STYLE[b][1],
             dashed=b == "sent",
         )
         for b in BASES
     ]
+    title = f"{metric}: percentile spectrum, measure phase — {cell.key.title}"
+    if cell.samples_pruned:
+        return page.chart(spectrum_chart(title, curves)) + pruned_note(cell)
     s = cell.analysis.series[metric]
     at_s = (s.at_ns - t0) / 1e9
     everything = [
@@ -226,7 +245,7 @@ def metric_charts(cell: CellData, metric: str) -> str:
         for b in BASES
     ]
     return (
-        page.chart(spectrum_chart(f"{metric}: percentile spectrum, measure phase — {cell.key.title}", curves))
+        page.chart(spectrum_chart(title, curves))
         + page.chart(
             scatter_chart(
                 f"{metric}: every sample by intended send time — {cell.key.title}",

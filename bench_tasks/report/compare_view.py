@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from . import page
-from .cell_view import BASES, measure_values
+from .cell_view import BASES, pruned_note, spectrum_of
 from .charts import BASIS_STYLE, Curve, spectrum_chart
 from .data import CellData, RunData
 from .pairing import pairs_across_runs
 from .run_view import index_table, ratio_block
-from .spectrum import spectrum
 
 RUN_STYLE = {"A": "#2471a3", "B": "#c0392b"}
 
@@ -22,7 +21,7 @@ def pair_spectra(a: CellData, b: CellData) -> str:
             Curve(
                 f"{side} ({cell.key.spec.get('version')}) {BASIS_STYLE[basis][0]}",
                 f"compare-{a.key.series_key}-r{a.key.repeat}-{metric}-{side}-{basis}",
-                spectrum(measure_values(cell, metric, basis)),
+                spectrum_of(cell, metric, basis),
                 RUN_STYLE[side],
                 dashed=basis == "sent",
             )
@@ -30,7 +29,7 @@ def pair_spectra(a: CellData, b: CellData) -> str:
             for basis in BASES
         ]
         charts.append(page.chart(spectrum_chart(f"{metric}: run A vs run B — {b.key.title}", curves)))
-    return "".join(charts)
+    return "".join(charts) + "".join(pruned_note(c) for c in (a, b) if c.samples_pruned)
 
 
 def render_compare(run_a: RunData, run_b: RunData) -> str:

@@ -1,7 +1,9 @@
 """The report's I/O edge: find a run in the lake and recompute each cell from its raw samples.
 
 Figures come from the raw lake, not from Spark's tables, so a report works on a machine without Spark:
-every cell's series and percentiles are recomputed exactly with bench_tasks.core.analysis (never averaged). What
+every cell's series and percentiles are recomputed exactly with bench_tasks.core.analysis (never averaged). A run
+whose raw samples were pruned (bench_tasks.lake.prune) reports what landing recorded in each result.json, the same
+exact numbers, without the per-sample series: its charts say they are gone. What
 the pipeline wrote beside the run — tables, data-quality results, regression alerts — is read defensively
 and shown when present; a file that is missing or unreadable is reported as such, never fatal.
 """
@@ -25,6 +27,7 @@ from ..lake.layout import (
     committed_run_file,
 )
 from ..lake.records import RECEIVED_SCHEMA, SENT_SCHEMA
+from ..lake.retention import pruned_marker
 from ..lake.runs import RunNotFound, find_run_date
 from ..lake.storage import LakePath, committed_folder, lake_path, read_parquet
 from ..systems import system_of
@@ -42,6 +45,7 @@ class CellData:
     result: dict[str, Any]
     analysis: CellAnalysis | None
     analysis_error: str | None = None
+    samples_pruned: str | None = None  # when its raw samples were pruned: numbers as landed, no per-sample series
 
     @property
     def status(self) -> str:
@@ -83,7 +87,9 @@ def find_run(lake_root: str | Path | LakePath, run_id: str) -> tuple[str, LakePa
 def load_run(lake_root: str | Path | LakePath, run_id: str) -> RunData:
     root = lake_path(lake_root)
     run_date, run_dir = find_run(root, run_id)
-    cells = [load_cell(c.folder, run_id, c.cell_id) for c in _cell_folders(root, run_dir)]
+    marker = pruned_marker(root, run_date, run_id)
+    pruned = None if marker is None else str(marker.get("pruned_at") or marker.get("started_at"))
+    cells = [load_cell(c.folder, run_id, c.cell_id, pruned) for c in _cell_folders(root, run_dir)]
     run = RunData(root, run_id, run_date, cells)
     _load_pipeline_outputs(run)
     searches = run_dir / "capacity.json"
@@ -105,7 +111,9 @@ def _cell_folders(lake_root: LakePath, run_dir: LakePath) -> list[CommittedCell]
     return sorted(found, key=lambda c: rank.get((c.cell_id, c.repeat), len(rank)))
 
 
-def load_cell(folder: LakePath, run_id: str, cell_id: str | None = None) -> CellData:
+def load_cell(folder: LakePath, run_id: str, cell_id: str | None = None, pruned: str | None = None) -> CellData:
+    """A landed cell: recomputed from its raw samples, or when they were `pruned` (at that time) from its
+    result.json, which landing wrote from the same samples."""
     result = json.loads((folder / "result.json").read_text())
     key = CellKey(
         run_id=str(result.get("run_id") or run_id),
@@ -116,13 +124,16 @@ def load_cell(folder: LakePath, run_id: str, cell_id: str | None = None) -> Cell
         repeat=int(result.get("repeat") or 1),
         repeats=int(result.get("repeats") or 1),
     )
-    cell = CellData(key, folder, result, None)
+    cell = CellData(key, folder, result, None, samples_pruned=pruned)
     phases = result.get("phases")
     if not phases:
         cell.analysis_error = "the cell never started its schedule, so it has no samples"
         return cell
+    if pruned and "generator" not in result:
+        cell.analysis_error = f"its raw samples were pruned ({pruned}) and landing recorded no analysis"
+        return cell
     try:
-        cell.analysis = recompute(folder, result)
+        cell.analysis = CellAnalysis.from_dict(result) if pruned else recompute(folder, result)
     except Exception as exc:  # a report still shows what result.json says about a cell it cannot recompute
         cell.analysis_error = f"{type(exc).__name__}: {exc}"
     return cell

@@ -7,12 +7,11 @@ from typing import Any
 
 from . import page, systems_view
 from .capacity_view import capacity_section
-from .cell_view import BASES, anchor, cell_section, measure_values
+from .cell_view import BASES, anchor, cell_section, spectrum_of
 from .charts import BASIS_STYLE, CYCLE, Curve, RatioLine, history_chart, ratio_chart, spectrum_chart
 from .data import CellData, RunData
 from .history_view import release_section
 from .pairing import RATIO_KEYS, Pair, pairs_within_run, ratios
-from .spectrum import spectrum
 from .tables_view import pipeline_section
 from .variation_view import variation_section
 
@@ -62,7 +61,7 @@ def overlay_section(cells: Sequence[CellData]) -> str:
             Curve(
                 c.key.title,
                 f"overlay-{metric}-{c.key.instance}",
-                spectrum(measure_values(c, metric, "intended")),
+                spectrum_of(c, metric, "intended"),
                 CYCLE[i % len(CYCLE)],
             )
             for i, c in enumerate(having)

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from ..core.percentiles import PERCENTILES, is_supported
+from ..core.percentiles import PERCENTILES, LatencySummary, is_supported
 
 # Tick percentiles of the x axis (strings keep the decimals exact); 0 % is x = 1, the axis origin.
 AXIS_TICKS: tuple[str, ...] = ("0", "90", "99", "99.9", "99.99", "99.999", "99.9999")
@@ -73,3 +73,19 @@ def spectrum(values_ns: np.ndarray, points: int = 240) -> Spectrum:
     exact = np.quantile(values, [float(Decimal(p) / 100) for p in drawn], method="inverted_cdf") if drawn else []
     marks = dict(zip(drawn, (int(v) for v in exact), strict=True))
     return Spectrum(x, latency, count, int(values.max()), marks)
+
+
+def landed_spectrum(summary: LatencySummary) -> Spectrum:
+    """A spectrum through the exact percentiles landing recorded (min, the supported table percentiles, max):
+    what a cell whose raw samples were pruned can still draw. Fewer points than `spectrum`, none invented."""
+    marks = {p: v for p in PERCENTILES if (v := summary.percentiles.get(p)) is not None}
+    if not summary.count or summary.min_ns is None or summary.max_ns is None:
+        return Spectrum(np.array([]), np.array([], dtype=np.int64), 0, None, {})
+    points = [
+        (1.0, summary.min_ns),
+        *((tail_x(p), v) for p, v in marks.items()),
+        (float(summary.count), summary.max_ns),
+    ]
+    points = sorted(dict(points).items())  # a percentile at x = count gives way to the max
+    x = np.array([p for p, _ in points], dtype=float)
+    return Spectrum(x, np.array([v for _, v in points], dtype=np.int64), summary.count, summary.max_ns, marks)

@@ -33,8 +33,10 @@ def repeats_of(cells: Sequence[CellData], cell_id: str) -> list[CellData]:
 
 
 def usable(repeats: Sequence[CellData]) -> list[CellData]:
-    """The repeats whose numbers may stand for their system: landed ok and analysed."""
-    return [r for r in repeats if r.status == "ok" and r.analysis is not None]
+    """The repeats whose numbers may stand for their system: landed ok and analysed; several repeats only with
+    their samples (they are merged exactly, never averaged), so none of a pruned run's repeated cells."""
+    ok = [r for r in repeats if r.status == "ok" and r.analysis is not None]
+    return [] if len(ok) > 1 and any(r.samples_pruned for r in ok) else ok
 
 
 def merged_ms(repeats: Sequence[CellData], metric: str, basis: str) -> dict[str, float | None]:
@@ -117,9 +119,15 @@ def left_out(cells: Sequence[CellData], group: Group) -> str:
         repeats = repeats_of(cells, cid)
         if not usable(repeats):
             first = repeats[0]
-            reason = first.result.get("reason") or first.analysis_error or "no analysis"
+            reason = first.result.get("reason") or first.analysis_error or _why_unusable(first)
             notes.append(page.note(f"left out: {first.key.label} [{cid}] {first.status}: {reason}"))
     return "".join(notes)
+
+
+def _why_unusable(cell: CellData) -> str:
+    if cell.samples_pruned:
+        return f"its repeats cannot be merged exactly: raw samples pruned ({cell.samples_pruned})"
+    return "no analysis"
 
 
 def group_block(cells: Sequence[CellData], group: Group, index: int) -> str:

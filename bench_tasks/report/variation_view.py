@@ -13,11 +13,10 @@ from collections.abc import Sequence
 
 from ..core.variation import spread
 from . import page
-from .cell_view import BASES, measure_values
+from .cell_view import BASES, spectrum_of
 from .charts import BASIS_STYLE, CYCLE, Curve, spectrum_chart
 from .data import CellData
 from .pairing import RATIO_KEYS
-from .spectrum import spectrum
 
 
 def repeated_cells(cells: Sequence[CellData]) -> dict[str, list[CellData]]:
@@ -55,7 +54,7 @@ def repeats_chart(repeats: Sequence[CellData], metric: str) -> str:
         Curve(
             f"repeat {r.key.repeat}",
             f"repeat-{r.key.instance}-{metric}",
-            spectrum(measure_values(r, metric, "intended")),
+            spectrum_of(r, metric, "intended"),
             CYCLE[i % len(CYCLE)],
         )
         for i, r in enumerate(repeats)
