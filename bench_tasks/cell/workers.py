@@ -21,6 +21,10 @@ from ..load.live import LiveMonitor
 from ..load.plan import Channels, WorkerPlan
 from .workerctx import worker_context
 
+# A worker program's last sample file is converted by its bridge thread once the program said `done`, which may
+# be after the process has exited: cleanup waits this long for it (a stopped cell keeps what its workers wrote).
+_CONVERT_S = 60.0
+
 
 class Workers:
     """The processes of one cell, started by `worker_context()`."""
@@ -183,5 +187,6 @@ class Workers:
             if proc.is_alive():
                 proc.kill()
                 proc.join(5)
-        for program in self.programs:
+        for program in self.programs:  # a sample file announced as the program ended is converted before it goes
+            program.join(_CONVERT_S)
             program.cleanup()

@@ -18,7 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from bench_tasks.cell.detached import start_generator, stop_generator
+from bench_tasks.cell.lifecycle import land_step, prepare_cell, provision_when_free
 from bench_tasks.cell.runner import run_cell
+from bench_tasks.cell.teardown import teardown_step
+from bench_tasks.cell.watch import watch_phase
+from bench_tasks.cell.work import CellWork
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.load import cpushare
 from bench_tasks.load.external import ExternalWorker
@@ -215,3 +220,24 @@ def test_a_declared_relay_kill_fails_the_chain_cell(tmp_path: Path, console: Con
     assert report.status == "failed"
     assert "relay-0 exited with code -9 (killed by a declared fault)" in report.reason, report.reason
     assert [(f["kind"], f["target"]) for f in report.faults] == [("kill", "worker:relay-0")]
+
+
+def test_a_cell_stopped_mid_measure_lands_what_its_jvm_workers_wrote(tmp_path: Path) -> None:
+    """The path of an Airflow phase watcher that fails a cell: the detached generator is stopped (SIGTERM) in the
+    measure phase. Its JVM workers are told to stop, write their sample files and say done; those files are the
+    lake's before the workers' scratch folder goes, so the failed cell lands the messages it did send."""
+    cell = prepare_cell(chronicle_cell(measure_s=4))
+    run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
+    provision_when_free(cell, run, lake, work)
+    try:
+        start_generator(work)
+        watch_phase(work, "warmup", log=lambda _: None, poll_s=0.2)
+        time.sleep(1)
+        stop_generator(work)
+        landed = land_step(work)
+        assert landed["status"] == "failed" and "stopped by signal" in landed["reason"], landed["reason"]
+        sent = pq.read_table(Path(landed["path"]) / "sent-p0.parquet").num_rows
+        received = pq.read_table(Path(landed["path"]) / "received-c0.parquet").num_rows
+        assert sent >= RATE * 1.5 and received >= RATE * 1.5  # the warmup and a second of the measure phase
+    finally:
+        teardown_step(work)
