@@ -94,8 +94,9 @@ def _ledger(producers: pd.DataFrame, units: Units) -> ledger_pass.Ledger:
     return ledger_pass.Ledger(ledger_pass.unit_accounting(checks, units), checks, None, 0)
 
 
-def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
-    """The Analysis of `raw` (readable) by one task per cell."""
+def analyze_cells(spark: SparkSession, raw: Raw, batch_rows: int = 0) -> Analysis:
+    """The Analysis of `raw` (readable) by one task per cell, each streaming its files in batches of
+    `batch_rows` rows (0: read.BATCH_ROWS)."""
     units = Units.of(raw.cells)
     works = cell_works(units, raw)
     results: list[CellResult] = []
@@ -103,7 +104,7 @@ def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
         # The lake's settings ride in the task's function, as s3a's keys ride in the Hadoop configuration Spark
         # ships with a scan: never in the Spark conf, and not in the data, which parallelize spools through a
         # file on the driver's disk (docs/lake.md, "The lake on S3", says what a cluster's executors need).
-        task = partial(run_cell, reach=raw.reach)
+        task = partial(run_cell, reach=raw.reach, batch_rows=batch_rows)
         results = spark.sparkContext.parallelize(works, len(works)).map(task).collect()
     producers = pd.concat([r.producers for r in results], ignore_index=True) if results else _empty(PRODUCER_COLUMNS)
     sums = pd.concat([r.sums for r in results], ignore_index=True) if results else _empty(SUMS_SCHEMA.names)

@@ -7,40 +7,55 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spark_jobs.cellpass import sums
-from spark_jobs.cellpass.ledger import MessageKeys
+from spark_jobs.cellpass import keys, sums
+from spark_jobs.cellpass.keys import KeySpace, scan
 from spark_jobs.cellpass.read import Col
-from spark_jobs.cellpass.samples import first_receipts, log_bucket
+from spark_jobs.cellpass.samples import FirstReceipts, Repeats, first_of, log_bucket
 
 
 def _col(values: list[int | None]) -> Col:
     return Col(np.array([v or 0 for v in values], np.int64), np.array([v is not None for v in values]))
 
 
-@pytest.mark.parametrize("bitmaps", [True, False], ids=["bitmaps", "sorted"])
+def _space(producers: list[int], seqs: list[int | None], dense: bool) -> KeySpace:
+    ranges = scan([{"producer_id": _col(producers), "seq": _col(seqs)}])
+    limits = keys.DENSE_MIN_KEYS, keys.KEYS_PER_ROW
+    if not dense:  # no bitmap is small enough
+        keys.DENSE_MIN_KEYS, keys.KEYS_PER_ROW = 0, 0
+    try:
+        space = KeySpace(ranges)
+    finally:
+        keys.DENSE_MIN_KEYS, keys.KEYS_PER_ROW = limits
+    if space.needs_ranks:
+        space.rank([np.array([s for s in seqs if s is not None])])
+    return space
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["bitmaps", "sorted"])
 @pytest.mark.parametrize("seqs", [[0, 1, 2, 5, 5, 9], [0, 1, 2, 2**62, 2**62, -(2**62)]], ids=["offset", "ranked"])
-def test_message_sets_count_the_same_either_way(seqs: list[int], bitmaps: bool) -> None:
-    producers = np.array([3, 3, 3, 7, 7, 7])
-    keys = MessageKeys(np.array([3, 7]), [_col(seqs)])
-    assert (keys.ranked is None) == (seqs[3] == 5)  # seqs spread too wide are keyed by their rank
-    keys.dense = bitmaps
-    key = keys.of(producers, _col(seqs))
-    every = keys.distinct(key, np.ones(6, bool))
-    first_three = keys.distinct(key, np.arange(6) < 3)
-    assert keys.count(every).tolist() == [3, 2]  # producer 7 sent one seq twice
-    assert keys.count(keys.both(every, first_three)).tolist() == [3, 0]
-    assert keys.count(keys.minus(every, first_three)).tolist() == [0, 2]
-    assert keys.repeated(key).tolist() == [False, False, False, True, True, False]
+def test_message_sets_count_the_same_either_way(seqs: list[int], dense: bool) -> None:
+    producers = [3, 3, 3, 7, 7, 7]
+    space = _space(producers, seqs, dense)
+    assert space.dense == (dense and seqs[3] == 5)  # seqs spread too wide take sorted sets whatever the limit
+    assert (space.ranked is not None) == (not space.dense and seqs[3] != 5)  # and past 2^62, their ranks
+    key = space.of(np.array(producers), _col(seqs))
+    every = space.add(space.empty(), key)
+    first_three = space.add(space.empty(), key[:3])
+    assert space.count(every).tolist() == [3, 2]  # producer 7 sent one seq twice
+    assert space.count(space.both(every, first_three)).tolist() == [3, 0]
+    assert space.count(space.minus(every, first_three)).tolist() == [0, 2]
+    assert space.holds(first_three, key).tolist() == [True] * 3 + [False] * 3
+    assert space.size_of(every) == 5
 
 
 def test_sums_in_place_and_sorted_agree() -> None:
     rng = np.random.default_rng(3)
     groups = {"unit": rng.integers(0, 3, 5000), "bucket": rng.integers(-5, 900, 5000)}
     values = rng.integers(-(10**6), 10**12, 5000)
-    dense = sums.grouped(groups, values)
+    dense = pd.DataFrame(sums.grouped(groups, values))
     limit, sums.DENSE_LIMIT = sums.DENSE_LIMIT, 0
     try:
-        ordered = sums.grouped(groups, values)
+        ordered = pd.DataFrame(sums.grouped(groups, values))
     finally:
         sums.DENSE_LIMIT = limit
     assert len(dense) == len(ordered) == len(pd.DataFrame(groups).drop_duplicates())
@@ -50,7 +65,8 @@ def test_sums_in_place_and_sorted_agree() -> None:
     assert (one["n"], one["vmin"], one["vmax"], one["vsum"]) == (len(mine), mine.min(), mine.max(), mine.sum())
 
 
-def test_the_first_receipt_is_the_least_in_field_order_nulls_first() -> None:
+@pytest.mark.parametrize("rows", [1, 2, 5], ids=["batches-of-1", "batches-of-2", "one-batch"])
+def test_the_first_receipt_is_the_least_in_field_order_nulls_first(rows: int) -> None:
     received = {
         "producer_id": _col([0, 0, 0, 0, 0]),
         "seq": _col([1, 1, 1, 2, None]),
@@ -61,11 +77,24 @@ def test_the_first_receipt_is_the_least_in_field_order_nulls_first() -> None:
         "relay_received_ns": _col([None] * 5),
         "relay_sent_ns": _col([None] * 5),
     }
-    first = first_receipts(received, MessageKeys(np.array([0]), [received["seq"]]))
+    parts = [{n: c.take(np.arange(i, min(i + rows, 5))) for n, c in received.items()} for i in range(0, 5, rows)]
+    space = KeySpace(scan(parts))
+    repeats = Repeats(space)
+    for part in parts:
+        repeats.add(part)
+    assert repeats.any()
+    first = FirstReceipts(space, repeats)
+    for i, part in zip(range(0, 5, rows), parts, strict=True):
+        first.add(part, i)
     # seq 1: received 40 twice, the one without a sent time sorts first; seq 2 once; the row without a seq stays
-    assert first is not None and first.tolist() == [False, False, True, True, True]
+    losers = first.losers()
+    assert losers.tolist() == [0, 1]
+    assert first_of(losers, 0, 5).tolist() == [False, False, True, True, True]
+    assert first_of(losers, 2, 3) is None
     once = {name: column.take(np.array([0, 3, 4])) for name, column in received.items()}
-    assert first_receipts(once, MessageKeys(np.array([0]), [once["seq"]])) is None
+    alone = Repeats(KeySpace(scan([once])))
+    alone.add(once)
+    assert not alone.any()
 
 
 def test_log_buckets_are_the_histograms_sixteenths_below_and_mirror_under_one() -> None:
