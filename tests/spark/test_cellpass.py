@@ -19,7 +19,7 @@ from bench_tasks import RECEIVED_SCHEMA, Lake, RunInfo
 from bench_tasks.lake.records import write_parquet
 from spark_jobs import lakeio
 from spark_jobs.analysis import Analysis, analyze
-from spark_jobs.cellpass.route import analyze_cells, analyze_raw, readable, split_raw
+from spark_jobs.cellpass.route import analyze_cells, readable
 from tests.spark.synth import SynthCell, cell_row, received_table, sent_table, write_cell
 
 RUN = RunInfo("cellpass-run", "2026-01-05")
@@ -148,28 +148,6 @@ def same_frames(mine: pd.DataFrame, theirs: pd.DataFrame, keys: list[str]) -> No
             np.testing.assert_allclose(mine[column].astype(float), theirs[column].astype(float), rtol=1e-9)
         else:
             assert mine[column].astype(str).tolist() == theirs[column].astype(str).tolist(), column
-
-
-def test_cells_too_large_for_a_task_go_through_the_passes_and_the_whole_agrees(
-    spark: SparkSession, landed: lakeio.Raw, both: tuple[Analysis, Analysis]
-) -> None:
-    """With a limit between the cells' sizes, some cells go through the Spark SQL passes and the rest through
-    tasks (a repeated cell whole on one side); the merged analysis is the tasks' own, frame for frame."""
-    sizes = sorted(
-        {
-            sum(f.size for f in (*landed.sent_files, *landed.received_files) if f.cell_id == c)
-            for c in {f.cell_id for f in landed.sent_files}
-        }
-    )
-    limit = sizes[len(sizes) // 2]
-    fits, large = split_raw(landed, limit)
-    assert fits.sent_files and large.sent_files
-    assert len({id(part) for part in (fits, large) for f in part.sent_files if f.cell_id == "rep"}) == 1
-    split = analyze_raw(spark, landed, max_cell_bytes=limit)
-    for name, keys in FRAMES.items():
-        same_frames(_frame(split, name), _frame(both[0], name), keys)
-    same_frames(split.ledger.accounting, both[0].ledger.accounting, ["unit"])
-    same_frames(split.ledger.producers.astype(str), both[0].ledger.producers.astype(str), ["unit", "producer_id"])
 
 
 @pytest.mark.parametrize("batch_rows", [7, 64])
