@@ -33,7 +33,7 @@ class CellResult:
     """A cell's share of the Analysis: its producers' ledger rows, bucket sums and summary rows."""
 
     producers: pd.DataFrame  # ledger.PRODUCER_COLUMNS
-    sums: pd.DataFrame  # sums.SUM_COLUMNS
+    sums: pd.DataFrame  # sums.SUM_COLUMNS, the WHOLE and DONE rows (TIMED rows serve the task's SECOND level)
     summary: pd.DataFrame  # LEVEL_KEYS, count, min_ns, max_ns, mean_ns, stddev_ns, p…_ns, unsupported
 
 
@@ -150,21 +150,22 @@ def run_cell(works: list[UnitWork], reach: S3Settings | None = None, batch_rows:
         for unit in units:
             for s, b in _bucketed(unit, set(series), batch_rows, (True,)):
                 _sums(sums, s).add(b)
-        frames, placed, values, picks = [], [], [], {}
+        frames, stats, values, picks = [], [], [], {}
         for key in series:
-            frames.append(sums.pop(key, SeriesSums(*key)).frame())
-            where, located = _located(frames[-1], cell_ix)
-            placed.append(where)
+            frame = sums.pop(key, SeriesSums(*key)).frame()
+            placed, located = _located(frame, cell_ix)
+            stats.append(locate.group_stats(placed, LEVEL_KEYS))  # one series' table at a time
             values.append(locate.known_values(located, LEVEL_KEYS))
             picks[key] = Picks(cell_ix, locate.unknown(located))
+            frames.append(frame[frame["kind"] != TIMED])  # the driver reads WHOLE and DONE rows only
+            del placed, located, frame
         wanted = {key for key, p in picks.items() if p.levels}
         for unit in units if wanted else []:
             for s, b in _bucketed(unit, wanted, batch_rows, (False, True)):
                 picks[(s.metric, s.basis)].add(b)
     values += [p.values() for p in picks.values()]
-    table = pd.concat(placed, ignore_index=True)
     summary = locate.finish(
-        locate.group_stats(table, LEVEL_KEYS), pd.concat(values, ignore_index=True), LEVEL_KEYS, COLUMNS
+        pd.concat(stats, ignore_index=True), pd.concat(values, ignore_index=True), LEVEL_KEYS, COLUMNS
     )
     producers = pd.concat([u.producers for u in units], ignore_index=True)
     return CellResult(producers, pd.concat(frames, ignore_index=True), summary)
