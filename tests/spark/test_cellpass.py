@@ -154,7 +154,7 @@ def same_frames(mine: pd.DataFrame, theirs: pd.DataFrame, keys: list[str]) -> No
 def test_tiny_batches_give_the_same_frames(
     spark: SparkSession, landed: lakeio.Raw, both: tuple[Analysis, Analysis], batch_rows: int
 ) -> None:
-    """The tasks stream their files in batches: at 97 rows each (a file's rows in ~40–90 of them), the core
+    """The tasks stream their files in batches: at 97 rows each (a file's rows in 60–170 of them), the core
     cell's duplicates (the copies in the other consumer's file, the later copy first in its own) lie in other
     batches than the receipts they pair with, its rows without a sent time, a seq or a phase each in a batch of
     its own, the chain's missing relay send time in one of many; every frame and the ledger are the same as in
