@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench_tasks.lake.s3conf import S3Settings
+from bench_tasks.lake.s3conf import S3Settings, StorageError
 from bench_tasks.lake.storage import S3Path, lake_path
 
 SENT_COLUMNS = ("producer_id", "seq", "intended_ns", "sent_ns", "acked_ns", "phase")
@@ -57,15 +57,6 @@ def _col(array: pa.Array) -> Col:
     return Col(values, array.is_valid().to_numpy(zero_copy_only=False))
 
 
-def open_parquet(uri: str, reach: S3Settings | None = None) -> pq.ParquetFile:
-    """A raw file as lakeio.raw_files names it: a local path, or an `s3a://` object reached with `reach` (the
-    driver's settings for the lake; None: this process's own, s3conf.s3_settings), fetched whole."""
-    path = lake_path(uri, reach)
-    if isinstance(path, S3Path):
-        return pq.ParquetFile(pa.BufferReader(path.read_bytes()))
-    return pq.ParquetFile(path)
-
-
 def local_copies(uris: Sequence[str], reach: S3Settings | None, folder: Path) -> dict[str, str]:
     """Each uri → a local path to read: itself where local; an `s3a://` object copied into `folder`, streamed
     to disk (never whole in memory), one GET per object. A task reads its files once per pass; the copy spares
@@ -77,8 +68,13 @@ def local_copies(uris: Sequence[str], reach: S3Settings | None, folder: Path) ->
             out[uri] = str(path)
             continue
         target = folder / f"{i}-{path.name}"
-        with path.fs.open_input_stream(path.key) as source, target.open("wb") as sink:
-            shutil.copyfileobj(source, sink, 1 << 20)
+        try:
+            with path.fs.open_input_stream(path.key) as source, target.open("wb") as sink:
+                shutil.copyfileobj(source, sink, 1 << 20)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:  # the object named, as S3Path.read_bytes names it
+            raise StorageError(f"{path}: cannot copy to {target}: {exc}") from exc
         out[uri] = str(target)
     return out
 
