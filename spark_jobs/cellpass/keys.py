@@ -58,9 +58,9 @@ class KeySpace:
         low = np.array([ranges.low[p] if known[p] else 0 for p in self.producers.tolist()], np.int64)
         width = [ranges.high[p] - ranges.low[p] + 1 if known[p] else 0 for p in self.producers.tolist()]
         padded = [-(-max(w, 1) // 8) * 8 for w in width]  # whole bytes, at least one: each producer's own
-        self.low, self.base = low, np.cumsum([0, *padded[:-1]]).astype(np.int64)
-        self.size = sum(padded)
+        self.low, self.size = low, sum(padded)  # Python ints: a span past int64 only makes the space sparse
         self.dense = self.size <= max(DENSE_MIN_KEYS, KEYS_PER_ROW * ranges.rows)
+        self.base = np.cumsum([0, *padded[:-1]]).astype(np.int64) if self.dense else np.zeros(len(padded), np.int64)
         self.ranked: np.ndarray | None = None
         if not self.dense:
             valid = [lo for p, lo in ranges.low.items() if known[p]]
