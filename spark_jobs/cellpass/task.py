@@ -82,7 +82,11 @@ def _account(work: UnitWork, rows: int, sums: dict[Key, SeriesSums]) -> _Unit:
 
 
 def _sums(sums: dict[Key, SeriesSums], s: Series) -> SeriesSums:
-    return sums.setdefault((s.metric, s.basis), SeriesSums(s.metric, s.basis))
+    """The series' sums, begun on first use."""
+    key = (s.metric, s.basis)
+    if key not in sums:
+        sums[key] = SeriesSums(*key)
+    return sums[key]
 
 
 def _columns(series: list[Series]) -> tuple[str, ...]:
