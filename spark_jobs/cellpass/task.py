@@ -123,6 +123,32 @@ def _located(sums: pd.DataFrame, cell_ix: int) -> tuple[pd.DataFrame, pd.DataFra
     return placed, locate.ranks(placed, LEVEL_KEYS, list(COLUMNS), wanted_at)
 
 
+class Stats:
+    """Each group's statistics (locate.group_stats) of the series' located tables, computed a few series at a
+    time: a located table is as large as its series' seconds × buckets, and pandas' cost per call is fixed."""
+
+    def __init__(self) -> None:
+        self.waiting: list[pd.DataFrame] = []
+        self.done: list[pd.DataFrame] = []
+
+    def add(self, placed: pd.DataFrame) -> None:
+        self.waiting.append(placed)
+        if sum(len(p) for p in self.waiting) > STATS_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.waiting:
+            self.done.append(locate.group_stats(pd.concat(self.waiting, ignore_index=True), LEVEL_KEYS))
+            self.waiting = []
+
+    def frame(self) -> pd.DataFrame:
+        self._flush()
+        return pd.concat(self.done, ignore_index=True)
+
+
+STATS_ROWS = 1 << 18  # located rows Stats lets wait (~40 MiB)
+
+
 def _local(works: list[UnitWork], reach: S3Settings | None, folder: Path) -> list[UnitWork]:
     """`works` reading local files: an S3 lake's objects copied into `folder` (read.local_copies)."""
     uris = [u for w in works for u in (*w.sent_files, *w.received_files)]
@@ -154,11 +180,11 @@ def run_cell(works: list[UnitWork], reach: S3Settings | None = None, batch_rows:
         for unit in units:
             for s, b in _bucketed(unit, set(series), batch_rows, (True,)):
                 _sums(sums, s).add(b)
-        frames, stats, values, picks = [], [], [], {}
+        frames, stats, values, picks = [], Stats(), [], {}
         for key in series:
             frame = sums.pop(key, SeriesSums(*key)).frame()
             placed, located = _located(frame, cell_ix)
-            stats.append(locate.group_stats(placed, LEVEL_KEYS))  # one series' table at a time
+            stats.add(placed)
             values.append(locate.known_values(located, LEVEL_KEYS))
             picks[key] = Picks(cell_ix, locate.unknown(located))
             frames.append(frame[frame["kind"] != TIMED])  # the driver reads WHOLE and DONE rows only
@@ -168,8 +194,6 @@ def run_cell(works: list[UnitWork], reach: S3Settings | None = None, batch_rows:
             for s, b in _bucketed(unit, wanted, batch_rows, (False, True)):
                 picks[(s.metric, s.basis)].add(b)
     values += [p.values() for p in picks.values()]
-    summary = locate.finish(
-        pd.concat(stats, ignore_index=True), pd.concat(values, ignore_index=True), LEVEL_KEYS, COLUMNS
-    )
+    summary = locate.finish(stats.frame(), pd.concat(values, ignore_index=True), LEVEL_KEYS, COLUMNS)
     producers = pd.concat([u.producers for u in units], ignore_index=True)
     return CellResult(producers, pd.concat(frames, ignore_index=True), summary)
