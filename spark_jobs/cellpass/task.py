@@ -146,7 +146,7 @@ class Stats:
         return pd.concat(self.done, ignore_index=True)
 
 
-STATS_ROWS = 1 << 18  # located rows Stats lets wait (~40 MiB)
+STATS_ROWS = 1 << 16  # located rows Stats lets wait (~10 MiB)
 
 
 def _local(works: list[UnitWork], reach: S3Settings | None, folder: Path) -> list[UnitWork]:
