@@ -1,7 +1,7 @@
 """Every statistic of a run's tables in three Spark SQL passes over its raw Parquet, none of which sorts a group
 whole. A run's raw files, on a local lake or on S3, are analysed by the cell pass instead (spark_jobs.cellpass: one
 Python task per cell, several times faster cold, row for row the same); these passes serve frames built in memory
-and cells too large for one task (spark_jobs.cellpass.route.CELL_TASK_MAX_RAW_BYTES).
+and raw files the tasks cannot open (spark_jobs.cellpass.route.readable).
 
 1. **Ledger** (spark_jobs.ledger): the keys of every sent and received row, 64 messages to a word — the
    message accounting, the gate's per-producer checks, and where any message arrived twice.

@@ -1,8 +1,8 @@
-"""One unit's message accounting and the gate's per-producer checks, as spark_jobs.ledger counts them.
+"""One unit's message accounting and the gate's per-producer checks, as spark_jobs.ledger counts them, counted a
+batch at a time.
 
-The Spark pass needs 64-message words to avoid joining messages; a task holding one unit's rows counts the
-sets directly: every (producer, seq) becomes one int64 key, and the counts are sizes of sorted unique keys and
-their intersections."""
+The Spark pass needs 64-message words to avoid joining messages; a task counts the sets directly, as sets of
+message keys (keys.KeySpace: a bit per message), and the rest as running per-producer counts and minima."""
 
 from __future__ import annotations
 
@@ -10,119 +10,115 @@ import numpy as np
 import pandas as pd
 
 from .facts import UnitWork
+from .keys import KeySpace
 from .read import Col, Columns
 
 COUNT_COLUMNS = ("scheduled", "sent", "acknowledged", "got", "sent_lost", "acked_lost", "dupes")
 CHECK_COLUMNS = ("producer_rows", "duplicate_seqs", "min_seq", "max_seq", "null_seq", "null_intended", "null_phase")
 MINIMA = ("min_lag_ns", "min_e2e_intended_ns", "min_e2e_sent_ns", "min_ack_intended_ns", "min_ack_sent_ns")
 PRODUCER_COLUMNS = ("unit", "producer_id", *COUNT_COLUMNS, *CHECK_COLUMNS, *MINIMA)  # ledger.per_producer's
+ROW_COUNTS = (
+    "scheduled",
+    "sent",
+    "acknowledged",
+    "producer_rows",
+    "seq_rows",
+    "null_intended",
+    "null_phase",
+    "got_rows",
+)
+SENT_MINIMA = {"min_lag_ns": ("sent_ns", "intended_ns"), "min_ack_intended_ns": ("acked_ns", "intended_ns")}
+SENT_MINIMA["min_ack_sent_ns"] = ("acked_ns", "sent_ns")
+RECEIVED_MINIMA = {"min_e2e_intended_ns": ("received_ns", "intended_ns"), "min_e2e_sent_ns": ("received_ns", "sent_ns")}
+LEDGER_SENT = ("producer_id", "seq", "intended_ns", "sent_ns", "acked_ns", "phase")
+LEDGER_RECEIVED = ("producer_id", "seq", "intended_ns", "sent_ns", "received_ns", "relay_received_ns")
+INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
-KeySet = np.ndarray  # a set of message keys: a bitmap over the key space, or the sorted distinct keys
+class Extreme:
+    """A running minimum (or maximum) per producer, null where no valid value came."""
 
+    def __init__(self, count: int, ufunc: np.ufunc):
+        self.ufunc = ufunc
+        self.values = np.full(count, INT64_MAX if ufunc is np.minimum else INT64_MIN, np.int64)
+        self.seen = np.zeros(count, bool)
 
-class MessageKeys:
-    """(producer, seq) → one int64 per message: the producer's rank among the unit's producers times the seq
-    span, plus the seq's offset (or, where the seqs spread too wide for that, its rank among them). Sets of
-    keys are bitmaps over that space when it is small beside the rows (seqs count up from 0: it always is),
-    else sorted arrays."""
+    def add(self, index: np.ndarray, values: np.ndarray, valid: np.ndarray) -> None:
+        self.ufunc.at(self.values, index[valid], values[valid])
+        self.seen[index[valid]] = True
 
-    def __init__(self, producers: np.ndarray, seqs: list[Col]):
-        self.producers = producers  # sorted distinct producer ids (NULL_PRODUCER included where present)
-        valid = [c.values[c.valid] for c in seqs if c.valid.any()]
-        self.low = min((int(v.min()) for v in valid), default=0)
-        self.span = max((int(v.max()) for v in valid), default=0) - self.low + 1
-        self.ranked: np.ndarray | None = None
-        if len(producers) * self.span >= 2**62:
-            self.ranked = np.unique(np.concatenate(valid))
-            self.low, self.span = 0, len(self.ranked)
-        self.size = len(producers) * self.span
-        self.dense = self.size <= max(1 << 20, 4 * sum(len(c.values) for c in seqs))
-
-    def of(self, producer: np.ndarray, seq: Col) -> np.ndarray:
-        """Every row's key (meaningful where its seq is valid)."""
-        offset = seq.values - self.low if self.ranked is None else np.searchsorted(self.ranked, seq.values)
-        return np.searchsorted(self.producers, producer) * self.span + offset
-
-    def distinct(self, keys: np.ndarray, where: np.ndarray) -> KeySet:
-        if not self.dense:
-            return np.unique(keys[where])
-        bitmap = np.zeros(self.size, bool)
-        bitmap[keys[where]] = True
-        return bitmap
-
-    def both(self, a: KeySet, b: KeySet) -> KeySet:
-        return a & b if self.dense else np.intersect1d(a, b, assume_unique=True)
-
-    def minus(self, a: KeySet, b: KeySet) -> KeySet:
-        return a & ~b if self.dense else np.setdiff1d(a, b, assume_unique=True)
-
-    def count(self, keys: KeySet) -> np.ndarray:
-        """How many keys of the set each producer holds (indexed like `producers`)."""
-        if self.dense:
-            return keys.reshape(len(self.producers), self.span).sum(axis=1).astype(np.int64)
-        return np.bincount(keys // self.span, minlength=len(self.producers)).astype(np.int64)
-
-    def repeated(self, keys: np.ndarray) -> np.ndarray:
-        """Whether each of `keys` occurs more than once among them."""
-        if self.dense:
-            return np.bincount(keys, minlength=self.size)[keys] > 1
-        ordered = np.sort(keys)
-        return np.isin(keys, ordered[1:][ordered[1:] == ordered[:-1]])
-
-
-def _extreme(ufunc: np.ufunc, index: np.ndarray, values: np.ndarray, valid: np.ndarray, count: int) -> pd.array:
-    """ufunc (np.minimum or np.maximum) of the valid values per producer index; null where there are none."""
-    start = np.iinfo(np.int64).max if ufunc is np.minimum else np.iinfo(np.int64).min
-    out = np.full(count, start, np.int64)
-    ufunc.at(out, index[valid], values[valid])
-    return pd.arrays.IntegerArray(out, np.bincount(index[valid], minlength=count) == 0)
+    def column(self) -> pd.array:
+        return pd.arrays.IntegerArray(np.where(self.seen, self.values, 0), ~self.seen)
 
 
 def _difference(a: Col, b: Col) -> tuple[np.ndarray, np.ndarray]:
     return a.values - b.values, a.valid & b.valid
 
 
-def producer_rows(work: UnitWork, sent: Columns, received: Columns) -> pd.DataFrame:
-    """PRODUCER_COLUMNS for every producer with a sent or received row of the unit."""
-    ps, pr = sent["producer_id"].values, received["producer_id"].values
-    producers = np.unique(np.concatenate([ps, pr]))
-    count = len(producers)
-    keys = MessageKeys(producers, [sent["seq"], received["seq"]])
-    ix_s, ix_r = np.searchsorted(producers, ps), np.searchsorted(producers, pr)
-    ks, kr = keys.of(ps, sent["seq"]), keys.of(pr, received["seq"])
-    has_s, has_r = sent["seq"].valid, received["seq"].valid
-    measure_s, measure_r = work.in_measure(sent["intended_ns"]), work.in_measure(received["intended_ns"])
-    sent_ok, acked_ok = sent["sent_ns"].valid, sent["acked_ns"].valid
-    scheduled = keys.distinct(ks, measure_s & has_s)
-    got = keys.distinct(kr, measure_r & has_r)
-    out = pd.DataFrame({"unit": work.unit, "producer_id": producers})
+class Ledger:
+    """One unit's producer rows, fed its sent and received batches (LEDGER_SENT, LEDGER_RECEIVED columns)."""
 
-    def rows(where: np.ndarray, index: np.ndarray = ix_s) -> np.ndarray:
-        return np.bincount(index[where], minlength=count).astype(np.int64)
+    def __init__(self, work: UnitWork, keys: KeySpace):
+        self.work, self.keys, count = work, keys, len(keys.producers)
+        self.rows = {name: np.zeros(count, np.int64) for name in ROW_COUNTS}
+        self.sets = {name: keys.empty() for name in ("scheduled", "sent", "acked", "seqs", "got")}
+        self.minima = {name: Extreme(count, np.minimum) for name in MINIMA}
+        self.min_seq, self.max_seq = Extreme(count, np.minimum), Extreme(count, np.maximum)
+        self.relayed = False  # whether any receipt carries a relay's receipt time (a chain's final hop)
 
-    out["scheduled"] = rows(measure_s & has_s)
-    out["sent"] = rows(measure_s & sent_ok)
-    out["acknowledged"] = rows(measure_s & acked_ok)
-    out["got"] = keys.count(keys.both(scheduled, got))
-    out["sent_lost"] = keys.count(keys.minus(keys.distinct(ks, measure_s & sent_ok & has_s), got))
-    out["acked_lost"] = keys.count(keys.minus(keys.distinct(ks, measure_s & acked_ok & has_s), got))
-    out["dupes"] = rows(measure_r & has_r, ix_r) - keys.count(got)
-    out["producer_rows"] = np.bincount(ix_s, minlength=count).astype(np.int64)
-    seq_rows = rows(has_s)
-    out["duplicate_seqs"] = seq_rows - keys.count(keys.distinct(ks, has_s))
-    out["min_seq"] = _extreme(np.minimum, ix_s, sent["seq"].values, has_s, count)
-    out["max_seq"] = _extreme(np.maximum, ix_s, sent["seq"].values, has_s, count)
-    out["null_seq"] = out["producer_rows"] - seq_rows
-    out["null_intended"] = rows(~sent["intended_ns"].valid)
-    out["null_phase"] = rows(~sent["phase"].valid)
-    pairs = {
-        "min_lag_ns": (ix_s, _difference(sent["sent_ns"], sent["intended_ns"])),
-        "min_e2e_intended_ns": (ix_r, _difference(received["received_ns"], received["intended_ns"])),
-        "min_e2e_sent_ns": (ix_r, _difference(received["received_ns"], received["sent_ns"])),
-        "min_ack_intended_ns": (ix_s, _difference(sent["acked_ns"], sent["intended_ns"])),
-        "min_ack_sent_ns": (ix_s, _difference(sent["acked_ns"], sent["sent_ns"])),
-    }
-    for name, (index, (values, valid)) in pairs.items():
-        out[name] = _extreme(np.minimum, index, values, valid, count)
-    return out
+    def _count(self, name: str, index: np.ndarray, where: np.ndarray | None = None) -> None:
+        self.rows[name] += np.bincount(index if where is None else index[where], minlength=len(self.rows[name]))
+
+    def _put(self, name: str, keys: np.ndarray, where: np.ndarray) -> None:
+        self.sets[name] = self.keys.add(self.sets[name], keys[where])
+
+    def sent(self, batch: Columns) -> None:
+        ix, seq = self.keys.index(batch["producer_id"].values), batch["seq"]
+        key, has = self.keys.of(batch["producer_id"].values, seq), seq.valid
+        measure = self.work.in_measure(batch["intended_ns"])
+        sent_ok, acked_ok = batch["sent_ns"].valid, batch["acked_ns"].valid
+        self._count("scheduled", ix, measure & has)
+        self._count("sent", ix, measure & sent_ok)
+        self._count("acknowledged", ix, measure & acked_ok)
+        self._count("producer_rows", ix)
+        self._count("seq_rows", ix, has)
+        self._count("null_intended", ix, ~batch["intended_ns"].valid)
+        self._count("null_phase", ix, ~batch["phase"].valid)
+        self._put("scheduled", key, measure & has)
+        self._put("sent", key, measure & sent_ok & has)
+        self._put("acked", key, measure & acked_ok & has)
+        self._put("seqs", key, has)
+        self.min_seq.add(ix, seq.values, has)
+        self.max_seq.add(ix, seq.values, has)
+        for name, (done, start) in SENT_MINIMA.items():
+            self.minima[name].add(ix, *_difference(batch[done], batch[start]))
+
+    def received(self, batch: Columns) -> None:
+        ix, seq = self.keys.index(batch["producer_id"].values), batch["seq"]
+        key = self.keys.of(batch["producer_id"].values, seq)
+        measure = self.work.in_measure(batch["intended_ns"]) & seq.valid
+        self._count("got_rows", ix, measure)
+        self._put("got", key, measure)
+        for name, (done, start) in RECEIVED_MINIMA.items():
+            self.minima[name].add(ix, *_difference(batch[done], batch[start]))
+        self.relayed |= bool(batch["relay_received_ns"].valid.any())
+
+    def frame(self) -> pd.DataFrame:
+        """PRODUCER_COLUMNS for every producer with a sent or received row of the unit."""
+        keys, sets, rows = self.keys, self.sets, self.rows
+        out = pd.DataFrame({"unit": self.work.unit, "producer_id": keys.producers})
+        for name in ("scheduled", "sent", "acknowledged"):
+            out[name] = rows[name]
+        got = keys.count(keys.both(sets["scheduled"], sets["got"]))
+        out["got"] = got
+        out["sent_lost"] = keys.count(keys.minus(sets["sent"], sets["got"]))
+        out["acked_lost"] = keys.count(keys.minus(sets["acked"], sets["got"]))
+        out["dupes"] = rows["got_rows"] - keys.count(sets["got"])
+        out["producer_rows"] = rows["producer_rows"]
+        out["duplicate_seqs"] = rows["seq_rows"] - keys.count(sets["seqs"])
+        out["min_seq"], out["max_seq"] = self.min_seq.column(), self.max_seq.column()
+        out["null_seq"] = rows["producer_rows"] - rows["seq_rows"]
+        out["null_intended"], out["null_phase"] = rows["null_intended"], rows["null_phase"]
+        for name in MINIMA:
+            out[name] = self.minima[name].column()
+        return out

@@ -94,8 +94,9 @@ def _ledger(producers: pd.DataFrame, units: Units) -> ledger_pass.Ledger:
     return ledger_pass.Ledger(ledger_pass.unit_accounting(checks, units), checks, None, 0)
 
 
-def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
-    """The Analysis of `raw` (readable) by one task per cell."""
+def analyze_cells(spark: SparkSession, raw: Raw, batch_rows: int = 0) -> Analysis:
+    """The Analysis of `raw` (readable) by one task per cell, each streaming its files in batches of
+    `batch_rows` rows (0: read.BATCH_ROWS)."""
     units = Units.of(raw.cells)
     works = cell_works(units, raw)
     results: list[CellResult] = []
@@ -103,7 +104,7 @@ def analyze_cells(spark: SparkSession, raw: Raw) -> Analysis:
         # The lake's settings ride in the task's function, as s3a's keys ride in the Hadoop configuration Spark
         # ships with a scan: never in the Spark conf, and not in the data, which parallelize spools through a
         # file on the driver's disk (docs/lake.md, "The lake on S3", says what a cluster's executors need).
-        task = partial(run_cell, reach=raw.reach)
+        task = partial(run_cell, reach=raw.reach, batch_rows=batch_rows)
         results = spark.sparkContext.parallelize(works, len(works)).map(task).collect()
     producers = pd.concat([r.producers for r in results], ignore_index=True) if results else _empty(PRODUCER_COLUMNS)
     sums = pd.concat([r.sums for r in results], ignore_index=True) if results else _empty(SUMS_SCHEMA.names)
@@ -130,76 +131,26 @@ def _frame(rows: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return typed(rows, StructType([SUMS_SCHEMA[c] for c in columns]))
 
 
-# A task holds its whole cell: at peak 70–90 times the cell's raw Parquet (a 6.25 M-message cell, 26 MB of raw
-# files, peaked at 1.9 GiB; a 10 M-message one just under this limit at 2.8 GiB). A cell larger than this goes
-# through the Spark SQL passes instead, whose memory does not grow with a group (spark_jobs.analysis).
-CELL_TASK_MAX_RAW_BYTES = 32 * 2**20
-
-
-def split_raw(raw: Raw, max_cell_bytes: int) -> tuple[Raw, Raw]:
-    """`raw` as (the cells a task may hold, the cells larger than `max_cell_bytes`), each with every cells row
-    (units stay numbered as in `raw`) and only its own cells' files. A cell's size counts all its repeats."""
-    size: dict[tuple[str, str], int] = defaultdict(int)
-    for f in (*raw.sent_files, *raw.received_files):
-        size[(f.run_id, f.cell_id)] += f.size
-
-    def part(large: bool) -> Raw:
-        def mine(files: list[RawFile]) -> list[RawFile]:
-            return [f for f in files if (size[(f.run_id, f.cell_id)] > max_cell_bytes) == large]
-
-        return Raw(raw.runs, raw.cells, mine(raw.sent_files), mine(raw.received_files), raw.reach)
-
-    return part(False), part(True)
+def analyze_raw(spark: SparkSession, raw: Raw) -> Analysis:
+    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (`readable`: a
+    local lake or one on S3), whatever a cell's size (a task streams its files: task.run_cell), else by the
+    Spark SQL passes (spark_jobs.analysis). The two agree to the row (tests/spark/test_cellpass.py, and on S3
+    tests/s3/test_cellpass_s3.py). The route taken is printed (`route_line`)."""
+    tasked = readable(raw)
+    units = len(_units(raw))
+    print(route_line(raw, units if tasked else 0, 0 if tasked else units), file=sys.stderr, flush=True)
+    return analyze_cells(spark, raw) if tasked else analyze(raw.sent, raw.received, raw.cells)
 
 
 def _units(raw: Raw) -> set[int]:
     return {f.unit for f in (*raw.sent_files, *raw.received_files) if f.unit is not None}
 
 
-def merged(tasks: Analysis, passes: Analysis, passed_units: set[int]) -> Analysis:
-    """One Analysis of a run whose large cells went through the passes and the rest through tasks: each saw only
-    its own cells' rows, so their statistics are disjoint; each unit's accounting comes from its own route."""
-    mine, theirs = tasks.ledger.accounting, passes.ledger.accounting
-    accounting = pd.concat([mine[~mine["unit"].isin(passed_units)], theirs[theirs["unit"].isin(passed_units)]])
-    producers = pd.concat([tasks.ledger.producers, passes.ledger.producers], ignore_index=True)
-
-    def both(name: str) -> pd.DataFrame:
-        return pd.concat([getattr(tasks, name), getattr(passes, name)], ignore_index=True)
-
-    return Analysis(
-        tasks.units,
-        ledger_pass.Ledger(accounting.sort_values("unit", ignore_index=True), producers, None, 0),
-        both("summary"),
-        measured=both("measured"),
-        done=both("done"),
-    )
-
-
-def analyze_raw(spark: SparkSession, raw: Raw, max_cell_bytes: int = CELL_TASK_MAX_RAW_BYTES) -> Analysis:
-    """The analysis of `raw`: by one Python task per cell where the tasks can read its files (`readable`: a
-    local lake or one on S3) and a cell fits a task (`max_cell_bytes` of raw Parquet), else by the Spark SQL
-    passes (spark_jobs.analysis). The two agree to the row (tests/spark/test_cellpass.py, and on S3
-    tests/s3/test_cellpass_s3.py). The route taken is printed (`route_line`)."""
-    fits, large = split_raw(raw, max_cell_bytes) if readable(raw) else (_without_files(raw), raw)
-    tasked, passed_units = _units(fits), _units(large)
-    print(route_line(raw, len(tasked), len(passed_units), max_cell_bytes), file=sys.stderr, flush=True)
-    if not passed_units:
-        return analyze_cells(spark, fits)
-    if not tasked:
-        return analyze(raw.sent, raw.received, raw.cells)
-    return merged(analyze_cells(spark, fits), analyze(large.sent, large.received, large.cells), passed_units)
-
-
-def _without_files(raw: Raw) -> Raw:
-    return Raw(raw.runs, raw.cells, [], [], raw.reach)
-
-
-def route_line(raw: Raw, tasked: int, passed: int, max_cell_bytes: int) -> str:
+def route_line(raw: Raw, tasked: int, passed: int) -> str:
     """What analyze_raw says of its route: how many units the cell pass read (and from where), how many went
-    through the Spark SQL passes and why."""
+    through the Spark SQL passes (files tasks cannot open)."""
     where = "s3a:// with pyarrow" if raw.reach is not None else "local files"
     line = f"analysis: {tasked} units by the cell pass (tasks reading {where})"
     if not passed:
         return line
-    why = f"cells over {max_cell_bytes:,} bytes of raw Parquet" if readable(raw) else "files tasks cannot open"
-    return f"{line}, {passed} units by the Spark SQL passes ({why})"
+    return f"{line}, {passed} units by the Spark SQL passes (files tasks cannot open)"

@@ -14,7 +14,7 @@ from spark_jobs.exact import BUCKET_BITS
 from spark_jobs.metrics import E2E, HOP1, HOP2, LAG
 
 from .facts import UnitWork
-from .ledger import MessageKeys
+from .keys import KeySpace, repeats_in
 from .read import Col, Columns
 
 RECEIPT_ORDER = ("received_ns", "intended_ns", "sent_ns", "leader", "relay_received_ns", "relay_sent_ns")
@@ -22,22 +22,81 @@ NULLS_FIRST = np.iinfo(np.int64).min
 NS_PER_S = 1_000_000_000
 
 
-def first_receipts(received: Columns, keys: MessageKeys) -> np.ndarray | None:
-    """Which receipts are their message's earliest (None: all, no message arrived twice): of one (producer,
-    seq)'s receipts the least in RECEIPT_ORDER, nulls first (Spark's min of that struct). Receipts without a seq
-    stay, each its own (as the Spark pass leaves them)."""
-    rows = np.flatnonzero(received["seq"].valid)
-    key = keys.of(received["producer_id"].values[rows], received["seq"].take(rows))
-    repeated = keys.repeated(key)
-    if not repeated.any():
+class Repeats:
+    """Which messages were received more than once, fed the unit's received batches (producer_id, seq): the keys
+    seen, and those seen again. Receipts without a seq are each their own message (as the Spark pass leaves
+    them)."""
+
+    def __init__(self, keys: KeySpace):
+        self.keys, self.seen, self.again = keys, keys.empty(), keys.empty()
+
+    def add(self, batch: Columns) -> None:
+        seq = batch["seq"]
+        key = self.keys.of(batch["producer_id"].values, seq)[seq.valid]
+        if not len(key):
+            return
+        before = self.keys.holds(self.seen, key)
+        new = key[~before]
+        grown = self._distinct_added(new)
+        self.again = self.keys.add(self.again, key[before])
+        if grown < len(new):  # a message twice in this batch (rare): find which
+            self.again = self.keys.add(self.again, repeats_in(new))
+
+    def _distinct_added(self, new: np.ndarray) -> int:
+        """Adds `new` to the keys seen; how many distinct keys that added (counted over the bytes touched)."""
+        if not len(new):
+            return 0
+        if not self.keys.dense:
+            had = len(self.seen)
+            self.seen = self.keys.add(self.seen, new)
+            return len(self.seen) - had
+        part = slice(int(new.min()) >> 3, (int(new.max()) >> 3) + 1)
+        had = int(np.bitwise_count(self.seen[part]).sum())
+        self.keys.add(self.seen, new)
+        return int(np.bitwise_count(self.seen[part]).sum()) - had
+
+    def any(self) -> bool:
+        return self.keys.size_of(self.again) > 0
+
+
+class FirstReceipts:
+    """Of the messages received more than once (Repeats), which receipt is the first: the least in
+    RECEIPT_ORDER, nulls first (Spark's min of that struct), fed the received batches (every RECEIVED_COLUMN)
+    with the row number each starts at. Holds only those messages' receipts."""
+
+    def __init__(self, keys: KeySpace, repeats: Repeats):
+        self.keys, self.again = keys, repeats.again
+        self.parts: list[tuple[np.ndarray, list[np.ndarray], np.ndarray]] = []
+
+    def add(self, batch: Columns, start: int) -> None:
+        key = self.keys.of(batch["producer_id"].values, batch["seq"])
+        twice = np.flatnonzero(batch["seq"].valid)
+        twice = twice[self.keys.holds(self.again, key[twice])]
+        if len(twice):
+            fields = [np.where(batch[f].valid, batch[f].values, NULLS_FIRST)[twice] for f in RECEIPT_ORDER]
+            self.parts.append((key[twice], fields, start + twice))
+
+    def losers(self) -> np.ndarray:
+        """The row numbers (sorted) of the receipts that are not their message's first; of receipts equal in
+        every field, the first in file order is."""
+        if not self.parts:
+            return np.empty(0, np.int64)
+        key = np.concatenate([k for k, _, _ in self.parts])
+        row = np.concatenate([r for _, _, r in self.parts])
+        fields = [np.concatenate([f[i] for _, f, _ in self.parts]) for i in range(len(RECEIPT_ORDER))]
+        order = np.lexsort([row, *reversed(fields), key])
+        ordered = key[order]
+        first = np.r_[True, ordered[1:] != ordered[:-1]]
+        return np.sort(row[order][~first])
+
+
+def first_of(losers: np.ndarray, start: int, rows: int) -> np.ndarray | None:
+    """Which of the `rows` receipts from row number `start` are their message's first (None: all)."""
+    low, high = np.searchsorted(losers, [start, start + rows])
+    if low == high:
         return None
-    twice, key = rows[repeated], key[repeated]
-    fields = [np.where(received[f].valid[twice], received[f].values[twice], NULLS_FIRST) for f in RECEIPT_ORDER]
-    order = np.lexsort([*reversed(fields), key])
-    ordered = key[order]
-    first = np.ones(len(received["seq"].values), bool)
-    first[twice] = False
-    first[twice[order[np.r_[True, ordered[1:] != ordered[:-1]]]]] = True
+    first = np.ones(rows, bool)
+    first[losers[low:high] - start] = False
     return first
 
 
@@ -67,16 +126,16 @@ class Series:
     relayed_only: bool = False  # hop2: only messages a relay passed on (the relay's receipt known)
 
 
-def unit_series(work: UnitWork, received: Columns) -> list[Series]:
+def unit_series(work: UnitWork, relayed: bool) -> list[Series]:
     """The series a unit measures: the send lag; acked − intended and − sent where acknowledgements are
     measured; e2e from intended and sent where receipts are; for relayed messages (chains) hop1 to the
-    relay's receipt and hop2 from the relay's receipt and send."""
+    relay's receipt and hop2 from the relay's receipt and send (`relayed`: any receipt carries the relay's)."""
     series = [Series(LAG, 1, False, "intended_ns", "sent_ns")]
     if work.acked_code is not None:
         series += [Series(work.acked_code, b, False, s, "acked_ns") for b, s in enumerate(STARTS)]
     if work.received_measured:
         series += [Series(E2E, b, True, s, "received_ns") for b, s in enumerate(STARTS)]
-        if received["relay_received_ns"].valid.any():
+        if relayed:
             series += [Series(HOP1, b, True, s, "relay_received_ns") for b, s in enumerate(STARTS)]
             series += [Series(HOP2, b, True, s, "received_ns", True) for b, s in enumerate(RELAY_STARTS)]
     return series
@@ -86,10 +145,9 @@ STARTS = ("intended_ns", "sent_ns")  # basis intended, basis sent
 RELAY_STARTS = ("relay_received_ns", "relay_sent_ns")  # hop2's
 
 
-def series_values(work: UnitWork, series: Series, sent: Columns, received: Columns, first: np.ndarray | None) -> Values:
-    """The series' done − start where both (and the intended time) are known; of receipts, first ones only
-    (`first`: first_receipts')."""
-    rows = received if series.received else sent
+def series_values(work: UnitWork, series: Series, rows: Columns, first: np.ndarray | None) -> Values:
+    """The series' done − start in `rows` (a batch of its side: sent rows, or receipts) where both (and the
+    intended time) are known; of receipts, first ones only (`first`: None, all)."""
     intended, begin, end = rows["intended_ns"], rows[series.start], rows[series.done]
     keep = intended.valid & begin.valid & end.valid
     if series.received and first is not None:
@@ -147,4 +205,29 @@ class Bucketed:
             measure=joined(lambda w, v: v.measure),
             bucket=log_bucket(value),
             value=value,
+        )
+
+    @classmethod
+    def one(cls, work: UnitWork, v: Values) -> Bucketed:
+        """One unit's samples (of a batch), without copying them end to end."""
+        return cls(
+            unit=np.full(len(v), work.unit, np.int64),
+            leader=v.leader,
+            sec=seconds(v.at_ns, work.t0_ns),
+            done_sec=seconds(v.done_ns, work.t0_ns),
+            measure=v.measure,
+            bucket=log_bucket(v.value_ns),
+            value=v.value_ns,
+        )
+
+    def take(self, rows: np.ndarray) -> Bucketed:
+        """The samples at `rows` (a mask or indices)."""
+        return Bucketed(
+            self.unit[rows],
+            self.leader.take(rows),
+            self.sec[rows],
+            self.done_sec[rows],
+            self.measure[rows],
+            self.bucket[rows],
+            self.value[rows],
         )

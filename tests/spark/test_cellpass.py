@@ -19,7 +19,7 @@ from bench_tasks import RECEIVED_SCHEMA, Lake, RunInfo
 from bench_tasks.lake.records import write_parquet
 from spark_jobs import lakeio
 from spark_jobs.analysis import Analysis, analyze
-from spark_jobs.cellpass.route import analyze_cells, analyze_raw, readable, split_raw
+from spark_jobs.cellpass.route import analyze_cells, readable
 from tests.spark.synth import SynthCell, cell_row, received_table, sent_table, write_cell
 
 RUN = RunInfo("cellpass-run", "2026-01-05")
@@ -150,26 +150,21 @@ def same_frames(mine: pd.DataFrame, theirs: pd.DataFrame, keys: list[str]) -> No
             assert mine[column].astype(str).tolist() == theirs[column].astype(str).tolist(), column
 
 
-def test_cells_too_large_for_a_task_go_through_the_passes_and_the_whole_agrees(
-    spark: SparkSession, landed: lakeio.Raw, both: tuple[Analysis, Analysis]
+@pytest.mark.parametrize("batch_rows", [97])
+def test_tiny_batches_give_the_same_frames(
+    spark: SparkSession, landed: lakeio.Raw, both: tuple[Analysis, Analysis], batch_rows: int
 ) -> None:
-    """With a limit between the cells' sizes, some cells go through the Spark SQL passes and the rest through
-    tasks (a repeated cell whole on one side); the merged analysis is the tasks' own, frame for frame."""
-    sizes = sorted(
-        {
-            sum(f.size for f in (*landed.sent_files, *landed.received_files) if f.cell_id == c)
-            for c in {f.cell_id for f in landed.sent_files}
-        }
-    )
-    limit = sizes[len(sizes) // 2]
-    fits, large = split_raw(landed, limit)
-    assert fits.sent_files and large.sent_files
-    assert len({id(part) for part in (fits, large) for f in part.sent_files if f.cell_id == "rep"}) == 1
-    split = analyze_raw(spark, landed, max_cell_bytes=limit)
+    """The tasks stream their files in batches: at 97 rows each (a file's rows in 60–170 of them), the core
+    cell's duplicates (the copies in the other consumer's file, the later copy first in its own) lie in other
+    batches than the receipts they pair with, its rows without a sent time, a seq or a phase each in a batch of
+    its own, the chain's missing relay send time in one of many; every frame and the ledger are the same as in
+    one batch per file."""
+    streamed = analyze_cells(spark, landed, batch_rows=batch_rows)
     for name, keys in FRAMES.items():
-        same_frames(_frame(split, name), _frame(both[0], name), keys)
-    same_frames(split.ledger.accounting, both[0].ledger.accounting, ["unit"])
-    same_frames(split.ledger.producers.astype(str), both[0].ledger.producers.astype(str), ["unit", "producer_id"])
+        same_frames(_frame(streamed, name), _frame(both[0], name), keys)
+    same_frames(streamed.ledger.accounting, both[0].ledger.accounting, ["unit"])
+    same_frames(streamed.ledger.producers.astype(str), both[0].ledger.producers.astype(str), ["unit", "producer_id"])
+    assert _sorted(streamed.ledger.accounting, ["unit"]).set_index("cell_id").loc["core", "duplicated"] == 80
 
 
 def test_the_summary_holds_every_level_and_metric(both: tuple[Analysis, Analysis]) -> None:

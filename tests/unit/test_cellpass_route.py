@@ -1,5 +1,5 @@
 """Which raw files the cell pass' tasks read themselves (spark_jobs.cellpass.route.readable), what the route
-says it took, and how a task opens a file: a local path as itself, an `s3a://` object with the settings its
+says it took, and how a task reaches a file: a local path in place, an `s3a://` object with the settings its
 driver handed it, not with its own environment's."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from bench_tasks.lake.s3conf import CONN_ID_ENV, S3Settings
 from bench_tasks.lake.storage import S3Path, lake_path
-from spark_jobs.cellpass.read import open_parquet
+from spark_jobs.cellpass.read import batches, local_copies
 from spark_jobs.cellpass.route import readable, route_line
 from spark_jobs.lakeio import Raw, RawFile
 
@@ -32,13 +32,10 @@ def test_tasks_read_local_and_s3a_files_and_leave_other_schemes_to_spark() -> No
 
 def test_the_route_says_where_the_tasks_read_and_what_went_to_the_passes() -> None:
     s3 = _raw("s3a://bucket/a.parquet", reach=HANDED)
-    assert route_line(s3, 7, 0, 100) == "analysis: 7 units by the cell pass (tasks reading s3a:// with pyarrow)"
-    assert route_line(_raw("/a.parquet"), 5, 2, 1000) == (
-        "analysis: 5 units by the cell pass (tasks reading local files), "
-        "2 units by the Spark SQL passes (cells over 1,000 bytes of raw Parquet)"
-    )
+    assert route_line(s3, 7, 0) == "analysis: 7 units by the cell pass (tasks reading s3a:// with pyarrow)"
+    assert route_line(_raw("/a.parquet"), 5, 0) == "analysis: 5 units by the cell pass (tasks reading local files)"
     other = _raw("hdfs://nn/a.parquet")
-    assert route_line(other, 0, 1, 1000).endswith("1 units by the Spark SQL passes (files tasks cannot open)")
+    assert route_line(other, 0, 1).endswith("1 units by the Spark SQL passes (files tasks cannot open)")
     assert "driver-secret" not in repr(s3)
 
 
@@ -51,6 +48,8 @@ def test_a_task_reaches_s3_with_the_settings_it_was_handed(monkeypatch: pytest.M
     assert lake_path("s3a://bucket/x").settings.endpoint_url == "http://elsewhere:1"  # unhanded: its own
 
 
-def test_a_local_file_opens_as_itself(tmp_path: Path) -> None:
+def test_a_local_file_is_read_in_place(tmp_path: Path) -> None:
     pq.write_table(pa.table({"seq": [1, 2]}), tmp_path / "sent-p0.parquet")
-    assert open_parquet(str(tmp_path / "sent-p0.parquet"), HANDED).metadata.num_rows == 2
+    uri = str(tmp_path / "sent-p0.parquet")
+    assert local_copies([uri], HANDED, tmp_path / "copies") == {uri: uri}
+    assert [b["seq"].values.tolist() for b in batches([uri], ["seq"], rows=1)] == [[1], [2]]
