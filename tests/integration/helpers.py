@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from bench_tasks.cell.runner import select_cells
+from bench_tasks.interop.table_files import parquet_bytes
+from bench_tasks.lake.layout import history_file
+from bench_tasks.lake.storage import write_bytes
 from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.systems.kafka.jvm import DEFAULT_GC_OPTS
@@ -109,3 +114,18 @@ def assert_every_request_answered(report: Any, requests: int) -> None:
     rtt = report.analysis.metrics["rtt"]
     assert rtt["intended"].count == rtt["sent"].count == requests
     assert rtt["intended"].max_ns >= rtt["sent"].max_ns > 0
+
+
+def seed_history(lake: Any, published: pa.Table, nights: list[tuple[str, str]], factor: float = 0.5) -> None:
+    """Published nights of `published`'s series at about `factor` times its latencies (1 % more each night), one
+    per (run_date, run_id) of `nights`, written as the lake's history files: `published` then alerts as a
+    regression against them."""
+    scaled = [c for c in published.column_names if c.endswith("_ns") and c.startswith(("p", "max"))]
+    for night, (run_date, run_id) in enumerate(nights, start=1):
+        table = published
+        for name in scaled:
+            values = [None if v is None else int(v * factor * (1 + 0.01 * night)) for v in table[name].to_pylist()]
+            table = table.set_column(table.column_names.index(name), name, pa.array(values, table[name].type))
+        for column, value in (("run_id", run_id), ("run_date", run_date)):
+            table = table.set_column(table.column_names.index(column), column, pa.array([value] * len(table)))
+        write_bytes(history_file(lake, run_date, run_id), parquet_bytes(table))

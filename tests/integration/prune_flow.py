@@ -10,17 +10,16 @@ import re
 import subprocess
 import sys
 
-import pyarrow as pa
 from rich.console import Console
 
 from bench_tasks import Lake, RunInfo, run_cell
-from bench_tasks.interop.table_files import parquet_bytes
 from bench_tasks.lake.layout import committed_cells, history_file, history_files
 from bench_tasks.lake.retention import RAW_SAMPLE_PATTERNS, STATE_PRUNED, RawSamplesPruned, pruned_marker
-from bench_tasks.lake.storage import LakePath, read_parquet, write_bytes
+from bench_tasks.lake.storage import LakePath, read_parquet
 from bench_tasks.regressions import Settings, detect
 from bench_tasks.report import build_compare_report, build_run_report
 
+from . import helpers
 from .helpers import make_cell
 
 RUN_A = RunInfo(run_id="prune-a", run_date="2026-03-01")
@@ -60,20 +59,11 @@ def land_and_analyse(lake: LakePath, console: Console) -> None:
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
 
 
-def seed_history(lake: LakePath, nights: int = 4, factor: float = 0.5) -> None:
-    """Nights between run A and run B at `factor` times run B's latencies, so run B is a regression whatever run
-    A measured (history files sort by date, then run id: `2026-03-01__prune-a-N` falls between them)."""
+def seed_history(lake: LakePath, nights: int = 4) -> None:
+    """Nights between run A and run B at half run B's latencies, so run B is a regression whatever run A measured
+    (history files sort by date, then run id: `2026-03-01__prune-a-N` falls between them)."""
     published = read_parquet(history_file(lake, RUN_B.run_date, RUN_B.run_id))
-    scaled = [c for c in published.column_names if c.endswith("_ns") and c.startswith(("p", "max"))]
-    for night in range(1, nights + 1):
-        table = published
-        for name in scaled:
-            values = [None if v is None else int(v * factor * (1 + 0.01 * night)) for v in table[name].to_pylist()]
-            table = table.set_column(table.column_names.index(name), name, pa.array(values, table[name].type))
-        run_id, run_date = f"{RUN_A.run_id}-{night}", RUN_A.run_date
-        for column, value in (("run_id", run_id), ("run_date", run_date)):
-            table = table.set_column(table.column_names.index(column), column, pa.array([value] * len(table)))
-        write_bytes(history_file(lake, run_date, run_id), parquet_bytes(table))
+    helpers.seed_history(lake, published, [(RUN_A.run_date, f"{RUN_A.run_id}-{n}") for n in range(1, nights + 1)])
 
 
 def numbers(lake: LakePath) -> dict[str, object]:

@@ -11,36 +11,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from rich.console import Console
 
 from bench_tasks import Lake, RunInfo, run_cell
-from bench_tasks.lake.layout import REGRESSIONS_AREA, committed_run_file, history_file, history_files
-from bench_tasks.lake.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet, write_parquet_object
+from bench_tasks.lake.layout import REGRESSIONS_AREA, committed_run_file, history_files
+from bench_tasks.lake.storage import COMMIT_MARKER, S3Path, committed_folder, read_parquet
 from bench_tasks.regressions import detect, write_results
 from bench_tasks.report import build_run_report
-from tests.integration.helpers import make_cell
+from tests.integration.helpers import make_cell, seed_history
 from tests.s3.conftest import keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.usefixtures("no_orphans")]
 BIN = Path(sys.executable).parent
-
-
-def _seed_history(lake: S3Path, published: pa.Table, nights: int = 4, factor: float = 0.5) -> None:
-    """Earlier nights of the same series at `factor` times today's latencies (so today is a regression)."""
-    scaled = [c for c in published.column_names if c.endswith("_ns") and c.startswith(("p", "max"))]
-    for night in range(1, nights + 1):
-        table = published
-        for name in scaled:
-            values = [None if v is None else int(v * factor * (1 + 0.01 * night)) for v in table[name].to_pylist()]
-            table = table.set_column(table.column_names.index(name), name, pa.array(values, table[name].type))
-        run_id, run_date = f"past-{night}", f"2020-01-0{night}"
-        table = table.set_column(table.column_names.index("run_id"), "run_id", pa.array([run_id] * len(table)))
-        table = table.set_column(table.column_names.index("run_date"), "run_date", pa.array([run_date] * len(table)))
-        target = history_file(lake, run_date, run_id)
-        assert isinstance(target, S3Path)
-        write_parquet_object(table, target)
 
 
 def test_full_run_on_s3(
@@ -98,7 +81,7 @@ def test_full_run_on_s3(
     assert overall[("e2e", "intended")]["p99_ns"] == want.percentiles["99"]  # Spark's exact percentile
 
     # Regressions: the detector reads the history from the bucket; four calm earlier nights make today a rise.
-    _seed_history(s3_lake, published)
+    seed_history(s3_lake, published, [(f"2020-01-0{n}", f"past-{n}") for n in range(1, 5)])
     result = detect(s3_lake, run_id="s3run")
     assert result.series_checked > 0 and result.alerts, result.to_dict()
     assert all(a.change.run_id == "s3run" and a.change.relative_change > 0.5 for a in result.alerts)
