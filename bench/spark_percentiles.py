@@ -19,7 +19,10 @@ memory of a Python worker, and the load average before and after. Spark runs wit
         --workdir DIR [--keep] [--workers 2]
 
 `--workers N` runs the same on a standalone cluster of N workers of one core each on this host (the test
-setup of tests/spark_cluster.py); results go to bench/results/spark_percentiles[_cluster].json.
+setup of tests/spark_cluster.py); results go to bench/results/spark_percentiles[_cluster].json. `--s3` starts
+moto's S3 server on loopback, uploads each lake to a bucket as landing leaves it, and reports three places side
+by side: the local lake and the S3 lake on local[*], and the S3 lake on a cluster of two 1-core workers
+(each size's `places`, and `place_to_local`: each place's messages/s/core over the local lake's).
 """
 
 from __future__ import annotations
@@ -30,28 +33,31 @@ import os
 import platform
 import shutil
 import sys
+import tempfile
 import time
+import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import numpy as np
 import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
 # This checkout first: the jobs measured are its own, not those of whichever checkout the venv installed; the
 # synthetic-data builders and the test cluster live in its tests/ (not installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench_tasks import PERCENTILES, Lake, RunInfo, required_samples
+from bench_tasks import PERCENTILES, Lake, RunInfo, S3Path, S3Settings, required_samples
 from spark_jobs.exact import percentile_column
-from spark_jobs.lakeio import find_run, table_dir
+from spark_jobs.lakeio import find_run, table_rows
 from spark_jobs.pipeline import Comparison, run_analysis
 from spark_jobs.session import get_spark
+from tests.s3.conftest import moto_server, upload_run
 from tests.spark.synth import SynthCell, received_table, sent_table, write_cell
 from tests.spark_cluster import standalone_cluster
 
@@ -144,10 +150,9 @@ def land(lake: Path, samples: int, cells: int, seed: int, console: Console) -> L
     return Landed(run, messages, raw_bytes, sent_bytes, expected, described)
 
 
-def max_relative_difference(lake: Path, landed: Landed) -> dict[str, Any]:
+def max_relative_difference(lake: Any, landed: Landed) -> dict[str, Any]:
     """Largest |spark − numpy| / numpy over p50…p99.9999 and max, for cell 0's e2e rows (both bases)."""
-    folder = table_dir(lake, "percentiles", find_run(lake, landed.run.run_id))
-    table = pq.read_table(folder).to_pylist()
+    table = table_rows(lake, "percentiles", find_run(lake, landed.run.run_id)).to_pylist()
     worst = 0.0
     checked: dict[str, dict[str, Any]] = {}
     for basis, values in landed.expected.items():
@@ -254,15 +259,10 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def bench_size(
-    spark: Any, workdir: Path, samples: int, cells: int, cores: int, cpu: SparkCpu, keep: bool, console: Console
-) -> dict:
-    lake = workdir / f"lake-{samples}"
-    shutil.rmtree(lake, ignore_errors=True)
-    console.print(f"[bold]{samples:,} samples over {cells} cells[/] → {lake}")
-    started = time.perf_counter()
-    landed = land(lake, samples, cells, seed=samples % 9973, console=console)
-    generate_s = time.perf_counter() - started
+def analyse(spark: Any, lake: Any, landed: Landed, cores: int, cpu: SparkCpu, console: Console) -> dict[str, Any]:
+    """One analysis of a landed run in `lake` (a folder or an S3Path): each step's seconds, messages/s/core, the
+    CPU seconds of Spark's processes, a Python worker's peak memory, the load before and after, and the check
+    against numpy."""
     load_before, cpu_before = _load(), cpu.seconds()
     timings: dict[str, float] = {}
     started = time.perf_counter()
@@ -270,18 +270,9 @@ def bench_size(
     wall_s = time.perf_counter() - started
     cpu_s = cpu.seconds() - cpu_before
     tables_s = sum(timings[step] for step in TABLE_STEPS)
-    console.print(
-        f"  generated in {generate_s:.1f} s; all tables {tables_s:.1f} s, with gate and publish {wall_s:.1f} s"
-    )
-    check = max_relative_difference(lake, landed)
-    if not keep:
-        shutil.rmtree(lake)
+    console.print(f"  {lake}: all tables {tables_s:.1f} s, with gate and publish {wall_s:.1f} s")
     per_core = {name: round(landed.messages / seconds / cores) for name, seconds in timings.items() if seconds > 0}
     return {
-        "samples": landed.messages,
-        "cells": cells,
-        "cell_layout": landed.cells,
-        "generate_seconds": round(generate_s, 2),
         "step_seconds": timings,
         "step_messages_per_second_per_core": per_core,
         "tables_seconds": round(tables_s, 2),
@@ -294,13 +285,42 @@ def bench_size(
         "python_worker_peak_rss_mib": cpu.python_peak_rss_mib(),
         "load_before": load_before,
         "load_after": _load(),
+        "numpy_check": max_relative_difference(lake, landed),
+    }
+
+
+def land_size(workdir: Path, samples: int, cells: int, console: Console) -> tuple[Path, Landed, float]:
+    """A size's synthetic run landed in a fresh local lake: (the lake, what landed, seconds it took)."""
+    lake = workdir / f"lake-{samples}"
+    shutil.rmtree(lake, ignore_errors=True)
+    console.print(f"[bold]{samples:,} samples over {cells} cells[/] → {lake}")
+    started = time.perf_counter()
+    landed = land(lake, samples, cells, seed=samples % 9973, console=console)
+    return lake, landed, time.perf_counter() - started
+
+
+def size_facts(landed: Landed, cells: int, generate_s: float) -> dict[str, Any]:
+    return {
+        "samples": landed.messages,
+        "cells": cells,
+        "cell_layout": landed.cells,
+        "generate_seconds": round(generate_s, 2),
         "raw_parquet_bytes": landed.raw_bytes,
         "bytes_per_sample": round(landed.raw_bytes / landed.messages, 3),
         "sent_bytes_per_sample": round(landed.sent_bytes / landed.messages, 3),
         "received_bytes_per_sample": round((landed.raw_bytes - landed.sent_bytes) / landed.messages, 3),
-        "numpy_check": check,
-        "lake": str(lake) if keep else None,
     }
+
+
+def bench_size(
+    spark: Any, workdir: Path, samples: int, cells: int, cores: int, cpu: SparkCpu, keep: bool, console: Console
+) -> dict:
+    lake, landed, generate_s = land_size(workdir, samples, cells, console)
+    console.print(f"  generated in {generate_s:.1f} s")
+    figures = analyse(spark, lake, landed, cores, cpu, console)
+    if not keep:
+        shutil.rmtree(lake)
+    return {**size_facts(landed, cells, generate_s), **figures, "lake": str(lake) if keep else None}
 
 
 def write_results(path: Path, host: dict[str, Any], sizes: list[dict[str, Any]]) -> None:
@@ -347,6 +367,87 @@ def steps_table(sizes: list[dict[str, Any]]) -> Table:
     return table
 
 
+PLACES = ("local", "s3", "cluster_s3")  # --s3: local lake, S3 lake (both local[*]), S3 lake on a 2-worker cluster
+CLUSTER_WORKERS = 2
+WARMUP_PER_CELL = 50_000  # fewer would leave LOST_PER_CELL over a core cell's loss allowance
+
+
+def bench_places(args: argparse.Namespace, conf: dict[str, str], console: Console) -> tuple[dict, list[dict]]:
+    """--s3: every size landed locally and uploaded to a bucket of a moto server started here, then analysed
+    three ways: the S3 lake, then the local lake, by one local[*] session, then the S3 lake by a session on a
+    standalone cluster of two 1-core workers. Each session first analyses a small run (WARMUP_PER_CELL a cell, not
+    reported) in each of its places, so no place bears the first actions of a JVM or a Python worker. The S3
+    settings reach Spark and the tasks only through the lake's S3Path, never the environment (workers inherit it)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver, like the cluster, on loopback only
+    sizes: dict[int, dict[str, Any]] = {}
+    with ExitStack() as stack:
+        endpoint = stack.enter_context(moto_server())
+        bucket = f"bench-{uuid.uuid4().hex[:8]}"
+        keys = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench-secret"}
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **keys).create_bucket(Bucket=bucket)
+        remote = S3Path(f"{bucket}/lake", S3Settings("bench", "bench-secret", None, endpoint, "us-east-1"))
+        runs: dict[int, tuple[Path, Landed]] = {}
+        warmup = WARMUP_PER_CELL * args.cells
+        for n in [warmup, *args.samples]:
+            lake, landed, generate_s = land_size(args.workdir, n, args.cells, console)
+            started = time.perf_counter()
+            with tempfile.TemporaryDirectory(dir=args.workdir) as staging:
+                upload_run(lake, remote, landed.run, Path(staging))
+            console.print(f"  generated in {generate_s:.1f} s, uploaded in {time.perf_counter() - started:.1f} s")
+            runs[n] = (lake, landed)
+            sizes[n] = {**size_facts(landed, args.cells, generate_s), "s3_endpoint": endpoint, "places": {}}
+        (warm_lake, warm), _ = runs.pop(warmup), sizes.pop(warmup)
+        cores = len(os.sched_getaffinity(0))
+        spark = get_spark("sixnines-bench-percentiles", f"local[{cores}]", conf, lake=remote)
+        spark.sparkContext.setLogLevel("ERROR")
+        cores = min(cores, spark.sparkContext.defaultParallelism)
+        host = host_facts(spark, cores)
+        cpu = SparkCpu()
+        for where in (remote, warm_lake):
+            run_analysis(spark, where, warm.run.run_id)
+        for n, (lake, landed) in runs.items():
+            sizes[n]["places"]["s3"] = analyse(spark, remote, landed, cores, cpu, console)
+            sizes[n]["places"]["local"] = analyse(spark, lake, landed, cores, cpu, console)
+        spark.stop()
+        cluster = stack.enter_context(standalone_cluster(args.workdir / "spark", workers=CLUSTER_WORKERS, cores=1))
+        cluster_conf = {**conf, "spark.cores.max": str(CLUSTER_WORKERS)}
+        spark = get_spark("sixnines-bench-percentiles", cluster.master_url, cluster_conf, lake=remote)
+        spark.sparkContext.setLogLevel("ERROR")
+        stack.callback(spark.stop)
+        host["cluster"] = {"master": cluster.master_url, "workers": CLUSTER_WORKERS, "cores_per_worker": 1}
+        cpu = SparkCpu([d.popen.pid for d in cluster.daemons])
+        run_analysis(spark, remote, warm.run.run_id)
+        for n, (_, landed) in runs.items():
+            sizes[n]["places"]["cluster_s3"] = analyse(spark, remote, landed, CLUSTER_WORKERS, cpu, console)
+        for lake in [warm_lake, *(r[0] for r in runs.values())] if not args.keep else []:
+            shutil.rmtree(lake)
+    out = []
+    for entry in sizes.values():
+        places = entry["places"]
+        local = places["local"]["messages_per_second_per_core"]
+        ratios = {p: round(places[p]["messages_per_second_per_core"] / local, 3) for p in PLACES[1:]}
+        out.append({**entry, **places["local"], "place_to_local": ratios})  # the top level: the local lake's
+    return host, out
+
+
+def places_table(sizes: list[dict[str, Any]]) -> Table:
+    table = Table("messages", "place", "all tables s", "msg/s/core", "× local", "+gate+publish s", "msg/CPU-s", "load")
+    for s in sizes:
+        for place in PLACES:
+            p = s["places"][place]
+            table.add_row(
+                f"{s['samples']:,}",
+                place,
+                f"{p['tables_seconds']:.1f}",
+                f"{p['messages_per_second_per_core']:,}",
+                f"{s['place_to_local'].get(place, 1.0):.2f}",
+                f"{p['analysis_wall_seconds']:.1f}",
+                f"{p['messages_per_cpu_second'] or 0:,}",
+                f"{p['load_before'][0]:.1f} → {p['load_after'][0]:.1f}",
+            )
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, action="append", required=True, help="messages per run; repeatable")
@@ -355,10 +456,21 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the generated lakes")
     parser.add_argument("--workers", type=int, default=0, help="run on a local standalone cluster of N 1-core workers")
     parser.add_argument("--driver-memory", default=None, help="Spark driver memory (default: Spark's, 1 GiB)")
+    parser.add_argument(
+        "--s3", action="store_true", help="also an S3 lake (moto's server), local[*] and on a 2-worker cluster"
+    )
     args = parser.parse_args()
+    if args.s3 and args.workers:
+        parser.error("--s3 runs its own 2-worker cluster: no --workers")
     console = Console()
     args.workdir.mkdir(parents=True, exist_ok=True)
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else {}
+    if args.s3:
+        host, sizes = bench_places(args, conf, console)
+        write_results(RESULTS / "spark_percentiles.json", host, sizes)
+        console.print(places_table(sizes))
+        console.print(f"wrote {RESULTS / 'spark_percentiles.json'}")
+        return
     with ExitStack() as stack:
         if args.workers:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver, like the cluster, on loopback only
