@@ -78,9 +78,11 @@ def test_with_fewer_files_than_workers_every_file_runs(tmp_path: Path) -> None:
 
 
 def test_the_suites_list_names_cell_part_files() -> None:
-    """Each file exists and belongs to the cell part (`serial`, not `alongside` or `host_alone`)."""
+    """Each file exists and belongs to the cell part (`serial`: under tests/integration or marked integration, as
+    tests/conftest.py marks them; not `alongside` or `host_alone`)."""
     listed = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["beside_cells"]
     assert listed
     for name in listed:
         text = (REPO / name).read_text()
-        assert name.startswith("tests/integration/") and "alongside" not in text and "host_alone" not in text, name
+        serial = name.startswith("tests/integration/") or "pytest.mark.integration" in text
+        assert serial and "alongside" not in text and "host_alone" not in text, name
