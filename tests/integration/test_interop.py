@@ -142,16 +142,15 @@ def _check_hgrm(tmp_path: Path, lake: Lake, cell_id: str, result: dict) -> None:
 
 
 def test_cli_refuses_what_it_cannot_import_naming_file_and_field(tmp_path: Path) -> None:
-    workload = tmp_path / "100-topics.yaml"
-    workload.write_text(
-        WORKLOAD.replace("topics: 1\n", "topics: 100\n").replace("subscriptionsPerTopic: 1", "subscriptionsPerTopic: 2")
-    )
+    workload = tmp_path / "tiny-backlog.yaml"  # a message smaller than the header, a backlog NATS cannot build
+    refused = WORKLOAD.replace("messageSize: 256", "messageSize: 10")
+    workload.write_text(refused.replace("consumerBacklogSizeGB: 0", "consumerBacklogSizeGB: 1"))
     undecided = sixnines("import", "omb", str(workload))
     said = " ".join(undecided.stderr.split())  # the console wraps long lines
     assert undecided.returncode == 2 and "no system given: give --driver, or --system one of" in said
     done = sixnines("import", "omb", str(workload), "--system", "nats")
     assert done.returncode == 2
-    assert f"{workload}: topics: 100" in done.stderr and "subscriptionsPerTopic: 2" in done.stderr
+    assert f"{workload}: messageSize: 10" in done.stderr and "consumerBacklogSizeGB: 1" in done.stderr
     assert "Traceback" not in done.stderr
     missing = sixnines("export", "omb", "no-such-run", "--lake", str(tmp_path / "lake"))
     assert missing.returncode == 2 and "no run 'no-such-run' in the lake" in missing.stderr
