@@ -131,15 +131,17 @@ airflow-stop:
 		rm .airflow/standalone.pid && echo stopped || echo "not running"
 
 # The venv's bin first on PATH: Airflow's subprocesses and spark-submit (from the pyspark wheel) need it.
-# Tests without cells (unit, DAG integrity, Spark, S3 storage, and broker tests marked `alongside`) run in
-# parallel workers, one file per worker at a time; then the tests that run cells (`serial`, see tests/conftest.py)
-# in two workers: their cells take turns on the host lease (as two sweeps' cells do; a local analysis holds it
-# too) while the other worker's test starts brokers or waits on Airflow, and a third worker runs the Celery and
-# Spark-cluster files beside them (tests/beside_cells.py); last, one at a time, the modules that gate
-# fault or capacity timings or count the host's network namespaces (`host_alone`), which fail beside another
-# worker (two of three clean-clone runs did, see docs/design.md). In one two-worker run with them, such a module
-# waited for the host to itself (tests/host_turns.py) while the other worker drained: 1195 s against 1035 s
-# without turns. `CELL_TEST_WORKERS=0` runs the cell tests one at a time. Each part lists its slowest tests.
+# The tests that run cells (`serial`, see tests/conftest.py) run in two workers: their cells take turns on the host
+# lease (as two sweeps' cells do; a local analysis holds it too) while the other worker's test starts brokers or
+# waits on Airflow, and a third worker runs the Celery and Spark-cluster files beside them (tests/beside_cells.py).
+# That part is bound by the lease (92-93 % held in clean-clone runs), not by CPU: the tests without cells (unit, DAG
+# integrity, Spark, S3 storage, and broker tests marked `alongside`) run beside it in a session of their own whose
+# workers give way to every cell (`--give-way`, tests/cell_priority.py), its output printed after the cell part's.
+# Last, one at a time, the modules that gate fault or capacity timings or count the host's network namespaces
+# (`host_alone`), which fail beside another worker (two of three clean-clone runs did, see docs/design.md). In one
+# two-worker run with them, such a module waited for the host to itself (tests/host_turns.py) while the other
+# worker drained: 1195 s against 1035 s without turns. `CELL_TEST_WORKERS=0` runs the cell tests one at a time,
+# and a host without idle groups runs the parts one after another. Each part lists its slowest tests.
 # Every Python process of the suite (pytest, Airflow CLIs and Celery workers, spark-submit's drivers, `sixnines`
 # subprocesses, spawned cell workers) imports from the venv; uv installs no bytecode, so with
 # PYTHONDONTWRITEBYTECODE set in the environment each of them compiled Airflow, pandas, Great Expectations...
@@ -155,12 +157,21 @@ BESIDE_OK = $(shell $(BIN)/python -m tests.cell_priority --check && echo yes)
 CELL_PART = $(if $(filter 0,$(CELL_TEST_WORKERS)),-n 0,$(if $(BESIDE_OK),-n $(shell echo $$(($(CELL_TEST_WORKERS) + 1))) \
 	--beside-cells,-n $(CELL_TEST_WORKERS)))
 test test-fast: export PYTHONDONTWRITEBYTECODE =
+PYTEST = PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra
+PARALLEL_PART = -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
+PARALLEL_LOG = .cache/test-parallel-part.log
 test: $(STAMP) tools release-lists stan-server nats-server class-data jvm-worker
 	$(BIN)/ruff check .
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra $(CELL_PART) --dist loadfile \
-		-m "serial and not host_alone" --durations=25
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra -n 0 -m "serial and host_alone" --durations=15
+	@if [ "$(BESIDE_OK)" = yes ] && [ "$(CELL_TEST_WORKERS)" != 0 ]; then \
+		echo "the parallel part runs beside the cell part, giving way to its cells; its output follows"; \
+		mkdir -p .cache; $(PYTEST) $(PARALLEL_PART) --give-way >$(PARALLEL_LOG) 2>&1 & parallel=$$!; \
+		$(PYTEST) $(CELL_PART) --dist loadfile -m "serial and not host_alone" --durations=25; cells=$$?; \
+		wait $$parallel; code=$$?; cat $(PARALLEL_LOG); [ $$cells = 0 ] && [ $$code = 0 ]; \
+	else \
+		$(PYTEST) $(PARALLEL_PART) && \
+		$(PYTEST) $(CELL_PART) --dist loadfile -m "serial and not host_alone" --durations=25; \
+	fi
+	$(PYTEST) -n 0 -m "serial and host_alone" --durations=15
 
 # The inner loop: unit tests, DAG integrity and matrix validation, no brokers (under 2 minutes).
 test-fast: $(STAMP) release-lists

@@ -63,6 +63,12 @@ def add_option(parser: pytest.Parser) -> None:
         action="store_true",
         help=f"with -n N (N > 1) --dist loadfile: worker N-1 runs only the files of the {INI} ini option",
     )
+    parser.addoption(
+        "--give-way",
+        action="store_true",
+        help="every worker runs idle while a cell another session or worker took holds the host lease (a session "
+        "run beside the cell part)",
+    )
     parser.addini(
         INI, "test files (paths from the rootdir) that --beside-cells gives a worker of their own", "linelist"
     )
@@ -79,6 +85,12 @@ def is_beside_worker(config: pytest.Config) -> bool:
 def in_cell_part(config: pytest.Config) -> bool:
     """This process is a worker of a session given `--beside-cells` (the cell part of `make test`)."""
     return bool(config.getoption("beside_cells")) and "PYTEST_XDIST_WORKER" in os.environ
+
+
+def gives_way(config: pytest.Config) -> bool:
+    """This process runs tests that must give way to other workers' cells: a worker of the cell part, or a process
+    of a session given `--give-way` (the part without cells, run beside the cell part)."""
+    return in_cell_part(config) or bool(config.getoption("give_way"))
 
 
 def beside_worker_id(workers: int) -> str:

@@ -49,8 +49,9 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(scope="session", autouse=True)
 def _cell_part_gives_way(request: pytest.FixtureRequest, _isolated_cache: None) -> None:
     """Each worker of the cell part runs idle while another worker's cell holds the host (tests/cell_priority.py),
-    until it exits: what it does between its own cells (brokers, servers, Airflow, Spark) waits on that cell."""
-    if beside_cells.in_cell_part(request.config):
+    until it exits: what it does between its own cells (brokers, servers, Airflow, Spark) waits on that cell. So
+    does each worker of a session run beside the cell part (`--give-way`): it has no cells of its own."""
+    if beside_cells.gives_way(request.config):
         cell_priority.give_way(lease_path())
 
 

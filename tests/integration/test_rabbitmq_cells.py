@@ -4,6 +4,7 @@ harness's generator and pika driver, landed in the lake, nothing left running.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import psutil
@@ -22,15 +23,23 @@ pytestmark = pytest.mark.usefixtures("no_orphans")
 RATE, MEASURE_S = 300, 1  # 0.5 s warmup + 1 s measured + 0.5 s cooldown: 600 messages per cell
 
 
-def _beams() -> set[int]:
-    return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] in ("beam.smp", "epmd")}
+def _erlang_of(run: RunInfo) -> set[int]:
+    """The run's Erlang processes: its nodes' VMs and their helpers (their environment names the cell's folder,
+    under the run's id) and any epmd this process started. Other tests' nodes run beside this one in the suite."""
+    return {p.pid for p in psutil.process_iter(["name", "environ", "ppid"]) if _of_run(p.info, run)}
+
+
+def _of_run(info: dict, run: RunInfo) -> bool:
+    if info["name"] == "epmd":
+        return info["ppid"] == os.getpid()
+    return run.run_id in (info["environ"] or {}).get("RABBITMQ_MNESIA_BASE", "")
 
 
 @pytest.mark.parametrize("queue_type", ["classic", "quorum"])
 def test_one_node_e2e_cell_lands_every_message(tmp_path: Path, console: Console, queue_type: str) -> None:
-    before = _beams()
     cell = make_cell("e2e", broker={"queue_type": queue_type}, system="rabbitmq", rate_per_s=RATE, measure_s=MEASURE_S)
-    report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+    run = RunInfo.new()
+    report = run_cell(cell, Lake(tmp_path), run, console)
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
@@ -44,7 +53,7 @@ def test_one_node_e2e_cell_lands_every_message(tmp_path: Path, console: Console,
     # A quorum queue has a leader: samples are attributed to partition 0; a classic queue has no partition.
     partitions = set(received["partition"].to_pylist()) if "partition" in received.column_names else {None}
     assert partitions == ({0} if queue_type == "quorum" else {None})
-    assert _beams() == before  # the cell's node and its epmd are gone
+    assert _erlang_of(run) == set()  # the cell's node, its helpers and its epmd are gone
 
 
 def test_publish_cell_measures_confirms(tmp_path: Path, console: Console) -> None:
