@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -17,9 +18,11 @@ from bench_tasks.cell.hostlease import lease_path
 from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
 from tests.host_turns import host_turn
-from tests.lease_usage import LeaseUsage
+from tests.lease_usage import LeaseClockPerTest, LeaseUsage, top_holders
 
 _LEASE_USAGE = pytest.StashKey[LeaseUsage]()
+_TEST_CLOCK = pytest.StashKey[LeaseClockPerTest]()
+_HELD_BY_TEST = pytest.StashKey[dict[str, float]]()
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -141,15 +144,45 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """In the session's controller, watch how long the host lease is held (tests/lease_usage.py)."""
-    if not hasattr(session.config, "workerinput"):
-        session.config.stash[_LEASE_USAGE] = LeaseUsage(lease_path()).start()
+    """In the session's controller, watch how long the host lease is held; in each process that runs tests, how
+    long each test's own cells and analyses held it (tests/lease_usage.py)."""
+    config = session.config
+    config.stash[_HELD_BY_TEST] = {}
+    worker = hasattr(config, "workerinput")
+    if not worker:
+        config.stash[_LEASE_USAGE] = LeaseUsage(lease_path()).start()
+    if worker or not config.pluginmanager.hasplugin("dsession"):  # xdist's controller runs no test
+        config.stash[_TEST_CLOCK] = LeaseClockPerTest(lease_path()).start()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    clock = item.config.stash.get(_TEST_CLOCK, None)
+    if clock is not None:
+        clock.current = item.nodeid
+    try:
+        return (yield)
+    finally:
+        if clock is not None:
+            clock.current = None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's controller: a worker's per-test lease times (sent in its `workeroutput`)."""
+    node.config.stash[_HELD_BY_TEST].update(node.workeroutput.get("lease_by_test", {}))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     usage = config.stash.get(_LEASE_USAGE, None)
     if usage is not None and (usage.cells or usage.analyses_s):
         terminalreporter.write_line(usage.line())
+    clock = config.stash.get(_TEST_CLOCK, None)
+    held = {**config.stash.get(_HELD_BY_TEST, {}), **(clock.stop() if clock is not None else {})}
+    if any(held.values()):
+        terminalreporter.write_line("tests whose own cells and analyses held the host lease longest:")
+        for line in top_holders(held):
+            terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -158,5 +191,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     connection" line (or, in a parallel worker, an error of the connection the dying JVM reset) then printed a
     `--- Logging error ---` traceback under a passing run. The tests are over: a logging call that fails now is
     dropped, as `logging.raiseExceptions` is meant to be off outside development."""
+    clock = session.config.stash.get(_TEST_CLOCK, None)
+    if clock is not None and hasattr(session.config, "workeroutput"):  # an xdist worker: to the controller
+        session.config.workeroutput["lease_by_test"] = clock.stop()
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     logging.raiseExceptions = False

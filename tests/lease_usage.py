@@ -4,16 +4,23 @@ The cell part's workers take turns on the host lease (`bench_tasks.cell.hostleas
 the time its cells and local analyses hold it, however many workers it has; what it lasts beyond that is work
 outside the lease (brokers and Spark sessions starting, Airflow, installs) that no worker overlapped. The
 session's controller looks at the lease file every 50 ms and sums what it saw: time held by cells (and how many
-cells), time held by analyses, and the session's wall time beside them.
+cells), time held by analyses, and the session's wall time beside them. Each process that runs tests also
+sums, per test, the time that cells and analyses its own process tree took held the lease (`LeaseClockPerTest`): the
+tests to make cheaper first, listed at the session's end.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import psutil
 
 POLL_S = 0.05
 
@@ -41,10 +48,7 @@ class LeaseUsage:
             last = now
 
     def _holder(self) -> dict | None:
-        try:
-            return json.loads(self.path.read_text())
-        except (OSError, ValueError):  # no lease, or one being replaced
-            return None
+        return _read(self.path)
 
     def _count(self, holder: dict | None, seconds: float) -> None:
         if holder is None:
@@ -64,3 +68,66 @@ class LeaseUsage:
             f"host lease held {held:.0f} s of the session's {wall:.0f} s ({held / wall:.0%}): "
             f"{self.cells_s:.0f} s by {len(self.cells)} cell(s), {self.analyses_s:.0f} s by analyses"
         )
+
+
+@dataclass
+class LeaseClockPerTest:
+    """In a process that runs tests: per test, how long cells and analyses taken by this process or one it started
+    held the lease. Whose a holder is, is judged once per holder (a process tree is walked only then)."""
+
+    path: Path
+    current: str | None = None
+    held: Counter[str] = field(default_factory=Counter)
+    _judged: dict[tuple[Any, ...], bool] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> LeaseClockPerTest:
+        threading.Thread(target=self._watch, name="test-lease-clock", daemon=True).start()
+        return self
+
+    def stop(self) -> dict[str, float]:
+        """Stop watching; the seconds held per test id."""
+        self._stop.set()
+        return {test: round(seconds, 1) for test, seconds in self.held.items()}
+
+    def _watch(self) -> None:
+        last = time.monotonic()
+        while not self._stop.wait(POLL_S):
+            now, test = time.monotonic(), self.current
+            if test is not None and self._ours(_read(self.path)):
+                self.held[test] += now - last
+            last = now
+
+    def _ours(self, holder: dict | None) -> bool:
+        if holder is None:
+            return False
+        takers = [entry.get("taker") for entry in holder.get("analyses", [holder])]
+        key = tuple(json.dumps(taker, sort_keys=True) for taker in takers)
+        if key not in self._judged:
+            self._judged.clear()
+            self._judged[key] = any(_started_here(taker) for taker in takers)
+        return self._judged[key]
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):  # no lease, or one being replaced
+        return None
+
+
+def _started_here(taker: dict | None) -> bool:
+    """The taker is this process or one of its descendants."""
+    if not taker:
+        return False
+    try:
+        process = psutil.Process(taker["pid"])
+        return process.pid == os.getpid() or any(parent.pid == os.getpid() for parent in process.parents())
+    except psutil.Error:
+        return False
+
+
+def top_holders(held: dict[str, float], count: int = 15) -> list[str]:
+    """The lines of the tests that held the lease longest, longest first."""
+    ranked = sorted(held.items(), key=lambda item: -item[1])[:count]
+    return [f"{seconds:7.1f}s lease  {test}" for test, seconds in ranked if seconds > 0]
