@@ -45,7 +45,7 @@ class Workers:
         self.done: set[str] = set()
         self.on_pump: Callable[[], None] = lambda: None  # the cell's broker watch looks whenever events are awaited
         self.killed: set[str] = set()  # workers a declared fault killed
-        self.ready_s = 0.0  # from asking for each group of workers until all of it was ready, summed over groups
+        self.ready_s = 0.0  # from asking for workers until all of them were ready, summed over the groups asked for
 
     def process(self, plan: WorkerPlan, program: WorkerProgram | None = None) -> Any:
         """A worker of the cell: a Python worker process, or `program` (a worker program honouring the contract,
@@ -77,7 +77,8 @@ class Workers:
             program.stop()
 
     def start(self, group: list[Any], timeout_s: float) -> None:
-        """Start a group and wait until each of them says it is ready (the wait counts in `ready_s`)."""
+        """Start a group, in its order, and wait until each of them says it is ready (the wait counts in
+        `ready_s`)."""
         asked = time.monotonic()
         for proc in group:
             proc.start()

@@ -80,14 +80,17 @@ def test_the_group_is_idle_only_while_another_groups_cell_holds_the_host(
 
 def test_an_idle_group_leaves_a_cpu_to_a_thread_outside_it() -> None:
     """Two busy loops on one CPU, one in an idle group: the other gets nearly all of it (the kernel's weights are
-    1024 to 3)."""
+    1024 to 3). The other runs in a normal group of its own: this test's worker may itself be in a group that
+    gives way to cells (`make test` runs this part beside them)."""
     group = _make_group(f"{PREFIX}spin-{os.getpid()}")
+    normal = _make_group(f"{PREFIX}spin-normal-{os.getpid()}")
     (group / "cpu.idle").write_text("1")
     cpu = sorted(os.sched_getaffinity(0))[-1]
     spin = ["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"]
     idle, busy = subprocess.Popen(spin), subprocess.Popen(spin)
     try:
         (group / "cgroup.procs").write_text(str(idle.pid))
+        (normal / "cgroup.procs").write_text(str(busy.pid))
         start = {p.pid: psutil.Process(p.pid).cpu_times().user for p in (idle, busy)}
         time.sleep(1.5)
         used = {p.pid: psutil.Process(p.pid).cpu_times().user - start[p.pid] for p in (idle, busy)}
@@ -96,8 +99,9 @@ def test_an_idle_group_leaves_a_cpu_to_a_thread_outside_it() -> None:
         for proc in (busy, idle):
             proc.kill()
             proc.wait()
-        assert _eventually(lambda: not (group / "cgroup.procs").read_text().split())
-        group.rmdir()
+        for made in (group, normal):
+            assert _eventually(lambda made=made: not (made / "cgroup.procs").read_text().split())
+            made.rmdir()
     assert used[busy.pid] > 10 * used[idle.pid], used
 
 
