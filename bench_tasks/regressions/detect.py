@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from otava.analysis import TTestSignificanceTester, compute_change_points, fill_missing
-
 from ..lake.storage import S3Path
 from .history import read_capacity_history, read_history
 from .model import Alert, ChangePoint, Point, RegressionError, RegressionResult, Series, Settings
@@ -43,7 +41,11 @@ def otava_splits(values: Sequence[float | None], settings: Settings) -> list[Spl
 
     Otava's contract: gaps filled with `fill_missing` first and a plain list, not a numpy array. Series built
     from the history never contain None (unsupported points are left out), so the fill is a no-op for them;
-    it matters for callers that pass an aligned series with gaps."""
+    it matters for callers that pass an aligned series with gaps. Otava is imported here: it brings SciPy (1.5 s of
+    imports), which whatever imports this package only to read the history (every cell's provision asks
+    `history.published_run`) has no use for."""
+    from otava.analysis import TTestSignificanceTester, compute_change_points, fill_missing
+
     data: list[Any] = [None if v is None else float(v) for v in values]
     fill_missing(data)
     if any(v is None for v in data):

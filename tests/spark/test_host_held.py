@@ -18,6 +18,7 @@ def test_a_local_analysis_holds_the_host_against_cells(
 ) -> None:
     monkeypatch.setenv("SIXNINES_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("SIXNINES_HOST_LEASE", raising=False)
+    monkeypatch.delenv("SIXNINES_ANALYSIS_HOLDS_HOST", raising=False)  # the default, not the suite workers' setting
     lease = tmp_path / "cache" / "host.lease"
     with host_held(spark, "run-a"):
         held = json.loads(lease.read_text())

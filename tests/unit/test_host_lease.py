@@ -13,9 +13,23 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench_tasks.cell.hostlease import HostBusy, acquire_host, host_for_analysis, host_idle, host_poll_s, release_host
+from bench_tasks.cell.hostlease import (
+    HostBusy,
+    acquire_host,
+    analysis_holds_host,
+    host_for_analysis,
+    host_idle,
+    host_poll_s,
+    release_host,
+)
 from bench_tasks.cell.work import CellWork
 from bench_tasks.errors import SixninesError
+
+
+@pytest.fixture(autouse=True)
+def _analyses_hold_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default, whatever the suite's own workers are told (tests/conftest.py)."""
+    monkeypatch.delenv("SIXNINES_ANALYSIS_HOLDS_HOST", raising=False)
 
 
 def test_a_holder_of_a_system_this_checkout_lacks_keeps_the_host(
@@ -233,3 +247,24 @@ def test_the_lease_of_an_analysis_whose_process_is_gone_is_stale(tmp_path: Path,
     acquire_host(mine)
     assert _lease(tmp_path)["cell"] == "mine"
     release_host(mine)
+
+
+def test_an_analysis_told_not_to_hold_the_host_leaves_the_lease_alone(
+    tmp_path: Path, other_cell: CellWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where something else keeps analyses off measuring cells (the suite's idle cgroups), `0` turns the hold off:
+    a cell starts beside the analysis, and the analysis does not wait for a cell."""
+    monkeypatch.setenv("SIXNINES_ANALYSIS_HOLDS_HOST", "0")
+    mine = CellWork(tmp_path / "mine")
+    with host_for_analysis("run-a", on_wait=pytest.fail):
+        assert not (tmp_path / "cache" / "host.lease").exists()
+        acquire_host(mine)
+        with host_for_analysis("run-b", on_wait=pytest.fail):
+            assert _lease(tmp_path)["cell"] == "mine"
+    release_host(mine)
+
+
+def test_a_bad_analysis_hold_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIXNINES_ANALYSIS_HOLDS_HOST", "no")
+    with pytest.raises(SixninesError, match="SIXNINES_ANALYSIS_HOLDS_HOST='no': expected 0 or 1"):
+        analysis_holds_host()
