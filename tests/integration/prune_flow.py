@@ -59,11 +59,14 @@ def land_and_analyse(lake: LakePath, console: Console) -> None:
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
 
 
-def seed_history(lake: LakePath, nights: int = 4) -> None:
-    """Nights between run A and run B at half run B's latencies, so run B is a regression whatever run A measured
-    (history files sort by date, then run id: `2026-03-01__prune-a-N` falls between them)."""
+def seed_history(lake: LakePath) -> None:
+    """Nights between run A and run B at half run B's latencies, as many as the regression check's baseline holds,
+    so run B is a regression whatever run A measured: A is outside B's baseline (with four nights, a run A slower
+    than run B on a noisy host was the baseline's maximum, and B stayed under it). History files sort by date,
+    then run id: `2026-03-01__prune-a-N` falls between them."""
     published = read_parquet(history_file(lake, RUN_B.run_date, RUN_B.run_id))
-    helpers.seed_history(lake, published, [(RUN_A.run_date, f"{RUN_A.run_id}-{n}") for n in range(1, nights + 1)])
+    nights = [(RUN_A.run_date, f"{RUN_A.run_id}-{n}") for n in range(1, Settings().baseline_runs + 1)]
+    helpers.seed_history(lake, published, nights)
 
 
 def numbers(lake: LakePath) -> dict[str, object]:
