@@ -1,12 +1,15 @@
-"""A pytest-xdist scheduler for the cell part of `make test` (`--beside-cells`): the last worker runs only the
-files the `beside_cells` ini option lists, the others everything else, file by file as `--dist loadfile` deals
-them. (A list, not a marker: the scheduler sees node ids only.)
+"""A pytest-xdist scheduler for the cell part of `make test` (`--beside-cells[=K]`): the last K workers (one by
+default) run only the files the `beside_cells` ini option lists, the others everything else, file by file as
+`--dist loadfile` deals them. (A list, not a marker: the scheduler sees node ids only.)
 
 Why: the other workers take turns on the host lease, so the part lasts about half of what their modules take,
-waits for the lease included, and two modules that hold it little (the Celery deployment, the standalone Spark
-cluster) took about 150 s of that. On a worker of their own they run beside the turns instead of in them. While
-another worker's cell holds the lease, that worker and all it started run idle, on CPU time the cells leave; while
-a cell of its own runs (the Celery DAG's, on its Airflow project's lease), as normal (tests/cell_priority.py)."""
+waits for the lease included, and modules that hold it little (the Celery deployment, the standalone Spark
+cluster, the wheel's install into an Airflow of its own) took about 150 s of that. On workers of their own they
+run beside the turns instead of in them. While another worker's cell holds the lease, such a worker and all it
+started run idle, on CPU time the cells leave; while a cell of its own runs (the Celery DAG's, on its Airflow
+project's lease), as normal (tests/cell_priority.py). Two of them: on one, the listed files ran one after another
+past the end of the other workers' (the install alone took 509 s of a 1,046 s part, idle beside the cells).
+"""
 
 from __future__ import annotations
 
@@ -24,12 +27,13 @@ INI = "beside_cells"
 class BesideCellsScheduling(LoadFileScheduling):
     """`--dist loadfile` with the files of `beside` reserved for the last worker, and only those."""
 
-    def __init__(self, config: pytest.Config, log: Producer, beside: Iterable[str]) -> None:
+    def __init__(self, config: pytest.Config, log: Producer, beside: Iterable[str], beside_workers: int = 1) -> None:
         super().__init__(config, log)
         self.beside = set(beside)
+        self.beside_workers = beside_workers
 
     def _is_beside_worker(self, node: WorkerController) -> bool:
-        return node.gateway.id == beside_worker_id(self.numnodes)
+        return node.gateway.id in beside_worker_ids(self.numnodes, self.beside_workers)
 
     def _next_scope(self, node: WorkerController) -> str | None:
         if not any(self._is_beside_worker(n) for n in self.nodes):  # xdist stopped it: fewer files than workers
@@ -60,8 +64,13 @@ class BesideCellsScheduling(LoadFileScheduling):
 def add_option(parser: pytest.Parser) -> None:
     parser.addoption(
         "--beside-cells",
-        action="store_true",
-        help=f"with -n N (N > 1) --dist loadfile: worker N-1 runs only the files of the {INI} ini option",
+        nargs="?",
+        type=int,
+        const=1,
+        default=0,
+        metavar="K",
+        help=f"with -n N (N > K) --dist loadfile: the last K workers (1 unless given) run only the files of the "
+        f"{INI} ini option",
     )
     parser.addoption(
         "--give-way",
@@ -75,11 +84,13 @@ def add_option(parser: pytest.Parser) -> None:
 
 
 def is_beside_worker(config: pytest.Config) -> bool:
-    """This process is the worker `BesideCellsScheduling` keeps for the listed files (the last one started). A
-    worker sees `--beside-cells` but not `--dist` (xdist gives its workers "no"), so this holds under any --dist."""
+    """This process is one of the workers `BesideCellsScheduling` keeps for the listed files (the last ones
+    started). A worker sees `--beside-cells` but not `--dist` (xdist gives its workers "no"), so this holds under
+    any --dist."""
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    on = bool(config.getoption("beside_cells")) and count > 1
-    return on and os.environ.get("PYTEST_XDIST_WORKER") == beside_worker_id(count)
+    beside = int(config.getoption("beside_cells"))
+    on = beside > 0 and count > beside
+    return on and os.environ.get("PYTEST_XDIST_WORKER") in beside_worker_ids(count, beside)
 
 
 def in_cell_part(config: pytest.Config) -> bool:
@@ -93,10 +104,10 @@ def gives_way(config: pytest.Config) -> bool:
     return in_cell_part(config) or bool(config.getoption("give_way"))
 
 
-def beside_worker_id(workers: int) -> str:
-    """The last of `workers` started (xdist numbers them from gw0; a finished worker leaves the scheduler's
-    nodes, so the scheduler counts the workers it was given)."""
-    return f"gw{workers - 1}"
+def beside_worker_ids(workers: int, beside: int) -> set[str]:
+    """The last `beside` of `workers` started (xdist numbers them from gw0; a finished worker leaves the
+    scheduler's nodes, so the scheduler counts the workers it was given)."""
+    return {f"gw{i}" for i in range(max(workers - beside, 0), workers)}
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -104,6 +115,7 @@ def make_scheduler(config: pytest.Config, log: Producer) -> BesideCellsSchedulin
     """pytest-xdist's `pytest_xdist_make_scheduler`: this scheduler when `--beside-cells` is given, else xdist's."""
     if not config.getoption("beside_cells") or config.getvalue("dist") != "loadfile":
         return None
-    if len(parse_tx_spec_config(config)) < 2:  # one worker would run only the files beside the cells
+    beside = int(config.getoption("beside_cells"))
+    if len(parse_tx_spec_config(config)) <= beside:  # no worker would be left for the cell files
         return None
-    return BesideCellsScheduling(config, log, config.getini(INI))
+    return BesideCellsScheduling(config, log, config.getini(INI), beside)

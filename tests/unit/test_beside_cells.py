@@ -64,6 +64,14 @@ def test_the_listed_files_get_the_last_worker_to_themselves(tmp_path: Path) -> N
     assert others <= {"gw0", "gw1"}, ran
 
 
+def test_two_beside_workers_share_the_listed_files_and_take_no_other(tmp_path: Path) -> None:
+    _project(tmp_path, {"slow_a": 2, "slow_b": 2, "cell_a": 3, "cell_b": 3, "cell_c": 3, "cell_d": 3})
+    ran = _workers(tmp_path, "-n", "4", "--dist", "loadfile", "--beside-cells=2")
+    assert ran["slow_a"] | ran["slow_b"] <= {"gw2+beside", "gw3+beside"}, ran
+    others = set().union(*(ran[f"cell_{x}"] for x in "abcd"))
+    assert others <= {"gw0", "gw1"}, ran
+
+
 def test_with_one_worker_xdist_deals_every_file(tmp_path: Path) -> None:
     _project(tmp_path, {"slow_a": 1, "cell_a": 1})
     assert set(_workers(tmp_path, "-n", "1", "--dist", "loadfile", "--beside-cells")) == {"slow_a", "cell_a"}
