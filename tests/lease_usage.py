@@ -44,13 +44,11 @@ class LeaseUsage:
         last = time.monotonic()
         while not self._stop.wait(POLL_S):
             now = time.monotonic()
-            self._count(self._holder(), now - last)
+            self.count(_read(self.path), now - last)
             last = now
 
-    def _holder(self) -> dict | None:
-        return _read(self.path)
-
-    def _count(self, holder: dict | None, seconds: float) -> None:
+    def count(self, holder: dict | None, seconds: float) -> None:
+        """Charge `seconds` to what the lease said (`holder`, None: free)."""
         if holder is None:
             return
         if "analyses" in holder:
@@ -93,10 +91,15 @@ class LeaseClockPerTest:
     def _watch(self) -> None:
         last = time.monotonic()
         while not self._stop.wait(POLL_S):
-            now, test = time.monotonic(), self.current
-            if test is not None and self._ours(_read(self.path)):
-                self.held[test] += now - last
+            now = time.monotonic()
+            self.count(_read(self.path), now - last)
             last = now
+
+    def count(self, holder: dict | None, seconds: float) -> None:
+        """Charge `seconds` to the running test if the lease said (`holder`) this process tree holds it."""
+        test = self.current
+        if test is not None and self._ours(holder):
+            self.held[test] += seconds
 
     def _ours(self, holder: dict | None) -> bool:
         if holder is None:
