@@ -133,9 +133,9 @@ airflow-stop:
 # The venv's bin first on PATH: Airflow's subprocesses and spark-submit (from the pyspark wheel) need it.
 # The tests that run cells (`serial`, see tests/conftest.py) run in two workers: their cells take turns on the host
 # lease (as two sweeps' cells do) while the other worker's test starts brokers or waits on Airflow, and two more
-# run the Celery, wheel-install and Spark-cluster files beside them (tests/beside_cells.py).
-# That part is bound by the lease (92-93 % held in clean-clone runs), not by CPU: the tests without cells (unit, DAG
-# integrity, Spark, S3 storage, and broker tests marked `alongside`) run beside it in a session of their own whose
+# run the Celery, wheel-install and Spark-cluster files beside them (tests/beside_cells.py). That part is bound by
+# the lease (held 78-93 % of it in clean-clone runs), not by CPU: the tests without cells (unit, DAG integrity,
+# Spark, S3 storage, and broker tests marked `alongside`) run beside it in a session of their own whose
 # workers give way to every cell (`--give-way`, tests/cell_priority.py), its output printed after the cell part's.
 # Last, one at a time, the modules that gate fault or capacity timings or count the host's network namespaces
 # (`host_alone`), which fail beside another worker (two of three clean-clone runs did, see docs/design.md). In one

@@ -25,7 +25,8 @@ INI = "beside_cells"
 
 
 class BesideCellsScheduling(LoadFileScheduling):
-    """`--dist loadfile` with the files of `beside` reserved for the last worker, and only those."""
+    """`--dist loadfile` with the files of `beside` reserved for the last `beside_workers` workers, and only
+    those."""
 
     def __init__(self, config: pytest.Config, log: Producer, beside: Iterable[str], beside_workers: int = 1) -> None:
         super().__init__(config, log)
