@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,15 +38,8 @@ class LeaseUsage:
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> LeaseUsage:
-        threading.Thread(target=self._watch, name="lease-usage", daemon=True).start()
+        _watch(self.path, self._stop, self.count, "lease-usage")
         return self
-
-    def _watch(self) -> None:
-        last = time.monotonic()
-        while not self._stop.wait(POLL_S):
-            now = time.monotonic()
-            self.count(_read(self.path), now - last)
-            last = now
 
     def count(self, holder: dict | None, seconds: float) -> None:
         """Charge `seconds` to what the lease said (`holder`, None: free)."""
@@ -80,20 +74,13 @@ class LeaseClockPerTest:
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> LeaseClockPerTest:
-        threading.Thread(target=self._watch, name="test-lease-clock", daemon=True).start()
+        _watch(self.path, self._stop, self.count, "test-lease-clock")
         return self
 
     def stop(self) -> dict[str, float]:
         """Stop watching; the seconds held per test id."""
         self._stop.set()
         return {test: round(seconds, 1) for test, seconds in self.held.items()}
-
-    def _watch(self) -> None:
-        last = time.monotonic()
-        while not self._stop.wait(POLL_S):
-            now = time.monotonic()
-            self.count(_read(self.path), now - last)
-            last = now
 
     def count(self, holder: dict | None, seconds: float) -> None:
         """Charge `seconds` to the running test if the lease said (`holder`) this process tree holds it."""
@@ -110,6 +97,20 @@ class LeaseClockPerTest:
             self._judged.clear()
             self._judged[key] = any(_started_here(taker) for taker in takers)
         return self._judged[key]
+
+
+def _watch(path: Path, stop: threading.Event, count: Callable[[dict | None, float], None], name: str) -> None:
+    """A thread that reads the lease every POLL_S until `stop` is set, handing `count` what it said and the seconds
+    since the last look."""
+
+    def loop() -> None:
+        last = time.monotonic()
+        while not stop.wait(POLL_S):
+            now = time.monotonic()
+            count(_read(path), now - last)
+            last = now
+
+    threading.Thread(target=loop, name=name, daemon=True).start()
 
 
 def _read(path: Path) -> dict | None:
