@@ -313,20 +313,23 @@ class RabbitCluster(NodeCluster):
         """Node (1-based) that leads queue or stream `route` in vhost '/' now, as the first running, unfrozen
         node sees it (the queue's leader for quorum queues and streams, its home node for a classic queue);
         None when no node answers or the queue has no known leader."""
-        expr = erl.leader_expr(route)
-        for index in self._answering():
-            answer = self.ask(index, expr, timeout_s=1.0)
-            if answer is not None:
-                return erl.node_index(answer)
-        return None
+        answer = self._first_answer(erl.leader_expr(route))
+        return None if answer is None else erl.node_index(answer)
 
     def members(self, route: str) -> list[int]:
         """Nodes holding a replica of quorum queue or stream `route` (its home node for a classic queue)."""
-        for index in self._answering():
-            answer = self.ask(index, erl.members_expr(route), timeout_s=1.0)
-            if answer is not None:
-                return sorted(i for i in map(erl.node_index, answer.split()) if i is not None)
-        return []
+        answer = self._first_answer(erl.members_expr(route))
+        return [] if answer is None else sorted(i for i in map(erl.node_index, answer.split()) if i is not None)
+
+    def _first_answer(self, expr: str) -> str | None:
+        """The first answering node's answer: each node gets 1 s so that one cut off by a fault costs little,
+        then, when none answered, 5 s each, because a node's answer takes over 1 s on a host at load 17 (seen)."""
+        for timeout_s in (1.0, 5.0):
+            for index in self._answering():
+                answer = self.ask(index, expr, timeout_s=timeout_s)
+                if answer is not None:
+                    return answer
+        return None
 
     def context(self) -> dict[str, Any]:
         """What the cell records: versions as the nodes report them, the exact config, pids and ports."""
