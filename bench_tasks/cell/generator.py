@@ -10,24 +10,34 @@ driver too, and waits on its stdin for the word to drive; end of input means pro
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from pathlib import Path
 
-from .workerctx import prestart
+from .workerctx import PRELOAD, prestart
 
 HELD_FLAG, GO = "--held", "go"  # detached.HELD_FLAG and detached.GO (that module's imports are what this one delays)
+STATE_FILE = "state.json"  # work.CellWork.state (that module imports the matrix models)
 
 
 def main(argv: list[str]) -> int:
     """Drive the cell provisioned in the work folder `argv[0]`; 0 if its schedule completed (or, held, provision
     never said to drive it), 1 if it failed."""
-    prestart()
+    root = Path(argv[0])
+    prestart(worker_modules(root))
     from .process import generator_main
 
-    root = Path(argv[0])
     if HELD_FLAG in argv[1:] and not released(root):
         return 0
     return generator_main(root)
+
+
+def worker_modules(root: Path) -> list[str]:
+    """The modules the cell's workers need, as provision recorded them in `root` (read without sixnines' imports);
+    every driver when none are recorded."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        return list(json.loads((root / STATE_FILE).read_text())["worker_modules"])
+    return [PRELOAD]
 
 
 def released(root: Path) -> bool:

@@ -42,6 +42,7 @@ from ..brokers.provision import attach, provision, reuse_for
 from ..errors import BrokerError, CellError, MatrixError
 from ..lake.layout import Lake, RunInfo, write_json
 from ..lake.storage import lake_path
+from ..load.drivers import worker_modules
 from ..secrecy import fingerprint, scrub_exception, split_secrets
 from ..spec.cell import cell_id, series_key
 from ..spec.kept import cell_from, cell_record
@@ -59,8 +60,8 @@ from .teardown import teardown_step
 from .work import BROKER_POLICIES, PHASES, CellWork
 
 # state.json: 1: first version; 2: `placement` (the cell's placement plan, its namespaces included) replaces
-#    `topology`
-STATE_SCHEMA_VERSION = 2
+#    `topology`; 3: `worker_modules` (what the generator's fork server imports; without it, every driver)
+STATE_SCHEMA_VERSION = 3
 
 
 # -- steps shared with the CLI runner ---------------------------------------------------------------------
@@ -210,6 +211,7 @@ def provision_step(
         "failure": None,
         "tie_to_parent": tie_to_parent,
         "gate_lag": gate_lag,
+        "worker_modules": worker_modules(cell.spec),  # what the generator's fork server imports
     }
     if plan.uses_netns:  # its broker lives in the cell's own namespace, which teardown removes
         record["provisioning"]["policy"] = "fresh"
@@ -292,6 +294,7 @@ def land(work: CellWork) -> CellReport:
     run = RunInfo(**state["run"])
     lake = Lake(state["lake"])
     stop_generator(work)
+    landing_from_s = time.time()  # the cell's overhead ends here: what follows is landing's own work
     staging = Path(state["staging"])
     staging.mkdir(parents=True, exist_ok=True)
     facts = work.read(work.cellrun) or {}
@@ -317,7 +320,7 @@ def land(work: CellWork) -> CellReport:
     cell_run = collected.run if collected is not None else CellRun.from_facts(facts, staging)
     offsets = cell_run.clock_offsets if cell_run is not None else None
     where = hosts.hosts_context(cell, plan, stats, offsets, collected.generators if collected else None)
-    overhead = cell_overhead(state["started_at"], cell_run)
+    overhead = cell_overhead(state["started_at"], cell_run, landing_from_s)
     report = land_cell(
         cell,
         lake,

@@ -33,6 +33,14 @@ def driver_module(system: Any) -> str | None:
     return None
 
 
+def worker_modules(cell: Any) -> list[str]:
+    """What the cell's Python workers import: the generator and the cell's system's driver (`cell.workerctx`'s
+    fork server imports them once for every worker it forks)."""
+    from ..systems import system_of
+
+    return ["bench_tasks.load.generator", *filter(None, [driver_module(system_of(cell))])]
+
+
 def import_driver(cell: Any) -> None:
     """Import the cell's system's driver and its client library now, ahead of the cell's first route (a held
     generator does it while the brokers start)."""

@@ -46,3 +46,16 @@ def test_before_and_during_the_schedule_reports_keep_their_placement(
 def test_after_the_schedule_a_listener_pauses_briefly(monkeypatch: pytest.MonkeyPatch) -> None:
     taken, paused_s = _paused_by(monkeypatch, 10, 10 + sum(PHASES_NS))
     assert taken == [] and paused_s >= DRAIN_REPORT_S * 0.9
+
+
+def test_a_pause_spanning_the_schedule_s_end_ends_just_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report due after the end is not waited for: the drain counts what arrived as soon as the schedule ends."""
+
+    async def report_soon(traffic: Traffic, in_flight_ns: object = None) -> None:
+        await asyncio.sleep(5)
+
+    monkeypatch.setattr(pacing, "report_soon", report_soon)
+    end_ns = 10 + sum(PHASES_NS)
+    started = time.monotonic()
+    asyncio.run(listening_pause(Traffic(), _channels(10), lambda: end_ns - 100_000_000))  # 0.1 s before the end
+    assert 0.1 + DRAIN_REPORT_S * 0.9 <= time.monotonic() - started < 1.0
