@@ -11,9 +11,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -61,11 +64,14 @@ def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None
     # a task rescheduled sooner than it hears of the reschedule (seen at the suite's 0.2 s).
     env[HOST_LEASE_ENV] = str(Path(env["SIXNINES_CACHE"]) / "host.lease")
     started = time.monotonic()
-    with celery_airflow(env) as deployment, _the_suites_host(tmp_path / "celery-dag-runs"):
+    holder = tmp_path / "celery-dag-runs"
+    with celery_airflow(env) as deployment:
         ready = time.monotonic()
-        done = deployment.dags_test(DAG_ID, "2026-03-03", timeout=900)
+        with _the_suites_host(holder, until=lambda: _cells_done(deployment) >= 1):
+            done = deployment.dags_test(DAG_ID, "2026-03-03", timeout=900)
         tested = time.monotonic()
-        scheduled = deployment.run_scheduled(DAG_ID, timeout=900)
+        with _the_suites_host(holder, until=lambda: _cells_done(deployment) >= 2):
+            scheduled = deployment.run_scheduled(DAG_ID, timeout=900)
         tis = deployment.task_instances(DAG_ID)
         executed_by = deployment.executed_by()
         logs = deployment.logs()
@@ -87,10 +93,12 @@ def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None
 
 
 @contextlib.contextmanager
-def _the_suites_host(work: Path) -> Iterator[None]:
-    """Hold the suite's host lease while the DAG's runs go, as a cell would. Their cells take a lease of their own
-    (above), so without this the other workers' cells measured beside them and beside the deployment's processes
-    at normal priority; now those cells wait, and those workers give way (tests/cell_priority.py)."""
+def _the_suites_host(work: Path, until: Callable[[], bool]) -> Iterator[None]:
+    """Hold the suite's host lease while a DAG run's cell goes, as a cell would, until `until()` says it is torn
+    down. Its cells take a lease of their own (above), so without this the other workers' cells measured beside
+    them and beside the deployment's processes at normal priority; now those cells wait, and those workers give way
+    (tests/cell_priority.py). The run's tail (tables, the Spark analysis, the report) measures nothing: the lease
+    is left to the other workers' cells then, as the suite's analyses leave it (SIXNINES_ANALYSIS_HOLDS_HOST=0)."""
     holder = CellWork(work)
     while True:
         try:
@@ -98,10 +106,29 @@ def _the_suites_host(work: Path) -> Iterator[None]:
             break
         except HostBusy:
             time.sleep(host_poll_s(5.0))
+    finished = threading.Event()
+
+    def release_once_done() -> None:
+        while not finished.wait(1.0) and not until():
+            pass
+        release_host(holder)
+
+    watcher = threading.Thread(target=release_once_done, name="suite-lease", daemon=True)
+    watcher.start()
     try:
         yield
     finally:
-        release_host(holder)
+        finished.set()
+        watcher.join()
+
+
+def _cells_done(deployment: Any) -> int:
+    """How many of the DAG's cells are torn down (their teardown task finished, whichever way)."""
+    ended = ("success", "failed", "upstream_failed", "skipped")
+    with contextlib.suppress(sqlite3.Error):
+        tis = deployment.task_instances(DAG_ID)
+        return sum(1 for t in tis if str(t["task_id"]).endswith(".teardown") and t["state"] in ended)
+    return 0
 
 
 def _assert_routed(workers: dict[str, str], tis: list[dict], executed_by: dict[str, str]) -> None:
