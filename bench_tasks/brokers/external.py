@@ -220,6 +220,10 @@ class ExternalBrokers:
             self._leaders = LeaderWatch(poll)
             self._leaders.start()
 
+    def await_leaders(self, timeout_s: float) -> bool:
+        """Wait until the leader watch has named the measured route's leader (True at once without a watch)."""
+        return self._leaders is None or self._leaders.wait_known(timeout_s)
+
     def stop_watching(self) -> None:
         if self._leaders is not None:
             self._leaders.stop()

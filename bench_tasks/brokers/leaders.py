@@ -36,6 +36,7 @@ class LeaderWatch:
         self._last_error: str | None = None
         self._failing = 0  # failed polls in a row, for the log
         self._stop = threading.Event()
+        self._known = threading.Event()  # a poll has named a leader
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -51,6 +52,8 @@ class LeaderWatch:
                     self._failed(exc)
                 else:
                     self._answered()
+                    if answer:
+                        self._known.set()
                     for partition, leader in answer:
                         if known.get(partition) != leader:
                             self._changes.append({"at_ns": now, "partition": partition, "leader": leader})
@@ -75,6 +78,11 @@ class LeaderWatch:
 
     def changes(self) -> list[dict[str, int]]:
         return list(self._changes)
+
+    def wait_known(self, timeout_s: float) -> bool:
+        """Wait until a poll has named a leader: the route exists and has one, so samples from now on are
+        attributed to it. False if none was named within `timeout_s`."""
+        return self._known.wait(timeout_s)
 
     def poll_errors(self) -> dict[str, int | str | None]:
         """How many polls failed during the watch, and the last failure: recorded with the cell."""

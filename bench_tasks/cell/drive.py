@@ -37,6 +37,10 @@ from .faults import BrokerControl, Fault, FaultInjector, FiredFault, faults_of
 from .workers import Workers
 
 READY_TIMEOUT_S = 60.0
+# The longest t0 waits for the leader watch's first answer on the measured route (it polls every 0.25 s, from
+# before the route exists): with t0 50 ms after the workers were ready, a 3-node quorum queue's first samples came
+# before it and had no leader (seen on a loaded host).
+LEADERS_KNOWN_S = 5.0
 DONE_TIMEOUT_S = 60.0
 
 __all__ = ["CellRun", "Driven", "Fault", "FiredFault", "check_cpus", "drive"]
@@ -112,17 +116,19 @@ def drive(
     on_status: Callable[[LiveMonitor], None] | None = None,
     part: HostPart | None = None,
     watch: BrokerWatch | None = None,
+    leaders_known: Callable[[float], bool] | None = None,
 ) -> Driven:
     """Run the cell's whole schedule against the brokers; a failed cell is a result, never an exception, and
     keeps whatever ran. `target`: the brokers' address, or a Target carrying client security settings and route
     names too. `plan`: where the cell runs (each worker in its host's network namespace, if it has one, on its
     clock domain's route). With a host part, only this host's workers run, on the host clock, starting when all
     hosts agree (`coordination`). `watch`: the brokers' watch (`brokerwatch`); what it finds fails the cell, first
-    among its reasons, and is a fault record on its timeline."""
+    among its reasons, and is a fault record on its timeline. `leaders_known(timeout_s)`: waits until the brokers'
+    leader watch has named the measured route's leader; t0 is fixed after it."""
     target = target if isinstance(target, Target) else Target(target)
     watch = watch if watch is not None else BrokerWatch()
     cell_drive = CellDrive(
-        cell, plan, target, staging, control, console, faults, on_status, coordinator_for(part), watch
+        cell, plan, target, staging, control, console, faults, on_status, coordinator_for(part), watch, leaders_known
     )
     try:
         driven = Driven(cell_drive.run_schedule())
@@ -198,9 +204,10 @@ class CellDrive:
         on_status: Callable[[LiveMonitor], None] | None,
         coordinator: Coordinator,
         watch: BrokerWatch,
+        leaders_known: Callable[[float], bool] | None = None,
     ):
         self.cell, self.target, self.staging, self.control = cell, target, staging, control
-        self.watch = watch
+        self.watch, self.leaders_known = watch, leaders_known
         self.faults = [*faults, *faults_of(cell.spec.faults)]  # a caller's (calibrate) and the matrix's
         self.plan, self.coord = plan, coordinator
         self.names = target.names or cell.instance
@@ -226,6 +233,8 @@ class CellDrive:
                 # 0.91 s, at once in 0.45 s (bench/cell_overhead.py, quick sweep).
                 everyone = [*groups.receivers, *groups.relays, *groups.readers, *groups.senders]
                 workers.start(everyone, READY_TIMEOUT_S)
+                if self.leaders_known is not None:
+                    self.leaders_known(LEADERS_KNOWN_S)  # none named in time: the first samples have no leader
                 run = self._begin(workers, offsets)
                 injector = FaultInjector(
                     self.faults,

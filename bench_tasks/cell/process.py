@@ -180,6 +180,7 @@ def drive_work(work: CellWork, console: Console) -> int:
             [Fault(**f) for f in state.get("faults", [])],
             on_status=writer.update,
             watch=watch,
+            leaders_known=brokers.await_leaders,
         )
     finally:
         brokers.stop_watching()

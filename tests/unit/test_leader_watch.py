@@ -61,3 +61,27 @@ def test_a_poll_that_keeps_failing_is_counted_every_time_and_logged_once(caplog:
     errors = watch.poll_errors()
     assert errors["count"] == len(polls) >= 4 and errors["last"] == "TimeoutError: metadata request timed out"
     assert sum("leader poll failed" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_leader_is_known_once_a_poll_names_one() -> None:
+    """The cell's t0 waits for it: a route that does not exist yet, or is electing, names no leader."""
+    answers: Iterator[dict[int, int]] = iter([{}, {}])
+    watch = LeaderWatch(lambda: next(answers, {0: 2}))
+    assert not watch.wait_known(0.05)  # not started: nothing polled
+    watch.start()
+    try:
+        assert watch.wait_known(5)
+        assert [(c["partition"], c["leader"]) for c in watch.changes()] == [(0, 2)]
+    finally:
+        watch.stop()
+
+
+def test_a_poll_that_never_names_a_leader_gives_up_after_the_timeout() -> None:
+    watch = LeaderWatch(dict)
+    watch.start()
+    try:
+        started = time.monotonic()
+        assert not watch.wait_known(0.3)
+        assert time.monotonic() - started >= 0.29
+    finally:
+        watch.stop()
