@@ -323,7 +323,7 @@ class RabbitCluster(NodeCluster):
 
     def _first_answer(self, expr: str) -> str | None:
         """The first answering node's answer: each node gets 1 s so that one cut off by a fault costs little,
-        then, when none answered, 5 s each, because a node's answer takes over 1 s on a host at load 17 (seen)."""
+        then, when none answered, 5 s each: on a host at load 17 no node answered within 1 s (seen once)."""
         for timeout_s in (1.0, 5.0):
             for index in self._answering():
                 answer = self.ask(index, expr, timeout_s=timeout_s)
