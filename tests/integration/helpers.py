@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from bench_tasks.cell.hostlease import HostBusy, acquire_host, host_poll_s, release_host
 from bench_tasks.cell.runner import select_cells
+from bench_tasks.cell.work import CellWork
 from bench_tasks.interop.table_files import parquet_bytes
 from bench_tasks.lake.layout import history_file
 from bench_tasks.lake.storage import write_bytes
@@ -33,6 +39,29 @@ VALKEY_RELEASES = ("8.1.8",)
 # (the netns fault test beside a busy loop: a median of 1.1 s before the squeeze with both tiers, 113 ms beside two
 # busy loops with the first alone); three nodes were also ready in 5.9-6.0 s against 8.3-9.0 s.
 FIRST_TIER_ONLY = (*DEFAULT_GC_OPTS, "-XX:TieredStopAtLevel=1")
+
+
+def take_the_host(work: Path) -> CellWork:
+    """Take the suite's host lease as a cell does, waiting while another worker's cell has it, for cells that take
+    none themselves (on held brokers, or with a lease of their own): the other workers' cells then wait, and those
+    workers give way (tests/cell_priority.py). Held while this process runs; `release_host` gives it back."""
+    holder = CellWork(work)
+    while True:
+        try:
+            acquire_host(holder)
+            return holder
+        except HostBusy:
+            time.sleep(host_poll_s(5.0))
+
+
+@contextlib.contextmanager
+def holding_the_host(work: Path) -> Iterator[None]:
+    """The suite's host lease for the block (`take_the_host`)."""
+    holder = take_the_host(work)
+    try:
+        yield
+    finally:
+        release_host(holder)
 
 
 def newest_kafka() -> str:

@@ -21,10 +21,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.cell.hostlease import HOST_LEASE_ENV, HostBusy, acquire_host, host_poll_s, release_host
-from bench_tasks.cell.work import CellWork
+from bench_tasks.cell.hostlease import HOST_LEASE_ENV, release_host
 from tests.airflow_celery import celery_airflow
 from tests.airflow_project import airflow_project
+
+from .helpers import take_the_host
 
 pytestmark = [pytest.mark.integration, pytest.mark.celery, pytest.mark.timeout(1500)]
 DAG_ID = "sixnines_itest_celery"
@@ -99,13 +100,7 @@ def _the_suites_host(work: Path, until: Callable[[], bool]) -> Iterator[None]:
     them and beside the deployment's processes at normal priority; now those cells wait, and those workers give way
     (tests/cell_priority.py). The run's tail (tables, the Spark analysis, the report) measures nothing: the lease
     is left to the other workers' cells then, as the suite's analyses leave it (SIXNINES_ANALYSIS_HOLDS_HOST=0)."""
-    holder = CellWork(work)
-    while True:
-        try:
-            acquire_host(holder)
-            break
-        except HostBusy:
-            time.sleep(host_poll_s(5.0))
+    holder = take_the_host(work)
     finished = threading.Event()
 
     def release_once_done() -> None:
