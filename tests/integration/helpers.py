@@ -41,23 +41,18 @@ VALKEY_RELEASES = ("8.1.8",)
 FIRST_TIER_ONLY = (*DEFAULT_GC_OPTS, "-XX:TieredStopAtLevel=1")
 
 
-def take_the_host(work: Path) -> CellWork:
-    """Take the suite's host lease as a cell does, waiting while another worker's cell has it, for cells that take
-    none themselves (on held brokers, or with a lease of their own): the other workers' cells then wait, and those
-    workers give way (tests/cell_priority.py). Held while this process runs; `release_host` gives it back."""
+@contextlib.contextmanager
+def holding_the_host(work: Path) -> Iterator[None]:
+    """The suite's host lease for the block, taken as a cell takes it (waiting while another worker's cell has it),
+    for cells that take none themselves (on held brokers, or with a lease of their own): the other workers' cells
+    then wait, and those workers give way (tests/cell_priority.py)."""
     holder = CellWork(work)
     while True:
         try:
             acquire_host(holder)
-            return holder
+            break
         except HostBusy:
             time.sleep(host_poll_s(5.0))
-
-
-@contextlib.contextmanager
-def holding_the_host(work: Path) -> Iterator[None]:
-    """The suite's host lease for the block (`take_the_host`)."""
-    holder = take_the_host(work)
     try:
         yield
     finally:

@@ -8,24 +8,19 @@ Data-driven: each task instance must have run on the worker of its own `queue`."
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.cell.hostlease import HOST_LEASE_ENV, release_host
+from bench_tasks.cell.hostlease import HOST_LEASE_ENV
 from tests.airflow_celery import celery_airflow
 from tests.airflow_project import airflow_project
 
-from .helpers import take_the_host
+from .helpers import holding_the_host
 
 pytestmark = [pytest.mark.integration, pytest.mark.celery, pytest.mark.timeout(1500)]
 DAG_ID = "sixnines_itest_celery"
@@ -60,19 +55,19 @@ def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None
     enforced), then the scheduler and DAG processor making and running the DAG's scheduled run, pools and all,
     as a deployment does."""
     env = airflow_project(tmp_path / "project", {"itest_celery": TINY})
-    # The DAG's cells take a lease of their own, and this test holds the suite's while they run (_the_suites_host):
+    # The DAG's cells take a lease of their own, and this test holds the suite's while they run (holding_the_host):
     # the suite's lease in the DAG's tasks would have them wait for this test, and `dags test --use-executor` fails
     # a task rescheduled sooner than it hears of the reschedule (seen at the suite's 0.2 s).
     env[HOST_LEASE_ENV] = str(Path(env["SIXNINES_CACHE"]) / "host.lease")
     started = time.monotonic()
-    holder = tmp_path / "celery-dag-runs"
-    with celery_airflow(env) as deployment:
+    # The suite's lease through both runs, tails (tables, the Spark analysis, the report) included: left to the
+    # other workers' cells, a tail ran at idle priority and the test took 557-567 s instead of ~166 s (clean-clone
+    # runs), which then bounded the whole cell part (1,225 s).
+    with celery_airflow(env) as deployment, holding_the_host(tmp_path / "celery-dag-runs"):
         ready = time.monotonic()
-        with _the_suites_host(holder, until=lambda: _cells_done(deployment) >= 1):
-            done = deployment.dags_test(DAG_ID, "2026-03-03", timeout=900)
+        done = deployment.dags_test(DAG_ID, "2026-03-03", timeout=900)
         tested = time.monotonic()
-        with _the_suites_host(holder, until=lambda: _cells_done(deployment) >= 2):
-            scheduled = deployment.run_scheduled(DAG_ID, timeout=900)
+        scheduled = deployment.run_scheduled(DAG_ID, timeout=900)
         tis = deployment.task_instances(DAG_ID)
         executed_by = deployment.executed_by()
         logs = deployment.logs()
@@ -91,39 +86,6 @@ def test_tasks_run_on_the_worker_of_their_queue(tmp_path: Path, no_orphans: None
     assert len(landed) == 2, landed
     for cells_path in landed:
         _assert_landed_ok(cells_path)
-
-
-@contextlib.contextmanager
-def _the_suites_host(work: Path, until: Callable[[], bool]) -> Iterator[None]:
-    """Hold the suite's host lease while a DAG run's cell goes, as a cell would, until `until()` says it is torn
-    down. Its cells take a lease of their own (above), so without this the other workers' cells measured beside
-    them and beside the deployment's processes at normal priority; now those cells wait, and those workers give way
-    (tests/cell_priority.py). The run's tail (tables, the Spark analysis, the report) measures nothing: the lease
-    is left to the other workers' cells then, as the suite's analyses leave it (SIXNINES_ANALYSIS_HOLDS_HOST=0)."""
-    holder = take_the_host(work)
-    finished = threading.Event()
-
-    def release_once_done() -> None:
-        while not finished.wait(1.0) and not until():
-            pass
-        release_host(holder)
-
-    watcher = threading.Thread(target=release_once_done, name="suite-lease", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        finished.set()
-        watcher.join()
-
-
-def _cells_done(deployment: Any) -> int:
-    """How many of the DAG's cells are torn down (their teardown task finished, whichever way)."""
-    ended = ("success", "failed", "upstream_failed", "skipped")
-    with contextlib.suppress(sqlite3.Error):
-        tis = deployment.task_instances(DAG_ID)
-        return sum(1 for t in tis if str(t["task_id"]).endswith(".teardown") and t["state"] in ended)
-    return 0
 
 
 def _assert_routed(workers: dict[str, str], tis: list[dict], executed_by: dict[str, str]) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_tasks.cell.hostlease import ANALYSIS_HOLDS_ENV, HOST_LEASE_ENV, lease_path
+from bench_tasks.cell.hostlease import HOST_LEASE_ENV, lease_path
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -96,9 +96,6 @@ def airflow_env(tmp: Path, bin_dir: Path) -> dict[str, str]:
         "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[*]"}',
         "SIXNINES_MATRICES": str(tmp / "matrices"),
         HOST_LEASE_ENV: str(lease_path()),  # the suite's cells take turns on this host
-        # As the suite's worker says: one that gives way to cells leaves them the lease during its analyses (this
-        # test held it 56 s of a clean-clone run for a cell of a 4.5 s schedule, its Spark analysis included).
-        ANALYSIS_HOLDS_ENV: os.environ.get(ANALYSIS_HOLDS_ENV, ""),
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
     }
 
