@@ -127,6 +127,22 @@ def test_p99_recovery_allows_the_noise_the_route_had_before_the_faults() -> None
     assert stall["p99_recovery_s"] == 1.0
 
 
+def test_p99_recovery_allows_what_a_window_of_the_baseline_reaches_by_chance() -> None:
+    # 1 ms, with one message a second at 3 ms before the stall: no window's p99 (its 3rd highest of 200) is 3 ms,
+    # yet after it three a second put every window's p99 at 3 ms. A window of 200 drawn from the baseline reaches
+    # that by chance (its quantile 0.99 + 3 standard errors is past the maximum), so the band is 3 ms.
+    def arrive(at: int) -> int:
+        if 2_000_000 <= at < 3_000_000:
+            return 3_000_000 + 1000
+        every = 1_000_000 if at < 2_000_000 else 333_000
+        return at + (3000 if at % every < 5000 else 1000)
+
+    sent, received = dense(arrive)
+    (stall,) = fault_costs([{"kind": "stall", "start_ns": 2 * S, "end_ns": 3 * S}], sent, received, "e2e", (0, 8 * S))
+    assert stall["p99_baseline_ms"] == 1.0 and stall["p99_band_ms"] == 3.0
+    assert stall["p99_recovery_s"] == 1.0
+
+
 def test_p99_never_recovers_from_a_kill_or_from_a_slower_route() -> None:
     sent, received = dense(lambda at: at + 1000 if at < 2_000_000 else None)
     (kill,) = fault_costs([{"kind": "kill", "start_ns": 2 * S, "end_ns": 2 * S}], sent, received, "e2e", (0, 8 * S))
