@@ -1,9 +1,9 @@
 """A harness that cannot keep up must fail its cell and say so, never land its own queue as the broker's latency.
 
-The consumer is starved on purpose once it is subscribed: its CPU (pinned with `workload.cpus.receivers`) is
-shared with a busy loop, and every thread of the consumer is reniced to 19, so it gets about 1.5 % of that
-CPU: far less than the rate needs. Messages then pile up in front of the harness (librdkafka's fetch queue,
-the consumer's socket), and the cell must fail with `harness saturated: consumer c0 …`.
+The consumer is starved on purpose from the cell's t0 to the end of its measure phase: its CPU (pinned with
+`workload.cpus.receivers`) is shared with a busy loop, and every thread of the consumer is reniced to 19, so it
+gets about 1.5 % of that CPU: far less than the rate needs. Messages then pile up in front of the harness
+(librdkafka's fetch queue, the consumer's socket), and the cell must fail with `harness saturated: consumer c0 …`.
 """
 
 from __future__ import annotations
@@ -23,13 +23,32 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.cell.runner import run_cell
+from bench_tasks.cell.work import CellWork
 from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.paths import cache_dir
+from bench_tasks.spec.matrix_model import Cell
 
 from .helpers import make_cell
 
 pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("no_orphans"), pytest.mark.host_alone]
 STARVED_NICE = 19  # weight 15 against a busy loop's 1024: about 1.5 % of the shared CPU
 PHASES = {"warmup_s": 1, "measure_s": 4, "cooldown_s": 1, "drain_timeout_s": 3}
+RENICE_EVERY_S = 0.1  # again and again: a client may start a thread while starved
+
+
+def _measure_end(status: Path, deadline: float) -> int | None:
+    """The cell's measure-phase end (CLOCK_MONOTONIC ns) once its generator has fixed t0: every worker is ready.
+    Starving before that (every worker starts at once) kept the consumer from subscribing until the starvation had
+    ended, and the measure phase ran unstarved."""
+    while time.monotonic() < deadline:
+        try:
+            phases = json.loads(status.read_text()).get("phases")
+        except (OSError, ValueError):
+            phases = None
+        if phases:
+            return int(phases["measure"][1])
+        time.sleep(0.02)
+    return None
 
 
 def _find(title: str, deadline: float) -> psutil.Process | None:
@@ -54,24 +73,26 @@ def _renice(proc: psutil.Process, nice: int) -> None:
 
 
 @contextmanager
-def starved_consumer(cell_id: str, cpu: int, seconds: float) -> Iterator[dict]:
-    """Once the producer exists (so the consumer is subscribed), share the consumer's CPU with a busy loop and
-    renice the consumer (to 19) for `seconds`; then give it its CPU back so the cell can drain and land quickly."""
+def starved_consumer(cell: Cell, run: RunInfo, cpu: int) -> Iterator[dict]:
+    """From the cell's t0 to its measure phase's end, share the consumer's CPU with a busy loop and renice the
+    consumer's threads (to 19); then give it its CPU back so the cell can drain and land quickly."""
     seen: dict = {}
+    status = CellWork(cache_dir() / "runs" / run.run_id / cell.instance).status
 
     def starve() -> None:
         deadline = time.monotonic() + 120
-        consumer = _find(f"sixnines consumer-0 cell {cell_id}", deadline)
-        producer = _find(f"sixnines producer-0 cell {cell_id}", deadline)
-        if consumer is None or producer is None:
+        consumer = _find(f"sixnines consumer-0 cell {cell.id}", deadline)
+        until_ns = _measure_end(status, deadline) if consumer else None
+        if consumer is None or until_ns is None:
             return
         hog = subprocess.Popen(
             [sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {cpu})
         )
         try:
-            _renice(consumer, STARVED_NICE)
-            seen["starved"] = True
-            time.sleep(seconds)
+            while time.monotonic_ns() < until_ns:
+                _renice(consumer, STARVED_NICE)
+                seen["starved"] = True
+                time.sleep(RENICE_EVERY_S)
             _renice(consumer, 0)
         except psutil.NoSuchProcess:
             pass
@@ -84,7 +105,7 @@ def starved_consumer(cell_id: str, cpu: int, seconds: float) -> Iterator[dict]:
     try:
         yield seen
     finally:
-        thread.join(timeout=seconds + 130)
+        thread.join(timeout=130)
 
 
 @pytest.mark.parametrize(
@@ -106,8 +127,9 @@ def test_a_starved_consumer_fails_the_cell_as_harness_saturation(
         cpus={"receivers": [0], "producers": [1], "broker": [1]},
         **PHASES,
     )
-    with starved_consumer(cell.id, cpu=0, seconds=8.0) as seen:
-        report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
+    run = RunInfo.new()
+    with starved_consumer(cell, run, cpu=0) as seen:
+        report = run_cell(cell, Lake(tmp_path), run, console)
 
     assert seen.get("starved"), "the consumer was never starved"
     assert report.status == "failed"
