@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,20 @@ VALKEY_RELEASES = ("8.1.8",)
 # (the netns fault test beside a busy loop: a median of 1.1 s before the squeeze with both tiers, 113 ms beside two
 # busy loops with the first alone); three nodes were also ready in 5.9-6.0 s against 8.3-9.0 s.
 FIRST_TIER_ONLY = (*DEFAULT_GC_OPTS, "-XX:TieredStopAtLevel=1")
+
+
+def schedule_phases(status: Path, deadline: float) -> dict[str, list[int]] | None:
+    """A cell's phases (name -> [start, end), CLOCK_MONOTONIC ns) from its `status.json` once its generator has fixed
+    t0 (every worker ready); None if that did not happen by `deadline` (time.monotonic())."""
+    while time.monotonic() < deadline:
+        try:
+            phases = json.loads(status.read_text()).get("phases")
+        except (OSError, ValueError):
+            phases = None
+        if phases:
+            return phases
+        time.sleep(0.02)
+    return None
 
 
 @contextlib.contextmanager

@@ -28,27 +28,12 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.paths import cache_dir
 from bench_tasks.spec.matrix_model import Cell
 
-from .helpers import make_cell
+from .helpers import make_cell, schedule_phases
 
 pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("no_orphans"), pytest.mark.host_alone]
 STARVED_NICE = 19  # weight 15 against a busy loop's 1024: about 1.5 % of the shared CPU
 PHASES = {"warmup_s": 1, "measure_s": 4, "cooldown_s": 1, "drain_timeout_s": 3}
 RENICE_EVERY_S = 0.1  # again and again: a client may start a thread while starved
-
-
-def _measure_end(status: Path, deadline: float) -> int | None:
-    """The cell's measure-phase end (CLOCK_MONOTONIC ns) once its generator has fixed t0: every worker is ready.
-    Starving before that (every worker starts at once) kept the consumer from subscribing until the starvation had
-    ended, and the measure phase ran unstarved."""
-    while time.monotonic() < deadline:
-        try:
-            phases = json.loads(status.read_text()).get("phases")
-        except (OSError, ValueError):
-            phases = None
-        if phases:
-            return int(phases["measure"][1])
-        time.sleep(0.02)
-    return None
 
 
 def _find(title: str, deadline: float) -> psutil.Process | None:
@@ -82,9 +67,12 @@ def starved_consumer(cell: Cell, run: RunInfo, cpu: int) -> Iterator[dict]:
     def starve() -> None:
         deadline = time.monotonic() + 120
         consumer = _find(f"sixnines consumer-0 cell {cell.id}", deadline)
-        until_ns = _measure_end(status, deadline) if consumer else None
-        if consumer is None or until_ns is None:
+        # from t0 (every worker ready): starving earlier kept the consumer, started beside the producer, from
+        # subscribing until the starvation had ended, and the measure phase ran unstarved
+        phases = schedule_phases(status, deadline) if consumer else None
+        if consumer is None or phases is None:
             return
+        until_ns = phases["measure"][1]
         hog = subprocess.Popen(
             [sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {cpu})
         )

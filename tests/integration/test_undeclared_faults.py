@@ -26,7 +26,7 @@ from rich.console import Console
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
 
-from .helpers import make_cell
+from .helpers import make_cell, schedule_phases
 
 pytestmark = [pytest.mark.usefixtures("no_orphans"), pytest.mark.host_alone]
 
@@ -80,16 +80,10 @@ class OutsideKiller(threading.Thread):
         raise TimeoutError("no nats-server was started")
 
     def _measure_start(self, status: Path) -> int:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                phases = json.loads(status.read_text()).get("phases")
-            except (FileNotFoundError, ValueError):
-                phases = None
-            if phases:
-                return int(phases["measure"][0])
-            time.sleep(0.02)
-        raise TimeoutError(f"the schedule did not start ({status})")
+        phases = schedule_phases(status, time.monotonic() + 120)
+        if phases is None:
+            raise TimeoutError(f"the schedule did not start ({status})")
+        return int(phases["measure"][0])
 
 
 def _work_folder(server: psutil.Process) -> Path:
