@@ -4,9 +4,13 @@ serves the report and the tables it links to — to a logged-in user only (Airfl
 
 from __future__ import annotations
 
+import http.client
 import json
+import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,7 @@ pytestmark = pytest.mark.alongside
 
 DAG_ID, DAG_RUN = "sixnines_quick", "manual__2026-11-23T10:00:00+00:00"
 LAKE_RUN = "sixnines_quick__manual__2026-11-23T10_00_00_00_00"  # how runtime.run_info names that run
+PORT_TRIES = 3
 
 
 def _lake(root: Path) -> Path:
@@ -44,6 +49,40 @@ def _up(base: str) -> bool:
         return _get(f"{base}/api/v2/monitor/health")[0] == 200
     except OSError:  # not listening yet
         return False
+    except http.client.HTTPException:  # another program took the port first: the server will fail to bind
+        return False
+
+
+@contextmanager
+def _api_server(env: dict[str, str], folder: Path) -> Iterator[str]:
+    """An Airflow API server on a free port, its base URL; on another port if something else took the one chosen
+    before the server bound it (a Spark test's py4j gateway did, beside this test)."""
+    for attempt in range(PORT_TRIES):
+        port = _free_port()
+        log = folder / f"api-server-{port}.log"
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                [str(BIN / "airflow"), "api-server", "--host", "127.0.0.1", "--port", str(port), "-w", "1"],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        api = Service("api-server", proc, log)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            _wait_until(lambda: _up(base), "airflow api-server", [api], 300)  # noqa: B023 (called at once)
+        except RuntimeError:
+            api.stop()
+            if attempt + 1 < PORT_TRIES and "already in use" in log.read_text(errors="replace"):
+                continue
+            raise
+        try:
+            yield base
+        finally:
+            api.stop()
+        return
 
 
 def _token(base: str) -> str:
@@ -54,8 +93,6 @@ def _token(base: str) -> str:
 
 
 def test_the_run_tab_serves_the_report(tmp_path: Path) -> None:
-    import subprocess
-
     passwords = tmp_path / "passwords.json"
     passwords.write_text(json.dumps({"admin": "sixnines-test"}))
     env = airflow_project(
@@ -69,21 +106,7 @@ def test_the_run_tab_serves_the_report(tmp_path: Path) -> None:
         },
     )
     migrate(env)
-    port = _free_port()
-    log = tmp_path / "api-server.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [str(BIN / "airflow"), "api-server", "--host", "127.0.0.1", "--port", str(port), "-w", "1"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    api = Service("api-server", proc, log)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until(lambda: _up(base), "airflow api-server", [api], 300)
+    with _api_server(env, tmp_path) as base:
         token = _token(base)
 
         status, body = _get(f"{base}/api/v2/plugins", token)
@@ -100,5 +123,3 @@ def test_the_run_tab_serves_the_report(tmp_path: Path) -> None:
         assert status == 200 and csv.startswith("cell_id,sent")
         status, missing = _get(f"{base}/sixnines/reports/{DAG_ID}/scheduled__2026-11-24/", token)
         assert status == 404 and "no report for run" in missing
-    finally:
-        api.stop()
