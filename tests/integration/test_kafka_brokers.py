@@ -43,8 +43,8 @@ FAST_FENCING = {"broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms"
 
 
 def three_nodes(tmp_path: Path) -> KafkaCluster:
-    """Three KRaft nodes started with the host to themselves (its lease) and the JIT's first tier alone: beside the
-    suite's cells at idle priority (load ~20), a clean-clone run's three nodes lost every election for 90 s."""
+    """Three KRaft nodes with the JIT's first tier alone, for tests that hold the host's lease around them: beside
+    the suite's cells at idle priority (load ~20), a clean-clone run's three nodes lost every election for 90 s."""
     return KafkaCluster(NEWEST, 3, FAST_FENCING, tmp_path, jvm_opts=list(FIRST_TIER_ONLY))
 
 
