@@ -19,10 +19,12 @@ from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
 from tests.host_turns import host_turn
 from tests.lease_usage import LeaseClockPerTest, LeaseUsage, top_holders
+from tests.worker_timeline import WorkerTimeline
 
 _LEASE_USAGE = pytest.StashKey[LeaseUsage]()
 _TEST_CLOCK = pytest.StashKey[LeaseClockPerTest]()
 _HELD_BY_TEST = pytest.StashKey[dict[str, float]]()
+_TIMELINE = pytest.StashKey[WorkerTimeline]()
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -153,6 +155,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     worker = hasattr(config, "workerinput")
     if not worker:
         config.stash[_LEASE_USAGE] = LeaseUsage(lease_path()).start()
+        config.stash[_TIMELINE] = WorkerTimeline()
+        config.pluginmanager.register(config.stash[_TIMELINE], "worker-timeline")
     if worker or not config.pluginmanager.hasplugin("dsession"):  # xdist's controller runs no test
         config.stash[_TEST_CLOCK] = LeaseClockPerTest(lease_path()).start()
 
@@ -184,6 +188,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if any(held.values()):
         terminalreporter.write_line("tests whose own cells and analyses held the host lease longest:")
         for line in top_holders(held):
+            terminalreporter.write_line(line)
+    timeline = config.stash.get(_TIMELINE, None)
+    if timeline is not None and timeline.files:
+        terminalreporter.write_line("when each worker ran tests (seconds from the session's start):")
+        for line in timeline.lines():
             terminalreporter.write_line(line)
 
 
