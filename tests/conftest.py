@@ -155,6 +155,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     worker = hasattr(config, "workerinput")
     if not worker:
         config.stash[_LEASE_USAGE] = LeaseUsage(lease_path()).start()
+    if not worker and config.pluginmanager.hasplugin("dsession"):
         config.stash[_TIMELINE] = WorkerTimeline()
         config.pluginmanager.register(config.stash[_TIMELINE], "worker-timeline")
     if worker or not config.pluginmanager.hasplugin("dsession"):  # xdist's controller runs no test

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-LAST_FILES = 4
+SHOWN_FILES = 4
 
 
 @dataclass
@@ -26,7 +26,7 @@ class FileSpan:
     stop: float
 
 
-@dataclass
+@dataclass(eq=False)  # registered as a plugin: pluggy keeps plugins in sets
 class WorkerTimeline:
     """Per worker, its files in the order they ran."""
 
@@ -47,14 +47,19 @@ class WorkerTimeline:
             spans.append(FileSpan(path, report.start, report.stop))
 
     def lines(self) -> list[str]:
-        """A line per worker, the one that ended last first, each followed by its last files."""
+        """A line per worker, the one that ended last first, each followed by its longest files and its last."""
         out = []
         ranked = sorted(self.files.items(), key=lambda item: -item[1][-1].stop)
         for worker, spans in ranked:
             busy = sum(span.stop - span.start for span in spans)
             out.append(
                 f"{worker}: tests from {spans[0].start - self.started:.0f} s to {spans[-1].stop - self.started:.0f} s"
-                f" of the session, {busy:.0f} s in {len(spans)} file(s); last:"
+                f" of the session, {busy:.0f} s in {len(spans)} file(s)"
             )
-            out += [f"    {span.stop - span.start:6.1f}s  {span.path}" for span in spans[-LAST_FILES:]]
+            longest = sorted(spans, key=lambda span: span.start - span.stop)[:SHOWN_FILES]
+            out += ["  longest:", *map(_line, longest), "  last:", *map(_line, spans[-SHOWN_FILES:])]
         return out
+
+
+def _line(span: FileSpan) -> str:
+    return f"    {span.stop - span.start:6.1f}s  {span.path}"
