@@ -151,9 +151,9 @@ TEST_WORKERS ?= 3
 CELL_TEST_WORKERS ?= 2
 BESIDE_WORKERS ?= 2
 # The cell part: CELL_TEST_WORKERS workers taking turns on the lease, and BESIDE_WORKERS more for the files
-# pyproject.toml's `beside_cells` lists (the wheel's install, Spark clusters, the Celery deployment, DAG runs, the
-# compose brokers), which wait on their own servers, where the host lets each worker give way to the other
-# workers' cells (root and a cgroup with cpu.idle: tests/cell_priority.py).
+# pyproject.toml's `beside_cells` lists (the Celery deployment, the standalone Spark cluster, the wheel's install),
+# which wait on their own servers, where the host lets each worker give way to the other workers' cells (root and
+# a cgroup with cpu.idle: tests/cell_priority.py).
 BESIDE_OK = $(shell $(BIN)/python -m tests.cell_priority --check && echo yes)
 CELL_PART = $(if $(filter 0,$(CELL_TEST_WORKERS)),-n 0,$(if $(BESIDE_OK),\
 	-n $(shell echo $$(($(CELL_TEST_WORKERS) + $(BESIDE_WORKERS)))) --beside-cells=$(BESIDE_WORKERS),-n $(CELL_TEST_WORKERS)))

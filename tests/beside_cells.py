@@ -26,12 +26,11 @@ INI = "beside_cells"
 
 class BesideCellsScheduling(LoadFileScheduling):
     """`--dist loadfile` with the files of `beside` reserved for the last `beside_workers` workers, and only
-    those, dealt in the order `beside` lists them: the longest first, so that none starts late and ends the part
-    alone."""
+    those."""
 
     def __init__(self, config: pytest.Config, log: Producer, beside: Iterable[str], beside_workers: int = 1) -> None:
         super().__init__(config, log)
-        self.beside = list(beside)
+        self.beside = set(beside)
         self.beside_workers = beside_workers
 
     def _is_beside_worker(self, node: WorkerController) -> bool:
@@ -40,9 +39,8 @@ class BesideCellsScheduling(LoadFileScheduling):
     def _next_scope(self, node: WorkerController) -> str | None:
         if not any(self._is_beside_worker(n) for n in self.nodes):  # xdist stopped it: fewer files than workers
             return next(iter(self.workqueue), None)
-        if self._is_beside_worker(node):
-            return next((scope for scope in self.beside if scope in self.workqueue), None)
-        return next((scope for scope in self.workqueue if scope not in self.beside), None)
+        wanted = self._is_beside_worker(node)
+        return next((scope for scope in self.workqueue if (scope in self.beside) == wanted), None)
 
     def _assign_work_unit(self, node: WorkerController) -> None:
         """xdist's own assignment, of this node's next file moved to the front of the queue."""

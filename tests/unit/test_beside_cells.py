@@ -27,14 +27,12 @@ from tests.beside_cells import is_beside_worker
 def test_{n}(request):
     beside = "+beside" if is_beside_worker(request.config) else ""
     Path("ran_{name}_{n}").write_text(os.environ["PYTEST_XDIST_WORKER"] + beside)
-    with open("order", "a") as order:
-        order.write("{name}\\n")
 """
 
 
-def _project(root: Path, files: dict[str, int], listed: tuple[str, ...] = ("slow_a", "slow_b")) -> None:
+def _project(root: Path, files: dict[str, int]) -> None:
     (root / "conftest.py").write_text(CONFTEST)
-    (root / "pytest.ini").write_text("[pytest]\nbeside_cells =\n" + "".join(f"    test_{n}.py\n" for n in listed))
+    (root / "pytest.ini").write_text("[pytest]\nbeside_cells =\n    test_slow_a.py\n    test_slow_b.py\n")
     for name, count in files.items():
         (root / f"test_{name}.py").write_text("".join(TEST.format(n=n, name=name) for n in range(count)))
 
@@ -72,13 +70,6 @@ def test_two_beside_workers_share_the_listed_files_and_take_no_other(tmp_path: P
     assert ran["slow_a"] | ran["slow_b"] <= {"gw2+beside", "gw3+beside"}, ran
     others = set().union(*(ran[f"cell_{x}"] for x in "abcd"))
     assert others <= {"gw0", "gw1"}, ran
-
-
-def test_the_beside_worker_takes_the_listed_files_in_the_list_s_order(tmp_path: Path) -> None:
-    _project(tmp_path, {"slow_a": 2, "slow_b": 2, "slow_c": 2, "cell_a": 3}, listed=("slow_c", "slow_a", "slow_b"))
-    _workers(tmp_path, "-n", "2", "--dist", "loadfile", "--beside-cells")
-    ran = [name for name in (tmp_path / "order").read_text().split() if name.startswith("slow")]
-    assert ran == ["slow_c", "slow_c", "slow_a", "slow_a", "slow_b", "slow_b"]
 
 
 def test_with_one_worker_xdist_deals_every_file(tmp_path: Path) -> None:
