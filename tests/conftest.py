@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import psutil
 import pytest
 from rich.console import Console
 
-from bench_tasks.cell.hostlease import lease_path
+from bench_tasks.cell.hostlease import lease_path, release_host
 from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
 from tests.host_turns import host_turn
@@ -76,6 +77,32 @@ def _host_turn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     shared_by_workers = tmp_path_factory.getbasetemp().parent / "host-turns"
     with host_turn(shared_by_workers, alone=request.node.get_closest_marker("host_alone") is not None):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _no_lease_left_held() -> Iterator[None]:
+    """A test whose cell failed before its teardown leaves the host lease held by the test's own process, which
+    lives on: every later cell of every worker then waits for it until its timeout (a clean-clone run's cell part
+    hung so, 600 s a test). The cell is torn down here, which gives the lease back, and the test errors."""
+    yield
+    holder = _lease_holder_now()
+    if holder is None or "work" not in holder or (holder.get("taker") or {}).get("pid") != os.getpid():
+        return
+    from bench_tasks.cell.teardown import teardown_step
+    from bench_tasks.cell.work import CellWork
+
+    work = CellWork(Path(holder["work"]))
+    with contextlib.suppress(Exception):  # whatever the teardown says, the lease goes
+        teardown_step(work, keep_reused=False)
+    release_host(work)
+    pytest.fail(f"the test left its cell holding the host lease ({holder['work']}): torn down")
+
+
+def _lease_holder_now() -> dict[str, Any] | None:
+    try:
+        return json.loads(lease_path().read_text())
+    except (OSError, ValueError):
+        return None
 
 
 @pytest.fixture
