@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from bench_tasks.cell.hostlease import lease_path, release_host
 from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
 from tests.host_turns import host_turn
-from tests.lease_usage import LeaseClockPerTest, LeaseUsage, top_holders
+from tests.lease_usage import LeaseClockPerTest, LeaseUsage, read_lease, top_holders
 from tests.worker_timeline import WorkerTimeline
 
 _LEASE_USAGE = pytest.StashKey[LeaseUsage]()
@@ -85,7 +84,7 @@ def _no_lease_left_held() -> Iterator[None]:
     lives on: every later cell of every worker then waits for it until its timeout (a clean-clone run's cell part
     hung so, 600 s a test). The cell is torn down here, which gives the lease back, and the test errors."""
     yield
-    holder = _lease_holder_now()
+    holder = read_lease(lease_path())
     if holder is None or "work" not in holder or (holder.get("taker") or {}).get("pid") != os.getpid():
         return
     from bench_tasks.cell.teardown import teardown_step
@@ -96,13 +95,6 @@ def _no_lease_left_held() -> Iterator[None]:
         teardown_step(work, keep_reused=False)
     release_host(work)
     pytest.fail(f"the test left its cell holding the host lease ({holder['work']}): torn down")
-
-
-def _lease_holder_now() -> dict[str, Any] | None:
-    try:
-        return json.loads(lease_path().read_text())
-    except (OSError, ValueError):
-        return None
 
 
 @pytest.fixture
