@@ -14,11 +14,11 @@ import psutil
 import pytest
 from rich.console import Console
 
-from bench_tasks.cell.hostlease import lease_path, release_host
+from bench_tasks.cell.hostlease import lease_path, live_holder, release_host
 from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
 from tests.host_turns import host_turn
-from tests.lease_usage import LeaseClockPerTest, LeaseUsage, read_lease, top_holders
+from tests.lease_usage import LeaseClockPerTest, LeaseUsage, top_holders
 from tests.worker_timeline import WorkerTimeline
 
 _LEASE_USAGE = pytest.StashKey[LeaseUsage]()
@@ -82,9 +82,10 @@ def _host_turn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 def _no_lease_left_held() -> Iterator[None]:
     """A test whose cell failed before its teardown leaves the host lease held by the test's own process, which
     lives on: every later cell of every worker then waits for it until its timeout (a clean-clone run's cell part
-    hung so, 600 s a test). The cell is torn down here, which gives the lease back, and the test errors."""
+    hung so, 600 s a test). The cell is torn down here, which gives the lease back, and the test errors. A lease
+    the next cell would take over (a provision that failed before any broker was recorded) is left alone."""
     yield
-    holder = read_lease(lease_path())
+    holder = live_holder()
     if holder is None or "work" not in holder or (holder.get("taker") or {}).get("pid") != os.getpid():
         return
     from bench_tasks.cell.teardown import teardown_step

@@ -107,14 +107,13 @@ def _watch(path: Path, stop: threading.Event, count: Callable[[dict | None, floa
         last = time.monotonic()
         while not stop.wait(POLL_S):
             now = time.monotonic()
-            count(read_lease(path), now - last)
+            count(_read(path), now - last)
             last = now
 
     threading.Thread(target=loop, name=name, daemon=True).start()
 
 
-def read_lease(path: Path) -> dict | None:
-    """What the lease file says (None: no lease, or one being replaced)."""
+def _read(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):  # no lease, or one being replaced

@@ -96,6 +96,14 @@ def host_idle(poll_s: float = 5.0, on_wait: Callable[[str], None] | None = None)
         time.sleep(host_poll_s(poll_s))
 
 
+def live_holder() -> dict[str, Any] | None:
+    """The lease's record while a cell or analysis holds the host; None when it is free, or held by one that
+    `acquire_host` would take over (stale)."""
+    with _lease_lock():
+        holder = _lease_holder()
+        return None if holder is None or _lease_stale(holder) else holder
+
+
 def release_host(work: CellWork) -> None:
     """Give the host back if this cell holds it."""
     with _lease_lock():
