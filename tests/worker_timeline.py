@@ -3,7 +3,7 @@
 A part lasts as long as its last worker. The slowest tests alone do not say whose files ran last, nor how long a
 worker sat idle once its queue was empty, so the session's controller collects each test's start and stop (from
 the reports its workers send) and lists, per worker, when it ran its first and last test, how long its tests took,
-and its last files with their times.
+and its longest and last files with their times.
 """
 
 from __future__ import annotations
