@@ -107,13 +107,14 @@ def _watch(path: Path, stop: threading.Event, count: Callable[[dict | None, floa
         last = time.monotonic()
         while not stop.wait(POLL_S):
             now = time.monotonic()
-            count(_read(path), now - last)
+            count(read_lease(path), now - last)
             last = now
 
     threading.Thread(target=loop, name=name, daemon=True).start()
 
 
-def _read(path: Path) -> dict | None:
+def read_lease(path: Path) -> dict | None:
+    """What the lease file says, read without its lock (None: no lease, or one being replaced)."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):  # no lease, or one being replaced
