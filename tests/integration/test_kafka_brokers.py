@@ -93,6 +93,9 @@ def test_single_broker_starts_round_trips_and_stops(tmp_path: Path, fetched: Cal
         assert "offsets.topic.replication.factor=1" in node.server_properties
         assert "version" in node.jvm
         create_topic(endpoint.bootstrap_servers, "one", 1, 1, {"min.insync.replicas": 1})
+        create_topic(endpoint.bootstrap_servers, "one", 1, 1)  # a resent request meets its own topic: accepted
+        with pytest.raises(BrokerError, match="'one': it already exists with 1 partitions, not 2"):
+            create_topic(endpoint.bootstrap_servers, "one", 2, 1)
         round_trip(endpoint.bootstrap_servers, "one")
         delete_topic(endpoint.bootstrap_servers, "one")
         pids = list(cluster.node_pids.values())

@@ -99,5 +99,8 @@ def test_kafka_places_every_partition_on_the_leader_and_names_another_that_leads
         ensure_leader(bootstrap, "placed", 2)
         assert partition_leaders(bootstrap, "placed") == {0: 2, 1: 2}
         create_topic(bootstrap, "elsewhere", 1, 3, assignment=[[1, 2, 3]])
+        create_topic(bootstrap, "elsewhere", 1, 3, assignment=[[1, 2, 3]])  # a resent request: its own topic
+        with pytest.raises(BrokerError, match=r"exists with replicas \[\(0, \[1, 2, 3\]\)\], not"):
+            create_topic(bootstrap, "elsewhere", 1, 3, assignment=[[2, 1, 3]])
         with pytest.raises(BrokerError, match=r"partition 0 of topic 'elsewhere' is led by node 1 after a preferred"):
             ensure_leader(bootstrap, "elsewhere", 3, timeout_s=2)

@@ -66,7 +66,9 @@ def create_topic(
     try:
         admin.create_topics([new], request_timeout=timeout_s)[name].result(timeout=timeout_s)
     except KafkaException as exc:
-        raise BrokerError(f"could not create topic {name!r}: {exc.args[0]}") from exc
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise BrokerError(f"could not create topic {name!r}: {exc.args[0]}") from exc
+        _accept_existing(admin, name, partitions, replication_factor, assignment, timeout_s)
 
     def settled(metadata: TopicMetadata | None) -> bool:
         if metadata is None:
@@ -77,6 +79,33 @@ def create_topic(
         )
 
     _wait_for_topic(admin, name, settled, timeout_s, "every partition to have a leader and a full ISR")
+
+
+def _accept_existing(
+    admin: AdminClient,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    assignment: list[list[int]] | None,
+    timeout_s: float,
+) -> None:
+    """Accept a topic that "already exists" only if it has the shape asked for. Under load, librdkafka resends a
+    CreateTopics whose answer was slow, and the resent request meets the topic the first one created: that is
+    this request's own topic. A topic of another shape is someone else's, and an error naming what differs."""
+    found = _wait_for_topic(admin, name, lambda metadata: metadata is not None, timeout_s, "its metadata")
+    assert found is not None  # what the wait waited for
+    have = {p.id: list(p.replicas) for p in found.partitions.values()}
+    want_partitions = partitions if assignment is None else len(assignment)
+    differences = []
+    if len(have) != want_partitions:
+        differences.append(f"{len(have)} partitions, not {want_partitions}")
+    if assignment is None and any(len(replicas) != replication_factor for replicas in have.values()):
+        differences.append(f"replicas {sorted(have.items())}, not {replication_factor} per partition")
+    if assignment is not None and [have.get(i) for i in range(len(assignment))] != assignment:
+        differences.append(f"replicas {sorted(have.items())}, not {assignment}")
+    if differences:
+        raise BrokerError(f"could not create topic {name!r}: it already exists with " + " and ".join(differences))
+    _librdkafka_log.info("topic %r already existed with the shape asked for (a resent CreateTopics)", name)
 
 
 def partition_leaders(
