@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..brokers.handles import reap_if_child
 from ..brokers.process import kill_and_wait
@@ -20,12 +20,13 @@ from ..lake.layout import write_json
 from ..lake.storage import lake_path
 from ..spec.kept import cell_from
 from ..topology.netns import Topology
-from .hostparts import child_env
+from .hostparts import child_env, secret_env
+from .standby import claim_standby, reap_standbys, withdraw_standbys
 from .work import CellWork
 
 _GENERATOR_GRACE_S = 30.0  # SIGTERM → the generator reaps its workers and writes its facts
 HELD_FLAG, GO = "--held", b"go\n"  # a generator started before its brokers, and the word that lets it drive
-_held: dict[Path, subprocess.Popen] = {}  # this process's held generators, by work folder, until released
+_held: dict[Path, IO[bytes]] = {}  # where this process's held generators wait for their word, by work folder
 
 
 def work_token(work: CellWork) -> str:
@@ -40,14 +41,17 @@ def topology_of(state: dict[str, Any] | None) -> Topology | None:
     return Topology.from_dict(data) if data else None
 
 
-def start_generator(work: CellWork, held: bool = False) -> int:
+def start_generator(work: CellWork, held: bool = False, standbys: Path | None = None) -> int:
     """Start the one process that drives the whole schedule (warmup → measure → cooldown → drain), detached in
     its own session so it outlives the task that started it. Calling it again returns the running one; a
     generator that already ended cannot be restarted (its schedule is gone).
 
     `held`: started while provision is still starting the brokers (the cell recorded, its brokers not yet), it
     spends that time on its imports and its workers' fork server and waits for `release_generator`'s word. A
-    Kafka broker takes seconds to start, about what the generator's start-up takes on a small host."""
+    Kafka broker takes seconds to start, about what the generator's start-up takes on a small host.
+
+    `standbys` (held only): a folder of standby generators (`standby.py`) whose start-up is already done; one is
+    claimed instead of starting a process, unless the cell's generator needs secrets in its environment."""
     known = work.read(work.generator)
     if known is not None:
         if generator_alive(work, known):
@@ -56,7 +60,14 @@ def start_generator(work: CellWork, held: bool = False) -> int:
     state = work.read(work.state)
     if state is None or (state.get("brokers") is None and not held):
         raise CellError("?", f"cannot start a generator: no provisioned brokers in {work.root}")
-    env = child_env(cell_from(state), lake_path(state["lake"]))
+    cell, lake = cell_from(state), lake_path(state["lake"])
+    if held and standbys is not None and not secret_env(cell, lake):
+        claim = claim_standby(standbys, work.root)
+        if claim is not None:
+            _held[work.root] = claim.word
+            write_json(work.generator, claim.known)
+            return int(claim.known["pid"])
+    env = child_env(cell, lake)
     with open(work.log, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench_tasks.cell.generator", str(work.root), *([HELD_FLAG] if held else [])],
@@ -66,8 +77,8 @@ def start_generator(work: CellWork, held: bool = False) -> int:
             start_new_session=True,
             env=env,
         )
-    if held:
-        _held[work.root] = proc
+    if held and proc.stdin is not None:
+        _held[work.root] = proc.stdin
     import psutil
 
     write_json(work.generator, {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()})
@@ -79,15 +90,17 @@ def release_generator(work: CellWork, go: bool) -> None:
     recorded) or to end without driving (provision failed). The word travels on its stdin, which closes with
     this process too: a generator whose provision task died ends as if told no. Nothing to do for a generator
     that was not held."""
-    proc = _held.pop(work.root, None)
-    if proc is None or proc.stdin is None:
+    word = _held.pop(work.root, None)
+    if word is None:
         return
     with contextlib.suppress(OSError):  # a generator that already died: its watchers report it
-        proc.stdin.write(GO if go else b"")
-        proc.stdin.close()
+        word.write(GO if go else b"")
+        word.close()
     if not go:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=_GENERATOR_GRACE_S)
+        known = work.read(work.generator)
+        deadline = time.monotonic() + _GENERATOR_GRACE_S
+        while known is not None and process_alive(known) and time.monotonic() < deadline:
+            time.sleep(0.02)
         work.generator.unlink(missing_ok=True)  # no generator ran for this cell
 
 
@@ -181,3 +194,17 @@ def generator_group(known: dict[str, Any] | None) -> list[Any]:
         except (ProcessLookupError, psutil.NoSuchProcess):
             continue
     return members
+
+
+def stop_standbys(folder: Path) -> list[int]:
+    """End the standby generators in `folder` that nobody claimed, with their fork servers (a claimed one is a
+    cell's generator, which that cell's teardown stops); the PIDs signalled."""
+    stopped = []
+    for known in withdraw_standbys(folder):
+        group = generator_group(known)
+        kill_and_wait(group)
+        for proc in group:
+            reap_if_child(proc.pid)
+        stopped += [proc.pid for proc in group]
+    reap_standbys()
+    return stopped

@@ -176,9 +176,20 @@ def discard(folder: LakePath) -> None:
 
 def child_env(cell: Cell, lake: LakePath) -> dict[str, str]:
     """The environment of a process that drives a cell (or a host's part) outside the task that starts it: secrets
-    reach it in memory (its environment), never through a file — the external brokers' connection, and for
-    an S3 lake the credentials this process resolved (from the lake connection, inside Airflow)."""
-    env = {**os.environ, "SIXNINES_CACHE": str(cache_dir())}
+    reach it in memory (its environment), never through a file."""
+    return {**base_env(), **secret_env(cell, lake)}
+
+
+def base_env() -> dict[str, str]:
+    """What every process driving a cell has in its environment: this one's, and where the cache is."""
+    return {**os.environ, "SIXNINES_CACHE": str(cache_dir())}
+
+
+def secret_env(cell: Cell, lake: LakePath) -> dict[str, str]:
+    """The secrets a cell's driving process needs beyond `base_env` (none for local brokers on a local lake): the
+    external brokers' connection, and for an S3 lake the credentials this process resolved (from the lake
+    connection, inside Airflow)."""
+    env: dict[str, str] = {}
     if cell.spec.brokers == "external":
         from ..brokers.connections import env_var, get_connection
 

@@ -30,7 +30,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleExcept
 from bench_tasks import HOSTS_TIMEOUT_S, Cell, cell_from_matrix, scrub_text, system_of
 
 from .notifier import CellFailureNotifier
-from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info, work_for
+from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info, standbys_for, work_for
 
 log = logging.getLogger("sixnines")
 MAX_PHASE_SCALE = 10.0
@@ -108,7 +108,7 @@ def _hold_generator_here(work: Any, plan: Any) -> None:
     from bench_tasks import start_generator
 
     if not plan.per_host and plan.generator_queue is None:
-        pid = start_generator(work, held=True)
+        pid = start_generator(work, held=True, standbys=standbys_for(get_current_context()))
         log.info("generator pid %s (log: %s), held until the brokers are up", pid, work.log)
 
 
@@ -200,12 +200,19 @@ def generate_timeout(cell: Cell) -> timedelta:
     trigger_rule="all_done",
     on_failure_callback=CellFailureNotifier(),
 )
-def land() -> dict[str, Any]:
-    """Commit the cell's samples, tables and row atomically, whatever happened before; fail if the cell failed."""
+def land(standby: bool = False) -> dict[str, Any]:
+    """Commit the cell's samples, tables and row atomically, whatever happened before; fail if the cell failed.
+
+    `standby`: another cell follows whose generator runs on this worker; a standby generator for it starts first
+    (`bench_tasks.cell.standby`), while this cell still holds the host."""
     context = get_current_context()
     work = work_for(context)
     if _skipped(work):
         raise AirflowSkipException("cell not selected")
+    if standby:
+        from bench_tasks import base_env, start_standby
+
+        log.info("standby generator pid %s for the next cell", start_standby(standbys_for(context), base_env()))
     failure = work.read(work.root / "failure.json")
     if work.read(work.state) is None and failure is not None:
         raise AirflowFailException(failure["reason"])

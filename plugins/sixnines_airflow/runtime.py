@@ -107,3 +107,8 @@ def work_for(context: Any) -> CellWork:
 def clusters_for(context: Any) -> Path:
     """Brokers kept for reuse in this run (policy `reuse`)."""
     return run_dir(context) / "clusters"
+
+
+def standbys_for(context: Any) -> Path:
+    """Standby generators of this run, started by a cell's land for the next cell's provision to claim."""
+    return run_dir(context) / "standby"

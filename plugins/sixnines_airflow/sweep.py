@@ -29,7 +29,7 @@ from bench_tasks import (
 )
 
 from . import cell_tasks, tail
-from .runtime import POOL, clusters_for, lake_root, run_dir, run_info
+from .runtime import POOL, clusters_for, lake_root, run_dir, run_info, standbys_for
 
 log = logging.getLogger("sixnines")
 APPROVED_TAGS = frozenset({"sixnines", "sweep", "compare", "capacity", *SYSTEMS})
@@ -84,24 +84,25 @@ def build_sweep_dag(matrix: Matrix, source: Path) -> DAG:
     @dag(**matrix_dag_settings(matrix, "sweep", _doc(matrix, source)), params=_params(matrix))
     def sweep() -> None:
         previous = None
-        for group, cell in cell_groups(matrix):
-            previous = _cell_group(group, cell, previous, source)
+        groups = cell_groups(matrix)
+        for index, (group, cell) in enumerate(groups):
+            previous = _cell_group(group, cell, previous, source, followed=index + 1 < len(groups))
         longest = max(cell_tasks.cell_timeout(c) for c in matrix.cells)  # a release stops what a teardown would
         released = release_brokers.override(execution_timeout=longest)()
         if previous is not None:
             previous >> released
-        groups = [group for group, _ in cell_groups(matrix)]
-        planned_s = sum(cell_tasks.cell_seconds(c) for _, c in cell_groups(matrix))
+        planned_s = sum(cell_tasks.cell_seconds(c) for _, c in groups)
         landed = tables.override(outlets=[asset], execution_timeout=tail.tail_timeout(planned_s))()
         first, last = tail.analysis_tail(planned_s)
         released >> landed >> first
-        last >> verdict(groups)
+        last >> verdict([group for group, _ in groups])
 
     return sweep()
 
 
-def _cell_group(group: str, cell: Cell, previous: Any, source: Path) -> Any:
-    """One cell's (repeat's) TaskGroup; returns its teardown, which the next cell's provision waits for."""
+def _cell_group(group: str, cell: Cell, previous: Any, source: Path, followed: bool) -> Any:
+    """One cell's (repeat's) TaskGroup; returns its teardown, which the next cell's provision waits for.
+    `followed`: another cell comes after this one (its land then starts a standby generator for it)."""
     w = cell.spec.workload
     repeat = f" (repeat {cell.repeat} of {cell.repeats})" if cell.repeats > 1 else ""
     bounded = cell_tasks.cell_timeout(cell)
@@ -110,10 +111,11 @@ def _cell_group(group: str, cell: Cell, previous: Any, source: Path) -> Any:
             cell.recorded(),
             str(source),  # its secrets redacted: provision reads them again from the matrix file
         )
-        landed = cell_tasks.land.override(execution_timeout=bounded)()
+        plan = resolve_placement(cell)  # where the cell runs: which hosts, on which workers' queues
+        here = not plan.per_host and plan.generator_queue is None  # its generator runs on the land task's worker
+        landed = cell_tasks.land.override(execution_timeout=bounded)(standby=followed and here)
         # a fresh copy: teardown decorators mutate
         stopped = cell_tasks.stop.override(task_id="teardown", execution_timeout=bounded)()
-        plan = resolve_placement(cell)  # where the cell runs: which hosts, on which workers' queues
         if plan.per_host:  # one generator per real host, each on its host's worker, all at once
             timeout = cell_tasks.generate_timeout(cell)
             for host in plan.load_hosts:
@@ -185,10 +187,12 @@ def _doc(matrix: Matrix, source: Path) -> str:
 
 @task(pool=POOL, retries=1, trigger_rule="all_done")
 def release_brokers() -> list[int]:
-    """Stop the clusters kept for reuse (policy `reuse`); nothing to do with policy `fresh`."""
-    from bench_tasks import release_clusters
+    """Stop the clusters kept for reuse (policy `reuse`; nothing to do with policy `fresh`), and any standby
+    generator no cell claimed."""
+    from bench_tasks import release_clusters, stop_standbys
 
-    return release_clusters(clusters_for(get_current_context()))
+    context = get_current_context()
+    return release_clusters(clusters_for(context)) + stop_standbys(standbys_for(context))
 
 
 @task(retries=1, trigger_rule="all_done")

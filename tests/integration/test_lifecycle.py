@@ -13,8 +13,10 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from bench_tasks.cell.detached import release_generator, start_generator
+from bench_tasks.cell.detached import release_generator, start_generator, stop_standbys
+from bench_tasks.cell.hostparts import base_env
 from bench_tasks.cell.lifecycle import land_step, prepare_cell, provision_step, provision_when_free
+from bench_tasks.cell.standby import start_standby
 from bench_tasks.cell.teardown import teardown_step
 from bench_tasks.cell.watch import watch_phase
 from bench_tasks.cell.work import PHASES, CellWork
@@ -169,6 +171,69 @@ def test_a_held_generator_ends_without_driving_when_provision_fails(tmp_path: Pa
             provision_when_free(cell, run, lake, work, on_recorded=hold_then_fail)
         release_generator(work, go=False)
         assert not _alive(held[0]) and work.read(work.generator) is None and work.read(work.status) is None
+        assert "nothing to drive" in work.log.read_text()
+    finally:
+        teardown_step(work)
+
+
+def test_the_next_cell_claims_a_standby_generator_and_it_drives_that_cell(tmp_path: Path, no_orphans: None) -> None:
+    """Airflow's land starts a standby before the next cell is known; that cell's provision claims it instead of
+    starting a generator, and it drives the cell as one started for it would: its log in the cell's folder, one
+    landed row, nothing left after teardown. A second cell finds no standby left and starts its own."""
+    standbys = tmp_path / "standby"
+    standby = start_standby(standbys, base_env())
+    cell = prepare_cell(make_cell("e2e"))
+    run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
+    held: list[int] = []
+    hold = lambda plan: held.append(start_generator(work, held=True, standbys=standbys))  # noqa: E731
+    provision_when_free(cell, run, lake, work, on_recorded=hold)
+    try:
+        assert held == [standby]
+        release_generator(work, go=True)
+        for phase in PHASES:
+            watch_phase(work, phase, log=lambda _: None, poll_s=0.2)
+        landed = land_step(work)
+        assert landed["status"] == "ok", landed["reason"]
+        rows = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
+        assert rows[0]["received"] == rows[0]["scheduled"] == 500
+        assert f"standby generator {standby} claimed for {work.root}" in work.log.read_text()
+        assert "generator ok" in work.log.read_text()
+    finally:
+        teardown_step(work)
+    assert not _alive(standby) and stop_standbys(standbys) == []
+    second = CellWork(tmp_path / "second")
+    provision_when_free(
+        cell,
+        run,
+        lake,
+        second,
+        on_recorded=lambda plan: held.append(start_generator(second, held=True, standbys=standbys)),
+    )
+    try:
+        assert held[1] != standby
+        release_generator(second, go=False)
+        assert not _alive(held[1]) and "nothing to drive" in second.log.read_text()
+    finally:
+        teardown_step(second)
+
+
+def test_a_claimed_standby_ends_without_driving_when_provision_fails(tmp_path: Path, no_orphans: None) -> None:
+    """The word a claimed standby waits for comes on its connection, as a held generator's on its stdin: no word
+    (provision failed) and it ends at once, drives nothing, and leaves no generator on record."""
+    standbys = tmp_path / "standby"
+    standby = start_standby(standbys, base_env())
+    cell = prepare_cell(make_cell("e2e"))
+    run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
+
+    def claim_then_fail(plan: object) -> None:
+        assert start_generator(work, held=True, standbys=standbys) == standby
+        raise RuntimeError("the brokers would not start")
+
+    try:
+        with pytest.raises(RuntimeError, match="would not start"):
+            provision_when_free(cell, run, lake, work, on_recorded=claim_then_fail)
+        release_generator(work, go=False)
+        assert not _alive(standby) and work.read(work.generator) is None and work.read(work.status) is None
         assert "nothing to drive" in work.log.read_text()
     finally:
         teardown_step(work)
