@@ -39,10 +39,11 @@ def main(argv: list[str]) -> int:
 
 
 def standby(folder: Path, token: str, idle_s: float, listening: int) -> int:
-    """Do a generator's start-up before its cell is known (every driver for the fork server), then wait up to
-    `idle_s` for a cell's provision to claim it, and from then on be that cell's held generator."""
+    """Do a generator's start-up before its cell is known (every driver, here and in the fork server), then wait
+    up to `idle_s` for a cell's provision to claim it, and from then on be that cell's held generator."""
     started_s = time.monotonic()
     prestart()
+    from ..load import preload  # noqa: F401  (every driver: the cell's is then imported when it is claimed)
     from .process import generator_main
     from .work import CellWork
 

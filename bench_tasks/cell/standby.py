@@ -35,7 +35,7 @@ from typing import IO, Any
 
 STANDBY_FLAG = "--standby"
 IDLE_S = 120.0  # longer than a sweep's gap between a land and the next provision, short as an orphan's life
-_CLAIMED, _EXPIRED, _SOCKET, _RECORD = ".claimed", ".expired", ".sock", ".json"
+_BINDING, _CLAIMED, _EXPIRED, _SOCKET, _RECORD = ".binding", ".claimed", ".expired", ".sock", ".json"
 _started: list[subprocess.Popen] = []  # this process's standbys, polled so none stays a zombie
 
 
@@ -48,8 +48,8 @@ class Claim:
 
 
 def start_standby(folder: Path, env: dict[str, str], idle_s: float = IDLE_S) -> int:
-    """Start a standby generator in `folder`; its PID. The socket is bound here, before the process starts, so a
-    claimant finds it at once."""
+    """Start a standby generator in `folder`; its PID. The socket is bound here, before the process starts, and
+    named for claimants once the standby's record is written, so a claimant finds both at once."""
     import psutil
 
     reap_standbys()
@@ -58,7 +58,7 @@ def start_standby(folder: Path, env: dict[str, str], idle_s: float = IDLE_S) -> 
     token = secrets.token_hex(4)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        with _short(folder / f"{token}{_SOCKET}") as path:
+        with _short(folder / f"{token}{_BINDING}") as path:
             listener.bind(path)
         listener.listen(1)
         fd = str(listener.fileno())
@@ -77,6 +77,7 @@ def start_standby(folder: Path, env: dict[str, str], idle_s: float = IDLE_S) -> 
     _started.append(proc)
     record = {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()}
     (folder / f"{token}{_RECORD}").write_text(json.dumps(record))
+    os.rename(folder / f"{token}{_BINDING}", folder / f"{token}{_SOCKET}")
     return proc.pid
 
 
@@ -132,7 +133,7 @@ def await_claim(
     `listening`: the file descriptor of the socket `start_standby` bound."""
     listener = socket.socket(fileno=listening)
     sock = folder / f"{token}{_SOCKET}"
-    listener.settimeout(max(0.0, started_s + idle_s - time.monotonic()))
+    listener.settimeout(max(0.01, started_s + idle_s - time.monotonic()))  # 0 would not wait at all
     try:
         conn, _ = listener.accept()
     except TimeoutError:
@@ -140,19 +141,25 @@ def await_claim(
             os.rename(sock, sock.with_suffix(_EXPIRED))
         except OSError:  # claimed as the time ran out: its claimant connects now
             listener.settimeout(10.0)
-            conn, _ = listener.accept()
-        else:
-            _forget(folder, token)
-            return None
+            with contextlib.suppress(TimeoutError):
+                conn, _ = listener.accept()
+                return _claimed_cell(conn)
+        _forget(folder, token)
+        return None
     finally:
         listener.close()
+    return _claimed_cell(conn)
+
+
+def _claimed_cell(conn: socket.socket) -> tuple[Path, IO[str]] | None:
+    """The work folder the claimant sent and the connection its word comes on (None: it sent none)."""
     word = conn.makefile("r")
     root = Path(word.readline().strip())
     return (root, word) if str(root) != "." else None
 
 
 def _forget(folder: Path, token: str) -> None:
-    for suffix in (_EXPIRED, _RECORD):
+    for suffix in (_CLAIMED, _EXPIRED, _RECORD):
         (folder / f"{token}{suffix}").unlink(missing_ok=True)
 
 
