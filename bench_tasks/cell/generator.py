@@ -11,13 +11,14 @@ driver too, and waits on its stdin for the word to drive; end of input means pro
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import sys
 import time
 from pathlib import Path
 from typing import IO
 
-from .standby import STANDBY_FLAG, await_claim, become_cells
+from .standby import STANDBY_FLAG, Awaiting, become_cells
 from .workerctx import PRELOAD, prestart
 
 HELD_FLAG, GO = "--held", "go"  # detached.HELD_FLAG and detached.GO (that module's imports are what this one delays)
@@ -39,15 +40,24 @@ def main(argv: list[str]) -> int:
 
 
 def standby(folder: Path, token: str, idle_s: float, listening: int) -> int:
-    """Do a generator's start-up before its cell is known (every driver, here and in the fork server), then wait
-    up to `idle_s` for a cell's provision to claim it, and from then on be that cell's held generator."""
+    """Do a generator's start-up before its cell is known, then wait up to `idle_s` for a cell's provision to
+    claim it, and from then on be that cell's held generator. Every driver is imported meanwhile, one at a time
+    between looks for a claim, so that a claim never waits for the drivers of other systems."""
     started_s = time.monotonic()
+    awaiting = Awaiting(folder, token, listening)
     prestart()
-    from ..load import preload  # noqa: F401  (every driver: the cell's is then imported when it is claimed)
+    from ..load.drivers import every_driver_module
     from .process import generator_main
     from .work import CellWork
 
-    claim = await_claim(folder, token, listening, idle_s, started_s)
+    claim = awaiting.claim(0)
+    for module in every_driver_module():
+        if claim is not None:
+            break
+        with contextlib.suppress(ImportError):  # a worker that needs it imports it itself and fails there
+            importlib.import_module(module)
+        claim = awaiting.claim(0)
+    claim = claim or awaiting.claim(started_s + idle_s - time.monotonic()) or awaiting.expire()
     if claim is None:
         return 0
     root, word = claim

@@ -27,7 +27,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,30 +124,37 @@ def reap_standbys() -> None:
     _started[:] = [proc for proc in _started if proc.poll() is None]
 
 
-def await_claim(
-    folder: Path, token: str, listening: int, idle_s: float, started_s: float
-) -> tuple[Path, IO[str]] | None:
-    """The standby's side: the claimed cell's work folder and the connection its word comes on, or None if no
-    claim came within `idle_s` of `started_s` (the socket is then renamed so that no claim can come later).
-    `listening`: the file descriptor of the socket `start_standby` bound."""
-    listener = socket.socket(fileno=listening)
-    sock = folder / f"{token}{_SOCKET}"
-    listener.settimeout(max(0.01, started_s + idle_s - time.monotonic()))  # 0 would not wait at all
-    try:
-        conn, _ = listener.accept()
-    except TimeoutError:
+class Awaiting:
+    """The standby's side of its socket (`listening`: the file descriptor `start_standby` bound), which a claim
+    reaches as the cell's work folder and the connection the cell's word comes on."""
+
+    def __init__(self, folder: Path, token: str, listening: int) -> None:
+        self.listener = socket.socket(fileno=listening)
+        self.folder, self.token = folder, token
+
+    def claim(self, wait_s: float) -> tuple[Path, IO[str]] | None:
+        """A claim that came, waiting up to `wait_s` for one (None: none came)."""
+        self.listener.settimeout(max(0.001, wait_s))  # 0 would not wait at all
+        try:
+            conn, _ = self.listener.accept()
+        except TimeoutError:
+            return None
+        self.listener.close()  # one claim only
+        return _claimed_cell(conn)
+
+    def expire(self) -> tuple[Path, IO[str]] | None:
+        """End the standby's wait: its socket renamed, no claim can come from now on. A claim that renamed it
+        first is served (its claimant connects now)."""
+        sock = self.folder / f"{self.token}{_SOCKET}"
         try:
             os.rename(sock, sock.with_suffix(_EXPIRED))
-        except OSError:  # claimed as the time ran out: its claimant connects now
-            listener.settimeout(10.0)
-            with contextlib.suppress(TimeoutError):
-                conn, _ = listener.accept()
-                return _claimed_cell(conn)
-        _forget(folder, token)
+        except OSError:
+            if (claimed := self.claim(10.0)) is not None:
+                return claimed
+        self.listener.close()
+        for suffix in (_CLAIMED, _EXPIRED, _RECORD):
+            (self.folder / f"{self.token}{suffix}").unlink(missing_ok=True)
         return None
-    finally:
-        listener.close()
-    return _claimed_cell(conn)
 
 
 def _claimed_cell(conn: socket.socket) -> tuple[Path, IO[str]] | None:
@@ -156,11 +162,6 @@ def _claimed_cell(conn: socket.socket) -> tuple[Path, IO[str]] | None:
     word = conn.makefile("r")
     root = Path(word.readline().strip())
     return (root, word) if str(root) != "." else None
-
-
-def _forget(folder: Path, token: str) -> None:
-    for suffix in (_CLAIMED, _EXPIRED, _RECORD):
-        (folder / f"{token}{suffix}").unlink(missing_ok=True)
 
 
 def become_cells(root: Path, log_path: Path) -> None:

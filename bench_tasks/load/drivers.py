@@ -33,6 +33,13 @@ def driver_module(system: Any) -> str | None:
     return None
 
 
+def every_driver_module() -> list[str]:
+    """Every system's driver module, once each (systems built on another share its driver)."""
+    from ..systems import SYSTEMS
+
+    return list(dict.fromkeys(filter(None, map(driver_module, SYSTEMS.values()))))
+
+
 def worker_modules(cell: Any) -> list[str]:
     """What the cell's Python workers import: the generator and the cell's system's driver (`cell.workerctx`'s
     fork server imports them once for every worker it forks)."""

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import importlib
 
-from ..systems import SYSTEMS
 from . import generator  # noqa: F401  (imported for the fork server's children)
-from .drivers import driver_module
+from .drivers import every_driver_module
 
 
 def _import_drivers() -> list[str]:
     loaded = []
-    for name in dict.fromkeys(filter(None, map(driver_module, SYSTEMS.values()))):
+    for name in every_driver_module():
         try:
             importlib.import_module(name)
         except ImportError:
