@@ -13,6 +13,7 @@ import yaml
 
 from bench_tasks.spec.matrix import load_matrix
 from bench_tasks.systems import SYSTEMS
+from bench_tasks.topology.plan import resolve_placement
 
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
@@ -91,6 +92,12 @@ def test_cells_are_chained_one_at_a_time(dagbag: Any, path: Path) -> None:
         assert provision.trigger_rule == "all_done"  # a failed cell never stops the sweep
     last = dag.get_task("release_brokers")
     assert last.upstream_task_ids == {f"{names[-1]}.teardown"}
+    # a cell's land starts a standby generator for the next cell when its own generator ran on the land's worker
+    assert dag.get_task(f"{names[-1]}.land").op_kwargs == {"standby": False}
+    for name, cell in cell_groups(load_matrix(path))[:-1]:
+        plan = resolve_placement(cell)  # provision claims a standby only where it would hold a generator itself
+        here = not plan.per_host and plan.generator_queue is None
+        assert dag.get_task(f"{name}.land").op_kwargs == {"standby": here}, name
     assert [t.task_id for t in dag.leaves] == ["verdict"]
     assert dag.get_task("tables").outlets
 

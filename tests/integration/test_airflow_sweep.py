@@ -109,8 +109,12 @@ def test_dags_test_lands_cells_and_survives_a_killed_broker(airflow_env: dict[st
     assert second["received"] == second["scheduled"] == 2000 and second["lost"] == 0
     assert (cells_path.parent.parent.parent.parent / "raw").exists()
 
-    # the first cell's teardown ran, and nothing of either cell survives
+    # the second cell's generator was the standby the first cell's land started, claimed by its provision
     (work,) = (root / "cache" / "airflow").glob("sixnines_itest_airflow__*/c01_nats_core_e2e")
+    (second_work,) = work.parent.glob("c02_*")
+    assert "standby generator" in (second_work / "generator.log").read_text()
+
+    # the first cell's teardown ran, and nothing of either cell survives
     assert (work / "teardown.json").exists()
     generator = json.loads((work / "generator.json").read_text())["pid"]
     for pid in (*killed, generator):
