@@ -87,8 +87,9 @@ def start_generator(work: CellWork, held: bool = False, standbys: Path | None = 
 
 def release_generator(work: CellWork, go: bool) -> None:
     """Tell the generator `start_generator(held=True)` started to drive its cell (`go`: the brokers are up and
-    recorded) or to end without driving (provision failed). The word travels on its stdin, which closes with
-    this process too: a generator whose provision task died ends as if told no. Nothing to do for a generator
+    recorded) or to end without driving (provision failed). The word travels on its stdin (a claimed standby's:
+    on its connection), which closes with this process too: a generator whose provision task died ends as if
+    told no. Nothing to do for a generator
     that was not held."""
     word = _held.pop(work.root, None)
     if word is None:

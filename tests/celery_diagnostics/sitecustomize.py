@@ -4,7 +4,9 @@ SIGINT, SIGHUP or SIGQUIT runs says so in its log first, with its PID and the ti
 
 An Airflow CLI process in the foreground ends with exit(0) on SIGTERM or SIGINT (airflow.utils.cli.sigint_handler)
 without a word, so a worker that "exited 0" during start-up otherwise leaves no trace of a signal (a CI run saw
-one; its log had nothing). The sender is not known to Python; the time places it among the test's events."""
+one; its log had nothing). The sender is not known to Python; the time places it among the test's events.
+
+It also makes the deployment's filesystem broker write each message file whole (`atomic_messages.py`)."""
 
 from __future__ import annotations
 
@@ -43,3 +45,5 @@ def _signal(signum: int, handler: Any) -> Any:  # signal.signal's own signature
 
 
 signal.signal = _signal  # type: ignore[assignment]
+if os.environ.get("AIRFLOW__CELERY__BROKER_URL") == "filesystem://":
+    import atomic_messages  # noqa: F401  (patches kombu's filesystem transport)
