@@ -3,9 +3,9 @@
 Runs the default quick sweep (matrices/quick.yaml: 7 cell runs of NATS core and JetStream and one Kafka broker)
 through `airflow dags test` as `make bench` does, once per checkout given, alternating checkouts when `--runs` asks
 for more than one, so two versions of the harness are compared on the same host in one run. For each DAG run it
-reports the wall time, and per system the medians of the cells' `result.json` overhead: `before_t0_s` (brokers
-and workers up), `after_end_s` (drain, stop, the gap between tasks) and, where recorded, `workers_ready_s`. The
-load average before and after each run stands beside it. Writes bench/results/cell_overhead.json.
+reports the wall time, each cell's `result.json` overhead in run order, and per system their medians:
+`before_t0_s` (brokers and workers up), `after_end_s` (drain, stop, the gap between tasks) and, where recorded,
+`workers_ready_s`. The load average before and after each run stands beside it. Writes bench/results/cell_overhead.json.
 
 Targets: a worker ready within 1 s of being asked for, a cell's overhead at most 1.5 s, the DAG run at most 150 s.
 
@@ -71,6 +71,7 @@ def one_run(repo: Path, workdir: Path, label: str) -> dict[str, Any]:
         "failed": [f"{c['label']}: {c.get('reason')}" for c in cells if c["status"] != "ok"],
         "output_tail": (done.stdout + done.stderr)[-2000:] if done.returncode else "",
         "by_system": by_system(cells),
+        "by_cell": by_cell(cells),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
     }
@@ -88,6 +89,13 @@ def by_system(cells: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         out[system] = {f"median_{k}": round(statistics.median(p[k] for p in parts if k in p), 3) for k in keys}
         out[system]["max_total_s"] = round(max(p["total_s"] for p in parts), 3)
     return out
+
+
+def by_cell(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each cell's overhead in the order the cells ran (t0 on CLOCK_MONOTONIC, one clock for the whole DAG run):
+    which cell is the worst of its system, and whether it was the first (a fresh broker, no standby to claim)."""
+    ran = sorted((c for c in cells if c.get("overhead") and c.get("phases")), key=lambda c: c["phases"]["t0_ns"])
+    return [{"label": c["label"], "repeat": c.get("repeat"), **c["overhead"]} for c in ran]
 
 
 def verdict(run: dict[str, Any]) -> dict[str, bool]:

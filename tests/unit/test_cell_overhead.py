@@ -34,3 +34,16 @@ def test_the_workers_ready_time_is_recorded_and_survives_the_facts_file(tmp_path
     assert again is not None and again.workers_ready_s == 0.42
     overhead = cell_overhead(started.isoformat(), again, now_s=started.timestamp() + 2 + 3)
     assert overhead == pytest.approx({"before_t0_s": 2, "after_end_s": 0, "total_s": 2, "workers_ready_s": 0.42})
+
+
+def test_the_benchmark_lists_each_cells_overhead_in_the_order_the_cells_ran() -> None:
+    """bench/cell_overhead.py: which cell is its system's worst, and whether it ran first (a fresh broker and no
+    standby generator to claim); a cell that never reached its schedule has no overhead and is left out."""
+    from bench.cell_overhead import by_cell
+
+    def cell(label: str, t0_ns: int, total_s: float) -> dict:
+        return {"label": label, "repeat": 1, "phases": {"t0_ns": t0_ns}, "overhead": {"total_s": total_s}}
+
+    never = {"label": "never", "phases": None, "overhead": None}
+    listed = by_cell([cell("second", 20, 0.8), never, cell("first", 10, 1.4)])
+    assert listed == [{"label": "first", "repeat": 1, "total_s": 1.4}, {"label": "second", "repeat": 1, "total_s": 0.8}]
