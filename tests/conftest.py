@@ -25,6 +25,8 @@ _LEASE_USAGE = pytest.StashKey[LeaseUsage]()
 _TEST_CLOCK = pytest.StashKey[LeaseClockPerTest]()
 _HELD_BY_TEST = pytest.StashKey[dict[str, float]]()
 _TIMELINE = pytest.StashKey[WorkerTimeline]()
+_COLLECTED = pytest.StashKey[set[str]]()
+COLLECTED_ENV = "SIXNINES_TEST_COLLECTED"
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -200,6 +202,17 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     finally:
         if clock is not None:
             clock.current = None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """xdist's controller: once every worker has collected, touch the file `SIXNINES_TEST_COLLECTED` names (if
+    set): `make test` starts its parallel part then, so that collection does not delay the cell part's first cells."""
+    flag = os.environ.get(COLLECTED_ENV)
+    collected = node.config.stash.setdefault(_COLLECTED, set())
+    collected.add(node.gateway.id)
+    if flag and len(collected) >= node.config.getoption("numprocesses"):
+        Path(flag).touch()
 
 
 @pytest.hookimpl(optionalhook=True)

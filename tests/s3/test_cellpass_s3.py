@@ -24,7 +24,9 @@ from tests.s3.routes_job import FRAMES
 from tests.spark.test_cellpass import FRAMES as FRAME_KEYS
 from tests.spark.test_cellpass import RUN, land_cells, same_frames
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.usefixtures("no_orphans")]
+# No cell runs here (the cells are written as landing writes them): the test runs beside the cell part, as
+# tests/spark/test_cellpass.py does, not in its turns on the host lease.
+pytestmark = [pytest.mark.alongside, pytest.mark.spark, pytest.mark.usefixtures("no_orphans")]
 REPO = Path(__file__).resolve().parents[2]
 ACCESS_KEY = "cellpass-user-Lk8"
 SECRET = "cellpass-secret-Wq4zT"
