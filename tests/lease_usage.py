@@ -4,7 +4,7 @@ The cell part's workers take turns on the host lease (`bench_tasks.cell.hostleas
 the time its cells and local analyses hold it, however many workers it has; what it lasts beyond that is work
 outside the lease (brokers and Spark sessions starting, Airflow, installs) that no worker overlapped. The
 session's controller looks at the lease file every 50 ms and sums what it saw: time held by cells (and how many
-cells), time held by analyses, and the session's wall time beside them. Each process that runs tests also
+cells, and per system the cells recorded), time held by analyses, and the session's wall time beside them. Each process that runs tests also
 sums, per test, the time that cells and analyses its own process tree took held the lease (`LeaseClockPerTest`): the
 tests to make cheaper first, listed at the session's end.
 """
@@ -34,7 +34,9 @@ class LeaseUsage:
     cells_s: float = 0.0
     analyses_s: float = 0.0
     cells: set[str] = field(default_factory=set)
+    by_system: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
+    _systems: dict[str, str] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> LeaseUsage:
@@ -50,15 +52,34 @@ class LeaseUsage:
         elif "work" in holder:
             self.cells_s += seconds
             self.cells.add(str(holder["work"]))
+            self.by_system[self._system_of(str(holder["work"]))] += seconds
+
+    def _system_of(self, work: str) -> str:
+        """The system of the cell whose work folder is `work`, from its recorded state once written (a holder
+        without one, a test holding the host for cells of its own, is "no cell record")."""
+        known = self._systems.get(work)
+        if known is None:
+            state = read_lease(Path(work) / "state.json") or {}
+            known = ((state.get("cell") or {}).get("spec") or {}).get("system")
+            if known is None:
+                return "no cell record"
+            self._systems[work] = known
+        return known
 
     def line(self) -> str:
         """One line for the session's summary."""
         self._stop.set()
         wall = time.monotonic() - self.started
         held = self.cells_s + self.analyses_s
+        cells = Counter(self._systems.values())
+        systems = ", ".join(
+            f"{name} {seconds:.0f} s" + (f" ({cells[name]} cell(s))" if cells[name] else "")
+            for name, seconds in self.by_system.most_common()
+        )
         return (
             f"host lease held {held:.0f} s of the session's {wall:.0f} s ({held / wall:.0%}): "
             f"{self.cells_s:.0f} s by {len(self.cells)} cell(s), {self.analyses_s:.0f} s by analyses"
+            + (f"\n  by the cells' system: {systems}" if systems else "")
         )
 
 

@@ -28,6 +28,20 @@ def test_time_is_counted_per_holder_and_cells_by_their_work_folder(tmp_path: Pat
     assert "by 1 cell(s)" in usage.line()
 
 
+def test_cell_time_is_summed_by_the_system_its_state_records(tmp_path: Path) -> None:
+    """A cell's seconds go to the system its work folder's state names, once that state is written; until then
+    (and for a holder that is no cell, a test holding the host) to "no cell record"."""
+    usage = LeaseUsage(tmp_path / "host.lease")
+    kafka, holder = tmp_path / "kafka-cell", tmp_path / "held-by-a-test"
+    kafka.mkdir()
+    usage.count({"work": str(kafka)}, 0.2)  # lease taken, state not written yet
+    (kafka / "state.json").write_text(json.dumps({"cell": {"spec": {"system": "kafka"}}}))
+    usage.count({"work": str(kafka)}, 3.0)
+    usage.count({"work": str(holder)}, 1.5)
+    assert usage.by_system == {"kafka": pytest.approx(3.0), "no cell record": pytest.approx(1.7)}
+    assert "by the cells' system: kafka 3 s (1 cell(s)), no cell record 2 s" in usage.line()
+
+
 def test_the_watch_reads_the_lease_file(tmp_path: Path) -> None:
     lease = tmp_path / "host.lease"
     lease.write_text(json.dumps({"work": "/w/a", "cell": "a"}))
