@@ -3,10 +3,10 @@
 The cell part's workers take turns on the host lease (`bench_tasks.cell.hostlease`), so that part lasts at least
 the time its cells and local analyses hold it, however many workers it has; what it lasts beyond that is work
 outside the lease (brokers and Spark sessions starting, Airflow, installs) that no worker overlapped. The
-session's controller looks at the lease file every 50 ms and sums what it saw: time held by cells (and how many
-cells, and per system the cells recorded), time held by analyses, and the session's wall time beside them. Each process that runs tests also
-sums, per test, the time that cells and analyses its own process tree took held the lease (`LeaseClockPerTest`): the
-tests to make cheaper first, listed at the session's end.
+session's controller looks at the lease file every 50 ms and sums what it saw: time held by cells (how many, and
+per system their states record), time held by analyses, and the session's wall time beside them. Each process
+that runs tests also sums, per test, the time that cells and analyses its own process tree took held the lease
+(`LeaseClockPerTest`): the tests to make cheaper first, listed at the session's end.
 """
 
 from __future__ import annotations
