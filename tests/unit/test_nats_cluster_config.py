@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from bench_tasks.errors import BrokerError
-from bench_tasks.systems.nats.cluster import NatsCluster, NodePorts, cluster_settings, node_index, servers_of
+from bench_tasks.systems.nats.cluster import (
+    NatsCluster,
+    NodePorts,
+    cluster_settings,
+    followers_waited_for,
+    node_index,
+    servers_of,
+)
 from bench_tasks.systems.nats.server import render_config
 from bench_tasks.systems.nats.settings import NatsBroker
 
@@ -65,3 +72,16 @@ def test_a_cluster_on_a_namespace_address_listens_and_routes_there() -> None:
     assert (settings["listen"], settings["http"]) == ("10.99.0.2:4001", "10.99.0.2:8001")
     assert settings["cluster"]["listen"] == "10.99.0.2:6001"
     assert settings["cluster"]["routes"] == ["nats-route://10.99.0.2:6002", "nats-route://10.99.0.2:6003"]
+
+
+def test_a_follower_current_in_raft_but_offline_to_the_leader_is_waited_for() -> None:
+    """The meta leader's `/jsz` replicas, as nats-server reports them: placement skips a peer marked offline even
+    when it is current, so readiness waits until neither follower is."""
+    followers = {"n2", "n3"}
+    ready = [{"name": "n2", "current": True, "active": 1}, {"name": "n3", "current": True, "active": 1}]
+    assert followers_waited_for(ready, followers) == ""
+    offline = [ready[0], {"name": "n3", "current": True, "offline": True}]
+    assert followers_waited_for(offline, followers) == "no follower offline (offline: ['n3'])"
+    behind = [ready[0], {"name": "n3", "current": False}]
+    assert followers_waited_for(behind, followers) == "both followers current (current: ['n2'])"
+    assert followers_waited_for([], followers) == "both followers current (current: [])"

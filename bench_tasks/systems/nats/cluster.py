@@ -9,9 +9,9 @@ caller is then in a namespace that reaches every node (the switch's).
 Each node gets its own client, route and monitor port, `server_name` n1..n3, its own JetStream store dir, and
 explicit routes to the other two in one named cluster. Ready means more than "processes answer": every node's
 `/healthz` is ok (which, clustered, already requires a meta leader and the node being current with it), all
-nodes name the same meta leader, that leader sees both followers as current in `/jsz`, and every node's
-`/routez` reaches the other two by name. A stream created before that point can fail with "no suitable peers".
-"""
+nodes name the same meta leader, that leader sees both followers as current and neither offline in `/jsz`, and
+every node's `/routez` reaches the other two by name. A stream created before that point can fail with "no
+suitable peers"."""
 
 from __future__ import annotations
 
@@ -252,9 +252,9 @@ class NatsCluster(NodeCluster):
         if leader is None:
             return f"one meta leader (nodes name {sorted(leaders)})"
         replicas = (_get(self._monitor(leader), "/jsz")[1].get("meta_cluster") or {}).get("replicas") or []
-        current = {r.get("name") for r in replicas if r.get("current")}
-        if current != names - {node_name(leader)}:
-            return f"meta leader {node_name(leader)} to see both followers current (current: {sorted(current)})"
+        waiting_for = followers_waited_for(replicas, names - {node_name(leader)})
+        if waiting_for:
+            return f"meta leader {node_name(leader)} to see {waiting_for}"
         for index in self.processes:
             routes = _get(self._monitor(index), "/routez")[1].get("routes") or []
             peers = {r.get("remote_name") for r in routes}
@@ -297,6 +297,20 @@ def meta_leader(monitors: Mapping[int, str], timeout_s: float = 0.5, skip: int |
         if status == 200:
             return node_index((body.get("meta_cluster") or {}).get("leader", ""))
     return None
+
+
+def followers_waited_for(replicas: list[dict[str, Any]], followers: set[str]) -> str:
+    """What the meta leader's view of its followers (`/jsz` `meta_cluster.replicas`) still lacks, or '': each one
+    current in the Raft group and not offline. Offline is the leader's record of the server's own reports, apart
+    from Raft; stream placement skips an offline peer, so an R3 stream made while one is still marked so fails
+    with "no suitable peers for placement, peer offline" (a clean-clone run, the host loaded)."""
+    current = {r.get("name") for r in replicas if r.get("current")}
+    offline = {r.get("name") for r in replicas if r.get("offline")}
+    if current != followers:
+        return f"both followers current (current: {sorted(current)})"
+    if offline & followers:
+        return f"no follower offline (offline: {sorted(offline & followers)})"
+    return ""
 
 
 def stop_detached(state: Mapping[str, Any], grace_s: float = 10.0) -> list[int]:
