@@ -29,7 +29,9 @@ def test_the_reporter_goes_right_after_the_next_message() -> None:
         return passed_at[0], time.monotonic()
 
     passed, reported = asyncio.run(main())
-    assert 0 <= reported - passed < 0.02
+    # Woken by the message, not by its 5 s timeout. How soon is the scheduler's: `make test` runs this beside the
+    # cell part at idle priority, where the wake-up once took 22 ms.
+    assert 0 <= reported - passed < 1
 
 
 def test_a_message_from_another_thread_wakes_the_reporter() -> None:
