@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench_tasks.brokers.ports import free_port
 from tests.airflow_project import BIN, REPO, migrate
 from tests.processes import unreaped_exit
 
@@ -62,12 +63,6 @@ def worker_hostname() -> str:
 def host_of(queue: str) -> str:
     """The worker host serving `queue`, named as in docker-compose.yaml: loadgen_1 → loadgen1."""
     return queue.replace("_", "")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -393,7 +388,7 @@ def celery_airflow(
 ) -> Iterator[CeleryAirflow]:
     """Migrate the project's DB, start the API server and one Celery worker per queue, yield the deployment,
     and stop every process at the end, whatever happened. `env`: from `tests.airflow_project.airflow_project`."""
-    port = _free_port()
+    port = free_port()
     deployment = CeleryAirflow(env=celery_env(env, port), workers={q: host_of(q) for q in queues})
     try:
         migrate(deployment.env)

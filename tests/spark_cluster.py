@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -29,6 +28,7 @@ from typing import Any
 import psutil
 import pyspark
 
+from bench_tasks.brokers.ports import free_ports
 from spark_jobs.launch import driver_archive_flags
 
 HOST = "127.0.0.1"
@@ -38,18 +38,6 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 class SparkClusterError(RuntimeError):
     """The cluster did not come up (the message carries the tail of the process's log)."""
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free loopback ports (all sockets held open together so none is handed out twice)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 @dataclass

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.airflow_celery import Service, _free_port, _wait_until
+from bench_tasks.brokers.ports import free_port
+from tests.airflow_celery import Service, _wait_until
 from tests.airflow_project import BIN, airflow_project, migrate
 
 pytestmark = pytest.mark.alongside
@@ -58,7 +59,7 @@ def _api_server(env: dict[str, str], folder: Path) -> Iterator[str]:
     """An Airflow API server on a free port, its base URL; on another port if something else took the one chosen
     before the server bound it (a Spark test's py4j gateway did, beside this test)."""
     for attempt in range(PORT_TRIES):
-        port = _free_port()
+        port = free_port()
         log = folder / f"api-server-{port}.log"
         with log.open("ab") as out:
             proc = subprocess.Popen(

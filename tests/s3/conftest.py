@@ -17,20 +17,15 @@ from pathlib import Path
 import boto3
 import pytest
 
+from bench_tasks.brokers.ports import free_port
 from bench_tasks.lake.layout import Lake, RunInfo, committed_cells
 from bench_tasks.lake.storage import S3Path, lake_path, read_parquet, write_parquet_object
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
 def moto_server() -> Iterator[str]:
     """`moto_server` as a subprocess on 127.0.0.1 (its endpoint URL), stopped (by its pid) at the end."""
-    port = _free_port()
+    port = free_port()
     server = Path(sys.executable).with_name("moto_server")
     proc = subprocess.Popen(
         [str(server), "-H", "127.0.0.1", "-p", str(port)],
