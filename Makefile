@@ -164,6 +164,8 @@ PARALLEL_LOG = .cache/test-parallel-part.log
 # The parallel part starts once the cell part's workers have collected (or after 2 minutes), so that seven
 # collections do not share the two cores the cell part's first cells wait on: its workers began their first test
 # 61 s into a clean-clone session; alone, four workers collect in ~18 s, beside the parallel part's three in ~33 s.
+# It runs at nice 19: its collection comes before its workers give way (tests/cell_priority.py), and at normal
+# priority it starved the cell part's first cell (a JVM producer paused 119 ms); later its workers' own groups rule.
 COLLECTED_FLAG = .cache/test-cell-part-collected
 test: $(STAMP) tools release-lists stan-server nats-server class-data jvm-worker
 	$(BIN)/ruff check .
@@ -171,7 +173,8 @@ test: $(STAMP) tools release-lists stan-server nats-server class-data jvm-worker
 		echo "the parallel part runs beside the cell part, giving way to its cells; its output follows"; \
 		mkdir -p .cache; rm -f $(COLLECTED_FLAG); \
 		( for i in $$(seq 240); do [ -e $(COLLECTED_FLAG) ] && break; sleep 0.5; done; \
-		  $(PYTEST) $(PARALLEL_PART) --give-way >$(PARALLEL_LOG) 2>&1 ) & parallel=$$!; \
+		  PATH="$(CURDIR)/$(BIN):$$PATH" nice -n 19 $(BIN)/python -m pytest -ra $(PARALLEL_PART) --give-way \
+		  >$(PARALLEL_LOG) 2>&1 ) & parallel=$$!; \
 		SIXNINES_TEST_COLLECTED=$(COLLECTED_FLAG) \
 		$(PYTEST) $(CELL_PART) --dist loadfile -m "serial and not host_alone" --durations=25; cells=$$?; \
 		wait $$parallel; code=$$?; cat $(PARALLEL_LOG); [ $$cells = 0 ] && [ $$code = 0 ]; \
