@@ -18,6 +18,9 @@ os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="sixnines-airflow-home-")
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
 os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(REPO / "plugins")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+# Beside the cell part (`make test`) these tests run at idle priority, and parsing the DAG files took over Airflow's
+# default 30 s there once (an empty DagBag, "Process timed out"): a parse is no timing, so it may take its time.
+os.environ["AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT"] = "300"
 
 
 @pytest.fixture(scope="session")

@@ -34,6 +34,7 @@ from confluent_kafka.admin import AdminClient
 from rich.console import Console
 
 from bench_tasks.brokers.connections import parse_connection
+from bench_tasks.brokers.patience import with_patience
 from bench_tasks.brokers.ports import free_ports
 from bench_tasks.cell.runner import run_cell, select_cells
 from bench_tasks.lake.layout import Lake, RunInfo
@@ -175,7 +176,7 @@ def kafka(
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + with_patience(120)  # a Kafka start, as bench_tasks waits for one
         while not all(_accepts(ports[p]) for p in (9092, 9094, 9095, 9096)):  # the service's healthcheck
             assert proc.poll() is None, (home / "kafka.log").read_text()[-3000:]
             assert time.monotonic() < deadline, (home / "kafka.log").read_text()[-3000:]

@@ -12,6 +12,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic, TopicMetadata
 
+from ...brokers.patience import with_patience
 from ...errors import BrokerError
 from .properties import config_value
 
@@ -57,6 +58,7 @@ def create_topic(
     """Create a topic (topic `config`, e.g. min.insync.replicas, passed through) and wait until every partition
     has a leader and a full ISR, so a measurement never starts against a topic that is still settling.
     `assignment`: each partition's replica node ids, the first its preferred leader (None: the cluster's choice)."""
+    timeout_s = with_patience(timeout_s)  # a topic settling is part of a cluster getting ready
     admin = admin_client(bootstrap, client)
     topic_config = {str(k): config_value(v) for k, v in (config or {}).items()}
     if assignment is None:
@@ -123,6 +125,7 @@ def partition_leaders(
 
 def delete_topic(bootstrap: str, name: str, timeout_s: float = 30.0, client: Mapping[str, Any] | None = None) -> None:
     """Delete a topic and wait until the metadata no longer lists it, so its name can be reused at once."""
+    timeout_s = with_patience(timeout_s)
     admin = admin_client(bootstrap, client)
     try:
         admin.delete_topics([name], request_timeout=timeout_s)[name].result(timeout=timeout_s)

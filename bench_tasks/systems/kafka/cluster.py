@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...brokers.cluster import NodeCluster, stop_nodes, stop_pids
+from ...brokers.patience import with_patience
 from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...classdata import use_flags
@@ -249,6 +250,7 @@ class KafkaCluster(NodeCluster):
         """Fetch (if needed) and verify the release, start its ZooKeeper (ZooKeeper mode) or format fresh storage
         (KRaft), start every node, wait until all are registered brokers. Call it from a thread that outlives the
         cluster: PR_SET_PDEATHSIG fires when the *thread* that started a process exits."""
+        timeout_s = with_patience(timeout_s)
         if self.processes:
             raise BrokerError("this Kafka cluster was already started; make a new KafkaCluster")
         began = time.monotonic()

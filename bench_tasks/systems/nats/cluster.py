@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...brokers.cluster import NodeCluster, stop_nodes
+from ...brokers.patience import with_patience
 from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
@@ -156,6 +157,7 @@ class NatsCluster(NodeCluster):
     def start(self, timeout_s: float = 30.0) -> NatsClusterEndpoint:
         """Start all three nodes and return once the cluster is ready. Call it from a thread that outlives the
         cluster: PR_SET_PDEATHSIG fires when the *thread* that started a process exits."""
+        timeout_s = with_patience(timeout_s)
         if self.processes:
             raise BrokerError("this NATS cluster was already started; make a new NatsCluster")
         began = time.monotonic()

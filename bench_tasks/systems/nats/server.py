@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ...brokers.patience import with_patience
 from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
@@ -63,6 +64,7 @@ class NatsServer:
         return settings
 
     def start(self, timeout_s: float = 20.0) -> NatsEndpoint:
+        timeout_s = with_patience(timeout_s)
         binary = server_binary(self.version)
         self.workdir.mkdir(parents=True, exist_ok=True)
         port, monitor_port = free_ports(2, self.host)

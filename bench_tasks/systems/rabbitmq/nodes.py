@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import psutil
 
 from ...brokers.cluster import NodeCluster, stop_pids
+from ...brokers.patience import with_patience
 from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess
 from ...errors import BrokerError
@@ -120,6 +121,7 @@ class RabbitCluster(NodeCluster):
     def start(self, timeout_s: float = 120.0) -> RabbitEndpoint:
         """Start epmd and every node, and return once the cluster is ready. Call it from a thread that outlives
         the nodes: PR_SET_PDEATHSIG fires when the *thread* that started a process exits."""
+        timeout_s = with_patience(timeout_s)
         if self.processes or self.epmd is not None:
             raise BrokerError("this RabbitMQ cluster was already started; make a new RabbitCluster")
         began = time.monotonic()
@@ -295,6 +297,7 @@ class RabbitCluster(NodeCluster):
     def restart(self, node_id: int, timeout_s: float = 120.0) -> None:
         """Start node `node_id` again on its own data (after `kill`): it rejoins its cluster by itself, and this
         returns once it runs and every node sees the whole cluster again."""
+        timeout_s = with_patience(timeout_s)
         proc = self._node(node_id)
         if proc.alive():
             raise BrokerError(f"RabbitMQ node {node_id} is still running (pid {proc.pid}); kill it first")

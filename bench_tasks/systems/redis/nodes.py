@@ -29,6 +29,7 @@ import psutil
 import redis
 
 from ...brokers.cluster import NodeCluster, stop_nodes
+from ...brokers.patience import with_patience
 from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, kill_and_wait
 from ...errors import BrokerError
@@ -204,6 +205,7 @@ class RedisServers(NodeCluster):
     def start(self, timeout_s: float = 30.0) -> RedisEndpoint:
         """Start every node and return once all are ready. Call it from a thread that outlives the servers:
         PR_SET_PDEATHSIG fires when the *thread* that started a process exits."""
+        timeout_s = with_patience(timeout_s)
         if self.processes:
             raise BrokerError("these Redis servers were already started; make a new RedisServers")
         began = time.monotonic()
@@ -338,6 +340,7 @@ class RedisServers(NodeCluster):
     def restart(self, node_id: int, timeout_s: float = 30.0) -> RedisNode:
         """Start node `node_id` again on its port, folder and config (stopping it first if it still runs).
         What it comes back with is Redis's business: its AOF if persistence is on, else an empty dataset."""
+        timeout_s = with_patience(timeout_s)
         old = self._node(node_id)
         old.stop(self.STOP_GRACE_S)
         began = time.monotonic()

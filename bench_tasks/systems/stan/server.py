@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ...brokers.patience import with_patience
 from ...brokers.ports import free_ports
 from ...brokers.process import BrokerProcess, stopped_on_failure
 from ...errors import BrokerError
@@ -121,6 +122,7 @@ class StanServer:
 
     def start(self, timeout_s: float = 30.0) -> StanEndpoint:
         """Start the node (the first time on fresh free ports) and wait until it is ready for clients."""
+        timeout_s = with_patience(timeout_s)
         binary = server_binary(self.version)
         reported = reported_version(binary, self.version)
         self.workdir.mkdir(parents=True, exist_ok=True)
