@@ -133,14 +133,14 @@ airflow-stop:
 # The venv's bin first on PATH: Airflow's subprocesses and spark-submit (from the pyspark wheel) need it.
 # The tests that run cells (`serial`, see tests/conftest.py) run in two workers: their cells take turns on the host
 # lease (as two sweeps' cells do) while the other worker's test starts brokers or waits on Airflow, and two more
-# run the Celery, wheel-install and Spark-cluster files beside them (tests/beside_cells.py). That part is bound by
-# the lease (held 78-93 % of it in clean-clone runs), not by CPU: the tests without cells (unit, DAG integrity,
+# run the Celery, wheel-install and Spark-cluster files beside them, then the rest (tests/beside_cells.py). That
+# part is bound by the lease (held 78-93 % of it in clean-clone runs), not by CPU: the tests without cells (unit, DAG integrity,
 # Spark, S3 storage, and broker tests marked `alongside`) run beside it in a session of their own whose
 # workers give way to every cell (`--give-way`, tests/cell_priority.py), its output printed after the cell part's.
-# Last, one at a time, the modules that gate fault or capacity timings or count the host's network namespaces
-# (`host_alone`), which fail beside another worker (two of three clean-clone runs did, see docs/design.md). In one
-# two-worker run with them, such a module waited for the host to itself (tests/host_turns.py) while the other
-# worker drained: 1195 s against 1035 s without turns. `CELL_TEST_WORKERS=0` runs the cell tests one at a time,
+# The modules that gate fault or capacity timings or count the host's network namespaces (`host_alone`), which
+# failed beside another worker's brokers and namespaces, hold the lease for the whole module there (tests/conftest.py
+# `_host_turn`): everything else gives way meanwhile. Without idle groups they run last, one at a time (taking turns
+# in two workers idled one: 1195 s against 1035 s). `CELL_TEST_WORKERS=0` runs the cell tests one at a time,
 # and a host without idle groups runs the parts one after another. Each part lists its slowest tests.
 # Every Python process of the suite (pytest, Airflow CLIs and Celery workers, spark-submit's drivers, `sixnines`
 # subprocesses, spawned cell workers) imports from the venv; uv installs no bytecode, so with

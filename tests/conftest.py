@@ -14,10 +14,11 @@ import psutil
 import pytest
 from rich.console import Console
 
-from bench_tasks.cell.hostlease import lease_path, live_holder, release_host
+from bench_tasks.brokers.patience import PATIENCE_ENV
+from bench_tasks.cell.hostlease import HOST_LEASE_ENV, lease_path, live_holder, release_host
 from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
-from tests.host_turns import host_turn
+from tests.host_turns import holding_the_host, host_turn
 from tests.lease_usage import LeaseClockPerTest, LeaseUsage, read_lease, top_holders
 from tests.worker_timeline import WorkerTimeline
 
@@ -43,6 +44,10 @@ os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:Reserved
 # waiting cell asks again every 0.2 s (CLI) instead of 5 s, and a waiting Airflow provision is rescheduled as
 # soon, instead of in 15 s, so the host is not left idle between two tests' cells.
 os.environ.setdefault("SIXNINES_HOST_POLL_S", "0.2")
+# The suite's workers run idle while another worker's cell holds the host (85 % of a clean-clone run), so a broker
+# one of them starts gets only the CPU time the cell leaves: Kafka nodes ready in 2-7 s alone were still starting
+# after 90-120 s in such runs. Every deadline for a broker getting ready is four times a quiet host's (Kafka 360 s).
+os.environ.setdefault(PATIENCE_ENV, "4")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -54,29 +59,46 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _cell_part_gives_way(request: pytest.FixtureRequest, _isolated_cache: None) -> None:
+def _cell_part_gives_way(request: pytest.FixtureRequest, _isolated_cache: None) -> bool:
     """Each worker of the cell part runs idle while another worker's cell holds the host (tests/cell_priority.py),
     until it exits: what it does between its own cells (brokers, servers, Airflow, Spark) waits on that cell. So
     does each worker of a session run beside the cell part (`--give-way`): it has no cells of its own. A worker
     that gives way keeps its analyses off other workers' cells by that alone, so its analyses (local Spark, in
-    tests or in Airflow's tasks it starts) leave the lease to cells: they held it 167 s of a cell part of 1087 s."""
+    tests or in Airflow's tasks it starts) leave the lease to cells: they held it 167 s of a cell part of 1087 s.
+    For the same reason a cell gives the lease back once its generator has stopped, before it lands and its
+    brokers stop. It holds it while they start: a 3-node Kafka cluster starting and stopping in an idle group
+    beside a Java chain cell took its threads' wait for a CPU from 7-10 % of the measure phase to 14-19 %."""
     if beside_cells.gives_way(request.config) and cell_priority.give_way(lease_path()) is not None:
         os.environ["SIXNINES_ANALYSIS_HOLDS_HOST"] = "0"
+        os.environ["SIXNINES_TEARDOWN_HOLDS_HOST"] = "0"
+        return True
+    return False
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _host_turn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """In parallel workers, a module marked `host_alone` runs with the host to itself: it waits until the other
-    workers' modules have ended, and theirs wait for it (tests/host_turns.py). `make test` runs those modules on
-    their own, after the others; this keeps `pytest -n 2 -m serial` safe too. Two workers' cells already take
-    turns on the host lease; this covers what lies outside a cell: another worker's brokers starting or
-    Airflow's processes beside a fault's timing, or its network namespaces beside a test counting the host's.
-    Module-wide, so that module fixtures (brokers, namespaces) are inside the turn too."""
+def _host_turn(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, _cell_part_gives_way: bool
+) -> Iterator[None]:
+    """In parallel workers, a module marked `host_alone` (fault and capacity timings, network namespaces) has the
+    host to itself. Where the other workers give way to cells (`make test`'s cell part), it holds the suite's host
+    lease from its first fixture to its last test, as one long cell would, and its own cells take turns on a lease
+    of their own: every other worker's cells wait, and everything else they do runs idle (tests/cell_priority.py).
+    Elsewhere (`pytest -n 2 -m serial` on a host without idle groups) it waits until the other workers' modules
+    have ended, and theirs wait for it (tests/host_turns.py): that idles workers, which `make test` then avoids by
+    running these modules last, one at a time. Module-wide, so that module fixtures (brokers, namespaces) are
+    inside the turn too."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         yield
         return
+    alone = request.node.get_closest_marker("host_alone") is not None
+    if alone and _cell_part_gives_way:
+        own = tmp_path_factory.mktemp("host-alone")
+        with holding_the_host(own / "module"), pytest.MonkeyPatch.context() as env:
+            env.setenv(HOST_LEASE_ENV, str(own / "host.lease"))
+            yield
+        return
     shared_by_workers = tmp_path_factory.getbasetemp().parent / "host-turns"
-    with host_turn(shared_by_workers, alone=request.node.get_closest_marker("host_alone") is not None):
+    with host_turn(shared_by_workers, alone=alone):
         yield
 
 
@@ -166,8 +188,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     sharing two cores with a Spark job or another cell is starved, and the harness rightly fails it as saturated
     (seen: 13 such failures at three workers beside other work). In two workers their cells take turns on the host
     lease, and a local analysis of either worker holds the host as well (spark_jobs.pipeline.host_held). Modules
-    marked `host_alone` (fault and capacity timings, network namespaces) run last, one at a time; in parallel
-    workers they would wait for the host to themselves (`_host_turn`). A module marked `alongside` starts brokers
+    marked `host_alone` (fault and capacity timings, network namespaces) hold the host for the whole module
+    (`_host_turn`). A module marked `alongside` starts brokers
     but runs no cell and gates no latency: it runs with the parallel part, where its waits for nodes to boot overlap
     other tests."""
     for item in items:

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from bench_tasks.cell.hostlease import HostBusy, acquire_host, host_poll_s, release_host
+from bench_tasks.cell.work import CellWork
 
 
 @contextlib.contextmanager
@@ -28,3 +32,21 @@ def _locked(path: Path, mode: int) -> Iterator[None]:
     with path.open("a") as handle:
         fcntl.flock(handle, mode)
         yield
+
+
+@contextlib.contextmanager
+def holding_the_host(work: Path) -> Iterator[None]:
+    """The suite's host lease for the block, taken as a cell takes it (waiting while another worker's cell has it),
+    for cells that take none themselves (on held brokers, or with a lease of their own): the other workers' cells
+    then wait, and those workers give way (tests/cell_priority.py)."""
+    holder = CellWork(work)
+    while True:
+        try:
+            acquire_host(holder)
+            break
+        except HostBusy:
+            time.sleep(host_poll_s(5.0))
+    try:
+        yield
+    finally:
+        release_host(holder)

@@ -1,5 +1,6 @@
 """The host lease: cells never overlap on a host, whichever DAG or run they belong to. `provision_step` takes the
-lease (`host.lease` in the cache) before starting anything and teardown gives it back; a lease whose cell was
+lease (`host.lease` in the cache) before starting anything and teardown gives it back (with
+`SIXNINES_TEARDOWN_HOLDS_HOST=0`, once its generator has stopped); a lease whose cell was
 torn down, or whose processes are all gone, is stale and taken over. A local analysis holds the host too
 (`host_for_analysis`), shared with other analyses, so no Spark job runs beside a cell."""
 
@@ -23,7 +24,7 @@ from ..errors import SixninesError
 from ..lake.layout import write_json
 from ..paths import cache_dir
 from ..systems import UnknownSystem
-from .detached import generator_alive, process_alive
+from .detached import generator_alive, process_alive, topology_of
 from .work import CellWork
 
 HOST_POLL_ENV = "SIXNINES_HOST_POLL_S"
@@ -31,6 +32,11 @@ HOST_LEASE_ENV = "SIXNINES_HOST_LEASE"
 # "0": analyses leave the lease alone, where something else keeps them off measuring cells (the test suite's
 # workers run in cgroups that give way to every cell: tests/cell_priority.py). Empty or "1": they hold it.
 ANALYSIS_HOLDS_ENV = "SIXNINES_ANALYSIS_HOLDS_HOST"
+# "0": a cell gives the host back once its generator has stopped, where something else keeps its landing and its
+# brokers' stop off the next cell's measurement (the test suite's workers, again): those measure nothing, and run
+# beside the next cell's start and warmup. Its brokers' start stays on the lease: started beside a measuring cell,
+# even from an idle group, they disturbed it. Empty or "1": it holds the host until teardown.
+TEARDOWN_HOLDS_ENV = "SIXNINES_TEARDOWN_HOLDS_HOST"
 
 
 class HostBusy(SixninesError):
@@ -112,6 +118,14 @@ def release_host(work: CellWork) -> None:
             lease_path().unlink()
 
 
+def leave_host_once_loaded(work: CellWork, state: dict[str, Any]) -> None:
+    """With `SIXNINES_TEARDOWN_HOLDS_HOST=0`, give the host back once the cell's generator has stopped (`land` and
+    teardown call it). A cell with network namespaces keeps it until teardown has removed them (`netns-clean`
+    takes a host no cell holds to mean that none is being built)."""
+    if not teardown_holds_host() and topology_of(state) is None:
+        release_host(work)
+
+
 @contextlib.contextmanager
 def host_for_analysis(run_id: str, poll_s: float = 5.0, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """Keep cells off this host while an analysis runs on it (local Spark): Spark on the cells' cores would slow
@@ -149,9 +163,20 @@ def host_for_analysis(run_id: str, poll_s: float = 5.0, on_wait: Callable[[str],
 def analysis_holds_host() -> bool:
     """Whether an analysis takes the host lease (`SIXNINES_ANALYSIS_HOLDS_HOST`: "1" or empty, the default, or
     "0")."""
-    raw = os.environ.get(ANALYSIS_HOLDS_ENV, "").strip()
+    return _switched_on(ANALYSIS_HOLDS_ENV)
+
+
+def teardown_holds_host() -> bool:
+    """Whether a cell holds the host until its teardown (`SIXNINES_TEARDOWN_HOLDS_HOST`: "1" or empty, the default,
+    or "0": until its generator has stopped)."""
+    return _switched_on(TEARDOWN_HOLDS_ENV)
+
+
+def _switched_on(name: str) -> bool:
+    """A switch that is on unless the environment sets it to "0"."""
+    raw = os.environ.get(name, "").strip()
     if raw not in ("", "0", "1"):
-        raise SixninesError(f"{ANALYSIS_HOLDS_ENV}={raw!r}: expected 0 or 1")
+        raise SixninesError(f"{name}={raw!r}: expected 0 or 1")
     return raw != "0"
 
 

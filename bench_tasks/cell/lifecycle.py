@@ -53,7 +53,7 @@ from ..topology.netns import inside
 from ..topology.plan import PlacementPlan, resolve_placement
 from .detached import stop_generator, work_token
 from .drive import CellRun, check_cpus
-from .hostlease import HostBusy, acquire_host, host_poll_s
+from .hostlease import HostBusy, acquire_host, host_poll_s, leave_host_once_loaded
 from .hostparts import collect_parts, discard, publish_cell
 from .landing import CellReport, cell_overhead, describe, keep_broker_logs, land_cell
 from .teardown import teardown_step
@@ -185,36 +185,18 @@ def provision_step(
     A retried provision first stops what an earlier attempt left. A cell whose load runs on real hosts also
     gets its hosts folder in the lake (`hostparts`, named by `hosts_key`: the TaskGroup), where each host's
     generate task finds the cell and its brokers. `on_recorded` is called with the cell's placement once the
-    cell is recorded and before its brokers start."""
+    cell is recorded and before its brokers start. The cell holds the host from here (`acquire_host`: HostBusy
+    while another has it) until teardown (`leave_host_once_loaded`)."""
     if policy not in BROKER_POLICIES:
         raise BrokerError(f"broker policy {policy!r}: expected one of {', '.join(BROKER_POLICIES)}")
     if work.state.exists():
         teardown_step(work, keep_reused=False)
+    declared = [*(faults or []), *(f.model_dump() for f in cell.spec.faults)]  # the caller's and the matrix's
+    plan = resolve_placement(cell, work_token(work), declared)  # the namespaces named after this work folder
     acquire_host(work)
     shutil.rmtree(work.root, ignore_errors=True)
     work.root.mkdir(parents=True)
-    staging = Lake(lake_root).staging_dir(run, cell.instance)
-    declared = [*(faults or []), *(f.model_dump() for f in cell.spec.faults)]  # the caller's and the matrix's
-    plan = resolve_placement(cell, work_token(work), declared)  # the namespaces named after this work folder
-    record: dict[str, Any] = {
-        "schema_version": STATE_SCHEMA_VERSION,
-        **cell_record(cell, work.root / "secrets"),
-        "run": asdict(run),
-        "lake": str(lake_root),
-        "staging": str(staging),
-        "started_at": dt.datetime.now(dt.UTC).isoformat(),
-        "faults": faults or [],
-        "provisioning": {"policy": policy, "reused": False, "cluster_key": broker_key(cell)},
-        "brokers": None,
-        "placement": plan.to_dict(),
-        "hosts_dir": None,
-        "failure": None,
-        "tie_to_parent": tie_to_parent,
-        "gate_lag": gate_lag,
-        "worker_modules": worker_modules(cell.spec),  # what the generator's fork server imports
-    }
-    if plan.uses_netns:  # its broker lives in the cell's own namespace, which teardown removes
-        record["provisioning"]["policy"] = "fresh"
+    record = _state_record(cell, run, lake_root, work, plan, policy, faults, tie_to_parent, gate_lag)
     write_json(work.state, record)  # its namespaces recorded before any exists, so teardown always finds them
     if on_recorded is not None:  # Airflow's provision holds the generator here, to start beside the brokers
         on_recorded(plan)
@@ -241,6 +223,41 @@ def provision_step(
         "address": record["brokers"]["address"],
         **record["provisioning"],
     }
+
+
+def _state_record(
+    cell: Cell,
+    run: RunInfo,
+    lake_root: Path,
+    work: CellWork,
+    plan: PlacementPlan,
+    policy: str,
+    faults: list[dict] | None,
+    tie_to_parent: bool,
+    gate_lag: bool,
+) -> dict[str, Any]:
+    """The cell's state as provisioning first records it: everything but its brokers, which are None until up."""
+    staging = Lake(lake_root).staging_dir(run, cell.instance)
+    record: dict[str, Any] = {
+        "schema_version": STATE_SCHEMA_VERSION,
+        **cell_record(cell, work.root / "secrets"),
+        "run": asdict(run),
+        "lake": str(lake_root),
+        "staging": str(staging),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(),
+        "faults": faults or [],
+        "provisioning": {"policy": policy, "reused": False, "cluster_key": broker_key(cell)},
+        "brokers": None,
+        "placement": plan.to_dict(),
+        "hosts_dir": None,
+        "failure": None,
+        "tie_to_parent": tie_to_parent,
+        "gate_lag": gate_lag,
+        "worker_modules": worker_modules(cell.spec),  # what the generator's fork server imports
+    }
+    if plan.uses_netns:  # its broker lives in the cell's own namespace, which teardown removes
+        record["provisioning"]["policy"] = "fresh"
+    return record
 
 
 def _brokers_for(
@@ -294,6 +311,7 @@ def land(work: CellWork) -> CellReport:
     run = RunInfo(**state["run"])
     lake = Lake(state["lake"])
     stop_generator(work)
+    leave_host_once_loaded(work, state)
     landing_from_s = time.time()  # the cell's overhead ends here: what follows is landing's own work
     staging = Path(state["staging"])
     staging.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from ..lake.layout import write_json
 from ..lake.storage import lake_path
 from ..topology import netns
 from .detached import generator_group, stop_generator, topology_of
-from .hostlease import now_iso, release_host
+from .hostlease import leave_host_once_loaded, now_iso, release_host
 from .hostparts import discard
 from .work import CellWork
 
@@ -29,6 +29,7 @@ def teardown_step(work: CellWork, keep_reused: bool = True) -> dict[str, Any]:
     route the broker did not delete is listed with why (`routes_not_deleted`) and fails teardown once it is done."""
     stopped = stop_generator(work)
     state = work.read(work.state) or {}
+    leave_host_once_loaded(work, state)
     kept: list[int] = []
     brokers = attach(state["brokers"]) if state.get("brokers") else None
     external = isinstance(brokers, ExternalBrokers)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from bench_tasks.cell.hostlease import HostBusy, acquire_host, host_poll_s, release_host
 from bench_tasks.cell.runner import select_cells
-from bench_tasks.cell.work import CellWork
 from bench_tasks.interop.table_files import parquet_bytes
 from bench_tasks.lake.layout import history_file
 from bench_tasks.lake.storage import write_bytes
@@ -21,12 +17,14 @@ from bench_tasks.spec.matrix import parse_matrix
 from bench_tasks.spec.matrix_model import Cell
 from bench_tasks.systems.kafka.jvm import DEFAULT_GC_OPTS
 
-# Warmup and cooldown of a test cell that does not measure them: half a second each (a second each cost ~1 s in
-# each of ~45 cell tests). Their samples are still landed, tagged, so counts over all phases follow from these.
-WARMUP_S = COOLDOWN_S = 0.5
+# Warmup and cooldown of a test cell that does not measure them: a quarter of a second each (the cells hold the
+# suite's host lease in turn, and each half second cost ~50 s of it over the ~110 cells that keep these). Their
+# samples are still landed, tagged, so counts over all phases follow from these.
+WARMUP_S = COOLDOWN_S = 0.25
 # The measure phase of a test cell that checks what lands, not how fast: one second. Cells take turns on the host,
 # so every second here is a second of the suite's wall for each cell that keeps it.
 MEASURE_S = 1
+ALL_PHASES_S = WARMUP_S + MEASURE_S + COOLDOWN_S  # a test cell's schedule: what it lands, at its rate
 
 # Releases the integration tests start by name: fixed inputs, each one the registries serve (how their lists are read
 # is tested on recorded answers, tests/unit/test_release_listers.py). NATS Streaming's last release; every Redis the
@@ -54,24 +52,6 @@ def schedule_phases(status: Path, deadline: float) -> dict[str, list[int]] | Non
             return phases
         time.sleep(0.02)
     return None
-
-
-@contextlib.contextmanager
-def holding_the_host(work: Path) -> Iterator[None]:
-    """The suite's host lease for the block, taken as a cell takes it (waiting while another worker's cell has it),
-    for cells that take none themselves (on held brokers, or with a lease of their own): the other workers' cells
-    then wait, and those workers give way (tests/cell_priority.py)."""
-    holder = CellWork(work)
-    while True:
-        try:
-            acquire_host(holder)
-            break
-        except HostBusy:
-            time.sleep(host_poll_s(5.0))
-    try:
-        yield
-    finally:
-        release_host(holder)
 
 
 def newest_kafka() -> str:

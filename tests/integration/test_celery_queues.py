@@ -19,8 +19,7 @@ import pytest
 from bench_tasks.cell.hostlease import HOST_LEASE_ENV
 from tests.airflow_celery import celery_airflow
 from tests.airflow_project import airflow_project
-
-from .helpers import holding_the_host
+from tests.host_turns import holding_the_host
 
 pytestmark = [pytest.mark.integration, pytest.mark.celery, pytest.mark.timeout(1500)]
 DAG_ID = "sixnines_itest_celery"

@@ -15,7 +15,7 @@ from rich.console import Console
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
 
-from .helpers import make_cell, newest_kafka
+from .helpers import ALL_PHASES_S, make_cell, newest_kafka
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -57,7 +57,7 @@ def test_nats_two_hop_chain(tmp_path: Path, console: Console) -> None:
         assert metrics["hop1"][basis].count == metrics["hop2"][basis].count == metrics["e2e"][basis].count == 400
         # The total of a message is its two hops; so the total's max cannot be below either hop's max.
         assert metrics["e2e"][basis].max_ns >= max(metrics["hop1"][basis].max_ns, metrics["hop2"][basis].max_ns)
-    _check_chain(report.path, expected=2 * 400)  # all phases: 0.5 + 1 + 0.5 s at 400/s
+    _check_chain(report.path, expected=int(400 * ALL_PHASES_S))  # all phases at 400/s
 
 
 def test_nats_background_traffic_multiplexed(tmp_path: Path, console: Console) -> None:
@@ -70,12 +70,12 @@ def test_nats_background_traffic_multiplexed(tmp_path: Path, console: Console) -
     assert report.analysis.accounting.received == report.analysis.accounting.sent == 200
     result = json.loads((report.path / "result.json").read_text())
     traffic = result["background"]["traffic"]
-    assert traffic["scheduled"] == 150 * 2 * 2  # 150 logical producers × 2/s × 2 s (warmup+measure+cooldown)
+    assert traffic["scheduled"] == 150 * 2 * ALL_PHASES_S  # 150 logical producers × 2/s, every phase
     assert traffic["sent"] == traffic["scheduled"] and traffic["errors"] == 0
     assert 0 < traffic["consumed"] <= traffic["sent"]
     assert traffic["schedule_lag"]["count"] == traffic["sent"]
     # Background messages never reach the measured consumers' files.
-    assert _table(report.path, "received-c*.parquet").num_rows == 2 * 200
+    assert _table(report.path, "received-c*.parquet").num_rows == 200 * ALL_PHASES_S
 
 
 @pytest.mark.parametrize("keys", ["per_producer"])

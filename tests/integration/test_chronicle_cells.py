@@ -28,7 +28,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.load import cpushare
 from bench_tasks.load.external import ExternalWorker
 
-from .helpers import make_cell
+from .helpers import COOLDOWN_S, make_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -51,7 +51,7 @@ def test_e2e_cell_lands_every_message(tmp_path: Path, console: Console) -> None:
     assert acc.lost == acc.duplicated == 0
     received = pq.read_table(report.path / "received-c0.parquet")
     offsets = received["offset"].to_pylist()
-    assert len(set(offsets)) == len(offsets) == RATE * (1.0 + MEASURE_S + 0.5)  # every message, once, each phase
+    assert len(set(offsets)) == len(offsets) == RATE * (1.0 + MEASURE_S + COOLDOWN_S)  # every message once, each phase
     result = json.loads((report.path / "result.json").read_text())
     facts = result["harness"]["workers"]
     assert facts["consumer c0"]["runtime"] == "jvm" and facts["consumer c0"]["samples"] >= 3
@@ -169,7 +169,7 @@ def test_two_hop_chain_cell_lands_every_message_on_both_hops(tmp_path: Path, con
     relayed = pq.read_table(report.path / "relayed-r0.parquet")
     final = pq.read_table(report.path / "received-c0.parquet")
     assert set(relayed["hop"].to_pylist()) == {1} and set(final["hop"].to_pylist()) == {2}
-    assert relayed.num_rows == final.num_rows == RATE * (1.0 + MEASURE_S + 0.5)
+    assert relayed.num_rows == final.num_rows == RATE * (1.0 + MEASURE_S + COOLDOWN_S)
     rows = final.to_pylist()
     assert all(r["sent_ns"] < r["relay_received_ns"] < r["relay_sent_ns"] < r["received_ns"] for r in rows)
 

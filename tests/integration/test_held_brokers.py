@@ -10,8 +10,9 @@ import pytest
 from rich.console import Console
 
 from bench_tasks import Lake, held_brokers, run_on_brokers
+from tests.host_turns import holding_the_host
 
-from .helpers import holding_the_host, make_cell
+from .helpers import make_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 

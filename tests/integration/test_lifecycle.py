@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench_tasks.cell.detached import release_generator, start_generator, stop_standbys
+from bench_tasks.cell.hostlease import live_holder
 from bench_tasks.cell.hostparts import base_env
 from bench_tasks.cell.lifecycle import land_step, prepare_cell, provision_step, provision_when_free
 from bench_tasks.cell.standby import start_standby
@@ -22,6 +23,8 @@ from bench_tasks.cell.watch import watch_phase
 from bench_tasks.cell.work import PHASES, CellWork
 from bench_tasks.errors import CellError
 from bench_tasks.lake.layout import Lake, RunInfo
+from bench_tasks.spec.matrix_model import Cell
+from tests.host_turns import holding_the_host
 
 from .helpers import make_cell
 
@@ -130,6 +133,47 @@ def test_cells_never_share_the_host(tmp_path: Path, no_orphans: None) -> None:
     provision_when_free(first, run, lake, one)
     teardown_step(one)
     teardown_step(two)
+
+
+def test_told_so_a_cell_gives_the_host_back_once_its_generator_has_stopped(tmp_path: Path, no_orphans: None) -> None:
+    """`SIXNINES_TEARDOWN_HOLDS_HOST=0`: the cell holds the host from before its brokers start until landing has
+    stopped its generator; the next cell may then provision while the first's brokers still run. On a lease of the
+    test's own (the other cell is this test's), while the test holds the suite's: in the suite's cell part a
+    worker whose cell holds only a lease of its own runs idle beside the other workers' cells, and its cell
+    failed as starved of CPU."""
+    first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
+    run, lake = RunInfo.new(), tmp_path / "lake"
+    one, two = CellWork(tmp_path / "one"), CellWork(tmp_path / "two")
+    with holding_the_host(tmp_path / "suite-turn"), pytest.MonkeyPatch.context() as env:
+        env.setenv("SIXNINES_TEARDOWN_HOLDS_HOST", "0")
+        env.setenv("SIXNINES_HOST_LEASE", str(tmp_path / "host.lease"))
+        try:
+            _land_then_provision_the_next(first, second, run, lake, one, two)
+        finally:
+            for work in (one, two):
+                teardown_step(work)
+        assert live_holder() is None
+
+
+def _land_then_provision_the_next(
+    first: Cell, second: Cell, run: RunInfo, lake: Path, one: CellWork, two: CellWork
+) -> None:
+    """`first` through its phases and landing: the lease is free once it landed though its broker still runs, and
+    `second` provisions (takes the lease) before `first`'s teardown, which stops that broker and leaves the lease."""
+    provision_step(first, run, lake, one)
+    assert (live_holder() or {}).get("work") == str(one.root)
+    start_generator(one)
+    for phase in PHASES:
+        watch_phase(one, phase, log=lambda _: None, poll_s=0.1)
+    landed = land_step(one)
+    assert landed["status"] == "ok", landed["reason"]
+    assert live_holder() is None
+    broker = int(next(iter((one.read(one.state) or {})["brokers"]["nodes"].values())))
+    assert _alive(broker)  # still up: its stop is teardown's, beside the next cell
+    provision_step(second, run, lake, two)  # no HostBusy
+    assert (live_holder() or {}).get("work") == str(two.root)
+    teardown_step(one)
+    assert not _alive(broker) and (live_holder() or {}).get("work") == str(two.root)  # not the other's lease
 
 
 def test_a_held_generator_starts_beside_the_brokers_and_drives_once_released(tmp_path: Path, no_orphans: None) -> None:

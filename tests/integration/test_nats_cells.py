@@ -17,7 +17,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.lake.records import SCHEMA_VERSION, read_schema_version
 from bench_tasks.paths import cache_dir
 
-from .helpers import make_cell
+from .helpers import ALL_PHASES_S, COOLDOWN_S, WARMUP_S, make_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -47,10 +47,10 @@ def test_core_e2e_lands_every_sample(tmp_path: Path, console: Console) -> None:
     sent = _read(folder, "sent-p*.parquet")
     received = _read(folder, "received-c*.parquet")
     assert read_schema_version(folder / "sent-p0.parquet") == SCHEMA_VERSION
-    assert sent.num_rows == 2000  # warmup and cooldown samples (0.5 s each) are landed too, tagged
+    assert sent.num_rows == 1000 * ALL_PHASES_S  # warmup and cooldown samples are landed too, tagged
     phases = dict(zip(*np.unique(sent["phase"].to_numpy(zero_copy_only=False), return_counts=True), strict=True))
-    assert phases == {"warmup": 500, "measure": 1000, "cooldown": 500}
-    assert received.num_rows == 2000
+    assert phases == {"warmup": 1000 * WARMUP_S, "measure": 1000, "cooldown": 1000 * COOLDOWN_S}
+    assert received.num_rows == sent.num_rows
     assert set(received["consumer_id"].to_pylist()) <= {0, 1}
     # Response time can never be shorter than service time: intended <= sent <= received.
     assert pc.all(pc.less_equal(sent["intended_ns"], sent["sent_ns"])).as_py()

@@ -16,11 +16,16 @@ from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
 
-from .helpers import assert_every_request_answered, assert_every_send_acknowledged, make_cell
+from .helpers import (
+    ALL_PHASES_S,
+    assert_every_request_answered,
+    assert_every_send_acknowledged,
+    make_cell,
+)
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
-RATE, MEASURE_S = 300, 1  # 0.5 s warmup + 1 s measured + 0.5 s cooldown: 600 messages per cell
+RATE, MEASURE_S = 300, 1  # the helpers' warmup and cooldown around 1 s measured
 
 
 def _erlang_of(run: RunInfo) -> set[int]:
@@ -49,7 +54,7 @@ def test_one_node_e2e_cell_lands_every_message(tmp_path: Path, console: Console,
     assert e2e["intended"].count == e2e["sent"].count == RATE * MEASURE_S
     assert 0 < e2e["sent"].max_ns < 5e9
     received = pq.read_table(sorted(report.path.glob("received-c*.parquet")))
-    assert received.num_rows == RATE * (0.5 + MEASURE_S + 0.5)  # every phase's messages are landed
+    assert received.num_rows == RATE * ALL_PHASES_S  # every phase's messages are landed
     # A quorum queue has a leader: samples are attributed to partition 0; a classic queue has no partition.
     partitions = set(received["partition"].to_pylist()) if "partition" in received.column_names else {None}
     assert partitions == ({0} if queue_type == "quorum" else {None})
@@ -148,7 +153,7 @@ def test_two_hop_chain_and_background_traffic(tmp_path: Path, console: Console) 
     assert acc.scheduled == acc.sent == acc.relayed == acc.received == 200 and acc.lost == acc.duplicated == 0
     assert set(report.analysis.metrics) >= {"e2e", "hop1", "hop2"}
     traffic = json.loads((report.path / "result.json").read_text())["background"]["traffic"]
-    assert traffic["sent"] == traffic["scheduled"] == 20 * 2 * 2 and traffic["errors"] == 0
+    assert traffic["sent"] == traffic["scheduled"] == 20 * 2 * ALL_PHASES_S and traffic["errors"] == 0
     assert 0 < traffic["consumed"] <= traffic["sent"]
 
 

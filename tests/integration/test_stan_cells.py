@@ -16,12 +16,12 @@ from bench_tasks.cell.drive import Fault
 from bench_tasks.cell.runner import run_cell
 from bench_tasks.lake.layout import Lake, RunInfo
 
-from .helpers import assert_every_send_acknowledged, make_cell
+from .helpers import ALL_PHASES_S, assert_every_send_acknowledged, make_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
-RATE, MEASURE_S = 200, 1  # 0.5 s warmup + 1 s measured + 0.5 s cooldown: 400 messages per cell
-ALL_PHASES = int(RATE * (0.5 + MEASURE_S + 0.5))  # what a cell lands over its three phases
+RATE, MEASURE_S = 200, 1  # the helpers' warmup and cooldown around 1 s measured
+ALL_PHASES = int(RATE * ALL_PHASES_S)  # what a cell lands over its three phases
 
 
 @pytest.mark.parametrize(

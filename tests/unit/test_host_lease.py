@@ -30,6 +30,7 @@ from bench_tasks.errors import SixninesError
 def _analyses_hold_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """The default, whatever the suite's own workers are told (tests/conftest.py)."""
     monkeypatch.delenv("SIXNINES_ANALYSIS_HOLDS_HOST", raising=False)
+    monkeypatch.delenv("SIXNINES_TEARDOWN_HOLDS_HOST", raising=False)
 
 
 def test_a_holder_of_a_system_this_checkout_lacks_keeps_the_host(

@@ -76,13 +76,20 @@ def test_reports_keep_their_period_and_go_just_after_a_message_before_they_are_d
         for _ in range(2):  # no messages: one report per period, when due
             await report_soon(traffic)
             quiet.append(loop.time() - start)
-        # inside the next report's window, counted from when it is due (a loaded host may wake the test late)
-        sent_at = traffic.due_s + REPORT_EVERY_S - REPORT_WINDOW_S / 2
-        loop.call_at(sent_at, traffic.passed)
+        # Inside the next report's window, half of it before the report is due. Timed from when the message
+        # truly passed: a loaded host may wake the test late (at idle priority beside the cell part, 38 ms late
+        # once), and then message and due time pass together.
+        passed_at: list[float] = []
+
+        def message() -> None:
+            passed_at.append(loop.time())
+            traffic.passed()
+
+        loop.call_at(traffic.due_s + REPORT_EVERY_S - REPORT_WINDOW_S / 2, message)
         await report_soon(traffic)
-        return quiet, loop.time() - sent_at
+        return quiet, loop.time() - passed_at[0]
 
     quiet, after_message = asyncio.run(main())
     assert REPORT_EVERY_S * 0.9 < quiet[0] < REPORT_EVERY_S * 1.5
     assert REPORT_EVERY_S * 1.9 < quiet[1] < REPORT_EVERY_S * 2.5
-    assert 0 <= after_message < REPORT_WINDOW_S / 2  # went with the message, before it was due
+    assert 0 <= after_message < REPORT_WINDOW_S / 4  # went with the message, not when due (half a window later)
