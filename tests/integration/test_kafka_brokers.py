@@ -29,9 +29,10 @@ from bench_tasks.systems.kafka.admin import create_topic, delete_topic, partitio
 from bench_tasks.systems.kafka.classdata import make_archive
 from bench_tasks.systems.kafka.cluster import KafkaCluster, stop_detached
 from bench_tasks.systems.kafka.quorum import active_controller, quorum_state_file
-from bench_tasks.systems.kafka.release import OLDEST, kafka_classpath, list_releases
+from bench_tasks.systems.kafka.release import OLDEST, kafka_classpath, list_releases, release_of
+from tests.host_turns import holding_the_host
 
-from .helpers import FIRST_TIER_ONLY, holding_the_host, newest_kafka
+from .helpers import FIRST_TIER_ONLY, newest_kafka
 
 pytestmark = [pytest.mark.alongside, pytest.mark.usefixtures("no_orphans")]
 
@@ -170,6 +171,29 @@ def test_a_3_x_kraft_release_starts_and_round_trips(tmp_path: Path, fetched: Cal
         round_trip(endpoint.bootstrap_servers, "rt")
         pids = list(cluster.node_pids.values())
     assert_gone(pids)
+
+
+@pytest.mark.parametrize("version", [NEWEST, KRAFT_3])
+def test_a_later_cluster_copies_the_formatted_storage_with_ids_of_its_own(
+    tmp_path: Path, fetched: Callable[[str], Path], version: str
+) -> None:
+    """The storage tool's work is kept beside the release (bench_tasks.systems.kafka.formatted); a cluster started
+    after it copies that, with its own cluster id and directory id, and serves as one the tool formatted."""
+    fetched(version)
+    kept = release_of(version).libs.parent / "formatted"
+    with KafkaCluster(version, 1, {}, tmp_path / "first"):
+        pass
+    templates = list(kept.glob("*/node-1/meta.properties"))
+    assert templates, f"nothing kept in {kept}"
+    with KafkaCluster(version, 1, {}, tmp_path / "second") as cluster:
+        endpoint = cluster.endpoint
+        assert endpoint is not None
+        meta = (tmp_path / "second" / "node-1" / "data" / "meta.properties").read_text()
+        assert f"cluster.id={endpoint.cluster_id}\n" in meta
+        directory = re.search(r"^directory\.id=(.+)$", meta, re.M)
+        assert directory is None or all(directory.group(0) not in t.read_text() for t in templates)
+        create_topic(endpoint.bootstrap_servers, "copied", 1, 1)
+        round_trip(endpoint.bootstrap_servers, "copied")
 
 
 def test_every_release_on_maven_central_from_2_4_is_listed() -> None:

@@ -132,6 +132,8 @@ KAFKA = Kafka()
 # (confluent-kafka), and the kafka-tools release with Kafka's own perf tools and their output read (`native.py`)
 _LAZY = {
     "create_topic": "admin",
+    "KafkaCluster": "cluster",
+    "newest_release": "release",
     "tools_classpath": "release",
     **dict.fromkeys(
         (

@@ -37,10 +37,11 @@ from ...errors import BrokerError
 from ...secrecy import redacted, write_secret
 from ...topology.netns import inside
 from .admin import admin_client, registered_brokers
+from .formatted import copy_formatted, keep_formatted, template_dir
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
 from .modes import LAST_NODE_GRACE_S, mode_of
 from .properties import render_properties
-from .release import class_archive, release_of, version_key
+from .release import _Release, class_archive, release_of, version_key
 from .security import ListenerSecurity
 from .tools import NodePlan, format_storage, new_cluster_id, run_tool, storage_tool
 from .zookeeper import MAIN_CLASS as ZOOKEEPER_CLASS
@@ -165,7 +166,10 @@ class KafkaCluster(NodeCluster):
         sasl_mechanism: str | None = None,
         host: str = "127.0.0.1",
         sites: Mapping[int, tuple[str, str]] | None = None,
+        copy_formatted_storage: bool = True,
     ):
+        """`copy_formatted_storage` False: the storage tool formats every start, even where an earlier one's work
+        could be copied (bench_tasks.systems.kafka.formatted; bench/kafka_start.py compares the two)."""
         if brokers < 1:
             raise BrokerError(f"a Kafka cluster needs at least one broker, not {brokers}")
         super().__init__(version, workdir, tie_to_parent, host)
@@ -183,6 +187,7 @@ class KafkaCluster(NodeCluster):
         self.server = dict(server or {})
         self.jvm_opts = default_jvm_opts() if jvm_opts is None else tuple(jvm_opts)
         self.endpoint: KafkaEndpoint | None = None
+        self.copy_formatted_storage = copy_formatted_storage
 
     @property
     def client_config(self) -> dict[str, str]:
@@ -274,14 +279,7 @@ class KafkaCluster(NodeCluster):
             for plan in plans:  # JAAS lines hold the listener's passwords
                 write_secret(plan.properties_path, render_properties(settings[plan.node_id]))
             if self.zookeeper is None:
-                format_storage(
-                    tool,
-                    storage_tool(release.storage_tool, release.libs),
-                    plans,
-                    cluster_id,
-                    deadline,
-                    self.security.format_args(),
-                )
+                self._format(tool, release, plans, cluster_id, deadline)
             for plan in plans:  # from this thread, see the docstring; forked inside the node's own namespace
                 argv = [java, *self.jvm_opts, *jvm_common, MAIN_CLASS, str(plan.properties_path)]
                 with inside(self.sites[plan.node_id][0]):
@@ -302,6 +300,24 @@ class KafkaCluster(NodeCluster):
             zookeeper=self.zookeeper.facts() if self.zookeeper is not None else None,
         )
         return self.endpoint
+
+    def _format(
+        self, tool: list[str], release: _Release, plans: list[NodePlan], cluster_id: str, deadline: float
+    ) -> None:
+        """Format every node's storage: a copy of the storage tool's earlier work for this release and these
+        settings where the cluster is plaintext (bench_tasks.systems.kafka.formatted), else the tool itself."""
+        template = None
+        if self.copy_formatted_storage and self.security.protocol == "PLAINTEXT":
+            placeholders = {  # the settings without this cluster's ports and folders, which formatting never writes
+                p.node_id: render_properties(self.settings(p.node_id, 0, 0, Path("data"), "quorum")) for p in plans
+            }
+            template = template_dir(release.libs.parent, placeholders)
+            if copy_formatted(template, plans, cluster_id):
+                return
+        main = storage_tool(release.storage_tool, release.libs)
+        format_storage(tool, main, plans, cluster_id, deadline, self.security.format_args())
+        if template is not None:
+            keep_formatted(template, plans, cluster_id)
 
     def _start_quorum(
         self, java: str, jvm_common: Sequence[str], tool: Sequence[str], plans: list[NodePlan], deadline: float
