@@ -158,7 +158,13 @@ BESIDE_OK = $(shell $(BIN)/python -m tests.cell_priority --check && echo yes)
 CELL_PART = $(if $(filter 0,$(CELL_TEST_WORKERS)),-n 0,$(if $(BESIDE_OK),\
 	-n $(shell echo $$(($(CELL_TEST_WORKERS) + $(BESIDE_WORKERS)))) --beside-cells=$(BESIDE_WORKERS),-n $(CELL_TEST_WORKERS)))
 test test-fast: export PYTHONDONTWRITEBYTECODE =
-PYTEST = PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra
+# A test that failed because the harness judged its host unable to drive a cell (`harness saturated`: a message
+# thread starved of CPU, a schedule that fell behind) runs once more, reported as a rerun. Beside the suite's other
+# work, one of ~155 cells was in each of three clean-clone runs (a librdkafka broker thread, a Java relay waiting
+# for a CPU 24-34 % of the measure phase at over 1 ms a wake-up): the verdict is right, and such a test is about
+# something else. Tests of the verdict itself expect it and pass at once.
+RERUN_SATURATED = --reruns 1 --only-rerun 'harness saturated|fell behind its schedule'
+PYTEST = PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -ra $(RERUN_SATURATED)
 PARALLEL_PART = -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
 PARALLEL_LOG = .cache/test-parallel-part.log
 # The parallel part starts once the cell part's workers have collected (or after 2 minutes), so that seven
@@ -173,20 +179,20 @@ test: $(STAMP) tools release-lists stan-server nats-server class-data jvm-worker
 		echo "the parallel part runs beside the cell part, giving way to its cells; its output follows"; \
 		mkdir -p .cache; rm -f $(COLLECTED_FLAG); \
 		( for i in $$(seq 240); do [ -e $(COLLECTED_FLAG) ] && break; sleep 0.5; done; \
-		  PATH="$(CURDIR)/$(BIN):$$PATH" nice -n 19 $(BIN)/python -m pytest -ra $(PARALLEL_PART) --give-way \
+		  PATH="$(CURDIR)/$(BIN):$$PATH" nice -n 19 $(BIN)/python -m pytest -ra $(RERUN_SATURATED) $(PARALLEL_PART) --give-way \
 		  >$(PARALLEL_LOG) 2>&1 ) & parallel=$$!; \
 		SIXNINES_TEST_COLLECTED=$(COLLECTED_FLAG) \
-		$(PYTEST) $(CELL_PART) --dist loadfile -m "serial and not host_alone" --durations=25; cells=$$?; \
+		$(PYTEST) $(CELL_PART) --dist loadfile -m serial --durations=30; cells=$$?; \
 		wait $$parallel; code=$$?; cat $(PARALLEL_LOG); [ $$cells = 0 ] && [ $$code = 0 ]; \
 	else \
 		$(PYTEST) $(PARALLEL_PART) && \
-		$(PYTEST) $(CELL_PART) --dist loadfile -m "serial and not host_alone" --durations=25; \
+		$(PYTEST) $(CELL_PART) --dist loadfile -m "serial and not host_alone" --durations=25 && \
+		$(PYTEST) -n 0 -m "serial and host_alone" --durations=15; \
 	fi
-	$(PYTEST) -n 0 -m "serial and host_alone" --durations=15
 
 # The inner loop: unit tests, DAG integrity and matrix validation, no brokers (under 2 minutes).
 # The unit and DAG tests in two workers, a file each: 64.6 s against 118.1 s in one (1,997 tests, load 0.5-0.9).
-test-fast: $(STAMP) release-lists
+test-fast: $(STAMP) tools release-lists
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n 2 --dist loadfile tests/unit tests/dags
 

@@ -209,7 +209,8 @@ def test_omb_java_reader_reads_the_export(tmp_path: Path, console: Console) -> N
 
     cell = make_cell("e2e", broker={"mode": "jetstream"}, rate_per_s=300, measure_s=1)
     lake, run = Lake(tmp_path / "lake"), RunInfo.new()
-    assert run_cell(cell, lake, run, console).status == "ok"
+    report = run_cell(cell, lake, run, console)
+    assert report.status == "ok", report.reason
     assert (
         sixnines("export", "omb", run.run_id, "--lake", str(lake.root), "--out", str(tmp_path / "omb")).returncode == 0
     )

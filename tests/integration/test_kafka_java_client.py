@@ -30,7 +30,7 @@ RATE, MEASURE_S, WARMUP_S, COOLDOWN_S = 500, 2, 2, 1
 PHASES = {"warmup_s": WARMUP_S, "measure_s": MEASURE_S, "cooldown_s": COOLDOWN_S, "drain_timeout_s": 5}
 # The node on one CPU, the workers on the other (as test_kafka_cells.py does: these tests judge accounting).
 APART = {"broker": [0], "producers": [1], "receivers": [1]}
-CHAIN_RATE = 50
+CHAIN_RATE, CHAIN_WARMUP_S = 50, 5
 JAVA = {"library": "java", "producer": {"acks": "all", "linger.ms": 1}}
 
 
@@ -70,8 +70,11 @@ def test_two_hop_chain_cell_lands_every_message_on_both_hops(tmp_path: Path, con
     topic -> consumer (in hop 2's group), every message measured from its original intended time."""
     # Four JVMs (producer, relay, consumer, the broker) on two shared cores, unpinned, at a rate low enough that
     # their wake-ups are few: each thread's wait for a CPU (about 1-2 ms a wake-up on this host while other work
-    # runs) stays under the starvation verdict's 10 % of the measure phase. 200/s failed it, as it should.
-    report = run_cell(java_cell("chain", cpus={}, rate_per_s=CHAIN_RATE), Lake(tmp_path), RunInfo.new(), console)
+    # runs) stays under the starvation verdict's 10 % of the measure phase. 200/s failed it, as it should. A longer
+    # warmup, for the three JVMs' JIT compilers: after 2 s they still ran in the measure phase, and the message
+    # threads waited for a CPU 7-10 % of it on an otherwise idle host; after 5 s, 4-5 % (three runs each).
+    shape = {"cpus": {}, "rate_per_s": CHAIN_RATE, "warmup_s": CHAIN_WARMUP_S}
+    report = run_cell(java_cell("chain", **shape), Lake(tmp_path), RunInfo.new(), console)
 
     assert report.status == "ok", report.reason
     acc = report.analysis.accounting
@@ -79,7 +82,7 @@ def test_two_hop_chain_cell_lands_every_message_on_both_hops(tmp_path: Path, con
     relayed = pq.read_table(report.path / "relayed-r0.parquet")
     final = pq.read_table(report.path / "received-c0.parquet")
     assert set(relayed["hop"].to_pylist()) == {1} and set(final["hop"].to_pylist()) == {2}
-    assert relayed.num_rows == final.num_rows == CHAIN_RATE * (WARMUP_S + MEASURE_S + COOLDOWN_S)
+    assert relayed.num_rows == final.num_rows == CHAIN_RATE * (CHAIN_WARMUP_S + MEASURE_S + COOLDOWN_S)
     rows = final.to_pylist()
     assert all(r["sent_ns"] < r["relay_received_ns"] < r["relay_sent_ns"] < r["received_ns"] for r in rows)
 

@@ -127,7 +127,8 @@ def test_compare_pairs_by_series_key_and_the_cli_refuses_unknown_runs(tmp_path: 
     cell = make_cell("e2e", rate_per_s=300, measure_s=1)
     runs = [RunInfo.new(), RunInfo(f"{RunInfo.new().run_id}-b", RunInfo.new().run_date)]
     for run in runs:
-        assert run_cell(cell, lake, run, console).status == "ok"
+        report = run_cell(cell, lake, run, console)
+        assert report.status == "ok", report.reason
     out = tmp_path / "cmp.html"
     done = subprocess.run(
         [

@@ -36,7 +36,8 @@ def _spark_table(lake: Path, name: str, run: RunInfo) -> list[dict]:
 def test_pipeline_section_summarizes_real_tables(spark: SparkSession, tmp_path: Path, console: Console) -> None:
     lake, run = Lake(tmp_path / "lake"), RunInfo.new()
     cell = make_cell("e2e", broker={"mode": "jetstream"}, rate_per_s=1000, measure_s=1)
-    assert run_cell(cell, lake, run, console).status == "ok"
+    report = run_cell(cell, lake, run, console)
+    assert report.status == "ok", report.reason
     run_analysis(spark, lake.root, run.run_id)
 
     report = build_run_report(lake.root, run.run_id)
