@@ -39,8 +39,8 @@ tools:
 
 # Every system's release list, from its registry, into the cache (.cache/releases/): matrices name releases by line
 # (4.3.x), `latest` or range and validate against it without the network. A registry that cannot be reached keeps
-# the list already cached.
-release-lists: $(STAMP)
+# the list already cached. A Debian-packaged release is runnable only once installed, so the list follows `tools`.
+release-lists: $(STAMP) tools
 	@$(BIN)/python -m bench_tasks.releases >/dev/null
 
 # NATS Streaming's server is built from the Go module proxy with the machine's Go into the cache (.cache/stan/,

@@ -8,7 +8,8 @@ import sys
 
 from ..errors import BrokerError
 from ..systems import SYSTEMS
-from .catalog import cached, refresh
+from .catalog import ReleaseList, cached, refresh
+from .order import LATEST
 
 
 def main() -> int:
@@ -21,8 +22,15 @@ def main() -> int:
                 failed.append(name)
             print(f"{name}: the registry could not be reached ({exc}); the cached list stays", file=sys.stderr)
             continue
-        print(f"{name}: {len(listed.releases)} releases listed, latest {listed.resolve('latest')}")
+        print(f"{name}: {len(listed.releases)} releases listed, {_latest(listed)}")
     return 1 if failed else 0
+
+
+def _latest(listed: ReleaseList) -> str:
+    """What `latest` runs, or why nothing can yet: listing needs no installed system (`make test-fast` lists
+    RabbitMQ's Debian releases before `make tools` has installed one), running does."""
+    problem = listed.problem(LATEST)
+    return f"latest: none yet ({problem})" if problem else f"latest {listed.resolve(LATEST)}"
 
 
 if __name__ == "__main__":

@@ -247,3 +247,14 @@ def test_a_wheels_metadata_is_read_without_the_wheel_where_ranges_are_served(
         assert handler.sent == [len(handler.body)]  # the whole file, once, then served from memory
     with pytest.raises(KeyError, match=r"holds no nothing\.json"):
         wheels.read_member(remote, "nothing.json")
+
+
+def test_the_set_up_listing_names_why_no_release_can_run_yet_and_does_not_fail() -> None:
+    """`make test-fast` lists every system before `make tools` installs any: RabbitMQ's Debian release is listed
+    but cannot be assembled until apt installs it, and the listing says so instead of failing the set-up."""
+    from bench_tasks.releases.__main__ import _latest
+
+    missing = "rabbitmq-server is not installed (apt-get install rabbitmq-server=3.10.8-1.1+deb12u1)"
+    uninstalled = ReleaseList("rabbitmq", [Release("3.10.8", "Debian package", missing)])
+    assert _latest(uninstalled).startswith("latest: none yet (no release of rabbitmq latest can be assembled")
+    assert _latest(ReleaseList("rabbitmq", [Release("3.10.8", "Debian package")])) == "latest 3.10.8"
