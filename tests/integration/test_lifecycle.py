@@ -41,28 +41,30 @@ def test_detached_steps_land_one_row_and_leave_nothing(tmp_path: Path, no_orphan
     run, work, lake = RunInfo.new(), CellWork(tmp_path / "work"), tmp_path / "lake"
     info = provision_when_free(cell, run, lake, work)
     assert info["cell_id"] == cell.id and info["policy"] == "fresh" and not info["reused"]
-    generator = start_generator(work)
-    assert start_generator(work) == generator  # idempotent while it runs
-    lines: list[str] = []
-    summaries = [watch_phase(work, phase, log=lines.append, poll_s=0.2, log_every_s=0.5) for phase in PHASES]
-    assert [s["phase"] for s in summaries] == list(PHASES)
-    status = work.read(work.status)
-    assert status is not None and status["state"] == "finished"
-    # phases are cut by the schedule: contiguous, and the measure phase is exactly measure_s long
-    assert summaries[0]["end_ns"] == summaries[1]["start_ns"] and summaries[1]["end_ns"] == summaries[2]["start_ns"]
-    assert summaries[1]["end_ns"] - summaries[1]["start_ns"] == int(cell.spec.workload.measure_s * 1e9)
-    assert summaries[1]["sent"] > 0 and any("recv" in line for line in lines)
-    landed = land_step(work)
-    assert landed["status"] == "ok", landed["reason"]
-    assert land_step(work) == landed  # a retried land does not land twice
-    rows = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
-    assert len(rows) == 1 and rows[0]["cell_id"] == cell.id
-    assert rows[0]["received"] == rows[0]["scheduled"] == 1000
-    assert rows[0]["measure_end_ns"] - rows[0]["measure_start_ns"] == 1_000_000_000
-    state = work.read(work.state)
-    assert state is not None
-    broker_pid = int(next(iter(state["brokers"]["nodes"].values())))
-    first = teardown_step(work)
+    try:  # a failed assertion still stops the broker, or no_orphans fails as well
+        generator = start_generator(work)
+        assert start_generator(work) == generator  # idempotent while it runs
+        lines: list[str] = []
+        summaries = [watch_phase(work, phase, log=lines.append, poll_s=0.2, log_every_s=0.5) for phase in PHASES]
+        assert [s["phase"] for s in summaries] == list(PHASES)
+        status = work.read(work.status)
+        assert status is not None and status["state"] == "finished"
+        # phases are cut by the schedule: contiguous, and the measure phase is exactly measure_s long
+        assert summaries[0]["end_ns"] == summaries[1]["start_ns"] and summaries[1]["end_ns"] == summaries[2]["start_ns"]
+        assert summaries[1]["end_ns"] - summaries[1]["start_ns"] == int(cell.spec.workload.measure_s * 1e9)
+        assert summaries[1]["sent"] > 0 and any("recv" in line for line in lines)
+        landed = land_step(work)
+        assert landed["status"] == "ok", landed["reason"]
+        assert land_step(work) == landed  # a retried land does not land twice
+        rows = pq.read_table(Lake(lake).cells_path(run)).to_pylist()
+        assert len(rows) == 1 and rows[0]["cell_id"] == cell.id
+        assert rows[0]["received"] == rows[0]["scheduled"] == 1000
+        assert rows[0]["measure_end_ns"] - rows[0]["measure_start_ns"] == 1_000_000_000
+        state = work.read(work.state)
+        assert state is not None
+        broker_pid = int(next(iter(state["brokers"]["nodes"].values())))
+    finally:
+        first = teardown_step(work)
     assert broker_pid in first["stopped"] and not _alive(broker_pid) and not _alive(generator)
     assert teardown_step(work)["stopped"] == []  # a second teardown finds nothing to do
 
