@@ -27,8 +27,8 @@ def main() -> int:
 
 
 def _latest(listed: ReleaseList) -> str:
-    """What `latest` runs, or why nothing can yet: listing needs no installed system (`make test-fast` lists
-    RabbitMQ's Debian releases before `make tools` has installed one), running does."""
+    """What `latest` runs, or why nothing can yet: listing needs no installed system (RabbitMQ's Debian release is
+    listed on a machine where apt has not installed it yet), running does."""
     problem = listed.problem(LATEST)
     return f"latest: none yet ({problem})" if problem else f"latest {listed.resolve(LATEST)}"
 

@@ -250,8 +250,8 @@ def test_a_wheels_metadata_is_read_without_the_wheel_where_ranges_are_served(
 
 
 def test_the_set_up_listing_names_why_no_release_can_run_yet_and_does_not_fail() -> None:
-    """`make test-fast` lists every system before `make tools` installs any: RabbitMQ's Debian release is listed
-    but cannot be assembled until apt installs it, and the listing says so instead of failing the set-up."""
+    """On a machine where apt has not installed RabbitMQ yet, its Debian release is listed but cannot be assembled:
+    the listing says so instead of failing the set-up (a fresh machine's `make test-fast` failed so)."""
     from bench_tasks.releases.__main__ import _latest
 
     missing = "rabbitmq-server is not installed (apt-get install rabbitmq-server=3.10.8-1.1+deb12u1)"
