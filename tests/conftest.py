@@ -15,10 +15,10 @@ import pytest
 from rich.console import Console
 
 from bench_tasks.brokers.patience import PATIENCE_ENV
-from bench_tasks.cell.hostlease import HOST_LEASE_ENV, lease_path, live_holder, release_host
+from bench_tasks.cell.hostlease import lease_path, live_holder, release_host
 from bench_tasks.cell.workerctx import worker_context
 from tests import beside_cells, cell_priority
-from tests.host_turns import holding_the_host, host_turn
+from tests.host_turns import host_turn, on_a_lease_of_its_own
 from tests.lease_usage import LeaseClockPerTest, LeaseUsage, read_lease, top_holders
 from tests.worker_timeline import WorkerTimeline
 
@@ -92,9 +92,7 @@ def _host_turn(
         return
     alone = request.node.get_closest_marker("host_alone") is not None
     if alone and _cell_part_gives_way:
-        own = tmp_path_factory.mktemp("host-alone")
-        with holding_the_host(own / "module"), pytest.MonkeyPatch.context() as env:
-            env.setenv(HOST_LEASE_ENV, str(own / "host.lease"))
+        with on_a_lease_of_its_own(tmp_path_factory.mktemp("host-alone")):
             yield
         return
     shared_by_workers = tmp_path_factory.getbasetemp().parent / "host-turns"

@@ -11,7 +11,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench_tasks.cell.hostlease import HostBusy, acquire_host, host_poll_s, release_host
+import pytest
+
+from bench_tasks.cell.hostlease import HOST_LEASE_ENV, HostBusy, acquire_host, host_poll_s, release_host
 from bench_tasks.cell.work import CellWork
 
 
@@ -50,3 +52,12 @@ def holding_the_host(work: Path) -> Iterator[None]:
         yield
     finally:
         release_host(holder)
+
+
+@contextlib.contextmanager
+def on_a_lease_of_its_own(folder: Path) -> Iterator[None]:
+    """The suite's host lease held for the block (`holding_the_host`), while the block's own cells take turns on a
+    lease of their own in `folder` (SIXNINES_HOST_LEASE): no other worker's cell runs meanwhile."""
+    with holding_the_host(folder / "suite-turn"), pytest.MonkeyPatch.context() as env:
+        env.setenv(HOST_LEASE_ENV, str(folder / "host.lease"))
+        yield

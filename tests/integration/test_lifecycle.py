@@ -24,7 +24,7 @@ from bench_tasks.cell.work import PHASES, CellWork
 from bench_tasks.errors import CellError
 from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix_model import Cell
-from tests.host_turns import holding_the_host
+from tests.host_turns import on_a_lease_of_its_own
 
 from .helpers import make_cell
 
@@ -146,9 +146,8 @@ def test_told_so_a_cell_gives_the_host_back_once_its_generator_has_stopped(tmp_p
     first, second = (prepare_cell(make_cell("e2e", rate_per_s=r)) for r in (300, 400))
     run, lake = RunInfo.new(), tmp_path / "lake"
     one, two = CellWork(tmp_path / "one"), CellWork(tmp_path / "two")
-    with holding_the_host(tmp_path / "suite-turn"), pytest.MonkeyPatch.context() as env:
+    with on_a_lease_of_its_own(tmp_path), pytest.MonkeyPatch.context() as env:
         env.setenv("SIXNINES_TEARDOWN_HOLDS_HOST", "0")
-        env.setenv("SIXNINES_HOST_LEASE", str(tmp_path / "host.lease"))
         try:
             _land_then_provision_the_next(first, second, run, lake, one, two)
         finally:

@@ -41,7 +41,7 @@ from .formatted import copy_formatted, keep_formatted, template_dir
 from .jvm import TOOL_JVM_OPTS, default_jvm_opts, java_binary, java_version
 from .modes import LAST_NODE_GRACE_S, mode_of
 from .properties import render_properties
-from .release import _Release, class_archive, release_of, version_key
+from .release import VerifiedRelease, class_archive, release_of, version_key
 from .security import ListenerSecurity
 from .tools import NodePlan, format_storage, new_cluster_id, run_tool, storage_tool
 from .zookeeper import MAIN_CLASS as ZOOKEEPER_CLASS
@@ -302,7 +302,7 @@ class KafkaCluster(NodeCluster):
         return self.endpoint
 
     def _format(
-        self, tool: list[str], release: _Release, plans: list[NodePlan], cluster_id: str, deadline: float
+        self, tool: list[str], release: VerifiedRelease, plans: list[NodePlan], cluster_id: str, deadline: float
     ) -> None:
         """Format every node's storage: a copy of the storage tool's earlier work for this release and these
         settings where the cluster is plaintext (bench_tasks.systems.kafka.formatted), else the tool itself."""

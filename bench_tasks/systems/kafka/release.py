@@ -124,7 +124,7 @@ def kafka_classpath(version: str, refetch: bool = False) -> Path:
 
 
 @dataclass(frozen=True)
-class _Release:
+class VerifiedRelease:
     """A verified release in the cache: what a node needs to run it."""
 
     libs: Path
@@ -133,16 +133,16 @@ class _Release:
     digest: str  # sha256 of the manifest, so of the exact jar set
 
 
-def release_of(version: str, refetch: bool = False) -> _Release:
+def release_of(version: str, refetch: bool = False) -> VerifiedRelease:
     home = _release_dir(version)
     if refetch or not home.exists():
         _fetch(version, home)
     manifest = _verify(home, version)
     digest = _sha256_bytes((home / "manifest.json").read_bytes())
-    return _Release(home / "libs", manifest.get("storage_tool"), manifest["logging"], digest)
+    return VerifiedRelease(home / "libs", manifest.get("storage_tool"), manifest["logging"], digest)
 
 
-def class_archive(release: _Release, java: str) -> Path:
+def class_archive(release: VerifiedRelease, java: str) -> Path:
     """Where the class-data archive of `release`'s classpath run by `java` lives (bench_tasks.classdata; made by
     systems.kafka.classdata): beside its libs/, so that a re-fetch, a new folder, drops it with the jars it holds."""
     return release.libs.parent / f"classes-{java_digest(java)}.jsa"
