@@ -13,18 +13,13 @@ would read as an option; the URI is never on a command line, printed or written 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from bench_tasks import Cell, SixninesError, cache_dir, copy_dependencies, java, login_url, parse_matrix
+from bench_tasks import Cell, SixninesError, cache_dir, java, login_url, parse_matrix, verified_libs
 
 if TYPE_CHECKING:
     from bench.native_compare import Rows
@@ -36,7 +31,6 @@ FETCH_TIMEOUT_S = 600.0
 RATE_PER_S, SIZE_BYTES = 1000, 1024
 WARMUP_S = 2  # sixnines' warm-up; PerfTest runs this much longer so both see about as many measured messages
 _SUMMARY = re.compile(r"(consumer|confirm) latency min/median/75th/95th/99th (\d+)/(\d+)/(\d+)/(\d+)/(\d+) µs")
-_MANIFEST_VERSION = 1  # 1: artifact, jars {name: sha256}
 NOTES = (
     "PerfTest stamps System.nanoTime() into each body when it publishes (its rate limiter sleeps to the next "
     "slot; a late send is stamped late) and its consumer subtracts it on delivery; its confirm latency runs from "
@@ -56,40 +50,9 @@ class PerfTestError(SixninesError):
 
 def perf_test_classpath() -> str:
     """`<cache>/perf-test/<version>/libs/*`, fetched with Maven on first use and checked against its manifest."""
-    home = cache_dir() / "perf-test" / PERF_TEST[2]
-    if not (home / "manifest.json").exists():
-        _fetch(home)
-    manifest = json.loads((home / "manifest.json").read_text())
-    for name, digest in manifest["jars"].items():
-        jar = home / "libs" / name
-        if not jar.exists() or _sha256(jar) != digest:
-            raise PerfTestError(f"{jar} is missing or differs from its manifest: delete {home} to fetch it again")
-    return str(home / "libs" / "*")
-
-
-def _fetch(home: Path) -> None:
-    """Resolve PerfTest's runtime jars into a folder beside `home`, write their digests, rename it into place."""
-    home.parent.mkdir(parents=True, exist_ok=True)
     group, artifact, version = PERF_TEST
-    build = Path(tempfile.mkdtemp(dir=home.parent, prefix=f".{version}."))
-    try:
-        dep = f"<groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version>"
-        (build / "pom.xml").write_text(
-            '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-            "<groupId>sixnines</groupId><artifactId>perf-test-runtime</artifactId><version>0</version>"
-            f"<packaging>pom</packaging><dependencies><dependency>{dep}</dependency></dependencies></project>\n"
-        )
-        copy_dependencies(build / "pom.xml", build / "libs", FETCH_TIMEOUT_S, ":".join(PERF_TEST), PerfTestError)
-        jars = {p.name: _sha256(p) for p in sorted((build / "libs").glob("*.jar"))}
-        manifest = {"manifest_version": _MANIFEST_VERSION, "artifact": ":".join(PERF_TEST), "jars": jars}
-        (build / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        build.rename(home)
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    home = cache_dir() / "perf-test" / version
+    return str(verified_libs(f"{group}:{artifact}", version, home, PerfTestError, FETCH_TIMEOUT_S) / "*")
 
 
 def perf_test_uri(address: str, client: dict[str, Any]) -> str:
@@ -140,11 +103,13 @@ def run_perf_test(address: str, client: dict[str, Any], seconds: int) -> dict[st
     return {"command": " ".join(cmd[3:]), **parse_perf_test(output)}
 
 
-def shape_cell(measure_s: float, lag_limit_ms: float) -> Cell:
-    """The sixnines side: an e2e cell with confirms, so one cell gives both e2e and publish from sent."""
+def shape_cell(measure_s: float, lag_limit_ms: float, library: str = "pika") -> Cell:
+    """The sixnines side: an e2e cell with confirms, so one cell gives both e2e and publish from sent; on pika in
+    the Python workers, or (`library` java) on RabbitMQ's Java client, PerfTest's own, in the JVM worker."""
+    system = {"system": "rabbitmq", "versions": ["latest"], "broker": {"queue_type": "classic"}}
     raw = {
         "name": "native_compare",
-        "systems": [{"system": "rabbitmq", "versions": ["latest"], "broker": {"queue_type": "classic"}}],
+        "systems": [{**system, "client": {"library": library}}],
         "workload": {
             "message_size_bytes": SIZE_BYTES,
             "rate_per_s": RATE_PER_S,
@@ -161,12 +126,13 @@ def shape_cell(measure_s: float, lag_limit_ms: float) -> Cell:
     return cell
 
 
-def perf_test_row(rows: Rows, kind: str) -> dict[str, Any]:
-    """One row: `kind` 'consumer' (against e2e) or 'confirm' (against publish), trials on one fresh node."""
+def perf_test_row(rows: Rows, kind: str, library: str = "pika") -> dict[str, Any]:
+    """One row: `kind` 'consumer' (against e2e) or 'confirm' (against publish), trials on one fresh node; sixnines
+    on `library` (pika, or java: the JVM worker on amqp-client)."""
     from bench import native_compare as nc  # at call time: native_compare imports this module
 
     metric = {"consumer": "e2e", "confirm": "publish"}[kind]
-    cell = shape_cell(rows.measure_s, nc.LAG_LIMIT_MS)
+    cell = shape_cell(rows.measure_s, nc.LAG_LIMIT_MS, library)
     seconds = int(WARMUP_S + rows.measure_s)
 
     def native() -> dict[str, Any]:
@@ -180,7 +146,7 @@ def perf_test_row(rows: Rows, kind: str) -> dict[str, Any]:
         )
     return {
         "shape": "RabbitMQ transient classic queue, 1 KiB @ 1000/s, confirms, one producer, one auto-ack consumer",
-        "compares": f"PerfTest {kind} latency vs sixnines {metric} from sent",
+        "compares": f"PerfTest {kind} latency vs sixnines {metric} from sent (client: {library})",
         **nc._latency_summary(trials),
         "notes": NOTES,
     }

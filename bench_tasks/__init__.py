@@ -88,6 +88,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "convert_sample_file": ("load.rawfiles", "convert"),
     **{name: ("jvm.build", name) for name in ("java", "program_jar")},
     "copy_dependencies": ("brokers.maven", "copy_dependencies"),
+    "verified_libs": ("brokers.maven", "verified_libs"),
     **{name: ("brokers.gobuild", name) for name in ("go_binary", "go_install", "go_version")},
     **{name: ("secrecy", name) for name in ("login_url", "without_userinfo")},
 }

@@ -10,15 +10,11 @@ with what is missing.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import shutil
-import tempfile
 import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ...brokers.maven import copy_dependencies
+from ...brokers.maven import verified_libs
 from ...errors import BrokerError
 from ...paths import cache_dir
 from ...releases import Release, is_version, version_key
@@ -29,7 +25,6 @@ METADATA_URL = f"{MAVEN_CENTRAL}/net/openhft/chronicle-queue/maven-metadata.xml"
 SOURCE = "Maven Central net.openhft:chronicle-queue"
 OLDEST_ON_JAVA17 = "5.22"  # the first line published for Java 17 (earlier lines ran on 8 and 11)
 FETCH_TIMEOUT_S = 900.0
-_MANIFEST_VERSION = 1  # 1: version, artifact, jars {name: sha256}
 # The JVM options Chronicle's documentation gives for Java 17: the library reaches into JDK internals.
 JAVA17_FLAGS = (
     "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
@@ -63,47 +58,4 @@ def release_dir(version: str) -> Path:
 
 def libs(version: str) -> Path:
     """The verified `libs/` folder of `version` (every runtime jar), fetched on first use."""
-    home = release_dir(version)
-    if not (home / "manifest.json").exists():
-        _fetch(version, home)
-    _verify(home, version)
-    return home / "libs"
-
-
-def _fetch(version: str, home: Path) -> None:
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=home.parent, prefix=f".{version}.") as tmp:
-        build = Path(tmp)
-        (build / "pom.xml").write_text(_pom(version))
-        copy_dependencies(build / "pom.xml", build / "libs", FETCH_TIMEOUT_S, f"chronicle-queue {version}", BrokerError)
-        jars = {p.name: _sha256(p) for p in sorted((build / "libs").glob("*.jar"))}
-        manifest = {"manifest_version": _MANIFEST_VERSION, "version": version, "artifact": ARTIFACT, "jars": jars}
-        (build / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        (build / "pom.xml").unlink()
-        if home.exists():
-            shutil.rmtree(home)
-        build.rename(home)  # atomic: a half-fetched release is never used
-        home.chmod(0o755)
-
-
-def _pom(version: str) -> str:
-    group, artifact = ARTIFACT.split(":")
-    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
-<groupId>sixnines</groupId><artifactId>chronicle-release</artifactId><version>1</version>
-<dependencies><dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version>
-</dependency></dependencies></project>
-"""
-
-
-def _verify(home: Path, version: str) -> None:
-    manifest = json.loads((home / "manifest.json").read_text())
-    if manifest.get("version") != version:
-        raise BrokerError(f"{home}: manifest of chronicle-queue {manifest.get('version')}, expected {version}")
-    for name, digest in manifest["jars"].items():
-        jar = home / "libs" / name
-        if not jar.exists() or _sha256(jar) != digest:
-            raise BrokerError(f"chronicle-queue {version}: {jar} is missing or changed; delete {home} to fetch again")
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return verified_libs(ARTIFACT, version, release_dir(version), BrokerError, FETCH_TIMEOUT_S)
