@@ -126,10 +126,15 @@ def plan_keys(
 
 
 def write_plan(keys: Mapping[str, str], path: Path) -> Path:
-    """The plan as a properties file (keys and values escaped as java.util.Properties reads them)."""
-    lines = [f"{_escape(k, key=True)}={_escape(v)}" for k, v in sorted(keys.items())]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    """The plan as a properties file."""
+    path.write_text(properties_text(keys), encoding="utf-8")
     return path
+
+
+def properties_text(keys: Mapping[str, str]) -> str:
+    """`keys` as java.util.Properties reads them (keys and values escaped), sorted: a plan, or the secret settings
+    a worker program gets in its environment."""
+    return "".join(f"{_escape(k, key=True)}={_escape(v)}\n" for k, v in sorted(keys.items()))
 
 
 def _escape(text: str, key: bool = False) -> str:

@@ -134,6 +134,16 @@ class ClientSettings(SettingsModel):
     """Every system's client settings derive from this (each adds its library's pass-through maps)."""
 
 
+def without_default_library(data: dict[str, Any], default: str) -> dict[str, Any]:
+    """A client's dump without `library` where it is the system's `default` and without empty `jvm_flags`, as
+    before either existed: the cell ids of cells that name neither stay the same."""
+    if data.get("library") == default:
+        del data["library"]
+    if not data.get("jvm_flags"):
+        data.pop("jvm_flags", None)
+    return data
+
+
 class CellBase(SettingsModel):
     """One fully specified benchmark cell, whatever the system: each system's cell model (its package's
     settings module) adds `system`, `broker` and `client` and the checks only it knows."""

@@ -1,13 +1,15 @@
 """External RabbitMQ: a node the cell does not own (started here, then reached only through an
-`AIRFLOW_CONN_…` variable with its own user and vhost) serves a cell whose queue is made and deleted by the cell,
-with the server's version recorded and the password nowhere in the lake; a queue the node will not delete is
-named at teardown, never listed as deleted."""
+`AIRFLOW_CONN_…` variable with its own user and vhost) serves a cell on pika and one on the Java client (the JVM
+worker logs in with the same user), each making and deleting its own queue, with the server's version recorded
+and the password nowhere in the lake; a queue the node will not delete is named at teardown, never listed as
+deleted."""
 
 from __future__ import annotations
 
 import json
 import secrets
 from pathlib import Path
+from typing import Any
 
 import pika
 import pytest
@@ -53,33 +55,39 @@ def test_external_node_through_a_connection(tmp_path: Path, console: Console, mo
             "schema": "perf",
         }
         monkeypatch.setenv("AIRFLOW_CONN_SIXNINES_RABBITMQ_EXTERNAL", json.dumps(conn))
-        raw = {
-            "name": "ext",
-            "systems": [{"system": "rabbitmq", "brokers": "external", "connection": "sixnines_rabbitmq_external"}],
-            "workload": {
-                "message_size_bytes": 256,
-                "rate_per_s": 200,
-                "warmup_s": 0.5,
-                "measure_s": 1,
-                "cooldown_s": 0.5,
-            },
-            "measurements": ["e2e"],
-        }
-        (cell,) = select_cells(parse_matrix(raw, "ext"))
-        report = run_cell(cell, Lake(tmp_path / "lake"), RunInfo.new(), console)
-
-        assert report.status == "ok", report.reason
-        acc = report.analysis.accounting
-        assert acc.sent == acc.acknowledged == acc.received == 200 and acc.lost == 0
-        broker = json.loads((report.path / "result.json").read_text())["context"]["broker"]
-        assert broker["version"] == release.resolve_version("latest") and "Connection.Start" in broker["version_source"]
-        assert broker["access"]["vhost"] == "perf" and broker["access"]["auth"] == "user/password"
+        for library in ("pika", "java"):  # the JVM worker logs in with the connection's user too
+            report = _external_cell(library, tmp_path / "lake", console)
+            assert report.status == "ok", f"{library}: {report.reason}"
+            acc = report.analysis.accounting
+            assert acc.sent == acc.acknowledged == acc.received == 200 and acc.lost == 0
+            broker = json.loads((report.path / "result.json").read_text())["context"]["broker"]
+            assert broker["version"] == release.resolve_version("latest")
+            assert "Connection.Start" in broker["version_source"]
+            assert broker["access"]["vhost"] == "perf" and broker["access"]["auth"] == "user/password"
         leftover = cluster.ask(1, 'integer_to_list(length(rabbit_amqqueue:list(<<"perf">>)))')
         assert leftover == "0"  # the cell's queue was deleted at teardown
     lake = tmp_path / "lake"
     assert password not in "".join(
         p.read_text(errors="replace") for p in lake.rglob("*") if p.suffix in (".json", ".log")
     )
+
+
+def _external_cell(library: str, lake: Path, console: Console) -> Any:
+    raw = {
+        "name": "ext",
+        "systems": [
+            {
+                "system": "rabbitmq",
+                "brokers": "external",
+                "connection": "sixnines_rabbitmq_external",
+                "client": {"library": library},
+            }
+        ],
+        "workload": {"message_size_bytes": 256, "rate_per_s": 200, "warmup_s": 0.5, "measure_s": 1, "cooldown_s": 0.5},
+        "measurements": ["e2e"],
+    }
+    (cell,) = select_cells(parse_matrix(raw, "ext"))
+    return run_cell(cell, Lake(lake), RunInfo.new(), console)
 
 
 def test_a_queue_the_node_will_not_delete_is_named_at_teardown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

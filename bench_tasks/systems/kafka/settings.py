@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from ...releases import is_version
 from ...spec.base import setting_path
-from ...spec.cell import EXTERNAL_VERSION, BrokerSettings, CellBase, ClientSettings
+from ...spec.cell import EXTERNAL_VERSION, BrokerSettings, CellBase, ClientSettings, without_default_library
 from ...spec.leader import leader_field
 from .jvm_client import java_refusals
 from .modes import refusals
@@ -104,12 +104,7 @@ class KafkaClient(ClientSettings):
     @model_serializer(mode="wrap")
     def _without_defaults(self, handler: Any) -> dict[str, Any]:
         """A client on librdkafka without JVM flags dumps as before `library` existed: cell ids stay the same."""
-        data = handler(self)
-        if data.get("library") == "librdkafka":
-            del data["library"]
-        if not data.get("jvm_flags"):
-            data.pop("jvm_flags", None)
-        return data
+        return without_default_library(handler(self), "librdkafka")
 
     @model_validator(mode="after")
     def _sasl_fits(self) -> KafkaClient:

@@ -45,7 +45,13 @@ class Rabbitmq(System):
         setup += "" if b.exchange == "default" else f" x={b.exchange}"
         setup += " confirms" if c.confirms and spec.measurement != "rtt" else ""  # rtt: the reply is the ack
         setup += f" acks={c.acks}" + (f" prefetch={c.prefetch}" if c.prefetch else "")
-        return setup
+        return setup + (" client=java" if c.library == "java" else "")
+
+    def worker_program(self, spec: Any, role: str) -> Any:
+        """The JVM worker on RabbitMQ's Java client when `client.library` is java, else the Python worker."""
+        from .jvm_client import worker_program
+
+        return worker_program(spec, role)
 
     def group_tag(self, spec: Any) -> str:
         return spec.broker.queue_type

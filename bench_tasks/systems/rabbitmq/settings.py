@@ -21,9 +21,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
-from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from ...spec.cell import BrokerSettings, CellBase, ClientSettings, without_default_library
+from .jvm_client import java_refusals
 
 QueueType = Literal["classic", "quorum", "stream"]
 
@@ -207,6 +208,17 @@ class RabbitmqClient(ClientSettings):
     max_unwritten_bytes: int = Field(
         64 * 2**20, ge=1, description="bytes pika holds for a connection's socket; beyond it a send is refused"
     )
+    library: Literal["pika", "java"] = Field(
+        "pika",
+        description="pika: the Python workers; java: RabbitMQ's Java client (amqp-client, PerfTest's) in the JVM "
+        "worker (docs/workers.md)",
+    )
+    jvm_flags: list[str] = Field(default_factory=list, description="library java: extra JVM options, verbatim")
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: Any) -> dict[str, Any]:
+        """A client on pika without JVM flags dumps as before `library` existed: cell ids stay the same."""
+        return without_default_library(handler(self), "pika")
 
     @model_validator(mode="after")
     def _prefetch_needs_acks(self) -> RabbitmqClient:
@@ -269,7 +281,7 @@ class RabbitmqCell(CellBase):
 
     @model_validator(mode="after")
     def _measurement_fits(self) -> RabbitmqCell:
-        problems = check_pair(self.broker, self.client) + _cell_problems(self)
+        problems = check_pair(self.broker, self.client) + _cell_problems(self) + java_refusals(self)
         if problems:
             raise ValueError("; ".join(problems))
         return self

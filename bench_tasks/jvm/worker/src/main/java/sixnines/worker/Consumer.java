@@ -45,7 +45,8 @@ final class Consumer extends Role {
                     in.idle();
                     continue;
                 }
-                long received = System.nanoTime();
+                long arrived = in.arrivedNs();
+                long received = arrived >= 0 ? arrived : System.nanoTime();
                 in.busy();
                 if (!Message.ours(buf, length)) {
                     bad = ++badCount;

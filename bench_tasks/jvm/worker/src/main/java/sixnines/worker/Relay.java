@@ -43,7 +43,8 @@ final class Relay extends Role implements Transport.Acks {
                     in.idle();
                     continue;
                 }
-                long received = System.nanoTime();
+                long arrived = in.arrivedNs();
+                long received = arrived >= 0 ? arrived : System.nanoTime();
                 in.busy();
                 if (!Message.ours(buf, length) || length < Message.RELAYED_MIN_SIZE) {
                     bad = bad + 1;

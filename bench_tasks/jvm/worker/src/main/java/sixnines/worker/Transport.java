@@ -60,6 +60,15 @@ interface Transport extends AutoCloseable {
         /** Copy the next message into `into` (array-backed); its length, or -1 when none is waiting. */
         int poll(ByteBuffer into);
 
+        /**
+         * When the client handed the message `poll` returned last to the worker, where that is not `poll`'s return: a
+         * push client's delivery callback, which stamps it before queueing it for the role's thread. -1: `poll`'s
+         * return is the hand-over (the role stamps it).
+         */
+        default long arrivedNs() {
+            return -1;
+        }
+
         /** The offset of the message `poll` returned last. */
         long offset();
 

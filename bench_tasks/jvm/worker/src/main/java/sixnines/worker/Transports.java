@@ -9,6 +9,7 @@ final class Transports {
         return switch (plan.text("transport")) {
             case "chronicle" -> new ChronicleTransport(plan);
             case "kafka" -> new KafkaTransport(plan);
+            case "rabbitmq" -> new RabbitmqTransport(plan);
             default -> throw new IllegalArgumentException("plan: transport=" + plan.text("transport") + " is unknown");
         };
     }
