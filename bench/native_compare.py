@@ -448,6 +448,8 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
     "kafka_end_to_end_latency": Rows.kafka_end_to_end_latency,
     "rabbitmq_perftest_e2e": lambda rows: native_rabbitmq.perf_test_row(rows, "consumer"),
     "rabbitmq_perftest_confirm": lambda rows: native_rabbitmq.perf_test_row(rows, "confirm"),
+    "rabbitmq_perftest_e2e_java": lambda rows: native_rabbitmq.perf_test_row(rows, "consumer", "java"),
+    "rabbitmq_perftest_confirm_java": lambda rows: native_rabbitmq.perf_test_row(rows, "confirm", "java"),
     "redis_benchmark_xadd": native_redis.benchmark_row,
     "redis_cli_latency": native_redis.cli_latency_row,
     "kafka_java_producer_max_rate": kafka_java_producer_max_rate,
