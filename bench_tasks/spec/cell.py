@@ -134,14 +134,23 @@ class ClientSettings(SettingsModel):
     """Every system's client settings derive from this (each adds its library's pass-through maps)."""
 
 
-def without_default_library(data: dict[str, Any], default: str) -> dict[str, Any]:
-    """A client's dump without `library` where it is the system's `default` and without empty `jvm_flags`, as
-    before either existed: the cell ids of cells that name neither stay the same."""
-    if data.get("library") == default:
-        del data["library"]
-    if not data.get("jvm_flags"):
-        data.pop("jvm_flags", None)
-    return data
+class JvmClientSettings(ClientSettings):
+    """Client settings of a system whose cells may run on a Java client in the JVM worker: the subclass adds
+    `library` (its Python client's name first, `java` beside it) and says which is its default."""
+
+    DEFAULT_LIBRARY: ClassVar[str]
+    jvm_flags: list[str] = Field(default_factory=list, description="library java: extra JVM options, verbatim")
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: Any) -> dict[str, Any]:
+        """A client on the default library without JVM flags dumps as before either existed: cell ids stay the
+        same."""
+        data = handler(self)
+        if data.get("library") == self.DEFAULT_LIBRARY:
+            del data["library"]
+        if not data.get("jvm_flags"):
+            data.pop("jvm_flags", None)
+        return data
 
 
 class CellBase(SettingsModel):

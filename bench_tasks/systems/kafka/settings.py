@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ...releases import is_version
 from ...spec.base import setting_path
-from ...spec.cell import EXTERNAL_VERSION, BrokerSettings, CellBase, ClientSettings, without_default_library
+from ...spec.cell import EXTERNAL_VERSION, BrokerSettings, CellBase, JvmClientSettings
 from ...spec.leader import leader_field
 from .jvm_client import java_refusals
 from .modes import refusals
@@ -72,7 +72,7 @@ class KafkaBroker(BrokerSettings):
         return self
 
 
-class KafkaClient(ClientSettings):
+class KafkaClient(JvmClientSettings):
     producer: dict[str, Any] = Field(default_factory=dict, description="librdkafka producer config, verbatim")
     consumer: dict[str, Any] = Field(default_factory=dict, description="librdkafka consumer config, verbatim")
     keys: Literal["none", "round_robin", "random", "per_producer"] = Field(
@@ -94,17 +94,12 @@ class KafkaClient(ClientSettings):
         None, description="SASL mechanism for security sasl_*; unset means the connection's, else PLAIN"
     )
 
+    DEFAULT_LIBRARY: ClassVar[str] = "librdkafka"
     library: Literal["librdkafka", "java"] = Field(
         "librdkafka",
         description="librdkafka: confluent-kafka in the Python workers; java: Kafka's Java client (the cell's "
         "release's kafka-clients) in the JVM worker (docs/workers.md)",
     )
-    jvm_flags: list[str] = Field(default_factory=list, description="library java: extra JVM options, verbatim")
-
-    @model_serializer(mode="wrap")
-    def _without_defaults(self, handler: Any) -> dict[str, Any]:
-        """A client on librdkafka without JVM flags dumps as before `library` existed: cell ids stay the same."""
-        return without_default_library(handler(self), "librdkafka")
 
     @model_validator(mode="after")
     def _sasl_fits(self) -> KafkaClient:

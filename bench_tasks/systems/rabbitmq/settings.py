@@ -21,9 +21,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ...spec.cell import BrokerSettings, CellBase, ClientSettings, without_default_library
+from ...spec.cell import BrokerSettings, CellBase, JvmClientSettings
 from .jvm_client import java_refusals
 
 QueueType = Literal["classic", "quorum", "stream"]
@@ -191,7 +191,7 @@ def _replica_problems(broker: RabbitmqBroker) -> list[str]:
     return []
 
 
-class RabbitmqClient(ClientSettings):
+class RabbitmqClient(JvmClientSettings):
     """The AMQP 0-9-1 client's behaviour: publisher confirms, consumer acknowledgements and prefetch."""
 
     confirms: bool = Field(True, description="publisher confirms: each publish is acknowledged by the broker")
@@ -208,17 +208,12 @@ class RabbitmqClient(ClientSettings):
     max_unwritten_bytes: int = Field(
         64 * 2**20, ge=1, description="bytes pika holds for a connection's socket; beyond it a send is refused"
     )
+    DEFAULT_LIBRARY: ClassVar[str] = "pika"
     library: Literal["pika", "java"] = Field(
         "pika",
         description="pika: the Python workers; java: RabbitMQ's Java client (amqp-client, PerfTest's) in the JVM "
         "worker (docs/workers.md)",
     )
-    jvm_flags: list[str] = Field(default_factory=list, description="library java: extra JVM options, verbatim")
-
-    @model_serializer(mode="wrap")
-    def _without_defaults(self, handler: Any) -> dict[str, Any]:
-        """A client on pika without JVM flags dumps as before `library` existed: cell ids stay the same."""
-        return without_default_library(handler(self), "pika")
 
     @model_validator(mode="after")
     def _prefetch_needs_acks(self) -> RabbitmqClient:

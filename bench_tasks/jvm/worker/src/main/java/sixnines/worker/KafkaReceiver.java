@@ -134,20 +134,6 @@ final class KafkaReceiver implements Transport.Receiver, ConsumerRebalanceListen
         return waiting;
     }
 
-    @Override
-    public void idle() {
-        // the client's poll waited already
-    }
-
-    @Override
-    public void busy() {
-        // nothing to reset: no back-off of the worker's own
-    }
-
-    @Override
-    public boolean spins() {
-        return false;
-    }
 
     @Override
     public void close() {

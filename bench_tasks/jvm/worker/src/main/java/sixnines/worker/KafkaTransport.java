@@ -1,7 +1,6 @@
 package sixnines.worker;
 
 import java.io.IOException;
-import java.io.StringReader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -34,21 +33,9 @@ final class KafkaTransport implements Transport {
     KafkaTransport(Plan plan) {
         this.plan = plan;
         this.keys = plan.text("kafka.keys");
-        this.secret = secretSettings();
+        this.secret = SecretEnv.read(SECRET_ENV);
     }
 
-    private static Properties secretSettings() {
-        Properties secret = new Properties();
-        String text = System.getenv(SECRET_ENV);
-        if (text != null) {
-            try {
-                secret.load(new StringReader(text));
-            } catch (IOException e) {
-                throw new IllegalArgumentException(SECRET_ENV + " is not a properties text");
-            }
-        }
-        return secret;
-    }
 
     /** The route's topic, as bench_tasks.systems.kafka.driver.topic_for names it. */
     String topic(String route) {

@@ -97,20 +97,6 @@ final class RabbitmqReceiver implements Transport.Receiver {
         return arrivals.size();
     }
 
-    @Override
-    public void idle() {
-        // poll waited already
-    }
-
-    @Override
-    public void busy() {
-        // no back-off of the worker's own
-    }
-
-    @Override
-    public boolean spins() {
-        return false;
-    }
 
     @Override
     public void close() {

@@ -6,7 +6,6 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.impl.ClientVersion;
 import java.io.IOException;
-import java.io.StringReader;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -42,21 +41,9 @@ final class RabbitmqTransport implements Transport {
 
     RabbitmqTransport(Plan plan) {
         this.plan = plan;
-        this.secret = secretSettings();
+        this.secret = SecretEnv.read(SECRET_ENV);
     }
 
-    private static Properties secretSettings() {
-        Properties secret = new Properties();
-        String text = System.getenv(SECRET_ENV);
-        if (text != null) {
-            try {
-                secret.load(new StringReader(text));
-            } catch (IOException e) {
-                throw new IllegalArgumentException(SECRET_ENV + " is not a properties text");
-            }
-        }
-        return secret;
-    }
 
     /** The route's queue, as bench_tasks.systems.rabbitmq.driver.queue_for names it. */
     String queue(String route) {

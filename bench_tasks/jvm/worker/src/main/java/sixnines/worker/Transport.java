@@ -80,14 +80,21 @@ interface Transport extends AutoCloseable {
         /** Messages on the route not read yet (read from any thread), or -1 when the client cannot tell. */
         long backlog();
 
-        /** Nothing was waiting: wait the way the settings say (spin, or a pauser's back-off). */
-        void idle();
+        /**
+         * Nothing was waiting: wait the way the settings say (spin, or a pauser's back-off). By default nothing more:
+         * a client whose `poll` waits for a message has waited already.
+         */
+        default void idle() {
+        }
 
-        /** A message arrived: the idle strategy starts over. */
-        void busy();
+        /** A message arrived: the idle strategy starts over (by default there is none of the worker's own). */
+        default void busy() {
+        }
 
         /** Whether `idle` spins or yields: the thread is then runnable all the time by design (docs/workers.md). */
-        boolean spins();
+        default boolean spins() {
+            return false;
+        }
 
         @Override
         void close();
