@@ -28,6 +28,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "CellWork": ("cell.work", "CellWork"),
     **{name: ("cell.detached", name) for name in ("release_generator", "start_generator", "stop_standbys")},
     "start_standby": ("cell.standby", "start_standby"),
+    "HOST_WAIT_S": ("cell.standby", "HOST_WAIT_S"),
+    "WAITING_SUFFIX": ("cell.standby", "WAITING_SUFFIX"),
     "base_env": ("cell.hostparts", "base_env"),
     **{name: ("cell.runner", name) for name in ("CellReport", "run_cell", "run_matrix")},
     **{name: ("cell.verdict", name) for name in ("cell_outcomes", "discard_run_work", "run_verdict")},

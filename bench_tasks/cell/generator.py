@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 from typing import IO
 
-from .standby import STANDBY_FLAG, Awaiting, become_cells
+from .standby import STANDBY_FLAG, STATE_FILE, Awaiting, become_cells
 from .workerctx import PRELOAD, prestart
 
 HELD_FLAG, GO = "--held", "go"  # detached.HELD_FLAG and detached.GO (that module's imports are what this one delays)
-STATE_FILE = "state.json"  # work.CellWork.state (that module imports the matrix models)
 
 
 def main(argv: list[str]) -> int:
@@ -57,7 +56,7 @@ def standby(folder: Path, token: str, idle_s: float, listening: int) -> int:
         with contextlib.suppress(ImportError):  # a worker that needs it imports it itself and fails there
             importlib.import_module(module)
         claim = awaiting.claim(0)
-    claim = claim or awaiting.claim(started_s + idle_s - time.monotonic()) or awaiting.expire()
+    claim = claim or awaiting.claim_within(idle_s, started_s) or awaiting.expire()
     if claim is None:
         return 0
     root, word = claim

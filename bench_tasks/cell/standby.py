@@ -5,8 +5,8 @@ host's CPU: most of a NATS cell's time before t0 on reused brokers (bench/cell_o
 The sweep's land task starts one when another cell follows on this host (`start_standby`), while its own cell
 still holds the host, so its imports never fall in another cell's measurement. The next cell's provision claims
 it (`claim_standby`), and from then on it is that cell's held generator (`detached.start_generator`). An
-unclaimed standby ends by itself after its idle time, and the sweep's release task stops any left
-(`detached.stop_standbys`).
+unclaimed standby ends by itself after its idle time, unless the sweep's next cell is still waiting for the host
+(another sweep's cells have it), and the sweep's release task stops any left (`detached.stop_standbys`).
 
 A standby is a Unix socket `<token>.sock` in the sweep's standby folder (mode 0700) and its record
 `<token>.json` (pid and start time). Claiming renames the socket to `<token>.claimed`, which only one claimant
@@ -27,6 +27,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,14 @@ from typing import IO, Any
 
 STANDBY_FLAG = "--standby"
 IDLE_S = 120.0  # longer than a sweep's gap between a land and the next provision, short as an orphan's life
+# A cell's provision that waits for the host (Airflow's, which reschedules itself) leaves `<cell>.waiting` beside the
+# cell's work folder and the sweep's standby folder; once the cell holds the host its `<cell>/state.json` is
+# written. While such a cell waits, its sweep's standby waits too, up to a cell's own patience for the host (the
+# sweep's release task stops it anyway).
+WAITING_SUFFIX = ".waiting"
+STATE_FILE = "state.json"  # work.CellWork.state (that module imports the matrix models)
+HOST_WAIT_S = 6 * 3600.0  # how long a cell of a sweep waits for another sweep's cells to leave the host
+LOOK_EVERY_S = 5.0
 _BINDING, _CLAIMED, _EXPIRED, _SOCKET, _RECORD = ".binding", ".claimed", ".expired", ".sock", ".json"
 _started: list[subprocess.Popen] = []  # this process's standbys, polled so none stays a zombie
 
@@ -119,6 +128,13 @@ def withdraw_standbys(folder: Path) -> list[dict[str, Any]]:
     return withdrawn
 
 
+def a_cell_waits(folder: Path) -> bool:
+    """Whether a cell of the sweep whose standby folder is `folder` waits for the host: its provision left its
+    `.waiting` marker and has not recorded the cell yet."""
+    markers = folder.parent.glob(f"*{WAITING_SUFFIX}")
+    return any(not (marker.with_suffix("") / STATE_FILE).exists() for marker in markers)
+
+
 def reap_standbys() -> None:
     """Collect the exit status of this process's standbys that ended (an in-process `airflow dags test` lives on)."""
     _started[:] = [proc for proc in _started if proc.poll() is None]
@@ -131,6 +147,19 @@ class Awaiting:
     def __init__(self, folder: Path, token: str, listening: int) -> None:
         self.listener = socket.socket(fileno=listening)
         self.folder, self.token = folder, token
+
+    def claim_within(self, idle_s: float, started_s: float) -> tuple[Path, IO[str]] | None:
+        """A claim that comes within `idle_s` of `started_s` (time.monotonic()), or later while a cell of the sweep
+        waits for the host (another sweep's cells have it: the next cell would start a generator of its own), up
+        to HOST_WAIT_S; None: none came."""
+        while True:
+            now = time.monotonic()
+            left = started_s + idle_s - now
+            if left <= 0 and not (a_cell_waits(self.folder) and now < started_s + HOST_WAIT_S):
+                return None
+            claimed = self.claim(min(max(left, 0.0), LOOK_EVERY_S) or LOOK_EVERY_S)
+            if claimed is not None:
+                return claimed
 
     def claim(self, wait_s: float) -> tuple[Path, IO[str]] | None:
         """A claim that came, waiting up to `wait_s` for one (None: none came)."""

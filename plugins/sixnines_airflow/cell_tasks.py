@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 from airflow.sdk import get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
-from bench_tasks import HOSTS_TIMEOUT_S, Cell, cell_from_matrix, scrub_text, system_of
+from bench_tasks import HOST_WAIT_S, HOSTS_TIMEOUT_S, WAITING_SUFFIX, Cell, cell_from_matrix, scrub_text, system_of
 
 from .notifier import CellFailureNotifier
 from .runtime import POOL, clusters_for, group_of, lake_root, run_dir, run_info, standbys_for, work_for
@@ -36,7 +36,7 @@ log = logging.getLogger("sixnines")
 MAX_PHASE_SCALE = 10.0
 _STARTUP_S = 300  # worker start, topic creation, drain: on top of a phase's scheduled length
 RELEASE_FETCH = timedelta(minutes=30)  # provision may first download and assemble a release not yet cached
-HOST_WAIT = timedelta(hours=6)  # how long a cell waits for another DAG's cell to leave the host
+HOST_WAIT = timedelta(seconds=HOST_WAIT_S)  # how long a cell waits for another DAG's cell to leave the host
 HOST_POLL = timedelta(seconds=15)  # unless SIXNINES_HOST_POLL_S says otherwise
 
 
@@ -121,7 +121,7 @@ def _skip(work: Any, record: dict[str, Any], why: str) -> NoReturn:
 
 def _wait_for_host(work: Any, why: str) -> NoReturn:
     """Reschedule provision until the host is free (or fail after HOST_WAIT)."""
-    marker = work.root.parent / f"{work.root.name}.waiting"
+    marker = work.root.parent / f"{work.root.name}{WAITING_SUFFIX}"
     marker.parent.mkdir(parents=True, exist_ok=True)
     if not marker.exists():
         marker.write_text(dt.datetime.now(dt.UTC).isoformat())

@@ -1,5 +1,6 @@
-"""Standby generators nobody claims: they end by themselves after their idle time, or when the sweep's release
-stops them, and leave nothing behind (real processes: the generator's start-up, its fork server)."""
+"""Standby generators nobody claims: they end by themselves after their idle time (later while their sweep's next
+cell waits for the host), or when the sweep's release stops them, and leave nothing behind (real processes: the
+generator's start-up, its fork server)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import psutil
 
 from bench_tasks.cell.detached import stop_standbys
 from bench_tasks.cell.hostparts import base_env
-from bench_tasks.cell.standby import claim_standby, start_standby
+from bench_tasks.cell.standby import LOOK_EVERY_S, STATE_FILE, WAITING_SUFFIX, claim_standby, start_standby
 
 
 def _ended(pid: int, within_s: float) -> bool:
@@ -44,4 +45,20 @@ def test_the_release_stops_a_standby_nobody_claimed_with_its_fork_server(tmp_pat
     stopped = stop_standbys(folder)
     assert pid in stopped and len(stopped) >= 2, stopped
     assert all(_ended(p, within_s=5) for p in stopped)
+    assert claim_standby(folder, tmp_path / "work") is None
+
+
+def test_a_standby_outlives_its_idle_time_while_its_sweeps_next_cell_waits_for_the_host(
+    tmp_path: Path, no_orphans: None
+) -> None:
+    """Another sweep's cells hold the host: the next cell's provision waits (its `.waiting` marker, no state yet),
+    and the standby waits with it rather than end and leave that cell to start a generator of its own."""
+    folder = tmp_path / "standby"
+    waiting = tmp_path / f"c02_nats_core_e2e{WAITING_SUFFIX}"
+    waiting.write_text("2026-12-08T00:20:36+00:00")
+    pid = start_standby(folder, base_env(), idle_s=1.0)
+    assert not _ended(pid, within_s=4)  # past its idle time, still there to be claimed
+    (tmp_path / "c02_nats_core_e2e").mkdir()
+    (tmp_path / "c02_nats_core_e2e" / STATE_FILE).write_text("{}")  # the cell took the host: nobody waits now
+    assert _ended(pid, within_s=LOOK_EVERY_S + 10)
     assert claim_standby(folder, tmp_path / "work") is None
