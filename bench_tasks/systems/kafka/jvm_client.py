@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BrokerError
-from ...jvm.flags import owned_flag
+from ...jvm.flags import java_path_refusals
 from ...secrecy import is_secret
 from .properties import config_value, render_properties
 
@@ -37,11 +37,9 @@ CLIENT_JARS = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4
 def java_refusals(cell: Any) -> list[str]:
     """What a cell on the Java client cannot be (yet), each naming its field; JVM flags only for the Java client."""
     c, w = cell.client, cell.workload
+    problems = java_path_refusals(cell, "librdkafka")
     if c.library != "java":
-        return [f"client.jvm_flags: only for client.library java (is {c.library})"] if c.jvm_flags else []
-    problems = [f"client.jvm_flags: {f}: set by the harness ({owned_flag(f)})" for f in c.jvm_flags if owned_flag(f)]
-    if w.placement is not None:
-        problems.append("workload.placement: the Java client runs in the JVM worker, on the driving host only")
+        return problems
     if c.consumer_mode != "group":
         problems.append(
             f"client.consumer_mode {c.consumer_mode!r}: the Java client's receivers join the route's group; use group"

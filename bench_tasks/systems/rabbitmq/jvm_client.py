@@ -5,8 +5,8 @@ the JVM worker (`bench_tasks/jvm/`, transport `rabbitmq`) on `com.rabbitmq:amqp-
 PerfTest uses, so a cell can measure the broker through the client PerfTest measures it with, and two cells that
 differ only in `client.library` show what pika costs. The driving process declares the queues, as for pika.
 
-The login (an external node's, or a provisioned node's user) reaches the worker in its environment only, never in
-the plan file on disk, and the worker never describes it.
+The login (the user and password of an external node's connection) reaches the worker in its environment only,
+never in the plan file on disk, and the worker never describes it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import BrokerError
-from ...jvm.flags import owned_flag
+from ...jvm.flags import java_path_refusals
 from ...paths import cache_dir
 
 JAVA_ROLES = ("producer", "consumer", "relay")
@@ -28,21 +28,10 @@ REPLICATED = ("quorum", "stream")
 
 
 def java_refusals(cell: Any) -> list[str]:
-    """What a cell on the Java client cannot be (yet), each naming its field; JVM flags only for the Java client."""
-    c, w = cell.client, cell.workload
-    if c.library != "java":
-        return [f"client.jvm_flags: only for client.library java (is {c.library})"] if c.jvm_flags else []
-    problems = [f"client.jvm_flags: {f}: set by the harness ({owned_flag(f)})" for f in c.jvm_flags if owned_flag(f)]
-    if cell.measurement == "rtt":
-        problems.append("measurement 'rtt': the JVM worker has no responder; use library pika")
-    if cell.broker.queue_type == "stream":
+    """What a cell on the Java client cannot be (yet), each naming its field."""
+    problems = java_path_refusals(cell, "pika", push_clients=True)
+    if cell.client.library == "java" and cell.broker.queue_type == "stream":
         problems.append("broker.queue_type 'stream': the Java client's path reads queues, not stream offsets, yet")
-    if w.placement is not None:
-        problems.append("workload.placement: the Java client runs in the JVM worker, on the driving host only")
-    if cell.faults:
-        problems.append("faults: the Java client's path does not reconnect to another node; use library pika")
-    if c.connect:
-        problems.append("client.connect: pika's connection parameters; not with library java")
     return problems
 
 

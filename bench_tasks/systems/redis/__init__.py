@@ -50,7 +50,13 @@ class Redis(System):
         if b.mode == "streams":
             setup += f" maxlen~{b.stream.maxlen}" if b.stream.maxlen is not None else " untrimmed"
             setup += " noack" if spec.client.noack else ""
-        return setup
+        return setup + (" client=java" if spec.client.library == "java" else "")
+
+    def worker_program(self, spec: Any, role: str) -> Any:
+        """The JVM worker on Lettuce when `client.library` is java, else the Python worker."""
+        from .jvm_client import worker_program
+
+        return worker_program(spec, role)
 
     def group_tag(self, spec: Any) -> str:
         return spec.broker.mode

@@ -18,8 +18,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ...spec.base import StrictModel
-from ...spec.cell import BrokerSettings, CellBase, ClientSettings
+from ...spec.cell import BrokerSettings, CellBase, JvmClientSettings
 from ...spec.features import predates
+from .jvm_client import java_refusals
 
 Mode = Literal["pubsub", "streams"]
 Fsync = Literal["always", "everysec", "no"]
@@ -142,8 +143,14 @@ class RedisBroker(BrokerSettings):
         return self.appendfsync or "everysec"
 
 
-class RedisClient(ClientSettings):
+class RedisClient(JvmClientSettings):
     """redis-py (asyncio, hiredis parser) settings. `connect` is handed to each connection untouched."""
+
+    DEFAULT_LIBRARY: ClassVar[str] = "redis-py"
+    library: Literal["redis-py", "java"] = Field(
+        "redis-py",
+        description="redis-py: the Python workers; java: Lettuce, a Java client, in the JVM worker (docs/workers.md)",
+    )
 
     connect: dict[str, Any] = Field(default_factory=dict, description="redis-py Connection kwargs, verbatim")
     read_count: int = Field(128, ge=1, description="streams: XREADGROUP COUNT, entries per read at most")
@@ -190,7 +197,7 @@ class RedisCell(CellBase):
 
     @model_validator(mode="after")
     def _measurement_fits(self) -> RedisCell:
-        problems = cell_problems(self)
+        problems = cell_problems(self) + java_refusals(self)
         if problems:
             raise ValueError("; ".join(problems))
         return self

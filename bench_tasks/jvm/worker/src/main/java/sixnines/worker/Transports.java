@@ -10,6 +10,7 @@ final class Transports {
             case "chronicle" -> new ChronicleTransport(plan);
             case "kafka" -> new KafkaTransport(plan);
             case "rabbitmq" -> new RabbitmqTransport(plan);
+            case "redis" -> new RedisTransport(plan);
             default -> throw new IllegalArgumentException("plan: transport=" + plan.text("transport") + " is unknown");
         };
     }
