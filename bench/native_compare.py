@@ -451,6 +451,7 @@ ROWS: dict[str, Callable[[Rows], dict[str, Any]]] = {
     "rabbitmq_perftest_e2e_java": lambda rows: native_rabbitmq.perf_test_row(rows, "consumer", "java"),
     "rabbitmq_perftest_confirm_java": lambda rows: native_rabbitmq.perf_test_row(rows, "confirm", "java"),
     "redis_benchmark_xadd": native_redis.benchmark_row,
+    "redis_benchmark_xadd_java": lambda rows: native_redis.benchmark_row(rows, "java"),
     "redis_cli_latency": native_redis.cli_latency_row,
     "kafka_java_producer_max_rate": kafka_java_producer_max_rate,
     "chronicle_jlbh_512b": chronicle_jlbh,

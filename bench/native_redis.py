@@ -56,11 +56,13 @@ class RedisToolError(SixninesError):
     """redis-benchmark or redis-cli failed or printed nothing readable."""
 
 
-def shape_cell(measure_s: float, lag_limit_ms: float) -> Cell:
-    """The sixnines side: a streams `publish` cell, XADD of 1 KiB at 1000/s."""
+def shape_cell(measure_s: float, lag_limit_ms: float, library: str = "redis-py") -> Cell:
+    """The sixnines side: a streams `publish` cell, XADD of 1 KiB at 1000/s; on redis-py in the Python workers, or
+    (`library` java) on Lettuce in the JVM worker."""
+    system = {"system": "redis", "versions": ["latest"], "broker": {"mode": "streams"}}
     raw = {
         "name": "native_compare",
-        "systems": [{"system": "redis", "versions": ["latest"], "broker": {"mode": "streams"}}],
+        "systems": [{**system, "client": {"library": library}}],
         "workload": {
             "message_size_bytes": SIZE_BYTES,
             "rate_per_s": RATE_PER_S,
@@ -137,11 +139,12 @@ def redis_cli_latency(address: str, client: dict[str, Any], seconds: float) -> d
     return {"tool": f"redis-cli --latency -i {seconds:g}", **parse_cli_latency(out)}
 
 
-def benchmark_row(rows: Rows) -> dict[str, Any]:
-    """redis-benchmark's XADD percentiles beside sixnines' publish from sent, alternating on one server."""
+def benchmark_row(rows: Rows, library: str = "redis-py") -> dict[str, Any]:
+    """redis-benchmark's XADD percentiles beside sixnines' publish from sent (on `library`), alternating on one
+    server."""
     from bench import native_compare as nc  # at call time: native_compare imports this module
 
-    cell = shape_cell(rows.measure_s, nc.LAG_LIMIT_MS)
+    cell = shape_cell(rows.measure_s, nc.LAG_LIMIT_MS, library)
     requests = int(RATE_PER_S * rows.measure_s)
     with nc.fresh_brokers(cell, rows.workdir) as brokers:
         target = brokers.target()
@@ -154,7 +157,7 @@ def benchmark_row(rows: Rows) -> dict[str, Any]:
         trials = rows._alternate(native, lambda: _ours(nc, rows, cell, brokers), "publish")
     return {
         "shape": "Redis streams, XADD 1 KiB (MAXLEN ~ 100000), one connection; sixnines at 1000/s",
-        "compares": "redis-benchmark per-request latency vs sixnines publish from sent",
+        "compares": f"redis-benchmark per-request latency vs sixnines publish from sent (client: {library})",
         **nc._latency_summary(trials),
         "notes": NOTES["redis_benchmark_xadd"],
     }
