@@ -41,6 +41,7 @@ IDLE_S = 120.0  # longer than a sweep's gap between a land and the next provisio
 # sweep's release task stops it anyway).
 WAITING_SUFFIX = ".waiting"
 STATE_FILE = "state.json"  # work.CellWork.state (that module imports the matrix models)
+SETTLED_FILES = (STATE_FILE, "skipped.json", "failure.json")  # a cell recorded, skipped, or failed before it was
 HOST_WAIT_S = 6 * 3600.0  # how long a cell of a sweep waits for another sweep's cells to leave the host
 LOOK_EVERY_S = 5.0
 _BINDING, _CLAIMED, _EXPIRED, _SOCKET, _RECORD = ".binding", ".claimed", ".expired", ".sock", ".json"
@@ -130,9 +131,9 @@ def withdraw_standbys(folder: Path) -> list[dict[str, Any]]:
 
 def a_cell_waits(folder: Path) -> bool:
     """Whether a cell of the sweep whose standby folder is `folder` waits for the host: its provision left its
-    `.waiting` marker and has not recorded the cell yet."""
+    `.waiting` marker and has neither recorded the cell nor given up (skipped, or failed)."""
     markers = folder.parent.glob(f"*{WAITING_SUFFIX}")
-    return any(not (marker.with_suffix("") / STATE_FILE).exists() for marker in markers)
+    return any(not any((m.with_suffix("") / f).exists() for f in SETTLED_FILES) for m in markers)
 
 
 def reap_standbys() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from bench_tasks.cell.runner import select_cells
 from bench_tasks.interop.table_files import parquet_bytes
@@ -122,6 +123,20 @@ def assert_every_send_acknowledged(report: Any, sends: int) -> None:
     publish = report.analysis.metrics["publish"]
     assert publish["intended"].count == publish["sent"].count == sends
     assert publish["intended"].max_ns >= publish["sent"].max_ns > 0
+
+
+def assert_every_message_acknowledged_and_received(report: Any, messages: int) -> list[dict[str, Any]]:
+    """An e2e cell with acknowledged sends that went well: every measured message sent, acknowledged and received
+    once, each acknowledgement timed after its send (so a publish metric too); producer 0's sent rows."""
+    assert report.status == "ok", report.reason
+    acc = report.analysis.accounting
+    assert acc.scheduled == acc.sent == acc.acknowledged == acc.received == messages
+    assert acc.lost == acc.duplicated == 0
+    sent = pq.read_table(report.path / "sent-p0.parquet").to_pylist()
+    assert all(r["intended_ns"] <= r["sent_ns"] < r["acked_ns"] for r in sent)
+    publish = report.analysis.metrics["publish"]
+    assert publish["intended"].count == publish["sent"].count == messages
+    return sent
 
 
 def assert_every_request_answered(report: Any, requests: int) -> None:

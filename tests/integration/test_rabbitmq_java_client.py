@@ -17,7 +17,7 @@ from bench_tasks.lake.layout import Lake, RunInfo
 from bench_tasks.spec.matrix import Cell
 from bench_tasks.systems.rabbitmq.jvm_client import CLIENT
 
-from .helpers import ALL_PHASES_S, make_cell
+from .helpers import ALL_PHASES_S, assert_every_message_acknowledged_and_received, make_cell
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 RATE, MEASURE_S = 300, 1  # the helpers' warmup and cooldown around 1 s measured, as test_rabbitmq_cells.py
@@ -33,14 +33,7 @@ def test_quorum_e2e_cell_with_manual_acks_lands_every_message(tmp_path: Path, co
     cell = java_cell("e2e", {"queue_type": "quorum"}, {"acks": "manual", "prefetch": 100})
     report = run_cell(cell, Lake(tmp_path), RunInfo.new(), console)
 
-    assert report.status == "ok", report.reason
-    acc = report.analysis.accounting
-    assert acc.scheduled == acc.sent == acc.acknowledged == acc.received == RATE * MEASURE_S
-    assert acc.lost == acc.duplicated == 0
-    sent = pq.read_table(report.path / "sent-p0.parquet").to_pylist()
-    assert all(r["intended_ns"] <= r["sent_ns"] < r["acked_ns"] for r in sent)  # each confirm timed
-    publish = report.analysis.metrics["publish"]  # the confirms: what a publish cell measures
-    assert publish["intended"].count == publish["sent"].count == RATE * MEASURE_S
+    assert_every_message_acknowledged_and_received(report, RATE * MEASURE_S)  # each confirm timed
     received = pq.read_table(report.path / "received-c0.parquet")
     assert received.num_rows == RATE * ALL_PHASES_S  # every message once, every phase
     assert set(received["partition"].to_pylist()) == {0}  # a quorum queue's samples go to its leader, as pika's

@@ -59,8 +59,8 @@ final class RabbitmqReceiver extends PushedArrivals {
     public void close() {
         try {
             connection.close(5_000);
-        } catch (IOException e) {
-            // already closed by the broker: its cause was counted
+        } catch (IOException | RuntimeException e) {
+            // already closed by the broker (AlreadyClosedException): its cause was counted
         }
     }
 }

@@ -99,10 +99,15 @@ final class RedisStreamReceiver implements Transport.Receiver {
         return waiting;
     }
 
+    /** Acknowledges the last batch taken, then closes; a refused XACK is a client error, never a lost sample file. */
     @Override
     public void close() {
-        if (!done.isEmpty()) {
-            connection.sync().xack(stream, group, done.toArray(String[]::new));
+        try {
+            if (!done.isEmpty()) {
+                connection.sync().xack(stream, group, done.toArray(String[]::new));
+            }
+        } catch (RuntimeException e) {
+            errors.add(e);
         }
         connection.close();
     }
