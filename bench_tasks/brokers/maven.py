@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 MANIFEST_VERSION = 1  # 1: artifact, version, jars {name: sha256}
@@ -52,9 +53,10 @@ def verified_libs(artifact: str, version: str, home: Path, error: type[Exception
     """`home/libs`: the runtime jars of `group:artifact:version`, fetched into place on first use (resolved beside
     `home`, then renamed, so a half-fetched folder is never used) with a manifest of their sha256 digests, which
     every use checks: a truncated or changed jar is named, not found mid-benchmark."""
-    if _identity(home) != (artifact, version):  # none yet, or an older layout's: fetched (again)
-        _fetch(artifact, version, home, error, timeout_s)
-    manifest = json.loads((home / "manifest.json").read_text())
+    manifest = _manifest(home)
+    if manifest is None or (manifest.get("artifact"), manifest.get("version")) != (artifact, version):
+        _fetch(artifact, version, home, error, timeout_s)  # none yet, or an older layout's: fetched (again)
+        manifest = json.loads((home / "manifest.json").read_text())
     for name, digest in manifest["jars"].items():
         jar = home / "libs" / name
         if not jar.exists() or sha256_of(jar) != digest:
@@ -62,12 +64,11 @@ def verified_libs(artifact: str, version: str, home: Path, error: type[Exception
     return home / "libs"
 
 
-def _identity(home: Path) -> tuple[str, str] | None:
+def _manifest(home: Path) -> dict[str, Any] | None:
     try:
-        manifest = json.loads((home / "manifest.json").read_text())
+        return json.loads((home / "manifest.json").read_text())
     except (OSError, ValueError):
         return None
-    return manifest.get("artifact"), manifest.get("version")
 
 
 def _fetch(artifact: str, version: str, home: Path, error: type[Exception], timeout_s: float) -> None:
